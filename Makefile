@@ -1,0 +1,91 @@
+# gpuops.cluster developer loop. `make demo` runs the main job, `make test` runs every test.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+ROOT := $(CURDIR)
+VENV := $(ROOT)/.venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+BUILD := $(ROOT)/build
+COLL := $(BUILD)/ansible_collections/gpuops/cluster
+SANITY := $(BUILD)/sanity/ansible_collections/gpuops/cluster
+PYBIN := $(BUILD)/pybin
+export PATH := $(BIN):$(PYBIN):$(PATH)
+export ANSIBLE_COLLECTIONS_PATH := $(BUILD)
+export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
+export PYTHONPATH := $(BUILD)
+export PYTHONDONTWRITEBYTECODE := 1
+PYTEST_ARGS ?=
+DEMO_NODES ?= 64
+
+.PHONY: help deps setup lint ruff ansible-lint sanity docs-lint unit integration test demo testbed-up testbed-down bench clean stage
+
+help:
+	@echo "make deps       install Debian packages the tests need (root; apt)"
+	@echo "make setup      build .venv and make the collection resolvable as gpuops.cluster"
+	@echo "make demo       inspect the built-in simulated cluster and print where the reports are"
+	@echo "make test       every test: lint, sanity, docs, unit, integration"
+
+deps:
+	bash tests/testbed/deps.sh
+
+$(VENV)/.stamp: requirements-dev.txt
+	python3 -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt 2>&1 | { grep -v "is ignored: it is neither" || true; }
+	touch $@
+
+setup: $(VENV)/.stamp
+	mkdir -p $(BUILD)/ansible_collections/gpuops $(PYBIN)
+	ln -sfn ../../.. $(COLL)
+	@# ansible-test --venv downloads get-pip from a host that is unreachable here: use a local shim
+	mkdir -p $(HOME)/.ansible/test/cache
+	for v in 24_2 25_2; do cp tests/get_pip_shim.py $(HOME)/.ansible/test/cache/get_pip_$$v.py; done
+	@# real interpreters for ansible-test (pyenv shims fail without a global version)
+	for v in $$(ls -d $$(pyenv root 2>/dev/null || echo /nonexistent)/versions/3.* 2>/dev/null); do \
+	  b=$$(basename $$v); ln -sfn $$v/bin/python$${b%.*} $(PYBIN)/python$${b%.*}; done
+	@echo "setup done: collection at $(COLL)"
+
+ruff:
+	$(BIN)/ruff check plugins tests tools bench
+	$(BIN)/ruff format --check plugins tools || { echo "run: .venv/bin/ruff format plugins tools"; exit 1; }
+
+ansible-lint:
+	$(BIN)/ansible-lint --offline -q
+
+lint: ruff ansible-lint
+
+# ansible-test needs a real .../ansible_collections/gpuops/cluster path: stage the tracked tree there.
+stage:
+	rm -rf $(BUILD)/sanity && mkdir -p $(SANITY)
+	git ls-files -co --exclude-standard -z | xargs -0 -I{} sh -c 'test -e "{}" && echo "{}"' | tar -cf - -T - | tar -xf - -C $(SANITY)
+
+sanity: stage
+	cd $(SANITY) && ansible-test sanity --venv --python 3.11 --color no --exclude tests/testbed/ $(SANITY_ARGS)
+	cd $(SANITY) && ansible-test sanity --venv --python 3.8 --test compile --test import --color no
+
+docs-lint:
+	$(BIN)/antsibull-docs lint-collection-docs --plugin-docs --skip-rstcheck $(COLL)
+
+unit:
+	$(BIN)/pytest tests/unit -n 2 $(PYTEST_ARGS)
+
+integration:
+	bash tests/testbed/run-integration.sh $(PYTEST_ARGS)
+
+test: setup lint sanity docs-lint unit integration
+	@echo "make test: all stages passed"
+
+demo: setup
+	$(PY) tools/simcluster/generate.py --nodes $(DEMO_NODES) --out $(BUILD)/sim --seed 7
+	$(BIN)/ansible-playbook -i $(BUILD)/sim/inventory playbooks/inspect.yml
+
+bench: setup
+	$(PY) bench/bench_collect.py
+
+testbed-up:
+	bash tests/testbed/testbed.sh up
+
+testbed-down:
+	bash tests/testbed/testbed.sh down
+
+clean:
+	rm -rf $(BUILD) reports tests/output

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Debian packages the test suite needs (CI runs as root on Debian 12, no systemd: nothing is started here).
+set -euo pipefail
+pkgs=(openssh-server slurmctld slurmd slurm-client munge openipmi ipmitool netcat-openbsd openssl curl
+      prometheus chromium chromium-driver shellcheck iproute2 util-linux dpkg-dev)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ "${#missing[@]}" -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+echo "deps: ${#pkgs[@]} packages present"
