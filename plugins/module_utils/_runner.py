@@ -133,7 +133,7 @@ def run_command(
             res.timed_out = True
             break
         try:
-            ready, _, _ = select.select(list(open_fds), [], [], min(remaining, 1.0))
+            ready = select.select(list(open_fds), [], [], min(remaining, 1.0))[0]
         except InterruptedError:  # pragma: no cover - PEP 475 retries for us
             continue
         for fd in ready:
@@ -217,7 +217,7 @@ def run_in_child(func: Callable[..., Any], args: Sequence[Any] = (), timeout: fl
             if remaining <= 0:
                 timed_out = True
                 break
-            ready, _, _ = select.select([rfd], [], [], min(remaining, 1.0))
+            ready = select.select([rfd], [], [], min(remaining, 1.0))[0]
             if not ready:
                 continue
             chunk = os.read(rfd, 65536)
@@ -237,9 +237,9 @@ def run_in_child(func: Callable[..., Any], args: Sequence[Any] = (), timeout: fl
             pass
         return {"ok": False, "timed_out": True, "error": "timed out after %.1f s" % timeout}
     # The child closed its end: it is exiting; reap without blocking for long.
-    for _ in range(200):
+    for _attempt in range(200):
         try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
+            done = os.waitpid(pid, os.WNOHANG)[0]
         except OSError:
             break
         if done:
