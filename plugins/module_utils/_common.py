@@ -206,7 +206,7 @@ def normalize_bus_id(value: Any) -> Optional[str]:
     s = str(v).strip().upper()
     for prefix in ("GPU", "PCI:"):
         if s.startswith(prefix):
-            s = s[len(prefix):]
+            s = s[len(prefix) :]
     m = re.match(r"^(?:([0-9A-F]{1,8}):)?([0-9A-F]{1,2}):([0-9A-F]{1,2})(?:\.([0-7]))?$", s)
     if not m:
         return None
