@@ -71,7 +71,7 @@ def which(name: str, path: Optional[str] = None) -> Optional[str]:
     return shutil.which(name, path=path)
 
 
-def _kill_group(proc: "subprocess.Popen[bytes]") -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
