@@ -1,0 +1,40 @@
+# shellcheck shell=bash
+# Shared settings and helpers for tests/testbed/*.sh (sourced, not executed).
+# Everything the test bed creates lives in $TB (default /tmp/gpuops-tb, override with GPUOPS_TB),
+# in network namespaces named ${P}-hub / ${P}-nXX, and in the mount namespaces those hold.
+
+TB=${GPUOPS_TB:-/tmp/gpuops-tb}
+P=${GPUOPS_TB_PREFIX:-gpuops}
+NET=${GPUOPS_TB_NET:-10.200.0}
+HUB=${P}-hub
+BRIDGE=${P}br0
+LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TBDIR=$(dirname "$LIB")
+REPO=$(cd "$TBDIR/../.." && pwd)
+export TB P NET HUB BRIDGE REPO
+
+log() { printf '[testbed %s] %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# monotonic milliseconds, for stage timings
+now_ms() { local s; s=$(cat /proc/uptime); s=${s%% *}; echo $(( ${s%.*} * 1000 + 10#${s#*.} * 10 )); }
+# elapsed <start_ms>: "1.23 s"
+elapsed() { local d=$(( $(now_ms) - $1 )); printf '%d.%02d s' $((d / 1000)) $(((d % 1000) / 10)); }
+
+node_name() { printf 'gpu-node-%02d' "$1"; }
+node_ns() { printf '%s-n%02d' "$P" "$1"; }
+node_ip() { printf '%s.%d' "$NET" $((10 + $1)); }
+node_names() { [ -d "$TB/nodes" ] && ls "$TB/nodes"; }
+node_dir() { printf '%s/nodes/%s' "$TB" "$1"; }
+holder_pid() {
+  local f pid
+  f="$(node_dir "$1")/holder.pid"
+  [ -s "$f" ] || die "node $1 is not up (no $f)"
+  pid=$(cat "$f")
+  kill -0 "$pid" 2>/dev/null || die "node $1: holder $pid is gone"
+  echo "$pid"
+}
+# run a command inside a node: its netns, hostname (UTS) and mount namespace
+in_node() { local n=$1; shift; nsenter -t "$(holder_pid "$n")" -u -m -n -- "$@"; }
+in_hub() { ip netns exec "$HUB" "$@"; }
+our_netns() { ip netns list | awk '{print $1}' | grep -E "^${P}-(hub|n[0-9]+)$" || true; }

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Real Slurm (Debian slurm-wlm 22.05) on the test bed; called by testbed.sh up/down.
+#
+#   slurm.sh up      private munged, slurmctld in the hub netns (hostname tb-head), one slurmd per node,
+#                    partition gpu (all nodes, default), GRES gpu:h100:8 on fake /dev nodes;
+#                    host wrappers $GPUOPS_TB/bin/{scontrol,sinfo,squeue,sbatch,scancel,srun}
+#   slurm.sh down    stop what `up` started (by pid file)
+#
+# munged is private to the test bed (own key and socket under $GPUOPS_TB/munge, AuthInfo=socket=...):
+# the host's munge key and daemon are never touched.
+# shellcheck source-path=SCRIPTDIR
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib/common.sh
+. "$HERE/lib/common.sh"
+S=$TB/slurm-state
+M=$TB/munge
+CONF=$TB/slurm/slurm.conf
+
+alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+write_conf() {  # $1 = node count
+  local n=$1 last
+  last=$(printf %02d "$n")
+  cat > "$CONF" <<EOF
+# Written by tests/testbed/slurm.sh
+ClusterName=gpuops-tb
+SlurmctldHost=tb-head($NET.1)
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$M/munge.socket
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort=6817
+SlurmdPort=6818
+StateSaveLocation=$S/ctld
+SlurmdSpoolDir=$S/slurmd-%n
+SlurmctldPidFile=$S/slurmctld.pid
+SlurmdPidFile=$S/slurmd-%n.pid
+SlurmctldLogFile=$S/slurmctld.log
+SlurmdLogFile=$S/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+SwitchType=switch/none
+SchedulerType=sched/backfill
+SchedulerParameters=sched_interval=2,bf_interval=2
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+GresTypes=gpu
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MailProg=/bin/true
+# nodes claim more hardware than the CI machine has; without this they go INVAL
+SlurmdParameters=config_overrides
+ReturnToService=2
+SlurmctldTimeout=30
+SlurmdTimeout=30
+InactiveLimit=0
+KillWait=2
+MinJobAge=60
+Waittime=0
+MessageTimeout=5
+JobRequeue=1
+NodeName=gpu-node-[01-$last] NodeAddr=$NET.[11-$((10 + n))] CPUs=16 RealMemory=16000 Gres=gpu:h100:8 State=UNKNOWN
+PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+EOF
+  # gres/gpu needs File= on character devices (Count= alone registers 0 GPUs -> INVALID_REG);
+  # slurmd only stat()s them, so major 195 without a driver is enough
+  cat > "$TB/slurm/gres.conf" <<EOF
+NodeName=gpu-node-[01-$last] Name=gpu Type=h100 File=$TB/fakedev/nvidia[0-7]
+EOF
+}
+
+write_wrappers() {
+  local t
+  for t in scontrol sinfo squeue sbatch scancel srun sacct; do
+    cat > "$TB/bin/$t" <<EOF
+#!/bin/sh
+# $t against the test bed's slurmctld (runs in the hub netns, the only place that reaches it)
+SLURM_CONF=$CONF exec ip netns exec $HUB /usr/bin/$t "\$@"
+EOF
+    chmod 755 "$TB/bin/$t"
+  done
+}
+
+up() {
+  local nodes n node g idle
+  nodes=$(node_names)
+  [ -n "$nodes" ] || die "no test-bed nodes: run testbed.sh up first"
+  n=$(echo "$nodes" | wc -l)
+  mkdir -p "$TB/slurm" "$TB/bin" "$S/ctld" "$M" "$TB/fakedev"
+  for node in $nodes; do mkdir -p "$S/slurmd-$node"; done
+  for g in 0 1 2 3 4 5 6 7; do [ -e "$TB/fakedev/nvidia$g" ] || mknod "$TB/fakedev/nvidia$g" c 195 "$g"; done
+  write_conf "$n"
+  write_wrappers
+  cp "$CONF" "$TB/slurm/gres.conf" "$S/" 2>/dev/null || true
+
+  if ! alive "$M/munged.pid"; then
+    chmod 700 "$M"
+    [ -s "$M/munge.key" ] || { dd if=/dev/urandom of="$M/munge.key" bs=1024 count=1 status=none; chmod 600 "$M/munge.key"; }
+    /usr/sbin/munged --force --key-file="$M/munge.key" --socket="$M/munge.socket" \
+      --pid-file="$M/munged.pid" --log-file="$M/munged.log" --seed-file="$M/munged.seed" --num-threads=4
+  fi
+  # slurmctld insists on gethostname() == SlurmctldHost: own UTS namespace with hostname tb-head
+  ip netns exec "$HUB" unshare --uts sh -c "hostname tb-head; SLURM_CONF=$CONF exec /usr/sbin/slurmctld -c"
+  for node in $nodes; do
+    touch "$(node_dir "$node")/slurmd.enabled"   # gpuops-sim-reboot restarts slurmd on such nodes
+    in_node "$node" /usr/sbin/slurmd
+  done
+  for _ in $(seq 100); do
+    idle=$("$TB/bin/sinfo" -h -N -o '%T' 2>/dev/null | grep -cx idle || true)
+    [ "$idle" -eq "$n" ] && break
+    sleep 0.1
+  done
+  "$TB/bin/sinfo" -N -o '%N %T %G' | column -t >&2
+  [ "$idle" -eq "$n" ] || die "only $idle of $n slurm nodes are idle (logs: $S/*.log)"
+}
+
+down() {
+  local f
+  for f in "$S"/slurmd-*.pid "$S/slurmctld.pid" "$M/munged.pid"; do
+    if alive "$f"; then kill "$(cat "$f")" 2>/dev/null || true; fi
+  done
+  return 0
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  *) sed -n '2,11p' "$0" >&2; exit 2 ;;
+esac
