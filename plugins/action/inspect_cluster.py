@@ -1,0 +1,125 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller-side evaluation of an inspection: see plugins/modules/inspect_cluster.py for the docs."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.text.converters import to_text
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpuops.cluster.plugins.module_utils import _inspect, _policy
+
+_ARGS = {
+    "targets": {"type": "list", "elements": "str", "required": True},
+    "report_dir": {"type": "path"},
+    "state_dir": {"type": "path"},
+    "policy_overrides": {"type": "dict", "default": {}},
+    "collect_var": {"type": "str", "default": "__inspect_collect"},
+    "write_reports": {"type": "bool", "default": True},
+    "include_facts": {"type": "bool", "default": True},
+}
+
+
+def _plain(value):
+    """HostVars values are lazy/templated wrappers: turn them into plain containers."""
+    if isinstance(value, dict) or hasattr(value, "items"):
+        return {to_text(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        _unused, args = self.validate_argument_spec(argument_spec=_ARGS)
+        hostvars = task_vars.get("hostvars", {})
+        t0 = time.monotonic()
+        hosts = {}
+        for host in args["targets"]:
+            if host not in hostvars:
+                raise AnsibleActionFail("inspect_cluster: target %r is not in the inventory" % host)
+            hv = hostvars[host]
+            capture_dir = hv.get("gpuops_capture_dir")
+            if capture_dir:
+                capture_dir = os.path.expanduser(to_text(capture_dir))
+                if not os.path.isabs(capture_dir) and hv.get("inventory_dir"):
+                    capture_dir = os.path.join(to_text(hv.get("inventory_dir")), capture_dir)
+            node_class = hv.get("gpuops_node_class")
+            profile = hv.get("gpuops_profile")
+            if profile is None and node_class:
+                profile = (hv.get("gpuops_profiles") or {}).get(node_class)
+            entry = {
+                "capture_dir": capture_dir,
+                "rack": hv.get("gpuops_rack"),
+                "leaf": hv.get("gpuops_leaf_switch"),
+                "power": hv.get("gpuops_power_domain"),
+                "node_class": node_class,
+                "policy_overrides": _plain(hv.get("gpuops_policy_overrides") or {}),
+                "baseline": _plain(hv.get("gpuops_golden_baseline")) if hv.get("gpuops_golden_baseline") else None,
+            }
+            entry["profile"] = _plain(profile) if profile is not None else None
+            if not capture_dir:
+                reg = hv.get(args["collect_var"])
+                reg = _plain(reg) if reg is not None else None
+                if reg is None:
+                    entry.update(
+                        unreachable=True, message="no collection result (host skipped or failed before collecting)"
+                    )
+                elif reg.get("unreachable"):
+                    entry.update(unreachable=True, message=to_text(reg.get("msg") or "unreachable"))
+                elif reg.get("failed") and not reg.get("facts"):
+                    entry["facts"] = {
+                        "schema": "gpuops.facts/v1",
+                        "mode": "live",
+                        "errors": [
+                            {
+                                "domain": "collect",
+                                "kind": "tool_error",
+                                "source": "gpuops.cluster.collect_info",
+                                "parser": None,
+                                "line": None,
+                                "message": to_text(reg.get("msg") or "module failed"),
+                            }
+                        ],
+                    }
+                else:
+                    entry["facts"] = reg.get("facts")
+            hosts[host] = entry
+        t_vars = time.monotonic() - t0
+        state_dir = args["state_dir"]
+        if self._task.check_mode:
+            state_dir = None  # check mode: never advance counters, clear markers or escalation history
+        try:
+            report = _inspect.inspect_nodes(
+                hosts,
+                policy_overrides=args["policy_overrides"],
+                state_dir=state_dir,
+                include_facts=args["include_facts"],
+            )
+        except _policy.PolicyError as exc:
+            raise AnsibleActionFail("invalid gpuops policy: %s" % exc) from exc
+        paths = {}
+        if args["write_reports"]:
+            report_dir = args["report_dir"] or _inspect.default_report_dir()
+            paths = _inspect.write_reports(report, report_dir)
+            result["report_dir"] = os.path.abspath(report_dir)
+        result.update(
+            changed=False,
+            summary=report["summary"],
+            policy=report["policy"],
+            generated_at=report["generated_at"],
+            nodes=_inspect.host_summary(report),
+            reports=paths,
+            timing={"hostvars_s": round(t_vars, 3), "total_s": round(time.monotonic() - t0, 3)},
+        )
+        return result

@@ -1,0 +1,142 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One consolidated collection per node: every fact domain in one call (docs/facts.md, aggregate).
+
+Used by the ``gpuops.cluster.collect_info`` module on live nodes and, in-process on the controller, by the
+inspection's offline path for capture directories (no module fork per host). No Ansible imports.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import socket
+import time
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from ansible_collections.gpuops.cluster.plugins.module_utils import _capture
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, utcnow_iso
+
+SCHEMA = "gpuops.facts/v1"
+
+#: domain -> module_utils module holding its collect()
+DOMAIN_MODULES = {
+    "gpu": "_gpu",
+    "kernel": "_kernel_events",
+    "ib": "_ib",
+    "bmc": "_bmc",
+    "dcgm": "_dcgm",
+    "slurm": "_slurm_parse",
+    "node": "_node",
+}
+ALL_DOMAINS = ("gpu", "kernel", "ib", "bmc", "dcgm", "slurm", "node")
+#: what a live inspection collects by default (dcgm diag is burn-in work, not inspection)
+DEFAULT_LIVE_DOMAINS = ("gpu", "kernel", "ib", "bmc", "slurm", "node")
+
+_PKG = "ansible_collections.gpuops.cluster.plugins.module_utils."
+_cache: Dict[str, Callable[..., Dict[str, Any]]] = {}
+_params: Dict[str, Sequence[str]] = {}
+
+
+def _collector(domain: str) -> Callable[..., Dict[str, Any]]:
+    fn = _cache.get(domain)
+    if fn is None:
+        mod = importlib.import_module(_PKG + DOMAIN_MODULES[domain])
+        fn = mod.collect
+        _cache[domain] = fn
+        try:
+            _params[domain] = tuple(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):
+            _params[domain] = ()
+    return fn
+
+
+def _call(domain: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """Run one domain's collect(); anything it raises becomes an error record, never a traceback."""
+    try:
+        fn = _collector(domain)
+        accepted = _params.get(domain) or ()
+        args = {k: v for k, v in kwargs.items() if k in accepted and v is not None}
+        result = fn(**args)
+        if not isinstance(result, dict):
+            raise TypeError("collect() returned %s" % type(result).__name__)
+        result.setdefault("errors", [])
+        return result
+    except ParseError as exc:
+        return {"source": None, "errors": [exc.to_error(domain)]}
+    except Exception as exc:  # noqa: BLE001 - the module boundary: report, never raise
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = "%s:%d" % (os.path.basename(tb[-1].filename), tb[-1].lineno) if tb else None
+        return {
+            "source": None,
+            "errors": [error_record(domain, "internal", "%s: %s" % (type(exc).__name__, exc), source=where)],
+        }
+
+
+def collect_all(
+    capture_dir: Optional[str] = None,
+    domains: Optional[Sequence[str]] = None,
+    timeout: float = 30.0,
+    options: Optional[Dict[str, Dict[str, Any]]] = None,
+) -> Dict[str, Any]:
+    """Collect every requested domain, live or from ``capture_dir``.
+
+    ``options`` holds per-domain keyword arguments for that domain's collect() (unknown ones are ignored),
+    e.g. ``{"node": {"mounts": ["/lustre"]}, "bmc": {"mode": "inband"}, "kernel": {"since": "..."}}``.
+    """
+    options = options or {}
+    wanted = list(domains) if domains else list(DEFAULT_LIVE_DOMAINS if not capture_dir else ALL_DOMAINS)
+    unknown = [d for d in wanted if d not in DOMAIN_MODULES]
+    facts: Dict[str, Any] = {
+        "schema": SCHEMA,
+        "collected_at": utcnow_iso(),
+        "mode": "capture" if capture_dir else "live",
+        "capture_dir": capture_dir,
+        "hostname": None,
+        "errors": [],
+    }
+    meta: Dict[str, Any] = {}
+    if capture_dir:
+        if not os.path.isdir(capture_dir):
+            facts["errors"].append(
+                error_record("capture", "missing", "capture directory does not exist", source=capture_dir)
+            )
+            return facts
+        try:
+            meta = _capture.load_meta(capture_dir)
+        except ParseError as exc:
+            facts["errors"].append(exc.to_error("capture"))
+        facts["hostname"] = meta.get("hostname")
+        if meta.get("captured_at"):
+            facts["collected_at"] = meta["captured_at"]
+    else:
+        facts["hostname"] = socket.gethostname()
+    for d in unknown:
+        facts["errors"].append(error_record("collect", "internal", "unknown domain %r" % d))
+    timings: Dict[str, float] = {}
+    for domain in (d for d in ALL_DOMAINS if d in wanted):
+        kwargs: Dict[str, Any] = {"capture_dir": capture_dir, "timeout": timeout}
+        kwargs.update(options.get(domain) or {})
+        if domain == "kernel" and "gpus" not in kwargs and isinstance(facts.get("gpu"), dict):
+            kwargs["gpus"] = [
+                {"index": g.get("index"), "bus_id": g.get("bus_id")} for g in facts["gpu"].get("gpus") or []
+            ]
+        if domain == "slurm" and "node" not in kwargs:
+            kwargs["node"] = facts["hostname"]
+        t0 = time.perf_counter()
+        result = _call(domain, kwargs)
+        timings[domain] = round(time.perf_counter() - t0, 4)
+        facts[domain] = result
+        facts["errors"].extend(e for e in result.get("errors") or [] if isinstance(e, dict))
+    if not facts["hostname"]:
+        facts["hostname"] = (facts.get("node") or {}).get("hostname")
+    facts["timings"] = timings
+    return facts
+
+
+def required_sources_missing(facts: Dict[str, Any], required: List[str]) -> List[str]:
+    """Domains in ``required`` that produced no data at all (source null)."""
+    return [d for d in required if not (facts.get(d) or {}).get("source")]

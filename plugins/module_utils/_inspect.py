@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The inspection pipeline on the controller: facts -> findings -> cluster view -> report.
+
+Pure orchestration over _collect (offline facts), _policy/_checks/_cluster (the health policy), _state
+(previous readings, clear markers, escalation) and _report (rendering). The action plugin
+``gpuops.cluster.inspect_cluster`` is thin glue around :func:`inspect_nodes`; the benchmark's "floor"
+calls it directly in a plain Python loop.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+from ansible_collections.gpuops.cluster.plugins.module_utils import _checks, _cluster, _policy, _report, _state
+from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import utcnow_iso
+
+
+def _unreachable_facts(message: str) -> Dict[str, Any]:
+    return {
+        "schema": "gpuops.facts/v1",
+        "mode": "live",
+        "unreachable": True,
+        "unreachable_message": message,
+        "errors": [],
+    }
+
+
+def inspect_nodes(
+    hosts: Dict[str, Dict[str, Any]],
+    profiles: Optional[Dict[str, Any]] = None,
+    policy_overrides: Optional[Dict[str, Any]] = None,
+    state_dir: Optional[str] = None,
+    now: Optional[datetime.datetime] = None,
+    include_facts: bool = True,
+    collect_options: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
+    """Inspect every host and return report.json's dict.
+
+    ``hosts`` maps inventory hostname -> {
+        ``facts``: the aggregate facts of a live collection (or None),
+        ``capture_dir``: analyse this capture directory on the controller instead,
+        ``unreachable``: bool, ``message``: why,
+        ``rack``, ``leaf``, ``power``, ``node_class`` (key into ``profiles``) or ``profile`` (the dict itself),
+        ``policy_overrides``: host-level overrides (merged over ``policy_overrides``),
+        ``baseline``: golden baseline facts for drift checks (optional)}.
+    Raises ``_policy.PolicyError`` for an invalid policy (unknown key, bad value): a typo must fail the run.
+    """
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    generated_at = now.astimezone(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    profiles = profiles or {}
+    base_policy = _policy.merge_policy(_policy.DEFAULT_POLICY, policy_overrides or {})
+    _policy.validate_policy(base_policy)
+    base_hash = _policy.policy_hash(base_policy)
+    merged_cache: Dict[str, Any] = {}
+    nodes: Dict[str, Dict[str, Any]] = {}
+    for host in sorted(hosts):
+        h = hosts[host] or {}
+        host_over = h.get("policy_overrides") or {}
+        if host_over:
+            key = json.dumps(host_over, sort_keys=True, default=str)
+            if key not in merged_cache:
+                p = _policy.merge_policy(base_policy, host_over)
+                _policy.validate_policy(p)
+                merged_cache[key] = (p, _policy.policy_hash(p))
+            policy, phash = merged_cache[key]
+        else:
+            policy, phash = base_policy, base_hash
+        if h.get("unreachable"):
+            facts = _unreachable_facts(h.get("message") or "unreachable")
+        elif h.get("capture_dir"):
+            facts = collect_all(capture_dir=h["capture_dir"], options=collect_options)
+        else:
+            facts = h.get("facts") or _unreachable_facts("no facts were collected")
+        profile = h.get("profile")
+        if profile is None and h.get("node_class"):
+            profile = profiles.get(h["node_class"])
+        host_state = _state.load_host_state(state_dir, host) if state_dir else {}
+        if h.get("baseline") is not None:
+            host_state = dict(host_state, baseline=h["baseline"])
+        findings, new_state = _checks.evaluate_node(facts, profile, policy, host_state, now, host)
+        if state_dir:
+            _state.save_host_state(state_dir, host, new_state)
+        nodes[host] = {
+            "findings": findings,
+            "facts": facts,
+            "rack": h.get("rack"),
+            "leaf": h.get("leaf"),
+            "power": h.get("power"),
+            "mode": facts.get("mode"),
+            "policy_hash": phash,
+        }
+    cluster_findings = _cluster.evaluate_cluster(nodes, base_policy, now)
+    for n in nodes.values():
+        n["status"] = _cluster.node_status(n["findings"], n["facts"], base_policy)
+    return _report.build_report(
+        generated_at,
+        nodes,
+        cluster_findings,
+        policy_version=str(base_policy.get("version")),
+        policy_hash=base_hash,
+        include_facts=include_facts,
+    )
+
+
+def write_reports(report: Dict[str, Any], report_dir: str) -> Dict[str, str]:
+    """Write report.json, report.md, report.html and gpuops.prom; return their paths."""
+    os.makedirs(report_dir, exist_ok=True)
+    ts = datetime.datetime.now(datetime.timezone.utc).timestamp()
+    outputs = {
+        "json": ("report.json", _report.to_json(report)),
+        "markdown": ("report.md", _report.to_markdown(report)),
+        "html": ("report.html", _report.to_html(report)),
+        "prometheus": ("gpuops.prom", _report.to_prometheus(report, generated_ts=ts)),
+    }
+    paths: Dict[str, str] = {}
+    for key, (name, text) in outputs.items():
+        path = os.path.join(report_dir, name)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+        paths[key] = path
+    return paths
+
+
+def host_summary(report: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """Per-host results the playbook hands back to each host as facts (no raw facts: they are in report.json)."""
+    return {
+        host: {"status": n["status"], "severity": n["severity"], "findings": n["findings"]}
+        for host, n in report["nodes"].items()
+    }
+
+
+def default_report_dir(base: str = "reports") -> str:
+    return os.path.join(base, utcnow_iso().replace(":", "").replace("-", ""))
+
+
+def actions_by_host(report: Dict[str, Any], action: str = "isolate") -> Dict[str, List[Dict[str, Any]]]:
+    """Hosts whose own findings carry ``action`` (correlated members were rewritten to monitor already)."""
+    out: Dict[str, List[Dict[str, Any]]] = {}
+    for host, n in report["nodes"].items():
+        hits = [f for f in n["findings"] if f.get("action") == action]
+        if hits:
+            out[host] = hits
+    return out

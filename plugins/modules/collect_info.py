@@ -1,0 +1,113 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: collect_info
+short_description: Collect every GPU-node fact domain in one module call
+version_added: 0.1.0
+author: gpuops.cluster contributors (@gpuops)
+description:
+  - One consolidated, read-only collection per node for the inspection - GPU (NVML or C(nvidia-smi)), kernel
+    events, InfiniBand, BMC (in-band IPMI), Slurm's view of the node, node basics, and optionally DCGM diagnostics.
+  - Each domain is collected by the same code as its own module (M(gpuops.cluster.gpu_info),
+    M(gpuops.cluster.kernel_events_info), M(gpuops.cluster.infiniband_info), M(gpuops.cluster.bmc_info),
+    M(gpuops.cluster.node_info)), so the result is the aggregate of C(docs/facts.md).
+  - A tool that fails or hangs is reported in C(facts.errors) (the inspection turns it into a C(collector.error)
+    finding); the module itself does not fail for it.
+extends_documentation_fragment:
+  - gpuops.cluster.common
+  - gpuops.cluster.common.attributes_info
+options:
+  domains:
+    description: Fact domains to collect. Default - all but C(dcgm) live, all from a capture directory.
+    type: list
+    elements: str
+    choices: [gpu, kernel, ib, bmc, dcgm, slurm, node]
+  mounts:
+    description: Mount points that must be present and responsive (probed in a child with the timeout).
+    type: list
+    elements: str
+    default: []
+  services:
+    description: Services whose state to report (default - the NVIDIA services an operator expects).
+    type: list
+    elements: str
+  kernel_since:
+    description: Only read kernel messages since this time (a C(journalctl --since) value).
+    type: str
+  sysfs_root:
+    description: Root under which C(/sys/class/infiniband) is read.
+    type: path
+    default: /
+  use_nvml:
+    description: Try NVML (pynvml) before C(nvidia-smi).
+    type: bool
+    default: true
+"""
+
+EXAMPLES = r"""
+- name: Collect everything the inspection needs
+  gpuops.cluster.collect_info:
+    mounts: [/home, /lustre]
+    timeout: 20
+  register: node
+
+- name: Analyse saved evidence instead of the live node
+  gpuops.cluster.collect_info:
+    capture_dir: /srv/tickets/T-1234/gpu-node-07
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+facts:
+  description: The aggregate facts of the node (schema C(gpuops.facts/v1), see the collection's C(docs/facts.md)).
+  returned: always
+  type: dict
+  sample:
+    schema: gpuops.facts/v1
+    mode: live
+    hostname: gpu-node-07
+    collected_at: "2026-12-02T10:00:00Z"
+    gpu: {source: nvidia-smi-xml, count: 8, gpus: [], errors: []}
+    ib: {source: sysfs, hcas: [], errors: []}
+    errors: []
+    timings: {gpu: 0.41, ib: 0.01}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.cluster.plugins.module_utils._collect import ALL_DOMAINS, collect_all
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "capture_dir": {"type": "path"},
+            "timeout": {"type": "float", "default": 30},
+            "domains": {"type": "list", "elements": "str", "choices": list(ALL_DOMAINS)},
+            "mounts": {"type": "list", "elements": "str", "default": []},
+            "services": {"type": "list", "elements": "str"},
+            "kernel_since": {"type": "str"},
+            "sysfs_root": {"type": "path", "default": "/"},
+            "use_nvml": {"type": "bool", "default": True},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    options = {
+        "gpu": {"use_nvml": p["use_nvml"]},
+        "kernel": {"since": p["kernel_since"]},
+        "ib": {"sysfs_root": p["sysfs_root"]},
+        "bmc": {"mode": "inband"},
+        "node": {"mounts": p["mounts"], "services": p["services"]},
+    }
+    facts = collect_all(capture_dir=p["capture_dir"], domains=p["domains"], timeout=p["timeout"], options=options)
+    module.exit_json(changed=False, facts=facts)
+
+
+if __name__ == "__main__":
+    main()

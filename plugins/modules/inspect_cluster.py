@@ -1,0 +1,122 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: inspect_cluster
+short_description: Evaluate an inspection on the controller and write its reports
+version_added: 0.1.0
+author: gpuops.cluster contributors (@gpuops)
+description:
+  - Runs on the controller (an action plugin; it never connects to the targets).
+  - For each target it takes the facts that M(gpuops.cluster.collect_info) registered on a live host, or analyses
+    the host's C(gpuops_capture_dir) in-process (offline evidence: no module is forked per host), applies the
+    health policy (C(docs/checks.md)), correlates findings across racks, leaf switches and power domains, and
+    writes C(report.json) (schema C(gpuops.report/v1)), C(report.md), C(report.html) and C(gpuops.prom).
+  - A host that was unreachable, or whose collection never ran, gets a C(node.unreachable) finding.
+  - Host variables read per target - C(gpuops_capture_dir) (relative paths are relative to the inventory
+    directory), C(gpuops_rack), C(gpuops_leaf_switch), C(gpuops_power_domain), C(gpuops_node_class) with
+    C(gpuops_profiles) (or C(gpuops_profile)), C(gpuops_policy_overrides), C(gpuops_golden_baseline).
+  - In check mode the reports are written but the state directory (previous counters, clear markers,
+    escalation history) is neither read nor advanced.
+options:
+  targets:
+    description: Inventory hostnames to report on.
+    type: list
+    elements: str
+    required: true
+  report_dir:
+    description: Where to write the reports. Defaults to C(./reports/<timestamp>).
+    type: path
+  state_dir:
+    description:
+      - The controller state directory (C(docs/state.md)). Without it, no counter deltas, clear rules or escalation
+        history are available.
+    type: path
+  policy_overrides:
+    description: Site policy overrides merged recursively over the defaults (C(docs/policy.md)).
+    type: dict
+    default: {}
+  collect_var:
+    description: Name of the variable the live hosts registered the M(gpuops.cluster.collect_info) result in.
+    type: str
+    default: __inspect_collect
+  write_reports:
+    description: Write the report files.
+    type: bool
+    default: true
+  include_facts:
+    description: Include each node's facts in C(report.json).
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: Reports are written; the state directory is not used.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: posix
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+notes:
+  - Use the playbook C(gpuops.cluster.inspect) rather than this module directly.
+seealso:
+  - module: gpuops.cluster.collect_info
+"""
+
+EXAMPLES = r"""
+- name: Evaluate and report (after collect_info registered __inspect_collect on live hosts)
+  gpuops.cluster.inspect_cluster:
+    targets: "{{ groups['gpu_nodes'] }}"
+    report_dir: /var/lib/gpuops/reports/latest
+    state_dir: /var/lib/gpuops/state
+  register: inspection
+"""
+
+RETURN = r"""
+summary:
+  description: Counts per status and severity, and the cluster findings.
+  returned: always
+  type: dict
+  sample: {"nodes": 64, "status": {"healthy": 58, "degraded": 2, "faulty": 4, "unreachable": 0, "error": 0},
+           "severity": {"P0": 0, "P1": 4, "P2": 2, "P3": 1}, "cluster_findings": []}
+nodes:
+  description: Per host - status, worst severity and findings.
+  returned: always
+  type: dict
+  sample: {"gpu-node-07": {"status": "faulty", "severity": "P1", "findings": [{"check": "gpu.xid", "action": "isolate"}]}}
+policy:
+  description: Policy version and hash of the effective cluster policy.
+  returned: always
+  type: dict
+  sample: {"version": "2026.12.0", "hash": "3f1c..."}
+generated_at:
+  description: When the inspection was evaluated (UTC).
+  returned: always
+  type: str
+  sample: "2026-12-02T10:00:00Z"
+report_dir:
+  description: Absolute path of the report directory.
+  returned: when write_reports
+  type: str
+  sample: /home/oncall/reports/20261202T100000Z
+reports:
+  description: Paths of the written reports.
+  returned: always
+  type: dict
+  sample: {"json": "reports/x/report.json", "markdown": "reports/x/report.md", "html": "reports/x/report.html",
+           "prometheus": "reports/x/gpuops.prom"}
+timing:
+  description: Seconds spent reading host variables and in total.
+  returned: always
+  type: dict
+  sample: {"hostvars_s": 0.4, "total_s": 9.8}
+"""
