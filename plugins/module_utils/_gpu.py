@@ -1,0 +1,219 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# ruff: noqa: UP009, UP031 - the house header and %-formatting (Python 3.8 managed nodes) are intended
+"""The ``gpu`` fact domain (docs/facts.md): NVML, ``nvidia-smi -q -x``, or a capture directory.
+
+Live: NVML (pynvml) in a child with a timeout when importable and the driver answers; otherwise
+``nvidia-smi -q -x`` (plus ``nvidia-smi nvlink -s``/``-e``). A timed-out NVML means a hung driver:
+nvidia-smi is not tried then, so the whole collection stays within ``timeout`` plus a little.
+Capture: ``nvidia-smi-q.xml`` else ``nvidia-smi-q.txt``, plus the NVLink files; capture.json's
+per-file rc/stderr/timed_out are evidence too.
+
+Runs on managed nodes (Python 3.8+). No Ansible imports.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, Optional
+
+from ansible_collections.gpuops.cluster.plugins.module_utils import _capture, _nvlink, _nvml, _nvsmi_text, _nvsmi_xml
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record
+from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
+
+DOMAIN = "gpu"
+XML_FILE = "nvidia-smi-q.xml"
+TEXT_FILE = "nvidia-smi-q.txt"
+NVLINK_S_FILE = "nvidia-smi-nvlink-s.txt"
+NVLINK_E_FILE = "nvidia-smi-nvlink-e.txt"
+#: Seconds left below which the optional NVLink commands are not started.
+_MIN_NVLINK_BUDGET = 1.0
+
+
+def _domain(result: Dict[str, Any]) -> Dict[str, Any]:
+    """Only the keys of docs/facts.md, in order."""
+    return {
+        "source": result.get("source"),
+        "driver_version": result.get("driver_version"),
+        "cuda_version": result.get("cuda_version"),
+        "count": result.get("count"),
+        "gpus": result.get("gpus") or [],
+        "errors": result.get("errors") or [],
+    }
+
+
+def _parse_smi(text: str, parse: Any, source: str, errors: list) -> Dict[str, Any]:
+    """Run one nvidia-smi parser; a ParseError becomes an error record (its partial result is kept)."""
+    try:
+        return parse(text, source)
+    except ParseError as exc:
+        errors.append(exc.to_error(DOMAIN))
+        if isinstance(exc.partial, dict):
+            return exc.partial
+        return _nvsmi_xml.empty_result(source)
+
+
+def _status_errors(status: Dict[str, Any], name: str, source: str, text: Optional[str]) -> list:
+    """capture.json per-file status -> error records (timed out, non-zero exit with stderr)."""
+    errors = []
+    if status.get("timed_out"):
+        errors.append(error_record(DOMAIN, "timeout", "%s timed out when captured" % _capture.FILES[name], source))
+    rc = status.get("rc")
+    if isinstance(rc, int) and rc != 0 and not (text or "").strip():
+        stderr = (status.get("stderr") or "").strip()
+        last = stderr.splitlines()[-1][:300] if stderr else ""
+        errors.append(
+            error_record(
+                DOMAIN,
+                "tool_error",
+                "%s: exit %d%s" % (_capture.FILES[name], rc, (": " + last) if last else ""),
+                source,
+            )
+        )
+    return errors
+
+
+def _merge_nvlink(result: Dict[str, Any], texts: Dict[str, Optional[str]]) -> None:
+    parsed = []
+    for source, text in texts.items():
+        if text is None or not text.strip():
+            continue
+        try:
+            parsed.append(_nvlink.parse(text, source))
+        except ParseError as exc:
+            result["errors"].append(exc.to_error(DOMAIN))
+    if parsed:
+        for note in _nvlink.merge(result["gpus"], *parsed):
+            result["errors"].append(error_record(DOMAIN, "parse", note, None, _nvlink.PARSER))
+
+
+def collect_capture(capture_dir: str) -> Dict[str, Any]:
+    """The gpu domain from a capture directory (docs/capture.md)."""
+    errors: list = []
+    try:
+        meta = _capture.load_meta(capture_dir)
+    except ParseError as exc:
+        errors.append(exc.to_error(DOMAIN))
+        meta = {}
+    result = None
+    for name, parse, stem in ((XML_FILE, _nvsmi_xml.parse, "xml"), (TEXT_FILE, _nvsmi_text.parse, "text")):
+        source = "capture:" + name
+        try:
+            text = _capture.read(capture_dir, name)
+        except ParseError as exc:
+            errors.append(exc.to_error(DOMAIN))
+            continue
+        if text is None:
+            continue
+        status = _capture.file_status(meta, name)
+        errors.extend(_status_errors(status, name, source, text))
+        stderr = status.get("stderr") or ""
+        if "Unable to determine" in stderr and "Unable to determine" not in text:
+            text = stderr + "\n" + text
+        if not text.strip():
+            if not status:
+                errors.append(error_record(DOMAIN, "parse", "empty file", source, "nvsmi_" + stem, 1))
+            continue
+        result = _parse_smi(text, parse, source, errors)
+        result["source"] = source
+        break
+    if result is None:
+        result = _nvsmi_xml.empty_result(None)
+    nv_texts = {}
+    for name in (NVLINK_S_FILE, NVLINK_E_FILE):
+        try:
+            nv_texts["capture:" + name] = _capture.read(capture_dir, name)
+        except ParseError as exc:
+            errors.append(exc.to_error(DOMAIN))
+    result["errors"] = errors + result["errors"]
+    _merge_nvlink(result, nv_texts)
+    return _domain(result)
+
+
+def _collect_smi(nvidia_smi: str, deadline: float) -> Dict[str, Any]:
+    errors: list = []
+    binary = which(nvidia_smi) if "/" not in nvidia_smi else nvidia_smi
+    if binary is None:
+        res = _nvsmi_xml.empty_result(None)
+        res["errors"].append(error_record(DOMAIN, "missing", "%s not found on PATH" % nvidia_smi, nvidia_smi))
+        return res
+    source = "nvidia-smi-xml"
+    cmd = run_command([binary, "-q", "-x"], timeout=max(0.1, deadline - time.monotonic()))
+    if cmd.timed_out:
+        res = _nvsmi_xml.empty_result(source)
+        res["errors"].append(error_record(DOMAIN, "timeout", cmd.describe(), source))
+        return res
+    if cmd.error:
+        res = _nvsmi_xml.empty_result(None)
+        res["errors"].append(
+            error_record(DOMAIN, "missing" if "cannot run" in cmd.error else "tool_error", cmd.describe(), source)
+        )
+        return res
+    text = cmd.stdout
+    if "Unable to determine" in cmd.stderr:
+        text = cmd.stderr + "\n" + text
+    if text.strip():
+        res = _parse_smi(text, _nvsmi_xml.parse, source, errors)
+    else:
+        res = _nvsmi_xml.empty_result(source)
+    res["source"] = source
+    if cmd.rc != 0:
+        errors.append(error_record(DOMAIN, "tool_error", cmd.describe(), source))
+    res["errors"] = errors + res["errors"]
+    if any(g["readable"] for g in res["gpus"]):
+        nv_texts: Dict[str, Optional[str]] = {}
+        for flag in ("-s", "-e"):
+            left = deadline - time.monotonic()
+            if left < _MIN_NVLINK_BUDGET:
+                res["errors"].append(
+                    error_record(DOMAIN, "timeout", "nvidia-smi nvlink %s skipped: timeout budget spent" % flag, source)
+                )
+                break
+            nv = run_command([binary, "nvlink", flag], timeout=left)
+            if nv.timed_out:
+                res["errors"].append(error_record(DOMAIN, "timeout", nv.describe(), "nvidia-smi nvlink %s" % flag))
+                break
+            if nv.ok:
+                nv_texts["nvidia-smi nvlink %s" % flag] = nv.stdout
+        _merge_nvlink(res, nv_texts)
+    return res
+
+
+def collect(
+    capture_dir: Optional[str] = None,
+    timeout: float = 30,
+    use_nvml: bool = True,
+    nvidia_smi: str = "nvidia-smi",
+    pynvml_module: Any = None,
+) -> Dict[str, Any]:
+    """The ``gpu`` domain of docs/facts.md. Never raises: every failure is an error record."""
+    try:
+        if capture_dir:
+            return collect_capture(capture_dir)
+        deadline = time.monotonic() + float(timeout)
+        nvml_errors = []
+        if use_nvml:
+            res = _nvml.collect(timeout=float(timeout), pynvml_module=pynvml_module)
+            failure = res.pop("nvml_failure", None)
+            if failure is None:
+                return _domain(res)
+            if failure.get("timed_out"):
+                res["source"] = "nvml"
+                res["errors"].append(
+                    error_record(
+                        DOMAIN, "timeout", "NVML timed out after %.1f s (driver hung?)" % float(timeout), "nvml"
+                    )
+                )
+                return _domain(res)
+            if pynvml_module is not None or "not installed" not in failure.get("error", ""):
+                # NVML is there but failed (no driver, no library): say so, then try nvidia-smi.
+                nvml_errors.append(error_record(DOMAIN, "tool_error", "NVML: %s" % failure.get("error"), "nvml"))
+        res = _collect_smi(nvidia_smi, deadline)
+        if nvml_errors and not res["gpus"]:
+            res["errors"] = nvml_errors + res["errors"]
+        return _domain(res)
+    except Exception as exc:  # noqa: BLE001 - the collector boundary: a bug becomes an error record
+        res = _nvsmi_xml.empty_result(None)
+        res["errors"].append(error_record(DOMAIN, "internal", "%s: %s" % (type(exc).__name__, exc), None, "gpu"))
+        return _domain(res)

@@ -1,0 +1,169 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# ruff: noqa: UP009, UP031 - the house header and %-formatting (Python 3.8 managed nodes) are intended
+"""NVLink state and error counters: ``nvidia-smi nvlink -s`` / ``-e`` (and the ``dcgmi nvlink -e`` table).
+
+``-s``: ``GPU 0: <name> (UUID: GPU-...)`` then ``<TAB or spaces> Link 0: 25 GB/s``; a link that is
+down prints a non-``GB/s`` value (``<inactive>``); a GPU whose links are all down prints
+``NVML: Unable to retrieve NVLink information as all links are inactive``.
+``-e``: ``Link 0: Replay Errors: 0`` / ``Recovery Errors`` / ``CRC Errors`` per link.
+
+Runs on managed nodes (Python 3.8+). No Ansible imports.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional
+
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, to_float, to_int
+
+PARSER = "nvlink"
+
+_GPU_RE = re.compile(r"^GPU\s+(\d+)\s*:\s*(.*?)\s*(?:\(UUID:\s*([^)]*)\))?\s*$")
+_DCGM_GPU_RE = re.compile(r"^\|\s*GPU ID:\s*(\d+)\s*\|")
+_LINK_RE = re.compile(r"^Link\s+(\d+)\s*:\s*(.*)$")
+_DCGM_LINK_RE = re.compile(r"^\|\s*Link\s+(\d+)\s*\|\s*([^|]+?)\s*\|\s*([^|]*?)\s*\|")
+
+#: Error counter names as printed -> normalized key.
+COUNTERS = {
+    "replay errors": "replay",
+    "replay error": "replay",
+    "recovery errors": "recovery",
+    "recovery error": "recovery",
+    "crc errors": "crc_flit",
+    "crc flit errors": "crc_flit",
+    "crc flit error": "crc_flit",
+    "crc data errors": "crc_data",
+    "crc data error": "crc_data",
+}
+
+
+def _gpu(out: Dict[int, Dict[str, Any]], index: int, name: Optional[str], uuid: Optional[str]) -> Dict[str, Any]:
+    g = out.get(index)
+    if g is None:
+        g = {"index": index, "name": name or None, "uuid": (uuid or "").strip() or None, "links": {}, "error": None}
+        out[index] = g
+    return g
+
+
+def _link(g: Dict[str, Any], link: int) -> Dict[str, Any]:
+    lk = g["links"].get(link)
+    if lk is None:
+        lk = {
+            "link": link,
+            "state": None,
+            "speed_gbps": None,
+            "errors": {"replay": None, "recovery": None, "crc_flit": None, "crc_data": None},
+        }
+        g["links"][link] = lk
+    return lk
+
+
+def _counter_key(name: str) -> str:
+    n = " ".join(name.lower().split())
+    return COUNTERS.get(n) or re.sub(r"[^a-z0-9]+", "_", n).strip("_")
+
+
+def parse(text: str, source: Optional[str] = None) -> Dict[int, Dict[str, Any]]:
+    """Parse ``nvlink -s`` and/or ``nvlink -e`` output (either or both concatenated).
+
+    Returns ``{gpu_index: {index, name, uuid, links: {n: {link, state, speed_gbps, errors}}, error}}``.
+    Raises ParseError when non-empty input has no GPU header at all.
+    """
+    if not isinstance(text, str):
+        raise ParseError("input is not text", PARSER, source)
+    out: Dict[int, Dict[str, Any]] = {}
+    cur: Optional[Dict[str, Any]] = None
+    saw_any = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("GPU"):
+            m = _GPU_RE.match(line)
+            if m:
+                cur = _gpu(out, int(m.group(1)), m.group(2), m.group(3))
+                saw_any = True
+                continue
+        if line.startswith("|"):
+            m = _DCGM_GPU_RE.match(line)
+            if m:
+                cur = _gpu(out, int(m.group(1)), None, None)
+                saw_any = True
+                continue
+            m = _DCGM_LINK_RE.match(line)
+            if m and cur is not None:
+                lk = _link(cur, int(m.group(1)))
+                lk["errors"][_counter_key(m.group(2))] = to_int(m.group(3))
+            continue
+        if cur is None:
+            continue
+        if line.startswith("NVML:") or "Unable to retrieve NVLink" in line:
+            cur["error"] = line[:300]
+            continue
+        m = _LINK_RE.match(line)
+        if not m:
+            continue
+        link = int(m.group(1))
+        rest = m.group(2).strip()
+        name, sep, value = rest.rpartition(":")
+        if sep and name.strip() and not rest.upper().endswith("GB/S"):
+            lk = _link(cur, link)
+            lk["errors"][_counter_key(name)] = to_int(value)
+            continue
+        lk = _link(cur, link)
+        if "GB/S" in rest.upper():
+            lk["state"] = "up"
+            lk["speed_gbps"] = to_float(rest)
+        else:
+            lk["state"] = "down"
+            lk["speed_gbps"] = None
+    if not saw_any and text.strip():
+        raise ParseError("no 'GPU N:' header in NVLink output: %r" % text.strip()[:120], PARSER, source, 1)
+    return out
+
+
+def merge(gpus: List[Dict[str, Any]], *parsed: Dict[int, Dict[str, Any]]) -> List[str]:
+    """Attach parsed NVLink data to GPU records (by UUID, else by index). Returns unmatched GPU notes."""
+    unmatched = []
+    uuids = [g.get("uuid") for g in gpus if g.get("uuid")]
+    # Masked captures repeat one UUID on every GPU: only a unique UUID identifies a GPU.
+    by_uuid = {g["uuid"]: g for g in gpus if g.get("uuid") and uuids.count(g["uuid"]) == 1}
+    by_index = {g.get("index"): g for g in gpus}
+    for data in parsed:
+        for idx, nv in sorted(data.items()):
+            rec = None
+            if nv["uuid"]:
+                rec = by_uuid.get(nv["uuid"])
+            if rec is None:
+                rec = by_index.get(idx)
+                if rec is not None and nv["uuid"] and rec.get("uuid") in by_uuid and rec.get("uuid") != nv["uuid"]:
+                    rec = None  # the same index on another GPU: not this node's NVLink output
+            if rec is None:
+                unmatched.append("NVLink data for GPU %d (%s) matches no GPU" % (idx, nv["uuid"] or "no UUID"))
+                continue
+            cur = rec.get("nvlink") or {"links": [], "error": None}
+            links = {lk["link"]: lk for lk in cur["links"]}
+            for n, lk in sorted(nv["links"].items()):
+                have = links.get(n)
+                if have is None:
+                    links[n] = {
+                        "link": n,
+                        "state": lk["state"],
+                        "speed_gbps": lk["speed_gbps"],
+                        "errors": dict(lk["errors"]),
+                    }
+                    continue
+                if lk["state"] is not None:
+                    have["state"] = lk["state"]
+                    have["speed_gbps"] = lk["speed_gbps"]
+                for k, v in lk["errors"].items():
+                    if v is not None:
+                        have["errors"][k] = v
+            cur["links"] = [links[n] for n in sorted(links)]
+            if nv["error"]:
+                cur["error"] = nv["error"]
+            rec["nvlink"] = cur
+    return unmatched
