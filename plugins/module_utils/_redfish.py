@@ -1,0 +1,488 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure per-resource parsers for Redfish JSON (formats.md section 8).
+
+Each ``parse_<resource>(doc)`` takes one decoded JSON object and returns a *fragment*: a dict with some of
+the keys ``sensors`` (the bmc domain's normalized sensor list) and ``systems``, ``chassis``, ``firmware``,
+``managers``, ``leak_detectors``, ``log_entries``, ``psus``, ``memory`` (the ``redfish`` sub-dict).
+``parse_document`` dispatches on ``@odata.type``; ``merge`` adds fragments together. Collections whose
+``Members`` are expanded objects are parsed member by member. Health is compared case-insensitively.
+
+Runs on managed nodes (Python 3.8+). No Ansible imports.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, clean, to_float
+
+REDFISH_KEYS = ("systems", "chassis", "firmware", "managers", "leak_detectors", "log_entries", "psus", "memory")
+
+
+def empty() -> Dict[str, Any]:
+    out: Dict[str, Any] = {"sensors": []}
+    for k in REDFISH_KEYS:
+        out[k] = []
+    return out
+
+
+def merge(into: Dict[str, Any], frag: Dict[str, Any]) -> Dict[str, Any]:
+    for k, v in frag.items():
+        into.setdefault(k, []).extend(v)
+    return into
+
+
+def odata_type(doc: Any) -> Optional[str]:
+    """``'#Thermal.v1_4_0.Thermal'`` -> ``'Thermal'``; ``'#Power.v1_5_0.PowerSupply'`` -> ``'PowerSupply'``."""
+    if not isinstance(doc, dict):
+        return None
+    t = doc.get("@odata.type")
+    if not isinstance(t, str) or not t:
+        return None
+    return t.lstrip("#").split(".")[-1] or None
+
+
+def health(value: Any) -> Optional[str]:
+    """``OK``/``Ok``/``ok`` -> ``OK``; ``Warning`` -> ``Warning``; ``Critical`` -> ``Critical``; else None."""
+    v = clean(value)
+    if not isinstance(v, str):
+        return None
+    return {"ok": "OK", "warning": "Warning", "critical": "Critical"}.get(v.lower())
+
+
+def _status(doc: Dict[str, Any]) -> Dict[str, Any]:
+    st = doc.get("Status")
+    return st if isinstance(st, dict) else {}
+
+
+def _state(doc: Dict[str, Any]) -> Optional[str]:
+    v = clean(_status(doc).get("State"))
+    return v if isinstance(v, str) else None
+
+
+def sensor_status(doc: Dict[str, Any]) -> str:
+    """Normalized sensor status from a Redfish Status object."""
+    st = _status(doc)
+    state = (clean(st.get("State")) or "") if isinstance(st.get("State"), str) else ""
+    if state.lower() in ("absent", "disabled", "unavailableoffline"):
+        return "not_present"
+    h = health(st.get("Health"))
+    if h == "OK":
+        return "ok"
+    if h == "Warning":
+        return "non_critical"
+    if h == "Critical":
+        return "critical"
+    return "unknown"
+
+
+def _num(v: Any) -> Optional[float]:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    return to_float(v) if isinstance(v, str) else None
+
+
+def _str(v: Any) -> Optional[str]:
+    v = clean(v)
+    if v is None or isinstance(v, (dict, list)):
+        return None
+    return str(v).strip() or None
+
+
+def _id(doc: Dict[str, Any]) -> Optional[str]:
+    return _str(doc.get("Id")) or _str(doc.get("MemberId")) or _str(doc.get("@odata.id"))
+
+
+def _thresholds(doc: Dict[str, Any]) -> Dict[str, float]:
+    names = {
+        "LowerThresholdFatal": "lnr",
+        "LowerThresholdCritical": "lcr",
+        "LowerThresholdNonCritical": "lnc",
+        "UpperThresholdNonCritical": "unc",
+        "UpperThresholdCritical": "ucr",
+        "UpperThresholdFatal": "unr",
+    }
+    out: Dict[str, float] = {}
+    for key, short in names.items():
+        v = _num(doc.get(key))
+        if v is not None:
+            out[short] = v
+    th = doc.get("Thresholds")
+    if isinstance(th, dict):
+        new = {
+            "LowerFatal": "lnr",
+            "LowerCritical": "lcr",
+            "LowerCaution": "lnc",
+            "UpperCaution": "unc",
+            "UpperCritical": "ucr",
+            "UpperFatal": "unr",
+        }
+        for key, short in new.items():
+            ent = th.get(key)
+            v = _num(ent.get("Reading")) if isinstance(ent, dict) else None
+            if v is not None:
+                out[short] = v
+    return out
+
+
+def _sensor(name, stype, reading, unit, status, states=None, thresholds=None, source=None):
+    return {
+        "name": name,
+        "type": stype,
+        "reading": reading,
+        "unit": unit,
+        "status": status,
+        "states": states or [],
+        "thresholds": thresholds or {},
+        "number": None,
+        "entity": source,
+    }
+
+
+def _list(doc: Dict[str, Any], key: str) -> List[Dict[str, Any]]:
+    v = doc.get(key)
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
+# ------------------------------------------------------------------------------------------ resources
+
+
+def parse_system(doc: Dict[str, Any]) -> Dict[str, Any]:
+    st = _status(doc)
+    return {
+        "systems": [
+            {
+                "id": _id(doc),
+                "name": _str(doc.get("Name")),
+                "power_state": _str(doc.get("PowerState")),
+                "health": health(st.get("Health")),
+                "health_rollup": health(st.get("HealthRollup")),
+                "state": _state(doc),
+                "bios_version": _str(doc.get("BiosVersion")),
+                "serial": _str(doc.get("SerialNumber")),
+                "model": _str(doc.get("Model")),
+                "manufacturer": _str(doc.get("Manufacturer")),
+                "uuid": _str(doc.get("UUID")),
+            }
+        ]
+    }
+
+
+def parse_chassis(doc: Dict[str, Any]) -> Dict[str, Any]:
+    st = _status(doc)
+    return {
+        "chassis": [
+            {
+                "id": _id(doc),
+                "name": _str(doc.get("Name")),
+                "health": health(st.get("Health")),
+                "health_rollup": health(st.get("HealthRollup")),
+                "state": _state(doc),
+                "chassis_type": _str(doc.get("ChassisType")),
+                "power_state": _str(doc.get("PowerState")),
+                "serial": _str(doc.get("SerialNumber")),
+                "model": _str(doc.get("Model")),
+                "manufacturer": _str(doc.get("Manufacturer")),
+            }
+        ]
+    }
+
+
+def parse_manager(doc: Dict[str, Any]) -> Dict[str, Any]:
+    return {
+        "managers": [
+            {
+                "id": _id(doc),
+                "name": _str(doc.get("Name")),
+                "firmware_version": _str(doc.get("FirmwareVersion")),
+                "health": health(_status(doc).get("Health")),
+                "state": _state(doc),
+                "model": _str(doc.get("Model")),
+                "manager_type": _str(doc.get("ManagerType")),
+            }
+        ]
+    }
+
+
+def parse_thermal(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """Legacy ``Chassis/<id>/Thermal``: Temperatures[] and Fans[] (incl. iLO4 FanName/CurrentReading/Units)."""
+    sensors = []
+    for t in _list(doc, "Temperatures"):
+        sensors.append(
+            _sensor(
+                _str(t.get("Name")) or _id(t),
+                "temperature",
+                _num(t.get("ReadingCelsius")),
+                "C",
+                sensor_status(t),
+                thresholds=_thresholds(t),
+                source="Thermal",
+            )
+        )
+    for f in _list(doc, "Fans"):
+        reading = _num(f.get("Reading"))
+        units = _str(f.get("ReadingUnits"))
+        if reading is None:
+            reading = _num(f.get("CurrentReading"))
+            units = units or _str(f.get("Units"))
+        unit = {"rpm": "RPM", "percent": "%"}.get((units or "").lower(), units)
+        sensors.append(
+            _sensor(
+                _str(f.get("Name")) or _str(f.get("FanName")) or _id(f),
+                "fan",
+                reading,
+                unit if reading is not None else None,
+                sensor_status(f),
+                thresholds=_thresholds(f),
+                source="Thermal",
+            )
+        )
+    return {"sensors": sensors}
+
+
+def _psu_entry(p: Dict[str, Any]) -> Dict[str, Any]:
+    return {
+        "name": _str(p.get("Name")) or _id(p),
+        "id": _id(p),
+        "serial": _str(p.get("SerialNumber")),
+        "model": _str(p.get("Model")),
+        "part": _str(p.get("PartNumber")),
+        "firmware_version": _str(p.get("FirmwareVersion")),
+        "health": health(_status(p).get("Health")),
+        "state": _state(p),
+        "capacity_w": _num(p.get("PowerCapacityWatts")),
+        "line_input_status": _str(p.get("LineInputStatus")),
+    }
+
+
+def _psu_sensor(p: Dict[str, Any], source: str) -> Dict[str, Any]:
+    status = sensor_status(p)
+    states = []
+    lis = _str(p.get("LineInputStatus"))
+    if lis and lis.lower() not in ("normal", "unknown"):
+        states.append("LineInputStatus: %s" % lis)
+        if status == "ok":
+            status = "critical" if lis.lower() in ("loss", "lossofinput", "outofrange") else "non_critical"
+    reading = _num(p.get("LastPowerOutputWatts"))
+    return _sensor(
+        _str(p.get("Name")) or _id(p),
+        "power_supply",
+        reading,
+        "W" if reading is not None else None,
+        status,
+        states,
+        source=source,
+    )
+
+
+def parse_power(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """Legacy ``Chassis/<id>/Power``: PowerSupplies[], Voltages[], PowerControl[]."""
+    sensors, psus = [], []
+    for p in _list(doc, "PowerSupplies"):
+        psus.append(_psu_entry(p))
+        sensors.append(_psu_sensor(p, "Power"))
+    for v in _list(doc, "Voltages"):
+        sensors.append(
+            _sensor(
+                _str(v.get("Name")) or _id(v),
+                "voltage",
+                _num(v.get("ReadingVolts")),
+                "V",
+                sensor_status(v),
+                thresholds=_thresholds(v),
+                source="Power",
+            )
+        )
+    for c in _list(doc, "PowerControl"):
+        watts = _num(c.get("PowerConsumedWatts"))
+        if watts is not None:
+            sensors.append(
+                _sensor(_str(c.get("Name")) or "Power Consumed", "power", watts, "W", sensor_status(c), source="Power")
+            )
+    return {"sensors": sensors, "psus": psus}
+
+
+def parse_power_supply(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """New-model ``PowerSubsystem/PowerSupplies/<id>`` (and ``#Power.*.PowerSupply`` members)."""
+    return {"psus": [_psu_entry(doc)], "sensors": [_psu_sensor(doc, "PowerSubsystem")]}
+
+
+def parse_fan(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """New-model ``ThermalSubsystem/Fans/<id>``: SpeedPercent {Reading, SpeedRPM}."""
+    sp = doc.get("SpeedPercent") if isinstance(doc.get("SpeedPercent"), dict) else {}
+    rpm = _num(sp.get("SpeedRPM"))
+    pct = _num(sp.get("Reading"))
+    reading, unit = (rpm, "RPM") if rpm is not None else (pct, "%") if pct is not None else (None, None)
+    return {
+        "sensors": [
+            _sensor(
+                _str(doc.get("Name")) or _id(doc), "fan", reading, unit, sensor_status(doc), source="ThermalSubsystem"
+            )
+        ]
+    }
+
+
+_SENSOR_TYPES = {
+    "temperature": ("temperature", "C"),
+    "voltage": ("voltage", "V"),
+    "current": ("current", "A"),
+    "power": ("power", "W"),
+    "rotational": ("fan", "RPM"),
+    "percent": ("other", "%"),
+    "liquidflow": ("leak", None),
+    "liquidflowlpm": ("fluid", None),
+    "pressure": ("fluid", None),
+    "pressurekpa": ("fluid", None),
+    "humidity": ("other", "%"),
+}
+
+
+def parse_sensor(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """``Chassis/<id>/Sensors/<id>`` (Sensor resource)."""
+    rtype = (_str(doc.get("ReadingType")) or "").lower()
+    stype, unit = _SENSOR_TYPES.get(rtype, ("other", None))
+    units = _str(doc.get("ReadingUnits"))
+    if units:
+        unit = {"cel": "C", "v": "V", "a": "A", "w": "W", "rpm": "RPM", "%": "%"}.get(units.lower(), units)
+    return {
+        "sensors": [
+            _sensor(
+                _str(doc.get("Name")) or _id(doc),
+                stype,
+                _num(doc.get("Reading")),
+                unit,
+                sensor_status(doc),
+                thresholds=_thresholds(doc),
+                source="Sensors",
+            )
+        ]
+    }
+
+
+def parse_leak_detector(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """``ThermalSubsystem/LeakDetection/LeakDetectors/<id>``: DetectorState OK | Warning | Critical."""
+    state = health(doc.get("DetectorState"))
+    h = health(_status(doc).get("Health"))
+    status = {"OK": "ok", "Warning": "non_critical", "Critical": "critical"}.get(state or "", sensor_status(doc))
+    if (_state(doc) or "").lower() in ("absent", "disabled"):
+        status = "not_present"
+    name = _str(doc.get("Name")) or _id(doc)
+    states = ["DetectorState: %s" % state] if state else []
+    return {
+        "leak_detectors": [
+            {
+                "name": name,
+                "id": _id(doc),
+                "state": state,
+                "health": h,
+                "detector_type": _str(doc.get("LeakDetectorType")),
+                "physical_context": _str(doc.get("PhysicalContext")),
+            }
+        ],
+        "sensors": [_sensor(name, "leak", None, None, status, states, source="LeakDetection")],
+    }
+
+
+def parse_leak_detection(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """``ThermalSubsystem/LeakDetection``: LeakDetectorGroups[].Detectors[] excerpts (DeviceName, DetectorState)."""
+    out = empty()
+    for g in _list(doc, "LeakDetectorGroups"):
+        for d in _list(g, "Detectors"):
+            name = _str(d.get("DeviceName")) or _str(d.get("DataSourceUri"))
+            merge(out, parse_leak_detector({"Name": name, "DetectorState": d.get("DetectorState")}))
+    return out
+
+
+def parse_log_entry(doc: Dict[str, Any]) -> Dict[str, Any]:
+    resolved = doc.get("Resolved")
+    return {
+        "log_entries": [
+            {
+                "id": _id(doc),
+                "created": _str(doc.get("Created")),
+                "severity": health(doc.get("Severity")) or _str(doc.get("Severity")),
+                "message": _str(doc.get("Message")),
+                "message_id": _str(doc.get("MessageId")),
+                "entry_type": _str(doc.get("EntryType")),
+                "entry_code": _str(doc.get("EntryCode")),
+                "sensor_type": _str(doc.get("SensorType")),
+                "resolved": resolved if isinstance(resolved, bool) else None,
+            }
+        ]
+    }
+
+
+def parse_software(doc: Dict[str, Any]) -> Dict[str, Any]:
+    upd = doc.get("Updateable")
+    return {
+        "firmware": [
+            {
+                "id": _id(doc),
+                "name": _str(doc.get("Name")),
+                "version": _str(doc.get("Version")),
+                "updateable": upd if isinstance(upd, bool) else None,
+                "health": health(_status(doc).get("Health")),
+            }
+        ]
+    }
+
+
+def parse_memory(doc: Dict[str, Any]) -> Dict[str, Any]:
+    return {
+        "memory": [
+            {
+                "id": _id(doc),
+                "name": _str(doc.get("Name")),
+                "serial": _str(doc.get("SerialNumber")),
+                "part": _str(doc.get("PartNumber")),
+                "capacity_mib": _num(doc.get("CapacityMiB")),
+                "health": health(_status(doc).get("Health")),
+                "state": _state(doc),
+            }
+        ]
+    }
+
+
+PARSERS = {
+    "ComputerSystem": parse_system,
+    "Chassis": parse_chassis,
+    "Manager": parse_manager,
+    "Thermal": parse_thermal,
+    "Power": parse_power,
+    "PowerSupply": parse_power_supply,
+    "Fan": parse_fan,
+    "Sensor": parse_sensor,
+    "LeakDetector": parse_leak_detector,
+    "LeakDetection": parse_leak_detection,
+    "LogEntry": parse_log_entry,
+    "SoftwareInventory": parse_software,
+    "Memory": parse_memory,
+}
+
+
+def parse_document(doc: Any, source: Optional[str] = None) -> Dict[str, Any]:
+    """Parse one Redfish resource or collection (expanded members are parsed; links are ignored).
+
+    Unknown types give an empty fragment. Raises ParseError when ``doc`` is not a JSON object.
+    """
+    if not isinstance(doc, dict):
+        raise ParseError("Redfish document is not a JSON object", "redfish", source)
+    out = empty()
+    t = odata_type(doc)
+    fn = PARSERS.get(t or "")
+    if fn is not None:
+        try:
+            merge(out, fn(doc))
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise ParseError("cannot parse %s: %s" % (t, exc), "redfish", source) from exc
+        return out
+    members = doc.get("Members")
+    if isinstance(members, list):
+        for m in members:
+            if isinstance(m, dict) and any(k != "@odata.id" for k in m):
+                merge(out, parse_document(m, source))
+    return out

@@ -1,0 +1,16 @@
+#!/bin/sh
+# ipmi_sim chassis_control helper: stateful power in $IPMI_POWER_FILE (1 = on, 0 = off)
+#   chassis-control.sh <mc> get power|boot ...   /   <mc> set power 0|1 reset 1 boot pxe ...
+f=${IPMI_POWER_FILE:?IPMI_POWER_FILE not set}
+[ -f "$f" ] || echo 1 > "$f"
+shift   # mc address
+op=$1; shift
+case $op in
+  get) for p in "$@"; do
+         case $p in power) echo "power:$(cat "$f")";; boot) echo "boot:default";; *) echo "Invalid parameter: $p"; exit 1;; esac
+       done ;;
+  set) while [ -n "${1:-}" ]; do p=$1; v=${2:-}; shift 2 || shift $#
+         case $p in power) echo "$v" > "$f";; reset|boot|identify|shutdown) ;; *) echo "Invalid parameter: $p"; exit 1;; esac
+       done ;;
+  *) exit 1 ;;
+esac
