@@ -1,0 +1,135 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: audit_verify
+short_description: Verify the hash chain of a gpuops.cluster audit log
+version_added: 0.1.0
+author: gpuops.cluster contributors (@gpuops)
+description:
+  - Checks every record of an audit log written by the C(gpuops.cluster.audit) callback and reports the first
+    broken or missing one (an edited line, a deleted line, a torn line) and whether the log still ends at the
+    expected head (a removed or truncated last record).
+  - Run it where the log is, normally the controller (delegate to localhost).
+  - The same check without Ansible -
+    C(python -m ansible_collections.gpuops.cluster.plugins.module_utils._audit LOG --head HEAD).
+options:
+  path:
+    description: The audit log.
+    type: path
+    required: true
+  head:
+    description:
+      - The expected head - a C(head.json) path or a sha256 hex digest (for example from syslog).
+      - Default C(head.json) in the log's directory when it exists; otherwise only the chain is checked.
+    type: str
+  fail_on_broken:
+    description: Fail the task when the log does not verify.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: The module only reads; it runs the same way in check mode.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  platform:
+    description: Target OS/families that can be operated against.
+    support: N/A
+    platforms: posix
+seealso:
+  - plugin: gpuops.cluster.audit
+    plugin_type: callback
+"""
+
+EXAMPLES = r"""
+- name: Verify the audit trail
+  gpuops.cluster.audit_verify:
+    path: ~/.local/state/gpuops/audit/audit.log
+    head: ~/.local/state/gpuops/audit/head.json
+  delegate_to: localhost
+  run_once: true
+"""
+
+RETURN = r"""
+ok:
+  description: The chain is intact and ends at the expected head.
+  returned: always
+  type: bool
+  sample: true
+records:
+  description: Number of records read (up to the first broken one).
+  returned: always
+  type: int
+  sample: 812
+head:
+  description: sha256 of the last valid record.
+  returned: always
+  type: str
+  sample: 9f2c0e6b1d1f0b3d6a4c5e8f7a9b0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b
+last_seq:
+  description: Sequence number of the last valid record.
+  returned: always
+  type: int
+  sample: 812
+first_bad_line:
+  description: 1-based line of the first broken or missing record; null when ok.
+  returned: always
+  type: int
+  sample: null
+first_bad_seq:
+  description: Sequence number of the first broken or missing record; null when ok.
+  returned: always
+  type: int
+  sample: null
+reason:
+  description: What is wrong; null when ok.
+  returned: always
+  type: str
+  sample: null
+runs:
+  description: The run ids found in the log, in order.
+  returned: always
+  type: list
+  sample: [0c6e2f5ab8e94b4f8c4f6d1e2a3b4c5d]
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.cluster.plugins.module_utils._audit import default_head_path, verify
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "path": {"type": "path", "required": True},
+            "head": {"type": "str"},
+            "fail_on_broken": {"type": "bool", "default": True},
+        },
+        supports_check_mode=True,
+    )
+    path = module.params["path"]
+    head = module.params["head"]
+    if head:
+        head = os.path.expanduser(head)
+    else:
+        guess = default_head_path(path)
+        head = guess if os.path.exists(guess) else None
+    res = verify(path, head)
+    res["expected_head"] = head
+    res.pop("path", None)
+    if not res["ok"] and module.params["fail_on_broken"]:
+        module.fail_json(msg="audit log %s does not verify: %s" % (path, res["reason"]), **res)
+    module.exit_json(changed=False, **res)
+
+
+if __name__ == "__main__":
+    main()
