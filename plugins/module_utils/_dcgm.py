@@ -1,0 +1,343 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``dcgmi diag -r N`` text output -> the ``dcgm`` domain of docs/facts.md.
+
+Two layouts (formats.md section 9):
+- DCGM 3.x: Title-Case test names, results ``Pass``, ``Pass - All``, ``Skip - All``,
+  ``Pass - GPUs: 0, 2, 3`` with continuation rows ``| | Fail - GPU: 1 |``;
+- DCGM 4.x: lower-case plugin names, one aggregate row then per-GPU rows ``| | GPU0: Pass |``.
+``Warning`` / ``Info`` / ``Error`` rows follow a test; their text is wrapped at the column width in the
+middle of words and is joined back. ``Error: ...`` lines outside the table mean the diagnostic could
+not run: an error record of kind ``tool_error``, never a GPU failure.
+
+Runs on managed nodes (Python 3.8+) and on the controller. No Ansible imports.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Dict, List, Optional
+
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, read_text
+
+PARSER = "dcgmi_diag"
+DOMAIN = "dcgm"
+CAPTURE_FILE = "dcgmi-diag.txt"
+
+#: Worst first.
+_RANK = {"fail": 4, "warn": 3, "pass": 2, "skip": 1}
+_RESULT_WORDS = {
+    "pass": "pass",
+    "passed": "pass",
+    "fail": "fail",
+    "failed": "fail",
+    "failure": "fail",
+    "error": "fail",
+    "warn": "warn",
+    "warning": "warn",
+    "skip": "skip",
+    "skipped": "skip",
+    "not run": "skip",
+}
+_MESSAGE_ROWS = ("warning", "info", "error")
+_SECTION = re.compile(r"^[|+]-+\s+([A-Za-z][A-Za-z ]*?)\s+-+[+|]")
+_BORDER = re.compile(r"^[+|][-=+|]+$")
+_RESULT = re.compile(
+    r"^(Pass(?:ed)?|Fail(?:ed|ure)?|Warn(?:ing)?|Skip(?:ped)?|Error|Not Run)\b\s*"
+    r"(?:-\s*(?:(All)|GPUs?\s*:?\s*([\d,\s]+)))?\s*$",
+    re.IGNORECASE,
+)
+_PER_GPU = re.compile(r"^GPU\s*(\d+)\s*:\s*(Pass(?:ed)?|Fail(?:ed)?|Warn(?:ing)?|Skip(?:ped)?|Error|Not Run)\b", re.I)
+_MSG_NAME = re.compile(r"^(Warning|Info|Error)\b\s*:?\s*(?:GPU\s*(\d+))?", re.IGNORECASE)
+_GPU_IN_TEXT = re.compile(r"\bGPU\s*(\d+)\b")
+_LEVEL2 = ("integration", "hardware")
+_LEVEL3_TESTS = (
+    "diagnostic",
+    "targeted stress",
+    "targeted_stress",
+    "targeted power",
+    "targeted_power",
+    "memory bandwidth",
+    "memory_bandwidth",
+    "sm stress",
+    "sm_stress",
+)
+_LEVEL4_TESTS = ("eud", "pulse", "memtest", "extended utility")
+
+
+def _word(text: str) -> Optional[str]:
+    return _RESULT_WORDS.get(text.strip().lower())
+
+
+def worst(*results: Optional[str]) -> Optional[str]:
+    """The worst of pass/fail/warn/skip values (None ignored)."""
+    best: Optional[str] = None
+    for r in results:
+        if r is not None and (best is None or _RANK.get(r, 0) > _RANK.get(best, 0)):
+            best = r
+    return best
+
+
+def _cells(line: str) -> Optional[List[str]]:
+    s = line.rstrip()
+    if not s.startswith("|"):
+        return None
+    inner = s[1:-1] if s.endswith("|") and len(s) > 1 else s[1:]
+    name, sep, value = inner.partition("|")
+    if not sep:
+        return None
+    return [name, value]
+
+
+def _expand_ids(text: str) -> List[str]:
+    return [t.strip() for t in text.split(",") if t.strip().isdigit()]
+
+
+def parse_diag(text: str, source: Optional[str] = None) -> Dict[str, Any]:
+    """Parse ``dcgmi diag`` text. Returns the dcgm domain (without ``source``/``level`` from the caller).
+
+    Raises ParseError when the text holds neither a diagnostic table nor a dcgmi error message.
+    """
+    if not isinstance(text, str):
+        raise ParseError("dcgmi output is not text", PARSER, source)
+    width = 45
+    section: Optional[str] = None
+    metadata: Dict[str, str] = {}
+    tests: List[Dict[str, Any]] = []
+    errors: List[Dict[str, Any]] = []
+    current: Optional[Dict[str, Any]] = None
+    # The message being assembled from wrapped rows: [test, list of raw segments, gpu or None, is_error]
+    msg: Optional[List[Any]] = None
+    all_gpus: List[Dict[str, Any]] = []  # tests whose result applies to "All" GPUs
+    saw_table = False
+
+    def flush() -> None:
+        nonlocal msg
+        if msg is None:
+            return
+        test, segments, gpu, is_error = msg
+        body = re.sub(r"\s+", " ", "".join(segments)).strip()
+        if body:
+            if gpu is not None:
+                body = "GPU %s: %s" % (gpu, body)
+            test["messages"].append(body)
+            if is_error:
+                for g in set(_GPU_IN_TEXT.findall(body)) | ({gpu} if gpu is not None else set()):
+                    test["gpus"][str(g)] = worst(test["gpus"].get(str(g)), "fail")
+                test["result"] = worst(test["result"], "fail")
+        msg = None
+
+    def segment(value: str) -> str:
+        v = value[1:] if value.startswith(" ") else value
+        return v[:width].ljust(width) if len(v.rstrip()) <= width else v.rstrip() + " "
+
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("Error:") or stripped.startswith("Error :"):
+            flush()
+            errors.append(error_record(DOMAIN, "tool_error", stripped[6:].strip() or stripped, source, PARSER, lineno))
+            continue
+        m = _SECTION.match(stripped)
+        if m:
+            flush()
+            section = m.group(1).strip()
+            saw_table = True
+            current = None
+            continue
+        if _BORDER.match(stripped):
+            if stripped.startswith("+-") and stripped.count("+") >= 3:
+                parts = stripped.split("+")
+                if len(parts) >= 3 and len(parts[2]) > 10:
+                    width = len(parts[2]) - 3
+            saw_table = True
+            continue
+        cells = _cells(stripped)
+        if cells is None:
+            continue
+        name, value = cells[0].strip(), cells[1]
+        vstrip = value.strip()
+        if name == "Diagnostic" and vstrip == "Result":
+            saw_table = True
+            continue
+        saw_table = True
+        if section and section.lower() == "metadata" and name:
+            metadata[name] = vstrip
+            continue
+        mm = _MSG_NAME.match(name) if name else None
+        if mm:
+            flush()
+            is_error = mm.group(1).lower() == "error"
+            if current is None:
+                current = _new_test(section or "Deployment", section)
+                tests.append(current)
+            msg = [current, [segment(value)], mm.group(2), is_error]
+            continue
+        if name:
+            flush()
+            current = _new_test(name, section)
+            tests.append(current)
+            _apply_result(current, vstrip, all_gpus)
+            continue
+        # Continuation row: per-GPU result, another "Fail - GPU: 1" row, or wrapped message text.
+        if current is None:
+            continue
+        pg = _PER_GPU.match(vstrip)
+        if pg and msg is None:
+            current["gpus"][pg.group(1)] = worst(current["gpus"].get(pg.group(1)), _word(pg.group(2)))
+            continue
+        if msg is not None:
+            msg[1].append(segment(value))
+            continue
+        if _RESULT.match(vstrip):
+            _apply_result(current, vstrip, all_gpus)
+    flush()
+    if not saw_table and not errors:
+        raise ParseError("no dcgmi diag table and no dcgmi error message", PARSER, source)
+    device_ids = [d.strip() for d in metadata.get("GPU Device IDs Detected", "").split(",") if d.strip()]
+    for test in all_gpus:
+        for i in range(len(device_ids)):
+            test["gpus"].setdefault(str(i), test["result"])
+    gpus: Dict[str, str] = {}
+    for test in tests:
+        test["result"] = worst(test["result"], *test["gpus"].values())
+        for g, r in test["gpus"].items():
+            w = worst(gpus.get(g), r)
+            if w is not None:
+                gpus[g] = w
+    overall = worst(*(t["result"] for t in tests))
+    if overall == "skip":
+        overall = None
+    return {
+        "level": infer_level(tests),
+        "layout": _layout(metadata, tests),
+        "overall": overall,
+        "version": metadata.get("DCGM Version") or None,
+        "driver_version": metadata.get("Driver Version Detected") or None,
+        "gpu_device_ids": device_ids,
+        "tests": tests,
+        "gpus": dict(sorted(gpus.items(), key=lambda kv: int(kv[0]))),
+        "errors": errors,
+    }
+
+
+def _new_test(name: str, section: Optional[str]) -> Dict[str, Any]:
+    return {"name": name, "category": section, "result": None, "gpus": {}, "messages": []}
+
+
+def _apply_result(test: Dict[str, Any], value: str, all_gpus: List[Dict[str, Any]]) -> None:
+    m = _RESULT.match(value)
+    if not m:
+        return
+    result = _word(m.group(1))
+    if m.group(3):
+        for g in _expand_ids(m.group(3)):
+            test["gpus"][g] = worst(test["gpus"].get(g), result)
+        test["result"] = worst(test["result"], result)
+    else:
+        test["result"] = worst(test["result"], result)
+        if m.group(2) and test not in all_gpus:
+            all_gpus.append(test)
+
+
+def _layout(metadata: Dict[str, str], tests: List[Dict[str, Any]]) -> Optional[str]:
+    version = metadata.get("DCGM Version", "")
+    major = version.split(".", 1)[0].strip()
+    if major.isdigit():
+        return "dcgm4" if int(major) >= 4 else "dcgm3"
+    names = [t["name"] for t in tests if t["name"] not in ("Deployment",)]
+    if not names:
+        return None
+    return "dcgm4" if all(n == n.lower() for n in names) else "dcgm3"
+
+
+def infer_level(tests: List[Dict[str, Any]]) -> Optional[int]:
+    """The run level the tests imply (a lower bound: a level's tests can be skipped or cut off)."""
+    if not tests:
+        return None
+    level = 1
+    for t in tests:
+        name = t["name"].lower()
+        cat = (t.get("category") or "").lower()
+        if any(k in name for k in _LEVEL4_TESTS):
+            level = max(level, 4)
+        elif cat == "stress" or name in _LEVEL3_TESTS:
+            level = max(level, 3)
+        elif cat in _LEVEL2:
+            level = max(level, 2)
+    return level
+
+
+def _result(source: Optional[str], level: Optional[int]) -> Dict[str, Any]:
+    return {
+        "source": source,
+        "level": level,
+        "layout": None,
+        "overall": None,
+        "version": None,
+        "driver_version": None,
+        "gpu_device_ids": [],
+        "tests": [],
+        "gpus": {},
+        "errors": [],
+    }
+
+
+def from_text(text: str, source: str, level: Optional[int], origin: Optional[str] = None) -> Dict[str, Any]:
+    """Parse and wrap: a ParseError becomes an error record."""
+    result = _result(source, level)
+    try:
+        parsed = parse_diag(text, origin or source)
+    except ParseError as exc:
+        result["errors"].append(exc.to_error(DOMAIN))
+        return result
+    if level is not None:
+        parsed["level"] = level
+    result.update(parsed)
+    return result
+
+
+def collect(
+    capture_dir: Optional[str] = None,
+    run_level: int = 1,
+    timeout: float = 30.0,
+    dcgmi_path: Optional[str] = None,
+    extra_args: Optional[List[str]] = None,
+) -> Dict[str, Any]:
+    """The ``dcgm`` domain from ``capture_dir/dcgmi-diag.txt`` or from running ``dcgmi diag -r N``."""
+    if capture_dir:
+        path = os.path.join(capture_dir, CAPTURE_FILE)
+        try:
+            text = read_text(path)
+        except ParseError as exc:
+            result = _result("capture:" + CAPTURE_FILE, None)
+            result["errors"].append(exc.to_error(DOMAIN))
+            return result
+        if text is None:
+            return _result(None, None)
+        return from_text(text, "capture:" + CAPTURE_FILE, None, path)
+    from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
+
+    exe = dcgmi_path or which("dcgmi")
+    if not exe or not os.path.exists(exe):
+        result = _result(None, run_level)
+        result["errors"].append(error_record(DOMAIN, "missing", "dcgmi not found (%s)" % (exe or "PATH"), "dcgmi"))
+        return result
+    argv = [exe, "diag", "-r", str(int(run_level))] + list(extra_args or [])
+    res = run_command(argv, timeout=timeout)
+    if res.timed_out:
+        result = _result("dcgmi", run_level)
+        result["errors"].append(error_record(DOMAIN, "timeout", res.describe(), "dcgmi"))
+        return result
+    if res.error is not None:
+        result = _result("dcgmi", run_level)
+        result["errors"].append(error_record(DOMAIN, "tool_error", res.describe(), "dcgmi"))
+        return result
+    text = res.stdout + ("\n" + res.stderr if res.stderr.strip() else "")
+    result = from_text(text, "dcgmi", run_level)
+    if res.rc != 0 and not result["tests"] and not any(e["kind"] == "tool_error" for e in result["errors"]):
+        result["errors"] = [error_record(DOMAIN, "tool_error", res.describe(), "dcgmi")]
+    return result
