@@ -1,0 +1,596 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Node basics: the ``node`` domain of docs/facts.md.
+
+Hostname, kernel, OS, boot id, memory, expected mounts (present and responsive), free space on named
+filesystems, the NVIDIA services an operator expects, and the fabric manager version.
+
+A hung NFS/Lustre mount blocks ``stat()`` in the kernel, and would hang the play with it. This module
+never touches a mount point in its own process: presence comes from ``/proc/self/mounts``, and every
+probe (``stat -f``) runs as a child through ``_runner.run_command``, killed and abandoned after the
+timeout. Probes run in parallel, so N hung mounts still cost one timeout, not N.
+
+Runs on managed nodes (Python 3.8+). No Ansible imports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from ansible_collections.gpuops.cluster.plugins.module_utils import _capture
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, to_int
+from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, run_in_child, which
+
+DOMAIN = "node"
+
+#: Services checked when the caller does not name any: unit names, process names (/proc/<pid>/comm) and
+#: pid files of each. ``nv-hostengine`` is the DCGM host engine behind the ``nvidia-dcgm`` unit.
+KNOWN_SERVICES: Dict[str, Dict[str, List[str]]] = {
+    "nvidia-persistenced": {
+        "units": ["nvidia-persistenced"],
+        "processes": ["nvidia-persistenced"],
+        "pidfiles": [
+            "/run/nvidia-persistenced/nvidia-persistenced.pid",
+            "/var/run/nvidia-persistenced/nvidia-persistenced.pid",
+        ],
+    },
+    "nvidia-fabricmanager": {
+        "units": ["nvidia-fabricmanager"],
+        "processes": ["nv-fabricmanager"],
+        "pidfiles": [
+            "/run/nvidia-fabricmanager/nv-fabricmanager.pid",
+            "/var/run/nvidia-fabricmanager/nv-fabricmanager.pid",
+        ],
+    },
+    "nvidia-dcgm": {
+        "units": ["nvidia-dcgm", "dcgm"],
+        "processes": ["nv-hostengine"],
+        "pidfiles": ["/run/nvhostengine.pid", "/var/run/nvhostengine.pid"],
+    },
+}
+ALIASES = {"nv-hostengine": "nvidia-dcgm", "dcgm": "nvidia-dcgm", "nv-fabricmanager": "nvidia-fabricmanager"}
+DEFAULT_SERVICES = ("nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm")
+FABRIC_MANAGER = "nvidia-fabricmanager"
+
+#: /proc/<pid>/comm holds at most 15 characters.
+COMM_LEN = 15
+MAX_PROBES_IN_PARALLEL = 16
+
+_VERSION_RE = re.compile(r"(\d+\.\d+(?:\.\d+)*)")
+_OCTAL_RE = re.compile(r"\\([0-7]{3})")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Parsers (pure)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def parse_os_release(text: str) -> Dict[str, str]:
+    """``/etc/os-release`` (``KEY=value``, values optionally quoted) -> dict. Other lines are skipped."""
+    out: Dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        key = key.strip()
+        if not re.match(r"^[A-Z][A-Z0-9_]*$", key):
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        out[key] = re.sub(r"\\(.)", r"\1", value)
+    return out
+
+
+def os_name(release: Dict[str, str]) -> Optional[str]:
+    """PRETTY_NAME, else NAME + VERSION, else None."""
+    if release.get("PRETTY_NAME"):
+        return release["PRETTY_NAME"]
+    name = " ".join(v for v in (release.get("NAME"), release.get("VERSION")) if v)
+    return name or None
+
+
+def parse_meminfo(text: str) -> Optional[int]:
+    """MemTotal of ``/proc/meminfo`` in MiB, or None."""
+    for line in text.splitlines():
+        if line.startswith("MemTotal:"):
+            kb = to_int(line.split(":", 1)[1])
+            return kb // 1024 if kb is not None else None
+    return None
+
+
+def _unescape(field: str) -> str:
+    return _OCTAL_RE.sub(lambda m: chr(int(m.group(1), 8)), field)
+
+
+def parse_mounts(text: str) -> List[Dict[str, str]]:
+    """``/proc/self/mounts`` -> ``[{device, path, fstype, options}]`` in table order (octal escapes decoded)."""
+    out = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 4 or not parts[1].startswith("/"):
+            continue
+        out.append(
+            {"device": _unescape(parts[0]), "path": _unescape(parts[1]), "fstype": parts[2], "options": parts[3]}
+        )
+    return out
+
+
+def mount_of(table: List[Dict[str, str]], path: str) -> Optional[Dict[str, str]]:
+    """The mount entry whose target is exactly ``path`` (the last one: later mounts cover earlier ones)."""
+    want = os.path.normpath(path)
+    found = None
+    for entry in table:
+        if os.path.normpath(entry["path"]) == want:
+            found = entry
+    return found
+
+
+def mount_containing(table: List[Dict[str, str]], path: str) -> Optional[Dict[str, str]]:
+    """The mount entry holding ``path`` (longest matching target, last wins)."""
+    want = os.path.normpath(path)
+    best = None
+    best_len = -1
+    for entry in table:
+        target = os.path.normpath(entry["path"])
+        if want == target or want.startswith(target.rstrip("/") + "/"):
+            if len(target) >= best_len:
+                best, best_len = entry, len(target)
+    return best
+
+
+def parse_stat_f(text: str, source: Optional[str] = None) -> Dict[str, Any]:
+    """Output of ``stat -f -c '%b %f %a %S'`` -> ``{size_mib, free_mib, free_pct}``. Raises ParseError."""
+    fields = text.split()
+    nums = [to_int(f) for f in fields[:4]]
+    if len(fields) < 4 or any(n is None or n < 0 for n in nums):
+        raise ParseError(f"expected 4 numbers, got {text[:100]!r}", "stat_f", source, 1)
+    blocks, _bfree, bavail, frsize = nums
+    mib = 1024 * 1024
+    return {
+        "size_mib": blocks * frsize // mib,
+        "free_mib": bavail * frsize // mib,
+        "free_pct": round(100.0 * bavail / blocks, 1) if blocks else None,
+    }
+
+
+def parse_fm_version(text: str) -> Optional[str]:
+    """``nv-fabricmanager --version``: ``Fabric Manager version is : 535.161.08`` -> ``535.161.08``."""
+    for line in text.splitlines():
+        if "version" in line.lower():
+            m = _VERSION_RE.search(line.split(":", 1)[-1])
+            if m:
+                return m.group(1)
+    return None
+
+
+def _upstream(version: str) -> Optional[str]:
+    """Debian/RPM version ``1:535.161.08-1`` -> ``535.161.08``."""
+    v = version.split(":", 1)[-1].split("-", 1)[0]
+    m = _VERSION_RE.match(v)
+    return m.group(1) if m else None
+
+
+def parse_dpkg_versions(text: str) -> Optional[str]:
+    """``dpkg-query -W -f '${db:Status-Abbrev} ${Package} ${Version}\\n'`` -> version of an installed package."""
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0].startswith("ii"):
+            v = _upstream(parts[-1])
+            if v:
+                return v
+    return None
+
+
+def parse_rpm_versions(text: str) -> Optional[str]:
+    """``rpm -qa --qf '%{NAME} %{VERSION}\\n' ...`` -> the first version."""
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            v = _upstream(parts[1])
+            if v:
+                return v
+    return None
+
+
+def parse_is_active(text: str, units: List[str]) -> Dict[str, str]:
+    """``systemctl is-active u1 u2 ...`` prints one state per unit, in order."""
+    states = [line.strip() for line in text.splitlines() if line.strip()]
+    return {u: states[i] for i, u in enumerate(units) if i < len(states)}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Live probes
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _read(root: str, path: str) -> Optional[str]:
+    try:
+        with open(os.path.join(root, path.lstrip("/")), "rb") as fh:
+            return fh.read(1024 * 1024).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _statvfs(path: str) -> List[int]:
+    st = os.statvfs(path)
+    return [st.f_blocks, st.f_bfree, st.f_bavail, st.f_frsize]
+
+
+def probe_path(path: str, timeout: float) -> Dict[str, Any]:
+    """statvfs ``path`` in a child killed after ``timeout``: ``{responsive, size_mib, free_mib, free_pct, error}``."""
+    out: Dict[str, Any] = {"responsive": None, "size_mib": None, "free_mib": None, "free_pct": None, "error": None}
+    argv = _probe_argv(path)
+    if argv:
+        res = run_command(argv, timeout=timeout)
+        if res.timed_out:
+            out.update(responsive=False, error=f"not responding: statfs did not return within {timeout:.0f} s")
+            return out
+        if not res.ok:
+            out.update(responsive=False, error=res.describe())
+            return out
+        text = res.stdout
+    else:  # no stat(1): statvfs in a forked child
+        res2 = run_in_child(_statvfs, (path,), timeout)
+        if res2.get("timed_out"):
+            out.update(responsive=False, error=f"not responding: statfs did not return within {timeout:.0f} s")
+            return out
+        if not res2.get("ok"):
+            out.update(responsive=False, error=str(res2.get("error")))
+            return out
+        text = " ".join(str(n) for n in res2["value"])
+    try:
+        out.update(parse_stat_f(text, "stat -f"))
+    except ParseError as exc:
+        out.update(responsive=True, error=str(exc))
+        return out
+    out["responsive"] = True
+    return out
+
+
+def _probe_argv(path: str) -> Optional[List[str]]:
+    exe = which("stat")
+    return [exe, "-f", "-c", "%b %f %a %S", "--", path] if exe else None
+
+
+def _probe_all(paths: List[str], timeout: float) -> Dict[str, Dict[str, Any]]:
+    if not paths:
+        return {}
+    if len(paths) == 1 or _probe_argv(paths[0]) is None:
+        # no stat(1): probes fork (run_in_child), and forking from threads is unsafe: one after the other
+        return {p: probe_path(p, timeout) for p in paths}
+    with ThreadPoolExecutor(max_workers=min(len(paths), MAX_PROBES_IN_PARALLEL)) as pool:
+        results = list(pool.map(lambda p: probe_path(p, timeout), paths))
+    return dict(zip(paths, results))
+
+
+def _entry_path(item: Any) -> Tuple[Optional[str], Dict[str, Any]]:
+    if isinstance(item, dict):
+        path = item.get("path")
+        return (path if isinstance(path, str) and path else None), item
+    if isinstance(item, str) and item:
+        return item, {}
+    return None, {}
+
+
+def check_mounts(
+    mounts: Iterable[Any], filesystems: Iterable[Any], table: List[Dict[str, str]], root: str, timeout: float
+) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """Mount and filesystem records; only present mounts and named filesystems are probed (in parallel)."""
+    mount_recs = []
+    to_probe: List[str] = []
+    for item in mounts:
+        path, spec = _entry_path(item)
+        if path is None:
+            continue
+        entry = mount_of(table, path)
+        rec: Dict[str, Any] = {
+            "path": path,
+            "present": entry is not None,
+            "responsive": None,
+            "fstype": entry["fstype"] if entry else None,
+            "device": entry["device"] if entry else None,
+            "free_pct": None,
+            "free_mib": None,
+            "size_mib": None,
+            "error": None if entry else "not mounted",
+        }
+        want = spec.get("fstype")
+        if entry and isinstance(want, str) and want and entry["fstype"] != want:
+            rec["error"] = f"mounted as {entry['fstype']}, expected {want}"
+        mount_recs.append(rec)
+        if entry:
+            to_probe.append(path)
+    fs_recs = []
+    for item in filesystems:
+        path, _spec = _entry_path(item)
+        if path is None:
+            continue
+        entry = mount_containing(table, path)
+        fs_recs.append(
+            {
+                "path": path,
+                "mount": entry["path"] if entry else None,
+                "fstype": entry["fstype"] if entry else None,
+                "responsive": None,
+                "free_pct": None,
+                "free_mib": None,
+                "size_mib": None,
+                "error": None,
+            }
+        )
+        to_probe.append(path)
+    unique = list(dict.fromkeys(to_probe))
+    probed = _probe_all([os.path.join(root, p.lstrip("/")) for p in unique], timeout)
+    by_path = {p: probed[os.path.join(root, p.lstrip("/"))] for p in unique}
+    for rec in mount_recs + fs_recs:
+        res = by_path.get(rec["path"])
+        if res is None:
+            continue
+        for key in ("responsive", "free_pct", "free_mib", "size_mib"):
+            rec[key] = res[key]
+        if res["error"]:
+            rec["error"] = res["error"] if not rec["error"] else rec["error"] + "; " + res["error"]
+    return mount_recs, fs_recs
+
+
+def _process_names(root: str) -> Dict[str, int]:
+    """comm -> lowest pid, from ``<root>/proc/*/comm``."""
+    out: Dict[str, int] = {}
+    proc = os.path.join(root, "proc")
+    try:
+        pids = [p for p in os.listdir(proc) if p.isdigit()]
+    except OSError:
+        return out
+    for pid in sorted(pids, key=int):
+        try:
+            with open(os.path.join(proc, pid, "comm"), "rb") as fh:
+                comm = fh.read(64).decode("utf-8", errors="replace").strip()
+        except OSError:
+            continue
+        out.setdefault(comm, int(pid))
+    return out
+
+
+def _pidfile_alive(root: str, pidfiles: List[str]) -> Optional[int]:
+    for pf in pidfiles:
+        text = _read(root, pf)
+        pid = to_int(text.strip()) if text else None
+        if pid and pid > 0 and os.path.isdir(os.path.join(root, "proc", str(pid))):
+            return pid
+    return None
+
+
+def _service_spec(item: Any) -> Optional[Tuple[str, Dict[str, List[str]]]]:
+    if isinstance(item, dict):
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            return None
+        base = KNOWN_SERVICES.get(ALIASES.get(name, name), {})
+        spec = {}
+        for key, single in (("units", "unit"), ("processes", "process"), ("pidfiles", "pidfile")):
+            val = item.get(key, item.get(single))
+            if isinstance(val, str):
+                val = [val]
+            spec[key] = list(val) if isinstance(val, list) else list(base.get(key, [name] if key != "pidfiles" else []))
+        return ALIASES.get(name, name), spec
+    if isinstance(item, str) and item:
+        name = ALIASES.get(item, item)
+        spec = KNOWN_SERVICES.get(name, {"units": [item], "processes": [item], "pidfiles": []})
+        return name, {k: list(v) for k, v in spec.items()}
+    return None
+
+
+def check_services(
+    services: Iterable[Any], root: str, timeout: float, errors: List[Dict[str, Any]]
+) -> Dict[str, Dict[str, Any]]:
+    """``{name: {running, unit_state, pid, method}}``: systemd when it runs here, else /proc, else pid files."""
+    specs = [s for s in (_service_spec(i) for i in services) if s is not None]
+    if not specs:
+        return {}
+    systemctl = which("systemctl")
+    use_systemd = bool(systemctl) and os.path.isdir(os.path.join(root, "run", "systemd", "system"))
+    states: Dict[str, str] = {}
+    if use_systemd:
+        units = list(dict.fromkeys(u for _, spec in specs for u in spec["units"]))
+        res = run_command([systemctl, "is-active", "--", *units], timeout=timeout)  # rc 3 when any is inactive
+        if res.timed_out or res.error:
+            kind = "timeout" if res.timed_out else "tool_error"
+            errors.append(error_record(DOMAIN, kind, res.describe(), source="systemctl"))
+            use_systemd = False
+        else:
+            states = parse_is_active(res.stdout, units)
+    procs = _process_names(root)
+    out: Dict[str, Dict[str, Any]] = {}
+    for name, spec in specs:
+        rec: Dict[str, Any] = {"running": None, "unit_state": None, "pid": None, "method": None}
+        unit_states = [states[u] for u in spec["units"] if u in states]
+        known = [s for s in unit_states if s not in ("unknown", "")]
+        if use_systemd and unit_states:
+            rec["unit_state"] = "active" if "active" in known else (known[0] if known else unit_states[0])
+        if procs:  # /proc is readable: it is the truth about processes
+            pid = next((procs[p[:COMM_LEN]] for p in spec["processes"] if p[:COMM_LEN] in procs), None)
+            method = "proc"
+        else:
+            pid = _pidfile_alive(root, spec["pidfiles"])
+            method = "pidfile" if spec["pidfiles"] else None
+        rec["pid"] = pid
+        rec["method"] = "systemctl" if use_systemd else method
+        if rec["unit_state"] in ("active", "reloading") or pid is not None:
+            rec["running"] = True
+        elif rec["method"] is not None:
+            rec["running"] = False
+        out[name] = rec
+    return out
+
+
+def fabric_manager_version(timeout: float, errors: List[Dict[str, Any]]) -> Optional[str]:
+    """``nv-fabricmanager --version``, else the installed package version (dpkg-query, then rpm), else None."""
+    exe = which("nv-fabricmanager")
+    if exe:
+        res = run_command([exe, "--version"], timeout=timeout)
+        version = parse_fm_version(res.stdout + "\n" + res.stderr)
+        if version:
+            return version
+        kind = "timeout" if res.timed_out else "tool_error"
+        errors.append(error_record(DOMAIN, kind, res.describe(), source="nv-fabricmanager --version"))
+    dpkg = which("dpkg-query")
+    if dpkg:
+        fmt = "${db:Status-Abbrev} ${Package} ${Version}\n"
+        res = run_command([dpkg, "-W", "-f", fmt, "nvidia-fabricmanager*", "cuda-drivers-fabricmanager*"], timeout)
+        version = parse_dpkg_versions(res.stdout)
+        if version:
+            return version
+    rpm = which("rpm")
+    if rpm:
+        res = run_command([rpm, "-qa", "--qf", "%{NAME} %{VERSION}\n", "nvidia-fabric*manager*"], timeout=timeout)
+        return parse_rpm_versions(res.stdout)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Collector
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _result(source: Optional[str] = None) -> Dict[str, Any]:
+    return {
+        "source": source,
+        "hostname": None,
+        "boot_id": None,
+        "kernel": None,
+        "os": None,
+        "memory_mib": None,
+        "mounts": [],
+        "filesystems": [],
+        "services": {},
+        "fabric_manager_version": None,
+        "errors": [],
+    }
+
+
+def _collect_live(mounts, filesystems, services, timeout: float, root: str) -> Dict[str, Any]:
+    out = _result("live")
+    live_root = os.path.realpath(root) == "/"
+    host = _read(root, "/proc/sys/kernel/hostname")
+    out["hostname"] = host.strip() if host and host.strip() else (socket.gethostname() if live_root else None)
+    kernel = _read(root, "/proc/sys/kernel/osrelease")
+    out["kernel"] = kernel.strip() if kernel and kernel.strip() else (os.uname().release if live_root else None)
+    boot = _read(root, "/proc/sys/kernel/random/boot_id")
+    out["boot_id"] = boot.strip() if boot and boot.strip() else None
+    rel = _read(root, "/etc/os-release") or _read(root, "/usr/lib/os-release")
+    out["os"] = os_name(parse_os_release(rel)) if rel else None
+    mem = _read(root, "/proc/meminfo")
+    out["memory_mib"] = parse_meminfo(mem) if mem else None
+    mounts = list(mounts or [])
+    filesystems = list(filesystems or [])
+    if mounts or filesystems:
+        table_text = _read(root, "/proc/self/mounts") or _read(root, "/proc/mounts")
+        if table_text is None:
+            out["errors"].append(error_record(DOMAIN, "missing", "no /proc/self/mounts", source="/proc/self/mounts"))
+        table = parse_mounts(table_text or "")
+        out["mounts"], out["filesystems"] = check_mounts(mounts, filesystems, table, root, timeout)
+    names = DEFAULT_SERVICES if services is None else services
+    out["services"] = check_services(names, root, timeout, out["errors"])
+    if FABRIC_MANAGER in out["services"]:
+        version = fabric_manager_version(timeout, out["errors"])
+        out["fabric_manager_version"] = version
+        out["services"][FABRIC_MANAGER]["version"] = version
+    return out
+
+
+#: Keys taken from node.json, with the type each must have (anything else is ignored).
+_CAPTURE_TYPES = {
+    "hostname": str,
+    "boot_id": str,
+    "kernel": str,
+    "os": str,
+    "memory_mib": int,
+    "mounts": list,
+    "filesystems": list,
+    "services": dict,
+    "fabric_manager_version": str,
+}
+
+
+def _collect_capture(capture_dir: str, mounts) -> Dict[str, Any]:
+    out = _result()
+    try:
+        meta = _capture.load_meta(capture_dir)
+    except ParseError as exc:
+        meta = {}
+        out["errors"].append(exc.to_error(DOMAIN))
+    try:
+        text = _capture.read(capture_dir, "node.json")
+    except ParseError as exc:
+        out["source"] = "capture:node.json"
+        out["errors"].append(exc.to_error(DOMAIN, "unreadable"))
+        text = None
+    if text is not None:
+        out["source"] = "capture:node.json"
+        try:
+            data = json.loads(text)
+            if not isinstance(data, dict):
+                raise ValueError("top level is not an object")
+        except ValueError as exc:
+            out["errors"].append(
+                error_record(DOMAIN, "parse", f"invalid node.json: {exc}", _capture.path(capture_dir, "node.json"))
+            )
+            data = {}
+        for key, kind in _CAPTURE_TYPES.items():
+            value = data.get(key)
+            if isinstance(value, kind) and not isinstance(value, bool):
+                out[key] = value
+        recorded = data.get("errors")
+        if isinstance(recorded, list):
+            out["errors"] = [e for e in recorded if isinstance(e, dict)] + out["errors"]
+    if out["boot_id"] is None and isinstance(meta.get("boot_id"), str):
+        out["boot_id"] = meta["boot_id"]
+    if out["hostname"] is None and isinstance(meta.get("hostname"), str):
+        out["hostname"] = meta["hostname"]
+    have = {m.get("path") for m in out["mounts"] if isinstance(m, dict)}
+    for item in mounts or []:
+        path, _spec = _entry_path(item)
+        if path and path not in have:
+            out["mounts"].append(
+                {
+                    "path": path,
+                    "present": None,
+                    "responsive": None,
+                    "fstype": None,
+                    "free_pct": None,
+                    "error": "not in the capture",
+                }
+            )
+    return out
+
+
+def collect(
+    capture_dir: Optional[str] = None,
+    mounts: Optional[Iterable[Any]] = None,
+    filesystems: Optional[Iterable[Any]] = None,
+    services: Optional[Iterable[Any]] = None,
+    timeout: float = 10,
+    root: str = "/",
+) -> Dict[str, Any]:
+    """The ``node`` domain of docs/facts.md, from ``capture_dir/node.json`` or the live node.
+
+    ``mounts``: paths (or ``{path, fstype}``) that must be mounted and responsive; ``filesystems``: paths whose
+    free space is reported; ``services``: names (or ``{name, unit, process, pidfile}``), None = the NVIDIA
+    defaults, [] = none. ``root`` reads another root's /proc, /etc, /run (tests).
+    """
+    try:
+        if capture_dir:
+            return _collect_capture(capture_dir, mounts)
+        return _collect_live(mounts, filesystems, services, float(timeout), root or "/")
+    except Exception as exc:  # noqa: BLE001 - collector boundary: report, never raise
+        out = _result()
+        out["errors"].append(error_record(DOMAIN, "internal", f"{type(exc).__name__}: {exc}"))
+        return out
