@@ -1,0 +1,181 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: slurm_node
+short_description: Drain, resume or read one Slurm node, keeping other people's drain reasons
+version_added: 0.1.0
+author: gpuops.cluster contributors (@gpuops)
+description:
+  - Runs C(scontrol) where it reaches slurmctld (the controller or the Slurm head node, usually with C(delegate_to)).
+  - Drains set by this module carry O(reason_prefix). A drain someone else set is never cleared without O(force);
+    draining a node a person already drained keeps their reason and appends the gpuops part; resuming removes only
+    the gpuops part and leaves the node drained while another reason remains.
+  - A node is drained (RV(drained)) when it is IDLE+DRAIN or DOWN+DRAIN with no job and nothing COMPLETING;
+    before that it is draining (RV(draining)).
+extends_documentation_fragment: [gpuops.cluster.common.attributes_action]
+options:
+  name:
+    description: Slurm node name.
+    type: str
+    required: true
+    aliases: [node]
+  state:
+    description:
+      - V(drained) drains the node (running jobs finish unless O(requeue)); V(down) sets it DOWN (Slurm kills
+        its jobs); V(resumed) removes the gpuops drain; V(present) only reads.
+    type: str
+    choices: [drained, resumed, down, present]
+    default: present
+  reason:
+    description: Why (required for V(drained) and V(down)); O(reason_prefix) is added in front.
+    type: str
+  reason_prefix:
+    description: Marks the part of a node's reason that gpuops owns.
+    type: str
+    default: "gpuops:"
+  force:
+    description: With V(resumed), also clear a drain or DOWN set by someone else.
+    type: bool
+    default: false
+  requeue:
+    description:
+      - With V(drained) or V(down), requeue the node's running batch jobs that allow it (C(scontrol requeue));
+        jobs that cannot be requeued are reported in RV(not_requeueable) with their other nodes.
+    type: bool
+    default: false
+  wait:
+    description: With V(drained), wait until the node is drained (no job left on it).
+    type: bool
+    default: false
+  wait_timeout:
+    description: Seconds to wait with O(wait); the module fails when the node is still draining then.
+    type: int
+    default: 600
+  scontrol_path:
+    description: The scontrol program (a wrapper may reach a remote controller).
+    type: str
+    default: scontrol
+  timeout:
+    description: Seconds each scontrol call may run.
+    type: float
+    default: 30
+"""
+
+EXAMPLES = r"""
+- name: Isolate the node after a failed health check, requeueing what can be requeued
+  gpuops.cluster.slurm_node:
+    name: "{{ inventory_hostname }}"
+    state: drained
+    reason: "gpu.xid 79 T-123"
+    requeue: true
+  delegate_to: "{{ gpuops_slurm_controller.host }}"
+
+- name: Return it to service (someone else's drain stays)
+  gpuops.cluster.slurm_node:
+    name: "{{ inventory_hostname }}"
+    state: resumed
+  delegate_to: "{{ gpuops_slurm_controller.host }}"
+"""
+
+RETURN = r"""
+node: {description: Node name., returned: always, type: str, sample: gpu-node-01}
+slurm_state: {description: State as scontrol prints it, after the change., returned: always, type: str, sample: IDLE+DRAIN}
+reason: {description: Node reason after the change (user and time stripped)., returned: always, type: str, sample: "gpuops: gpu.xid 79"}
+drained: {description: DRAIN flag set and nothing left running., returned: always, type: bool, sample: true}
+draining: {description: DRAIN flag set and jobs still running or completing., returned: always, type: bool, sample: false}
+jobs: {description: Active jobs on the node., returned: always, type: list, elements: dict, sample: [{job_id: 12, state: RUNNING, requeueable: true, other_nodes: []}]}
+requeued: {description: Job ids requeued (or that would be in check mode)., returned: always, type: list, elements: int, sample: [12]}
+not_requeueable: {description: Running jobs that could not be requeued., returned: always, type: list, elements: dict, sample: [{job_id: 13, other_nodes: [gpu-node-02]}]}
+message: {description: What was (or would be) done., returned: always, type: str, sample: "drain gpu-node-01: gpuops: gpu.xid 79"}
+commands: {description: scontrol command lines run., returned: always, type: list, elements: list, sample: [[scontrol, show, node, gpu-node-01]]}
+diff: {description: Node state and reason before and after., returned: when diff mode, type: dict, sample: {before: {reason: null}, after: {reason: "gpuops: x"}}}
+"""
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.cluster.plugins.module_utils._slurm import (
+    STATES,
+    Scontrol,
+    SlurmError,
+    plan,
+    read_status,
+)
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            name=dict(type="str", required=True, aliases=["node"]),
+            state=dict(type="str", choices=list(STATES), default="present"),
+            reason=dict(type="str"),
+            reason_prefix=dict(type="str", default="gpuops:"),
+            force=dict(type="bool", default=False),
+            requeue=dict(type="bool", default=False),
+            wait=dict(type="bool", default=False),
+            wait_timeout=dict(type="int", default=600),
+            scontrol_path=dict(type="str", default="scontrol"),
+            timeout=dict(type="float", default=30),
+        ),
+        required_if=[("state", "drained", ["reason"]), ("state", "down", ["reason"])],
+        supports_check_mode=True,
+    )
+    p = module.params
+    sc = Scontrol(p["scontrol_path"], p["timeout"])
+    name, prefix = p["name"], p["reason_prefix"]
+    try:
+        before = read_status(sc, name, prefix)
+        todo = plan(p["state"], before, p["reason"], prefix, p["force"], p["requeue"])
+        changed = bool(todo["updates"] or todo["requeue"])
+        after = before
+        if changed and not module.check_mode:
+            for values in todo["updates"]:
+                sc.update_node(name, values)
+            for job_id in todo["requeue"]:
+                sc.requeue(job_id)
+            after = read_status(sc, name, prefix)
+        deadline = time.monotonic() + p["wait_timeout"]
+        while p["wait"] and p["state"] == "drained" and not module.check_mode and not after["drained"]:
+            if time.monotonic() >= deadline:
+                module.fail_json(
+                    msg="node %s still %s after %s s" % (name, after["state"], p["wait_timeout"]),
+                    node=name,
+                    slurm_state=after["state"],
+                    jobs=after["jobs"],
+                    commands=sc.commands,
+                )
+            time.sleep(1)
+            after = read_status(sc, name, prefix)
+    except (SlurmError, ParseError, ValueError) as exc:
+        module.fail_json(msg=str(exc), node=name, commands=sc.commands)
+    for warning in todo["warnings"]:
+        module.warn(warning)
+    result = dict(
+        changed=changed,
+        node=name,
+        slurm_state=after["state"],
+        reason=after["reason"] if after is not before or not changed else todo["after_reason"],
+        drained=after["drained"],
+        draining=after["draining"],
+        jobs=after["jobs"],
+        requeued=todo["requeue"],
+        not_requeueable=todo["not_requeueable"],
+        message=todo["message"],
+        commands=sc.commands,
+    )
+    if module._diff:
+        result["diff"] = dict(
+            before=dict(state=before["state"], reason=before["reason"]),
+            after=dict(state=after["state"], reason=result["reason"]),
+        )
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
