@@ -1,0 +1,261 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The controller state directory (``gpuops_state_dir``): what the health policy remembers between runs.
+
+Layout (docs/state.md)::
+
+    <state_dir>/hosts/<inventory_hostname>.json   one JSON document per host (HOST_STATE_SCHEMA)
+    <state_dir>/locks/<name>.lock                 fcntl lock files (StateLock), reused by isolation/audit
+
+A host document holds the previous IB counter readings and boot ids, GPU counter readings, clear
+markers and recorded GPU resets, escalation history, the active (remembered) faults and an optional
+golden baseline saved by onboarding. Writes are atomic (temporary file + fsync + rename).
+
+Pure Python, no Ansible imports; the functions that touch a dict are pure and unit-testable.
+"""
+
+from __future__ import annotations
+
+import copy
+import errno
+import fcntl
+import json
+import os
+import re
+import tempfile
+import time
+from typing import Any, Callable, Dict, Optional
+
+HOST_STATE_SCHEMA = "gpuops.state/v1"
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9_.@:+-]+$")
+
+
+class StateError(Exception):
+    """A state directory problem (bad name, corrupt file, lock timeout)."""
+
+
+def empty_host_state(host: Optional[str] = None) -> Dict[str, Any]:
+    """A host state with every section present and empty."""
+    return {
+        "schema": HOST_STATE_SCHEMA,
+        "host": host,
+        "updated_at": None,
+        "boot_id": None,  # the boot id seen on the last run
+        "ib": {"ports": {}},  # "<hca>/<port>": {collected_at, boot_id, fw_version, counters}
+        "gpu": {"gpus": {}},  # bus_id: {serial, collected_at, boot_id, pcie_replay, nvlink: {link: errors}}
+        "clears": {},  # bus_id: ISO time of the last recorded clear (kernel events before it no longer count)
+        "resets": [],  # [{bus_id, serial, time}] recorded successful GPU resets
+        "escalation": [],  # [{check, code, serial, time, step}] incidents, pruned after the longest window
+        "active_faults": {},  # finding id -> {finding, first_seen, last_seen, boot_id, clear, bus_id, serial, ...}
+        "baseline": None,  # golden baseline from onboarding (see _checks.make_baseline)
+    }
+
+
+def _check_name(name: str, what: str = "host") -> str:
+    if not isinstance(name, str) or not name or name in (".", "..") or not _SAFE_NAME.match(name):
+        raise StateError("invalid %s name for the state directory: %r" % (what, name))
+    return name
+
+
+def host_state_path(state_dir: str, host: str) -> str:
+    return os.path.join(state_dir, "hosts", _check_name(host) + ".json")
+
+
+def normalize_host_state(data: Any, host: Optional[str] = None) -> Dict[str, Any]:
+    """Fill missing sections of a (possibly older or hand-made) host state; keeps unknown keys."""
+    out = empty_host_state(host)
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key in out and isinstance(out[key], dict) and not isinstance(value, dict) and key != "baseline":
+                continue
+            if key in out and isinstance(out[key], list) and not isinstance(value, list):
+                continue
+            out[key] = value
+    for key in ("ib", "gpu"):
+        sub = out[key]
+        sub.setdefault("ports" if key == "ib" else "gpus", {})
+    if host and not out.get("host"):
+        out["host"] = host
+    return out
+
+
+def load_host_state(state_dir: Optional[str], host: str, on_corrupt: str = "raise") -> Dict[str, Any]:
+    """Read ``<state_dir>/hosts/<host>.json``; an empty state when the file (or state_dir) is absent.
+
+    A file that is not valid JSON raises StateError (``on_corrupt="raise"``, the default: forgetting
+    active faults silently would clear them), or is renamed to ``<file>.corrupt-<epoch>`` and replaced by
+    an empty state (``on_corrupt="reset"``).
+    """
+    if not state_dir:
+        return empty_host_state(host)
+    path = host_state_path(state_dir, host)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return empty_host_state(host)
+        raise StateError("cannot read %s: %s" % (path, exc)) from exc
+    try:
+        data = json.loads(raw.decode("utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as exc:
+        if on_corrupt == "reset":
+            os.replace(path, "%s.corrupt-%d" % (path, int(time.time())))
+            return empty_host_state(host)
+        raise StateError("corrupt state file %s: %s" % (path, exc)) from exc
+    return normalize_host_state(data, host)
+
+
+def atomic_write_json(path: str, data: Any) -> None:
+    """Write JSON to ``path`` atomically: temporary file in the same directory, fsync, rename, fsync dir."""
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, sort_keys=True, indent=1, default=str)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:
+        dfd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
+def save_host_state(state_dir: str, host: str, state: Dict[str, Any]) -> str:
+    """Atomically write the host state; returns the path. Hold ``StateLock(state_dir, host)`` around
+    load-modify-save when another process may write the same host (isolation, reset recording)."""
+    path = host_state_path(state_dir, host)
+    data = normalize_host_state(copy.deepcopy(state), host)
+    data["schema"] = HOST_STATE_SCHEMA
+    data["host"] = host
+    data["updated_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    atomic_write_json(path, data)
+    return path
+
+
+class StateLock:
+    """An exclusive fcntl lock on ``<state_dir>/locks/<name>.lock``.
+
+    ``with StateLock(state_dir, "gpu-node-07"):`` ... . ``timeout`` seconds (None: wait forever, 0: try
+    once) before StateError. Locks are per open file description, so two StateLock objects in the same
+    process exclude each other too. Released on exit (and by the kernel if the process dies).
+    """
+
+    def __init__(self, state_dir: str, name: str, timeout: Optional[float] = 30.0, poll: float = 0.05) -> None:
+        self.path = os.path.join(state_dir, "locks", _check_name(name, "lock") + ".lock")
+        self.timeout = timeout
+        self.poll = poll
+        self._fh: Any = None
+
+    def acquire(self) -> StateLock:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        fh = open(self.path, "a+")
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    fh.close()
+                    raise StateError("cannot lock %s: %s" % (self.path, exc)) from exc
+                if deadline is not None and time.monotonic() >= deadline:
+                    fh.close()
+                    raise StateError("timed out after %ss waiting for lock %s" % (self.timeout, self.path)) from None
+                time.sleep(self.poll)
+        self._fh = fh
+        return self
+
+    def release(self) -> None:
+        if self._fh is not None:
+            try:
+                fcntl.flock(self._fh.fileno(), fcntl.LOCK_UN)
+            finally:
+                self._fh.close()
+                self._fh = None
+
+    def __enter__(self) -> StateLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
+def update_host_state(
+    state_dir: str, host: str, fn: Callable[[Dict[str, Any]], Optional[Dict[str, Any]]], timeout: float = 30.0
+) -> Dict[str, Any]:
+    """Lock, load, apply ``fn`` (which mutates or returns the new state), save. Returns the saved state."""
+    with StateLock(state_dir, host, timeout=timeout):
+        state = load_host_state(state_dir, host)
+        result = fn(state)
+        if result is not None:
+            state = result
+        save_host_state(state_dir, host, state)
+        return state
+
+
+def _host_section(state: Dict[str, Any], host: str) -> Dict[str, Any]:
+    """The host's state: ``state`` itself, or ``state['hosts'][host]`` for a whole-cluster mapping."""
+    if isinstance(state.get("hosts"), dict):
+        hs = state["hosts"].get(host)
+        if not isinstance(hs, dict):
+            hs = empty_host_state(host)
+            state["hosts"][host] = hs
+        return hs
+    return state
+
+
+def _iso_time(value: Any) -> str:
+    if hasattr(value, "isoformat"):
+        s = value.isoformat()
+        return s.replace("+00:00", "Z")
+    return str(value)
+
+
+def record_gpu_reset(
+    state: Dict[str, Any], host: str, bus_id: str, serial: Optional[str], time_: Any
+) -> Dict[str, Any]:
+    """Record a successful reset of the GPU at ``bus_id`` (serial when known) at ``time_`` (ISO or datetime).
+
+    A reset clears that GPU's reset-class faults (clear rule ``needs_reset_record``) raised before it, and
+    is a clear marker: kernel events of that GPU before it no longer count. Mutates and returns the host
+    state (``state`` may also be ``{"hosts": {host: ...}}``).
+    """
+    hs = _host_section(state, host)
+    hs.setdefault("resets", []).append({"bus_id": bus_id, "serial": serial, "time": _iso_time(time_)})
+    hs["resets"] = hs["resets"][-50:]
+    record_clear(hs, host, bus_id, time_)
+    return hs
+
+
+def record_clear(state: Dict[str, Any], host: str, bus_id: str, time_: Any) -> Dict[str, Any]:
+    """Record an operator clear for the GPU at ``bus_id``: kernel events before ``time_`` stop counting."""
+    hs = _host_section(state, host)
+    hs.setdefault("clears", {})[bus_id] = _iso_time(time_)
+    return hs
+
+
+def record_gpu_reset_file(
+    state_dir: str, host: str, bus_id: str, serial: Optional[str], time_: Any, timeout: float = 30.0
+) -> Dict[str, Any]:
+    """``record_gpu_reset`` on the host's file under its lock (for the reset/isolation playbooks)."""
+    return update_host_state(state_dir, host, lambda s: record_gpu_reset(s, host, bus_id, serial, time_), timeout)
