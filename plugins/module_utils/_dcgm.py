@@ -21,6 +21,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, read_text
+from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
 
 PARSER = "dcgmi_diag"
 DOMAIN = "dcgm"
@@ -319,8 +320,6 @@ def collect(
         if text is None:
             return _result(None, None)
         return from_text(text, "capture:" + CAPTURE_FILE, None, path)
-    from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
-
     exe = dcgmi_path or which("dcgmi")
     if not exe or not os.path.exists(exe):
         result = _result(None, run_level)

@@ -31,6 +31,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     normalize_bus_id,
     read_text,
 )
+from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
 from ansible_collections.gpuops.cluster.plugins.module_utils._xid_catalog import recovery_action_name
 
 PARSER = "kernel_log"
@@ -574,6 +575,12 @@ def _load_meta(capture_dir: str, errors: List[Dict[str, Any]]) -> Dict[str, Any]
     return data if isinstance(data, dict) else {}
 
 
+def _find(exe: str) -> Optional[str]:
+    if os.path.isabs(exe):
+        return exe if os.access(exe, os.X_OK) else None
+    return which(exe)
+
+
 def live_boot_id() -> Optional[str]:
     try:
         with open("/proc/sys/kernel/random/boot_id", encoding="ascii", errors="replace") as fh:
@@ -594,11 +601,9 @@ def collect(
     """The ``kernel`` domain of docs/facts.md, from the live node or from ``capture_dir/kernel.log``."""
     if capture_dir:
         return _collect_capture(capture_dir, since, gpus, max_events)
-    from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
-
     result = _empty(None, since, live_boot_id())
     ref = datetime.datetime.now()
-    jpath = which(journalctl) if not os.path.isabs(journalctl) else journalctl
+    jpath = _find(journalctl)
     if jpath:
         # -k implies -b: the current boot only.
         argv = [jpath, "-k", "-o", "short-iso", "--no-pager", "-q"]
@@ -611,7 +616,7 @@ def collect(
             return result
         kind = "timeout" if res.timed_out else "tool_error"
         result["errors"].append(error_record(DOMAIN, kind, res.describe(), "journalctl"))
-    dpath = which(dmesg) if not os.path.isabs(dmesg) else dmesg
+    dpath = _find(dmesg)
     if not dpath:
         result["errors"].append(error_record(DOMAIN, "missing", "neither journalctl nor dmesg could be run", None))
         return result

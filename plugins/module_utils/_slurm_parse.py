@@ -20,6 +20,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, read_text
+from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
 
 PARSER = "scontrol"
 DOMAIN = "slurm"
@@ -288,8 +289,6 @@ def collect(capture_dir: Optional[str] = None, node: Optional[str] = None, timeo
         result["source"] = "capture:" + CAPTURE_FILE
         origin = path
     else:
-        from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
-
         exe = which("scontrol")
         if not exe:
             return result
