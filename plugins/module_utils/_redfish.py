@@ -58,14 +58,14 @@ def _status(doc: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _state(doc: Dict[str, Any]) -> Optional[str]:
-    v = clean(_status(doc).get("State"))
-    return v if isinstance(v, str) else None
+    v = _status(doc).get("State")  # not clean(): "Disabled" is a state here, not a sentinel
+    return v.strip() or None if isinstance(v, str) else None
 
 
 def sensor_status(doc: Dict[str, Any]) -> str:
     """Normalized sensor status from a Redfish Status object."""
     st = _status(doc)
-    state = (clean(st.get("State")) or "") if isinstance(st.get("State"), str) else ""
+    state = st.get("State") if isinstance(st.get("State"), str) else ""
     if state.lower() in ("absent", "disabled", "unavailableoffline"):
         return "not_present"
     h = health(st.get("Health"))
