@@ -60,6 +60,7 @@ SlurmdTimeout=30
 InactiveLimit=0
 KillWait=2
 MinJobAge=60
+DefMemPerCPU=100
 Waittime=0
 MessageTimeout=5
 JobRequeue=1
