@@ -1,0 +1,287 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fixtures for the integration tests: the multi-node test bed (tests/testbed/testbed.sh).
+
+`testbed` (session) gives paths, the inventory and helpers: run ansible / ansible-playbook against the bed
+(ANSIBLE_PIPELINING=True, the collection from <repo>/build), run commands on a node or on the hub, call
+Slurm, read and edit a node's simulator state, and `reset()` every node to its default state (also run
+automatically after each test module that used the bed).
+
+Bring the bed up with `make testbed-up` (or run everything with `make integration`). When it is not up,
+tests that need it are skipped -- unless CI=true, where they fail: CI must never silently skip them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TESTBED_SH = REPO / "tests" / "testbed" / "testbed.sh"
+SIMSTATE = REPO / "tests" / "testbed" / "lib" / "simstate.py"
+VENV_BIN = REPO / ".venv" / "bin"
+
+# BMC emulator fixtures (written separately) load from here when present; pytest_plugins is not allowed in a
+# non-root conftest, so import the module and expose its fixtures in this namespace.
+_BMC_FIXTURES = Path(__file__).with_name("bmc_fixtures.py")
+if _BMC_FIXTURES.exists():
+    _spec = importlib.util.spec_from_file_location("gpuops_bmc_fixtures", _BMC_FIXTURES)
+    _mod = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
+    sys.modules["gpuops_bmc_fixtures"] = _mod
+    _spec.loader.exec_module(_mod)  # type: ignore[union-attr]
+    globals().update({k: v for k, v in vars(_mod).items() if not k.startswith("__") and k not in globals()})
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+class Testbed:
+    """Handle on a running test bed (see tests/testbed/README.md)."""
+
+    __test__ = False  # not a test class
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.inventory = root / "inventory.yml"
+        self.bin = root / "bin"
+        self.scontrol_path = str(self.bin / "scontrol")
+        self.nodes = sorted(p.name for p in (root / "nodes").iterdir() if p.is_dir())
+
+    # -- environment -----------------------------------------------------------------------------------
+    @property
+    def env(self) -> Dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            {
+                "PATH": "%s:%s" % (VENV_BIN, env.get("PATH", "")),
+                "ANSIBLE_COLLECTIONS_PATH": str(REPO / "build"),
+                "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+                "ANSIBLE_INVENTORY": str(self.inventory),
+                "ANSIBLE_PIPELINING": "True",
+                "ANSIBLE_HOST_KEY_CHECKING": "False",
+                "ANSIBLE_RETRY_FILES_ENABLED": "False",
+                "ANSIBLE_NOCOLOR": "1",
+                "ANSIBLE_FORCE_COLOR": "0",
+                "ANSIBLE_DEPRECATION_WARNINGS": "False",
+                "GPUOPS_TB": str(self.root),
+            }
+        )
+        return env
+
+    # -- nodes ---------------------------------------------------------------------------------------
+    def node_dir(self, host: str) -> Path:
+        return self.root / "nodes" / host
+
+    def state_path(self, host: str) -> Path:
+        return self.node_dir(host) / "state.json"
+
+    def load_state(self, host: str) -> Dict[str, Any]:
+        return json.loads(self.state_path(host).read_text(encoding="utf-8"))
+
+    def save_state(self, host: str, state: Dict[str, Any]) -> None:
+        path = self.state_path(host)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(state, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+
+    @contextlib.contextmanager
+    def edit_state(self, host: str) -> Iterator[Dict[str, Any]]:
+        """``with testbed.edit_state("gpu-node-03") as s: s["gpus"][2]["xid"] = ...`` (saved on exit)."""
+        state = self.load_state(host)
+        yield state
+        self.save_state(host, state)
+
+    def on_node(self, host: str, *cmd: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
+        """Run ``cmd`` inside a node (its netns, hostname, mounts) without SSH."""
+        return self._run(["bash", str(TESTBED_SH), "node", host] + list(cmd), check=check, timeout=timeout)
+
+    def on_hub(self, *cmd: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
+        return self._run(["bash", str(TESTBED_SH), "hub"] + list(cmd), check=check, timeout=timeout)
+
+    def boot_id(self, host: str) -> str:
+        return (self.node_dir(host) / "boot_id").read_text().strip()
+
+    def wait_for(self, predicate: Callable[[], Any], timeout: float = 20, interval: float = 0.2, what: str = "") -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError("timed out after %s s waiting for %s" % (timeout, what or predicate))
+            time.sleep(interval)
+
+    # -- slurm ---------------------------------------------------------------------------------------
+    def slurm(self, tool: str, *args: str, check: bool = True) -> str:
+        return self._run([str(self.bin / tool)] + list(args), check=check, timeout=30).stdout
+
+    def scontrol(self, *args: str, check: bool = True) -> str:
+        return self.slurm("scontrol", *args, check=check)
+
+    def node_state(self, host: str) -> str:
+        """Slurm state as scontrol prints it, e.g. ``IDLE+DRAIN``."""
+        for tok in self.scontrol("show", "node", host).split():
+            if tok.startswith("State="):
+                return tok[len("State=") :]
+        raise AssertionError("no State= for %s" % host)
+
+    def sbatch(self, *args: str) -> int:
+        """Submit a batch job (runs in /tmp, small memory); returns its id."""
+        out = self.slurm("sbatch", "--parsable", "--chdir=/tmp", "--mem=100", "-o", "/dev/null", *args)
+        return int(out.strip().split(";")[0])
+
+    def job_state(self, job_id: int) -> str:
+        out = self.slurm("squeue", "-h", "-j", str(job_id), "-o", "%T", check=False)
+        return out.strip() or "GONE"
+
+    # -- ansible ---------------------------------------------------------------------------------------
+    def module(
+        self,
+        host: str,
+        name: str,
+        args: Optional[Dict[str, Any]] = None,
+        check: bool = False,
+        diff: bool = False,
+        timeout: float = 120,
+    ) -> Dict[str, Any]:
+        """Run one module ad hoc on ``host``; returns that host's result (``changed``, ``failed``, ...)."""
+        cmd = [str(VENV_BIN / "ansible"), host, "-m", name, "-a", json.dumps(args or {})]
+        if check:
+            cmd.append("--check")
+        if diff:
+            cmd.append("--diff")
+        env = self.env
+        env.update({"ANSIBLE_LOAD_CALLBACK_PLUGINS": "True", "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json"})
+        proc = self._run(cmd, check=False, timeout=timeout, env=env)
+        try:
+            data = json.loads(proc.stdout[proc.stdout.index("{") :])
+            return data["plays"][0]["tasks"][0]["hosts"][host]
+        except (ValueError, KeyError, IndexError) as exc:
+            raise AssertionError("no JSON result (%s):\n%s\n%s" % (exc, proc.stdout[-3000:], proc.stderr[-3000:]))
+
+    def playbook(
+        self, playbook: str, *args: str, check: bool = False, timeout: float = 300
+    ) -> subprocess.CompletedProcess:
+        """ansible-playbook against the bed's inventory; ``playbook`` is a path or YAML text."""
+        path = Path(playbook)
+        if "\n" in playbook or not path.exists():
+            path = self.root / ("play-%d.yml" % int(time.monotonic() * 1000))
+            path.write_text(playbook, encoding="utf-8")
+        cmd = [str(VENV_BIN / "ansible-playbook"), "-i", str(self.inventory), str(path)] + list(args)
+        if check:
+            cmd.append("--check")
+        return self._run(cmd, check=False, timeout=timeout)
+
+    # -- reset ---------------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Every node back to its default simulator state and in service; all Slurm jobs cancelled."""
+        self.slurm("scancel", "--user=root", check=False)
+        for host in self.nodes:
+            nd = self.node_dir(host)
+            (nd / "no_return").unlink(missing_ok=True)
+            self._revive(host)
+            self._run(
+                [
+                    sys.executable,
+                    str(SIMSTATE),
+                    "init",
+                    str(nd / "state.json"),
+                    host,
+                    str(nd / "sysfs"),
+                    str(nd / "boot_id"),
+                ],
+                check=True,
+                timeout=30,
+                env=dict(self.env, PYTHONPATH=str(REPO / "tools")),
+            )
+            state = self.node_state(host)
+            if "DRAIN" in state or state.startswith("DOWN"):
+                self.scontrol("update", "NodeName=%s" % host, "State=RESUME", check=False)
+        self.wait_for(self._all_idle, timeout=30, what="all Slurm nodes idle")
+
+    def _all_idle(self) -> bool:
+        out = self.slurm("sinfo", "-h", "-N", "-o", "%N %T", check=False).split("\n")
+        states = dict(line.split() for line in out if len(line.split()) == 2)
+        return all(states.get(h) == "idle" for h in self.nodes)
+
+    def _revive(self, host: str) -> None:
+        """Restart sshd / slurmd on a node left down (e.g. a `no_return` reboot)."""
+        nd = self.node_dir(host)
+        for pidfile, cmd in (
+            (nd / "sshd.pid", ["/usr/sbin/sshd", "-f", str(nd / "sshd_config")]),
+            (self.root / "slurm-state" / ("slurmd-%s.pid" % host), ["/usr/sbin/slurmd"]),
+        ):
+            if not _alive(pidfile):
+                self.on_node(host, *cmd, check=False)
+
+    def _run(self, cmd: List[str], check: bool, timeout: float, env: Optional[Dict[str, str]] = None):
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout, env=env or self.env, cwd=str(REPO), check=False
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError("%s: exit %s\n%s\n%s" % (" ".join(cmd), proc.returncode, proc.stdout, proc.stderr))
+        return proc
+
+
+def _alive(pidfile: Path) -> bool:
+    try:
+        os.kill(int(pidfile.read_text().strip()), 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def testbed_root() -> Path:
+    return Path(os.environ.get("GPUOPS_TB", "/tmp/gpuops-tb"))
+
+
+def testbed_is_up(root: Path) -> bool:
+    nodes = root / "nodes"
+    if not (root / "inventory.yml").exists() or not nodes.is_dir():
+        return False
+    holders = [p / "holder.pid" for p in nodes.iterdir() if p.is_dir()]
+    return bool(holders) and all(_alive(h) for h in holders) and (root / "bin" / "scontrol").exists()
+
+
+_SESSION: Dict[str, Testbed] = {}
+
+
+@pytest.fixture(scope="session")
+def testbed() -> Testbed:
+    root = testbed_root()
+    if not testbed_is_up(root):
+        msg = "test bed not up at %s: run `make testbed-up` (or `make integration`)" % root
+        if _in_ci():
+            pytest.fail("CI=true: " + msg, pytrace=False)
+        pytest.skip(msg)
+    if "bed" not in _SESSION:
+        bed = Testbed(root)
+        if not (REPO / "build" / "ansible_collections" / "gpuops" / "cluster").exists():
+            pytest.fail("the collection is not resolvable: run `make setup` first", pytrace=False)
+        _SESSION["bed"] = bed
+    return _SESSION["bed"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _reset_testbed_after_module(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Between test modules: every node back to defaults, in service, no jobs (only after modules that used it)."""
+    yield
+    bed = _SESSION.get("bed")
+    used = any(
+        "testbed" in getattr(item, "fixturenames", ())
+        for item in request.session.items
+        if item.module is request.module
+    )
+    if bed is not None and used:
+        bed.reset()

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# `make integration`: bring the test bed up once (nodes + Slurm, and the BMC emulators when
+# tests/testbed/bmc/bmc.sh exists), run the integration tests, always tear everything down.
+#   run-integration.sh [pytest args]      exit status = pytest's
+# shellcheck source-path=SCRIPTDIR
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib/common.sh
+. "$HERE/lib/common.sh"
+cd "$REPO"
+export GPUOPS_TB=$TB
+
+declare -a STAGES=()
+stage() {  # stage NAME CMD...: run and record the wall time
+  local name=$1 t rc=0
+  shift
+  t=$(now_ms)
+  echo "::stage $name"
+  "$@" || rc=$?
+  STAGES+=("$(printf '%-10s %8s  rc=%s' "$name" "$(elapsed "$t")" "$rc")")
+  return "$rc"
+}
+# shellcheck disable=SC2317  # invoked from the EXIT trap
+report() {
+  echo "---- integration stage times ----"
+  printf '%s\n' "${STAGES[@]}"
+}
+# shellcheck disable=SC2317  # the EXIT trap
+teardown() {
+  set +e
+  if [ -f "$HERE/bmc/bmc.sh" ]; then stage bmc-down bash "$HERE/bmc/bmc.sh" down; fi
+  stage down bash "$HERE/testbed.sh" down
+  report
+}
+
+T0=$(now_ms)
+trap teardown EXIT
+# the collection must resolve as gpuops.cluster (normally done by `make setup`)
+if [ ! -e build/ansible_collections/gpuops/cluster ]; then
+  mkdir -p build/ansible_collections/gpuops
+  ln -sfn ../../.. build/ansible_collections/gpuops/cluster
+fi
+stage up bash "$HERE/testbed.sh" up "${GPUOPS_TB_NODES:-8}"
+if [ -f "$HERE/bmc/bmc.sh" ]; then stage bmc-up bash "$HERE/bmc/bmc.sh" up; fi
+rc=0
+stage pytest .venv/bin/pytest tests/integration -p no:cacheprovider "$@" || rc=$?
+STAGES+=("$(printf '%-10s %8s' total "$(elapsed "$T0")")")
+exit "$rc"
