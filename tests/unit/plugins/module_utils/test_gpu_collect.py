@@ -1,0 +1,197 @@
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""_gpu.collect(): capture directories and the live path against the fake nvidia-smi."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+
+import pytest
+
+from ansible_collections.gpuops.cluster.plugins.module_utils._gpu import collect
+
+FIX = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures"))
+SMI = os.path.join(FIX, "bin", "nvidia-smi")
+H100_TEXT = os.path.join(FIX, "nvidia-smi-q-text", "gpud-8xh100-535.161.08-hw-power-brake.txt")
+V100_XML = os.path.join(FIX, "nvidia-smi-xml", "datakit-8xv100s-pcie-460.73.01.xml")
+A100_NVLINK = os.path.join(FIX, "nvlink", "gpud-a100-nvlink-status.txt")
+LOST = os.path.join(FIX, "nvidia-smi-errors", "marian251-gpu-is-lost.txt")
+KEYS = ["source", "driver_version", "cuda_version", "count", "gpus", "errors"]
+
+
+def _cap(tmp_path, files, meta=None):
+    for name, src in files.items():
+        if isinstance(src, bytes):
+            (tmp_path / name).write_bytes(src)
+        else:
+            shutil.copy(src, tmp_path / name)
+    if meta is not None:
+        (tmp_path / "capture.json").write_text(json.dumps(meta))
+    return str(tmp_path)
+
+
+def test_capture_xml_preferred_over_text(tmp_path):
+    res = collect(capture_dir=_cap(tmp_path, {"nvidia-smi-q.xml": V100_XML, "nvidia-smi-q.txt": H100_TEXT}))
+    assert list(res) == KEYS
+    assert res["source"] == "capture:nvidia-smi-q.xml"
+    assert res["count"] == 8 and res["gpus"][0]["serial"] == "1562920006088"
+    assert res["errors"] == []
+
+
+def test_capture_text_with_nvlink_files(tmp_path):
+    text = open(H100_TEXT, encoding="utf-8").read()
+    uuids = [ln.split(" : ")[1].strip() for ln in text.splitlines() if "GPU UUID" in ln]
+    nvs = "".join(
+        "GPU %d: NVIDIA H100 80GB HBM3 (UUID: %s)\n\t Link 0: 26.562 GB/s\n" % (i, u) for i, u in enumerate(uuids)
+    )
+    nve = "GPU 3: NVIDIA H100 80GB HBM3 (UUID: %s)\n\t Link 0: Replay Errors: 0\n\t Link 0: CRC Errors: 41\n" % uuids[3]
+    d = _cap(
+        tmp_path,
+        {
+            "nvidia-smi-q.txt": H100_TEXT,
+            "nvidia-smi-nvlink-s.txt": nvs.encode(),
+            "nvidia-smi-nvlink-e.txt": nve.encode(),
+        },
+    )
+    res = collect(capture_dir=d)
+    assert res["source"] == "capture:nvidia-smi-q.txt"
+    assert res["errors"] == []
+    assert res["gpus"][3]["nvlink"]["links"][0] == {
+        "link": 0,
+        "state": "up",
+        "speed_gbps": 26.562,
+        "errors": {"replay": 0, "recovery": None, "crc_flit": 41, "crc_data": None},
+    }
+    assert all(g["nvlink"] for g in res["gpus"])
+
+
+def test_capture_nvlink_of_another_node_is_not_merged(tmp_path):
+    res = collect(capture_dir=_cap(tmp_path, {"nvidia-smi-q.txt": H100_TEXT, "nvidia-smi-nvlink-s.txt": A100_NVLINK}))
+    assert all(g["nvlink"] is None for g in res["gpus"])
+    assert len(res["errors"]) == 8 and res["errors"][0]["kind"] == "parse"
+
+
+def test_capture_error_only_file_and_capture_json(tmp_path):
+    meta = {"files": {"nvidia-smi-q.xml": {"rc": 15, "stderr": "", "timed_out": False}}}
+    res = collect(capture_dir=_cap(tmp_path, {"nvidia-smi-q.xml": LOST}, meta))
+    assert res["count"] == 1
+    g = res["gpus"][0]
+    assert (g["readable"], g["bus_id"]) == (False, "00000000:03:00.0")
+    assert "GPU is lost" in g["error"]
+    assert [e["kind"] for e in res["errors"]] == ["unreadable"]
+
+
+def test_capture_empty_file_timed_out(tmp_path):
+    meta = {"files": {"nvidia-smi-q.xml": {"rc": None, "stderr": "", "timed_out": True}}}
+    res = collect(capture_dir=_cap(tmp_path, {"nvidia-smi-q.xml": b""}, meta))
+    assert [e["kind"] for e in res["errors"]] == ["timeout"]
+    assert res["gpus"] == []
+
+
+def test_capture_error_on_stderr_only(tmp_path):
+    meta = {
+        "files": {
+            "nvidia-smi-q.xml": {
+                "rc": 255,
+                "stderr": "Unable to determine the device handle for GPU0000:07:00.0: Unknown Error\n",
+                "timed_out": False,
+            }
+        }
+    }
+    res = collect(capture_dir=_cap(tmp_path, {"nvidia-smi-q.xml": b""}, meta))
+    kinds = sorted(e["kind"] for e in res["errors"])
+    assert kinds == ["tool_error", "unreadable"]
+    assert res["gpus"][0]["bus_id"] == "00000000:07:00.0"
+
+
+def test_capture_truncated_xml_keeps_complete_gpus(tmp_path):
+    text = open(V100_XML, encoding="utf-8").read()
+    cut = text[: text.index('<gpu id="00000000:00:12.0">') + 900].encode()
+    res = collect(capture_dir=_cap(tmp_path, {"nvidia-smi-q.xml": cut}))
+    assert len(res["gpus"]) == 5 and res["count"] == 8
+    assert res["errors"][0]["kind"] == "parse" and "truncated" in res["errors"][0]["message"]
+
+
+def test_capture_broken_meta_huge_file_and_missing(tmp_path):
+    (tmp_path / "capture.json").write_text("{not json")
+    with open(tmp_path / "nvidia-smi-q.xml", "wb") as fh:
+        fh.truncate(65 * 1024 * 1024)  # sparse: over the 64 MiB limit without writing it
+    shutil.copy(H100_TEXT, tmp_path / "nvidia-smi-q.txt")
+    res = collect(capture_dir=str(tmp_path))
+    assert res["source"] == "capture:nvidia-smi-q.txt" and len(res["gpus"]) == 8
+    assert [e["kind"] for e in res["errors"]] == ["parse", "parse"]
+    empty = collect(capture_dir=str(tmp_path / "nope"))
+    assert (empty["source"], empty["gpus"], empty["errors"]) == (None, [], [])
+
+
+def test_capture_non_utf8(tmp_path):
+    raw = open(V100_XML, "rb").read().replace(b"Tesla V100S", b"Tesla \xffV100S", 1)
+    res = collect(capture_dir=_cap(tmp_path, {"nvidia-smi-q.xml": raw}))
+    assert res["gpus"][0]["name"] == "Tesla \ufffdV100S-PCIE-32GB"
+
+
+@pytest.fixture
+def fake_smi(monkeypatch, tmp_path):
+    for var in (
+        "FAKE_NVSMI_XML",
+        "FAKE_NVSMI_TEXT",
+        "FAKE_NVSMI_NVLINK_S",
+        "FAKE_NVSMI_NVLINK_E",
+        "FAKE_NVSMI_SLEEP",
+        "FAKE_NVSMI_RC",
+        "FAKE_NVSMI_STDERR",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PATH", os.path.dirname(SMI) + os.pathsep + os.environ.get("PATH", ""))
+    return monkeypatch
+
+
+def test_live_nvidia_smi_xml_and_nvlink(fake_smi, tmp_path):
+    text = open(V100_XML, encoding="utf-8").read()
+    uuid0 = text.split("<uuid>")[1].split("<")[0]
+    nvs = tmp_path / "s.txt"
+    nvs.write_text("GPU 0: Tesla V100S-PCIE-32GB (UUID: %s)\n\t Link 0: 25 GB/s\n\t Link 1: <inactive>\n" % uuid0)
+    fake_smi.setenv("FAKE_NVSMI_XML", V100_XML)
+    fake_smi.setenv("FAKE_NVSMI_NVLINK_S", str(nvs))
+    res = collect(use_nvml=False, timeout=10)
+    assert res["source"] == "nvidia-smi-xml"
+    assert res["errors"] == []
+    assert res["count"] == 8 and res["gpus"][0]["temperature"]["gpu_c"] == 66
+    assert [lk["state"] for lk in res["gpus"][0]["nvlink"]["links"]] == ["up", "down"]
+    assert res["gpus"][1]["nvlink"] is None
+
+
+def test_live_nvidia_smi_hangs(fake_smi):
+    fake_smi.setenv("FAKE_NVSMI_SLEEP", "30")
+    start = time.monotonic()
+    res = collect(use_nvml=False, timeout=1.0)
+    assert time.monotonic() - start < 3.0
+    assert [e["kind"] for e in res["errors"]] == ["timeout"]
+    assert "timed out" in res["errors"][0]["message"]
+
+
+def test_live_gpu_lost_nonzero_exit(fake_smi):
+    fake_smi.setenv("FAKE_NVSMI_XML", LOST)
+    fake_smi.setenv("FAKE_NVSMI_RC", "15")
+    res = collect(use_nvml=False, timeout=10)
+    assert res["gpus"][0]["readable"] is False
+    assert sorted(e["kind"] for e in res["errors"]) == ["tool_error", "unreadable"]
+
+
+def test_live_missing_binary(fake_smi):
+    res = collect(use_nvml=False, nvidia_smi="no-such-nvidia-smi-here", timeout=5)
+    assert [e["kind"] for e in res["errors"]] == ["missing"]
+
+
+def test_internal_error_is_an_error_record(monkeypatch):
+    from ansible_collections.gpuops.cluster.plugins.module_utils import _gpu
+
+    def boom(*_a, **_k):
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(_gpu, "collect_capture", boom)
+    res = collect(capture_dir="/x")
+    assert res["errors"][0]["kind"] == "internal" and "bug" in res["errors"][0]["message"]
