@@ -45,7 +45,14 @@ def test_capture_dir(capture):
 def test_capture_errors(capture):
     (capture / "ipmitool-fru.txt").write_text("")
     (capture / "capture.json").write_text(
-        json.dumps({"files": {"ipmitool-fru.txt": {"rc": 1, "stderr": "Device not present"}, "ipmitool-sel-info.txt": {"timed_out": True}}})
+        json.dumps(
+            {
+                "files": {
+                    "ipmitool-fru.txt": {"rc": 1, "stderr": "Device not present"},
+                    "ipmitool-sel-info.txt": {"timed_out": True},
+                }
+            }
+        )
     )
     (capture / "redfish" / "broken.json").write_text("{not json")
     (capture / "ipmitool-sel.txt").write_bytes(b"\xff\xfe | garbage | x | y | z\n")
@@ -59,7 +66,16 @@ def test_capture_errors(capture):
 def test_empty_capture_dir(tmp_path):
     r = _bmc.collect(capture_dir=str(tmp_path))
     assert r["source"] is None and r["errors"] == [] and r["sensors"] == []
-    assert set(r["redfish"]) == {"systems", "chassis", "firmware", "managers", "leak_detectors", "log_entries", "psus", "memory"}
+    assert set(r["redfish"]) == {
+        "systems",
+        "chassis",
+        "firmware",
+        "managers",
+        "leak_detectors",
+        "log_entries",
+        "psus",
+        "memory",
+    }
 
 
 def _fake_ipmitool(tmp_path, body):
@@ -78,7 +94,9 @@ def test_ipmi_lan_password_via_env_only(tmp_path):
         ' *"mc info"*) echo "Firmware Revision : 2.10" ;; *) exit 1 ;; esac\n'
     ) % (log, sdr)
     exe = _fake_ipmitool(tmp_path, body)
-    r = _bmc.collect(mode="ipmi_lan", host="10.0.0.9", user="admin", password=PASSWORD, port=6230, timeout=10, ipmitool_path=exe)
+    r = _bmc.collect(
+        mode="ipmi_lan", host="10.0.0.9", user="admin", password=PASSWORD, port=6230, timeout=10, ipmitool_path=exe
+    )
     assert r["source"] == "ipmitool" and len(r["sensors"]) == 3 and r["mc"]["firmware_revision"] == "2.10"
     lines = log.read_text().splitlines()
     assert lines[0].startswith("-I lanplus -C 3 -H 10.0.0.9 -p 6230 -U admin -E sdr elist")
@@ -90,7 +108,11 @@ def test_ipmi_lan_password_via_env_only(tmp_path):
 
 
 def test_inband_no_device_and_timeout(tmp_path):
-    exe = _fake_ipmitool(tmp_path, 'echo "Could not open device at /dev/ipmi0 or /dev/ipmi/0 or /dev/ipmidev/0: No such file or directory" >&2; exit 1\n')
+    exe = _fake_ipmitool(
+        tmp_path,
+        'echo "Could not open device at /dev/ipmi0 or /dev/ipmi/0 or /dev/ipmidev/0: '
+        'No such file or directory" >&2; exit 1\n',
+    )
     r = _bmc.collect(mode="inband", ipmitool_path=exe, timeout=5)
     assert {e["kind"] for e in r["errors"]} == {"missing"} and len(r["errors"]) == 5
     slow = _fake_ipmitool(tmp_path, "sleep 30\n")
@@ -117,9 +139,13 @@ TREE = {
         "LogServices": {"@odata.id": "/redfish/v1/Systems/1/LogServices"},
     },
     "/redfish/v1/Systems/1/LogServices": {"Members": [{"@odata.id": "/redfish/v1/Systems/1/LogServices/SEL"}]},
-    "/redfish/v1/Systems/1/LogServices/SEL": {"Entries": {"@odata.id": "/redfish/v1/Systems/1/LogServices/SEL/Entries"}},
+    "/redfish/v1/Systems/1/LogServices/SEL": {
+        "Entries": {"@odata.id": "/redfish/v1/Systems/1/LogServices/SEL/Entries"}
+    },
     "/redfish/v1/Systems/1/LogServices/SEL/Entries": {
-        "Members": [{"@odata.type": "#LogEntry.v1_0_0.LogEntry", "Id": "1", "Severity": "Critical", "Message": "PSU1 failed"}],
+        "Members": [
+            {"@odata.type": "#LogEntry.v1_0_0.LogEntry", "Id": "1", "Severity": "Critical", "Message": "PSU1 failed"}
+        ],
         "Members@odata.nextLink": "/redfish/v1/Systems/1/LogServices/SEL/Entries?$skip=1",
     },
     "/redfish/v1/Systems/1/LogServices/SEL/Entries?$skip=1": {
@@ -135,7 +161,11 @@ TREE = {
     "/redfish/v1/Chassis/1/ThermalSubsystem": {"LeakDetection": {"@odata.id": "/redfish/v1/Chassis/1/LD"}},
     "/redfish/v1/Chassis/1/LD": {"LeakDetectors": {"@odata.id": "/redfish/v1/Chassis/1/LD/D"}},
     "/redfish/v1/Chassis/1/LD/D": {"Members": [{"@odata.id": "/redfish/v1/Chassis/1/LD/D/0"}]},
-    "/redfish/v1/Chassis/1/LD/D/0": {"@odata.type": "#LeakDetector.v1_0_0.LeakDetector", "Name": "Tray", "DetectorState": "Critical"},
+    "/redfish/v1/Chassis/1/LD/D/0": {
+        "@odata.type": "#LeakDetector.v1_0_0.LeakDetector",
+        "Name": "Tray",
+        "DetectorState": "Critical",
+    },
 }
 
 

@@ -17,7 +17,11 @@ SEEN = []
 
 
 def _page(n, link_key):
-    doc = {"@odata.id": "/c", "Members": [{"@odata.id": "/c/%d" % (2 * n + i)} for i in range(2)], "Members@odata.count": 1}
+    doc = {
+        "@odata.id": "/c",
+        "Members": [{"@odata.id": "/c/%d" % (2 * n + i)} for i in range(2)],
+        "Members@odata.count": 1,
+    }
     if n < 2:
         doc[link_key] = "/c?page=%d" % (n + 1)
     return doc
@@ -121,7 +125,9 @@ def test_http_errors(server):
 
 
 def test_post_json(server):
-    r = Http(server, timeout=5).post_json("/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate", {"ImageURI": "x"})
+    r = Http(server, timeout=5).post_json(
+        "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate", {"ImageURI": "x"}
+    )
     assert r.status == 202 and r.header("Location") == "/tasks/1"
     assert r.json == {"got": {"ImageURI": "x"}, "ctype": "application/json"}
 

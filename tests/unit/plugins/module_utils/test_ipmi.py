@@ -59,7 +59,13 @@ def test_sdr_samples(name):
 def test_sdr_elist_values():
     sensors = _ipmi.parse_sdr(fx("ipmitool-sdr", "datakit-dell-r620-sdr-elist.txt"))
     fan = by_name(sensors, "Fan1A RPM")[0]
-    assert (fan["type"], fan["reading"], fan["unit"], fan["number"], fan["entity"]) == ("fan", 2160.0, "RPM", 0x30, "7.1")
+    assert (fan["type"], fan["reading"], fan["unit"], fan["number"], fan["entity"]) == (
+        "fan",
+        2160.0,
+        "RPM",
+        0x30,
+        "7.1",
+    )
     temps = by_name(sensors, "Temp")
     assert [t["entity"] for t in temps] == ["3.1", "3.2"]  # duplicate names stay apart
     sel = by_name(sensors, "SEL")[0]
@@ -151,7 +157,7 @@ def test_sensor_ten_columns():
 
 
 def test_sensor_discrete_hex_status():
-    line = "PS1 Status       | 0x1        | discrete   | 0x0100| na        | na        | na        | na        | na        | na\n"
+    line = "PS1 Status       | 0x1        | discrete   | 0x0100| na        | na        | na        | na        | na  | na\n"
     s = _ipmi.parse_sdr(line)[0]
     assert s["type"] == "power_supply" and s["states"] == ["0x0100"]
 
@@ -309,7 +315,9 @@ def test_fru_blocks():
 # ------------------------------------------------------------------------------------------ broken input
 
 
-@pytest.mark.parametrize("fn", [_ipmi.parse_sdr, _ipmi.parse_sel, _ipmi.parse_mc_info, _ipmi.parse_fru, _ipmi.parse_sel_info])
+@pytest.mark.parametrize(
+    "fn", [_ipmi.parse_sdr, _ipmi.parse_sel, _ipmi.parse_mc_info, _ipmi.parse_fru, _ipmi.parse_sel_info]
+)
 def test_broken_inputs(fn):
     assert fn("") in ([], {})
     assert fn("\n\n  \n") in ([], {})
@@ -334,7 +342,9 @@ def test_truncated_and_huge():
 
 @seed(20261202)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(list("|:0123456789abx ., \n-/APMhnsokcr") + ["Pre-Init", " | ", "0x", "\n"]), max_size=80))
+@given(
+    st.lists(st.sampled_from(list("|:0123456789abx ., \n-/APMhnsokcr") + ["Pre-Init", " | ", "0x", "\n"]), max_size=80)
+)
 def test_fuzz_only_results_or_parse_error(parts):
     text = "".join(parts)
     for fn in (_ipmi.parse_sdr, _ipmi.parse_sel, _ipmi.parse_mc_info, _ipmi.parse_fru, _ipmi.parse_sel_info):

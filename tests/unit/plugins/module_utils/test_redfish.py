@@ -97,7 +97,11 @@ def test_health_case_insensitive():
     assert _redfish.health("Ok") == "OK" and _redfish.health("ok") == "OK"
     assert _redfish.health("WARNING") == "Warning" and _redfish.health("critical") == "Critical"
     assert _redfish.health(None) is None and _redfish.health(3) is None and _redfish.health("weird") is None
-    doc = {"@odata.type": "#ComputerSystem.v1_0_0.ComputerSystem", "Id": "1", "Status": {"Health": "ok", "HealthRollup": "CRITICAL"}}
+    doc = {
+        "@odata.type": "#ComputerSystem.v1_0_0.ComputerSystem",
+        "Id": "1",
+        "Status": {"Health": "ok", "HealthRollup": "CRITICAL"},
+    }
     s = _redfish.parse_document(doc)["systems"][0]
     assert s["health"] == "OK" and s["health_rollup"] == "Critical"
 
@@ -135,7 +139,14 @@ def test_leak_detector_and_group():
     assert out["sensors"][0]["type"] == "leak" and out["sensors"][0]["status"] == "critical"
     group = {
         "@odata.type": "#LeakDetection.v1_0_0.LeakDetection",
-        "LeakDetectorGroups": [{"Detectors": [{"DeviceName": "Tray 1", "DetectorState": "OK"}, {"DeviceName": "Tray 2", "DetectorState": "Warning"}]}],
+        "LeakDetectorGroups": [
+            {
+                "Detectors": [
+                    {"DeviceName": "Tray 1", "DetectorState": "OK"},
+                    {"DeviceName": "Tray 2", "DetectorState": "Warning"},
+                ]
+            }
+        ],
     }
     g = _redfish.parse_document(group)
     assert [d["state"] for d in g["leak_detectors"]] == ["OK", "Warning"]
@@ -143,7 +154,12 @@ def test_leak_detector_and_group():
 
 
 def test_memory_and_sensor_resources():
-    mem = {"@odata.type": "#Memory.v1_17_0.Memory", "Id": "DIMM0", "SerialNumber": "ABC", "Status": {"Health": "Warning"}}
+    mem = {
+        "@odata.type": "#Memory.v1_17_0.Memory",
+        "Id": "DIMM0",
+        "SerialNumber": "ABC",
+        "Status": {"Health": "Warning"},
+    }
     assert _redfish.parse_document(mem)["memory"][0] == {
         "id": "DIMM0",
         "name": None,
@@ -163,11 +179,22 @@ def test_memory_and_sensor_resources():
         "Status": {"State": "Enabled", "Health": "Critical"},
     }
     s = _redfish.parse_document(sensor)["sensors"][0]
-    assert (s["type"], s["reading"], s["unit"], s["status"], s["thresholds"]) == ("temperature", 91.0, "C", "critical", {"ucr": 90.0})
+    assert (s["type"], s["reading"], s["unit"], s["status"], s["thresholds"]) == (
+        "temperature",
+        91.0,
+        "C",
+        "critical",
+        {"ucr": 90.0},
+    )
 
 
 def test_line_input_loss_is_critical():
-    psu = {"@odata.type": "#PowerSupply.v1_5_0.PowerSupply", "Id": "PSU1", "LineInputStatus": "LossOfInput", "Status": {"State": "Enabled", "Health": "OK"}}
+    psu = {
+        "@odata.type": "#PowerSupply.v1_5_0.PowerSupply",
+        "Id": "PSU1",
+        "LineInputStatus": "LossOfInput",
+        "Status": {"State": "Enabled", "Health": "OK"},
+    }
     s = _redfish.parse_document(psu)["sensors"][0]
     assert s["status"] == "critical" and s["states"] == ["LineInputStatus: LossOfInput"]
 
@@ -182,7 +209,11 @@ def test_odata_type_and_unknown():
 
 
 def test_wrong_types_inside_resources():
-    weird = {"@odata.type": "#Thermal.v1_0_0.Thermal", "Temperatures": [1, "x", {"Name": 5, "ReadingCelsius": "hot", "Status": "OK"}], "Fans": {"a": 1}}
+    weird = {
+        "@odata.type": "#Thermal.v1_0_0.Thermal",
+        "Temperatures": [1, "x", {"Name": 5, "ReadingCelsius": "hot", "Status": "OK"}],
+        "Fans": {"a": 1},
+    }
     out = _redfish.parse_document(weird)
     assert len(out["sensors"]) == 1 and out["sensors"][0]["reading"] is None
 
@@ -197,7 +228,30 @@ _types = st.sampled_from(["#%s.v1_0_0.%s" % (t, t) for t in _redfish.PARSERS] + 
 
 @seed(20261202)
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_types, st.dictionaries(st.sampled_from(["Status", "Temperatures", "Fans", "PowerSupplies", "Members", "Id", "Name", "SpeedPercent", "Thresholds", "LeakDetectorGroups", "Voltages", "PowerControl", "DetectorState"]), _json, max_size=6))
+@given(
+    _types,
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "Status",
+                "Temperatures",
+                "Fans",
+                "PowerSupplies",
+                "Members",
+                "Id",
+                "Name",
+                "SpeedPercent",
+                "Thresholds",
+                "LeakDetectorGroups",
+                "Voltages",
+                "PowerControl",
+                "DetectorState",
+            ]
+        ),
+        _json,
+        max_size=6,
+    ),
+)
 def test_fuzz(otype, body):
     doc = dict(body)
     doc["@odata.type"] = otype

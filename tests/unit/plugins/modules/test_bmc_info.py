@@ -32,7 +32,9 @@ def calls(monkeypatch):
 
 
 def test_capture_check_mode(tmp_path, capsys):
-    shutil.copy(os.path.join(FIX, "ipmitool-sdr", "hpe-proliant-sdr-type-power-supply.txt"), tmp_path / "ipmitool-sdr.txt")
+    shutil.copy(
+        os.path.join(FIX, "ipmitool-sdr", "hpe-proliant-sdr-type-power-supply.txt"), tmp_path / "ipmitool-sdr.txt"
+    )
     rc, out = run_module({"capture_dir": str(tmp_path), "_ansible_check_mode": True}, capsys)
     assert rc == 0 and out["changed"] is False
     assert out["bmc"]["source"] == "capture" and len(out["bmc"]["sensors"]) == 3

@@ -1,0 +1,72 @@
+"""Session-scoped pytest fixtures for the BMC emulators (tests/testbed/bmc/bmc.sh).
+
+Import into a conftest (or a test module) with ``from bmc_fixtures import bmc_emulators  # noqa: F401``.
+Each session gets its own work dir and free ports, so parallel sessions do not collide; ``bmc.sh down``
+stops both emulators by PID and removes the work dir.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BMC_SH = os.path.join(ROOT, "tests", "testbed", "bmc", "bmc.sh")
+USER = "admin"
+PASSWORD = "Emul4tor-S3cret-pw"  # test-only: asserted absent from ansible -vvv output
+
+
+def _free_port(avoid=()):
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        # the IPMI console listens on port + 1000; UDP port for RMCP+ must be free as well
+        if port + 1000 < 65535 and port not in avoid and port + 1000 not in avoid:
+            return port
+    raise RuntimeError("no free port")
+
+
+class BMCs:
+    def __init__(self, work, rf_port, ipmi_port):
+        self.work = work
+        self.redfish_port = rf_port
+        self.redfish_url = "https://127.0.0.1:%d" % rf_port
+        self.ipmi_port = ipmi_port
+        self.user = USER
+        self.password = PASSWORD
+        self.env = dict(os.environ, BMC_WORK=work, BMC_REDFISH_PORT=str(rf_port), BMC_IPMI_PORT=str(ipmi_port),
+                        BMC_USER=USER, BMC_PASSWORD=PASSWORD, BMC_TASK_POLLS="3")  # fmt: skip
+
+    def sh(self, *args, timeout=180):
+        return subprocess.run(
+            ["bash", BMC_SH] + list(args), env=self.env, capture_output=True, text=True, timeout=timeout
+        )
+
+    def inject(self, command):
+        """One ipmi_sim console command, e.g. ``sensor_set_bit 0x20 0 6 1 1 0``."""
+        res = self.sh("inject", command, timeout=20)
+        assert res.returncode == 0, res.stderr
+
+
+@pytest.fixture(scope="session")
+def bmc_emulators(tmp_path_factory):
+    for tool in ("ipmi_sim", "ipmitool", "sdrcomp", "openssl", "curl"):
+        if shutil.which(tool) is None:
+            pytest.skip("%s not installed (tests/testbed/deps.sh installs openipmi, ipmitool)" % tool)
+    work = str(tmp_path_factory.mktemp("bmc"))
+    rf = _free_port()
+    ipmi = _free_port(avoid=(rf, rf + 1000))
+    bmcs = BMCs(work, rf, ipmi)
+    res = bmcs.sh("up")
+    if res.returncode != 0:
+        bmcs.sh("down", timeout=60)
+        pytest.fail("bmc.sh up failed:\n%s\n%s" % (res.stdout, res.stderr))
+    try:
+        yield bmcs
+    finally:
+        bmcs.sh("down", timeout=60)
