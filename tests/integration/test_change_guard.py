@@ -1,0 +1,332 @@
+"""The change guard end to end: the decision matrix, real ansible-playbook runs with the audit callback,
+the rolling batch gate, tamper detection on a real log, and secrets that must never reach it."""
+
+from __future__ import annotations
+
+import calendar
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ansible_collections.gpuops.cluster.plugins.action.change_window import decide
+from ansible_collections.gpuops.cluster.plugins.module_utils import _audit as A
+from ansible_collections.gpuops.cluster.plugins.module_utils import _windows as W
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TARGET = os.path.join(ROOT, "tests", "integration", "targets", "change_guard")
+BIN = os.path.join(ROOT, ".venv", "bin")
+SECRET = "Bmc-Sup3r-S3cret-42"
+
+BERLIN = [
+    {"name": "weekend-night", "weekly": {"days": ["sat", "sun"], "start": "02:00", "duration": "4h"},
+     "timezone": "Europe/Berlin"},
+    {"name": "xmas-freeze", "freeze": True, "start": "2026-12-19T00:00", "end": "2027-01-04T00:00",
+     "timezone": "Europe/Berlin"},
+    {"name": "fw-freeze", "freeze": True, "start": "2026-12-12T03:00", "end": "2026-12-12T04:00",
+     "timezone": "Europe/Berlin"},
+]  # fmt: skip
+NEWYORK = [
+    {"name": "ny-night", "weekly": {"days": ["sat"], "start": "22:00", "duration": "6h"},
+     "timezone": "America/New_York"},
+]  # fmt: skip
+
+
+def args(**kw):
+    base = {
+        "change_class": "planned",
+        "change_id": "CHG-1",
+        "ticket": "",
+        "emergency": {},
+        "findings": [],
+        "now": "",
+        "disruptive": True,
+        "allow_unaudited": False,
+    }
+    base.update(kw)
+    return base
+
+
+def run_decide(a, by_host, now, audited=True, check_mode=False):
+    return decide(a, by_host, W.parse_now(now), audited=audited, check_mode=check_mode)
+
+
+# ---- the decision matrix (the action plugin's pure function) ---------------------------------------------
+def test_planned_inside_window_for_all_hosts():
+    r = run_decide(args(), {"b1": BERLIN, "b2": BERLIN}, "2026-12-05T02:30:00Z")
+    assert (r["allowed"], r["decision"], r["window"], r["remaining_s"]) == (True, "window", "weekend-night", 9000)
+    assert r["window_end"] == "2026-12-05T05:00:00+00:00"
+
+
+def test_planned_refused_outside_names_next_window():
+    r = run_decide(args(), {"b1": BERLIN}, "2026-12-04T12:00:00Z")  # Friday
+    assert not r["allowed"] and r["decision"] == "refused"
+    assert "outside the maintenance window for: b1" in r["msg"]
+    assert "next window 'weekend-night' opens 2026-12-05T02:00:00+01:00" in r["msg"] and "in 13h00m" in r["msg"]
+    assert r["next_window"]["start"] == "2026-12-05T01:00:00+00:00"
+
+
+def test_planned_across_timezones_needs_all_hosts_in_window():
+    # Sat 2026-12-05 03:00Z: Berlin 04:00 (open), New York Fri 22:00 (closed)
+    r = run_decide(args(), {"b1": BERLIN, "ny1": NEWYORK}, "2026-12-05T03:00:00Z")
+    assert not r["allowed"] and r["hosts_outside"] == ["ny1"] and "ny1" in r["msg"]
+    assert r["next_window"]["start"] == "2026-12-06T03:00:00+00:00"  # Sat 22:00 New York = Sun 04:00 Berlin
+    r = run_decide(args(), {"b1": BERLIN, "ny1": NEWYORK}, "2026-12-06T04:00:00Z")
+    assert r["allowed"] and r["remaining_s"] == 3600 and r["window"] == "weekend-night+ny-night"
+
+
+def test_planned_on_dst_days():
+    # 2026-03-29 (spring forward): the Sunday slot is 03:00-06:00 CEST = 01:00Z-04:00Z
+    assert not run_decide(args(), {"b": BERLIN}, "2026-03-29T00:30:00Z")["allowed"]
+    r = run_decide(args(), {"b": BERLIN}, "2026-03-29T03:00:00Z")
+    assert r["allowed"] and r["remaining_s"] == 3600
+    # 2026-10-25 (fall back): 02:00 CEST (00:00Z) to 06:00 CET (05:00Z)
+    r = run_decide(args(), {"b": BERLIN}, "2026-10-25T04:30:00Z")
+    assert r["allowed"] and r["remaining_s"] == 1800
+
+
+def test_freeze_inside_recurring_window_refuses_and_cuts_remaining():
+    r = run_decide(args(), {"b": BERLIN}, "2026-12-12T02:30:00Z")  # 03:30 Berlin, inside fw-freeze
+    assert not r["allowed"] and "change freeze 'fw-freeze' is in force until 2026-12-12T04:00:00+01:00" in r["msg"]
+    r = run_decide(args(), {"b": BERLIN}, "2026-12-12T01:30:00Z")  # 02:30 Berlin: 30 min until the freeze
+    assert r["allowed"] and r["remaining_s"] == 1800
+    r = run_decide(args(), {"b": BERLIN}, "2026-12-20T02:00:00Z")  # the long xmas freeze
+    assert not r["allowed"] and "xmas-freeze" in r["msg"]
+    assert r["next_window"]["start"] == "2027-01-09T01:00:00+00:00"
+
+
+def test_emergency_override():
+    r = run_decide(args(emergency={"ticket": "INC-1", "reason": "CVE"}), {"b": BERLIN}, "2026-12-04T12:00:00Z")
+    assert r["allowed"] and r["decision"] == "emergency_override"
+    assert r["override"] == {"ticket": "INC-1", "reason": "CVE"} and r["remaining_s"] is None
+    r = run_decide(args(emergency={"ticket": "INC-1"}), {"b": BERLIN}, "2026-12-04T12:00:00Z")
+    assert not r["allowed"] and "needs both ticket and reason" in r["msg"]
+    r = run_decide(args(change_id="", emergency={"ticket": "INC-1", "reason": "x"}), {"b": BERLIN}, 0)
+    assert r["allowed"]  # the emergency ticket is the change reference
+
+
+def test_planned_needs_a_change_reference():
+    r = run_decide(args(change_id=""), {"b": BERLIN}, "2026-12-05T02:30:00Z")
+    assert not r["allowed"] and "needs a change_id or ticket" in r["msg"]
+    assert run_decide(args(change_id="", ticket="OPS-9"), {"b": BERLIN}, "2026-12-05T02:30:00Z")["allowed"]
+
+
+def test_corrective_runs_outside_window_on_own_findings():
+    findings = [
+        {"id": "b1:gpu.xid:gpu3:79", "check": "gpu.xid", "severity": "P1", "host": "b1", "evidence": {"big": 1}},
+        {"id": "b2:gpu.temp:gpu0:", "check": "gpu.temp", "severity": "P2", "host": "b2"},
+    ]
+    r = run_decide(args(change_class="corrective", change_id="", findings=findings), {"b1": BERLIN}, 0)
+    assert r["allowed"] and r["decision"] == "corrective"
+    assert r["findings"][0] == {"id": "b1:gpu.xid:gpu3:79", "check": "gpu.xid", "severity": "P1", "host": "b1",
+                                "component": None, "code": None}  # fmt: skip
+    r = run_decide(args(change_class="corrective", findings=findings), {"b1": BERLIN, "b2": BERLIN}, 0)
+    assert not r["allowed"] and "none for: b2" in r["msg"]  # a P2 does not justify isolating b2
+    leak = [{"id": "cluster:coolant.leak", "check": "coolant.leak", "severity": "P0", "host": None}]
+    assert run_decide(args(change_class="corrective", findings=leak), {"b1": None, "b2": None}, 0)["allowed"]
+    assert not run_decide(args(change_class="corrective"), {"b1": BERLIN}, 0)["allowed"]
+
+
+def test_audit_required_and_opt_out():
+    r = run_decide(args(), {"b": BERLIN}, "2026-12-05T02:30:00Z", audited=False)
+    assert not r["allowed"] and "gpuops.cluster.audit is not enabled" in r["msg"]
+    r = run_decide(args(allow_unaudited=True), {"b": BERLIN}, "2026-12-05T02:30:00Z", audited=False)
+    assert r["allowed"] and r["unaudited_opt_out"]
+    r = run_decide(args(disruptive=False, change_id=""), {"b": BERLIN}, 0, audited=False)
+    assert r["allowed"] and r["decision"] == "not_disruptive"
+
+
+def test_clock_override_only_outside_check_mode_and_bad_windows():
+    a = args(now="2026-12-05T02:30:00Z")
+    assert run_decide(a, {"b": BERLIN}, a["now"], check_mode=True)["clock_override"] is False
+    assert run_decide(a, {"b": BERLIN}, a["now"], check_mode=False)["clock_override"] is True
+    r = run_decide(args(), {"b": [{"name": "x", "weekly": {"days": ["sat"], "start": "2am", "duration": "1h"}}]}, 0)
+    assert not r["allowed"] and "b.windows[0].weekly.start" in r["msg"]
+    r = run_decide(args(), {"bare": None}, 0)
+    assert not r["allowed"] and "no maintenance windows defined for: bare" in r["msg"]
+
+
+# ---- real ansible-playbook runs ---------------------------------------------------------------------------
+def _epoch(s):
+    return calendar.timegm(time.strptime(s, "%Y-%m-%dT%H:%M:%SZ"))
+
+
+def playbook(tmp_path, name, *extra, audit=True, check=False, state="state"):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "GPUOPS_"))}
+    env.update(
+        PATH=BIN + os.pathsep + env.get("PATH", ""),
+        ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build"),
+        ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_RETRY_FILES_ENABLED="0",
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
+        GPUOPS_STATE_DIR=str(tmp_path / state),
+    )
+    if audit:
+        env["ANSIBLE_CALLBACKS_ENABLED"] = "gpuops.cluster.audit"
+    markers = tmp_path / "m"
+    markers.mkdir(exist_ok=True)
+    cmd = [os.path.join(BIN, "ansible-playbook"), "-i", "inventory.yml", name, "-e", "marker_dir=%s" % markers]
+    if check:
+        cmd.append("--check")
+    for e in extra:
+        cmd += ["-e", e]
+    p = subprocess.run(cmd, cwd=TARGET, env=env, capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout + p.stderr
+
+
+def records(tmp_path, state="state"):
+    with open(tmp_path / state / "audit" / "audit.log") as f:
+        return [json.loads(line) for line in f]
+
+
+def markers(tmp_path):
+    return sorted(os.listdir(tmp_path / "m"))
+
+
+def test_run_in_window_is_audited_and_secrets_never_logged(tmp_path):
+    rc, out = playbook(
+        tmp_path,
+        "guard.yml",
+        "change_guard_now=2026-12-05T02:30:00Z",
+        "gpuops_change_id=CHG-77",
+        "gpuops_ticket=OPS-5",
+        "bmc_password=" + SECRET,
+    )
+    assert rc == 0, out
+    assert [m for m in markers(tmp_path) if m.endswith(".drained")] == ["node%d.drained" % i for i in range(1, 7)]
+    log = tmp_path / "state" / "audit" / "audit.log"
+    text = log.read_text()
+    assert SECRET not in text  # not from the module argument, the argv, the fail message nor the extra var
+    recs = records(tmp_path)
+    guard = next(r for r in recs if r["event"] == "guard")
+    assert guard["guard"]["decision"] == "window" and guard["guard"]["clock_override"] is True
+    assert guard["guard"]["clock"] == "2026-12-05T02:30:00+00:00"
+    drains = [r for r in recs if r.get("task", "").startswith("Drain")]
+    assert len(drains) == 6
+    assert all(r["window"] == "weekend-night" and r["change_id"] == "CHG-77" and r["ticket"] == "OPS-5" for r in drains)
+    assert {r["module"] for r in drains} == {"ansible.builtin.copy"} and all(r["changed"] for r in drains)
+    failed = [r for r in recs if r["event"] == "task" and r["failed"]]
+    assert len(failed) == 12 and all(r["ignore_errors"] for r in failed)
+    assert any("BMC login refused for password ********" in (r["msg"] or "") for r in failed)
+    assert [r["event"] for r in recs][:2] == ["run_start", "play_start"] and recs[-1]["event"] == "run_end"
+    assert A.verify(str(log), str(tmp_path / "state" / "audit" / "head.json"))["ok"]
+
+    # the audit_verify module agrees, then catches each kind of tampering
+    head = str(tmp_path / "state" / "audit" / "head.json")
+    with open(head) as f:
+        head_before = json.load(f)  # the verify run below appends to the log: keep a copy of this log + head
+    copy = tmp_path / "copy.log"
+    copy.write_bytes(log.read_bytes())
+    rc, out = playbook(tmp_path, "verify.yml", "audit_log=%s" % copy, "audit_head=%s" % head_before["hash"])
+    assert rc == 0 and "VERIFY ok=True records=%d" % len(recs) in out, out
+    lines = copy.read_bytes().splitlines(keepends=True)
+    cases = {
+        "edit": lines[:5] + [lines[5].replace(b'"changed":true', b'"changed":false')] + lines[6:],
+        "delete": lines[:5] + lines[6:],
+        "truncate": lines[:-1],
+    }
+    for kind, content in cases.items():
+        bad = tmp_path / ("%s.log" % kind)
+        bad.write_bytes(b"".join(content))
+        res = A.verify(str(bad), head_before)
+        assert not res["ok"], kind
+        assert res["first_bad_line"] == {"edit": 6, "delete": 6, "truncate": len(lines)}[kind], (kind, res)
+    rc, out = playbook(tmp_path, "verify.yml", "audit_log=%s" % (tmp_path / "delete.log"), "audit_head=%s" % head)
+    assert rc != 0 and "does not verify" in out and "missing before line 6" in out
+
+
+def test_refused_outside_window_and_check_mode(tmp_path):
+    rc, out = playbook(tmp_path, "guard.yml", "change_guard_now=2026-12-04T12:00:00Z", "gpuops_change_id=CHG-1")
+    assert rc != 0
+    assert "next window 'weekend-night' opens 2026-12-05T02:00:00+01:00" in out
+    assert markers(tmp_path) == []
+    guard = [r for r in records(tmp_path) if r.get("module") == "gpuops.cluster.change_window"]
+    assert len(guard) == 1 and guard[0]["failed"] and "refused" in guard[0]["msg"]
+    # check mode always runs and says what would happen, without failing
+    rc, out = playbook(tmp_path, "guard.yml", "change_guard_now=2026-12-04T12:00:00Z", "gpuops_change_id=C", check=True)
+    assert rc == 0 and "check mode: would refuse: refused: outside the maintenance window" in out
+    # hosts in another timezone, with no window in common right now
+    rc, out = playbook(tmp_path, "guard.yml", "target=node1,ny1", "change_guard_now=2026-12-05T02:30:00Z", "gpuops_ticket=T")
+    assert rc != 0 and "outside the maintenance window for: ny1" in out
+
+
+def test_corrective_and_emergency_outside_window_are_recorded(tmp_path):
+    rc, out = playbook(tmp_path, "cases.yml", "change_guard_now=2026-12-04T12:00:00Z")
+    assert rc == 0, out
+    assert markers(tmp_path) == ["node1.isolated", "node2.isolated", "node3.activated"]
+    assert (tmp_path / "m" / "node3.activated").read_text() == "emergency_override\n"
+    guards = [r for r in records(tmp_path) if r["event"] == "guard"]
+    assert [g["guard"]["decision"] for g in guards] == ["corrective", "emergency_override"]
+    assert [f["id"] for f in guards[0]["guard"]["findings"]] == ["node1:gpu.xid:gpu3:79", "node2:ib.port:mlx5_0/1:down"]
+    assert "evidence" not in guards[0]["guard"]["findings"][0]
+    act = [r for r in records(tmp_path) if r.get("task") == "Activate firmware"][0]
+    assert act["override"] == {"ticket": "INC-4711", "reason": "BMC CVE actively exploited"}
+    assert act["ticket"] == "INC-4711"
+
+
+def test_guard_refuses_without_audit_callback_and_records_opt_out(tmp_path):
+    rc, out = playbook(tmp_path, "guard.yml", "change_guard_now=2026-12-05T02:30:00Z", "gpuops_change_id=C", audit=False)
+    assert rc != 0 and "gpuops.cluster.audit is not enabled" in out and markers(tmp_path) == []
+    # a forged marker from the environment (wrong pid) does not count
+    os.environ["GPUOPS_AUDIT_ACTIVE"] = json.dumps({"pid": 1, "run_id": "x", "log": "/tmp/x", "broken": None})
+    try:
+        rc, out = playbook(tmp_path, "guard.yml", "change_guard_now=2026-12-05T02:30:00Z", "gpuops_change_id=C", audit=False)
+    finally:
+        del os.environ["GPUOPS_AUDIT_ACTIVE"]
+    assert rc != 0 and "not enabled" in out
+    rc, out = playbook(
+        tmp_path,
+        "guard.yml",
+        "change_guard_now=2026-12-05T02:30:00Z",
+        "gpuops_change_id=CHG-OPT",
+        "change_guard_allow_unaudited=true",
+        audit=False,
+    )
+    assert rc == 0, out
+    assert len([m for m in markers(tmp_path) if m.endswith(".drained")]) == 6
+    recs = records(tmp_path)
+    assert [r["event"] for r in recs] == ["unaudited_opt_out"]
+    assert recs[0]["change_id"] == "CHG-OPT" and recs[0]["clock_override"] is True and len(recs[0]["hosts"]) == 6
+
+
+def test_rolling_play_stops_before_the_window_closes(tmp_path):
+    rc, out = playbook(tmp_path, "rolling.yml", "fake_clock_start=%d" % _epoch("2026-12-09T01:00:00Z"))
+    assert rc == 0, out
+    assert markers(tmp_path) == ["node1.drained", "node2.drained", "node3.drained", "node4.drained"]
+    assert (tmp_path / "m" / "node3.drained").read_text() == "batch 1\n"
+    assert "stopping before batch node5,node6" in out and "1800s left" in out
+    guards = [r["guard"] for r in records(tmp_path) if r["event"] == "guard"]
+    assert [g["window"] for g in guards] == ["rollout"] * 3
+    assert [g["clock"] for g in guards] == ["2026-12-09T01:00:00+00:00", "2026-12-09T01:30:00+00:00",
+                                            "2026-12-09T02:00:00+00:00"]  # fmt: skip
+    assert all(g["clock_override"] for g in guards)
+    assert not any(r.get("host") in ("node5", "node6") and r.get("task") == "Drain" for r in records(tmp_path))
+
+
+def test_concurrent_playbook_runs_keep_one_chain(tmp_path):
+    env_runs = []
+    for i in range(2):
+        d = tmp_path / ("r%d" % i)
+        d.mkdir()
+        env_runs.append(d)
+    # two runs at once, one shared state dir: both write to the same log under the lock
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+        futs = [
+            ex.submit(playbook, d, "cases.yml", "change_guard_now=2026-12-04T12:00:00Z", state=str(tmp_path / "shared"))
+            for d in env_runs
+        ]
+        results = [f.result() for f in futs]
+    assert all(rc == 0 for rc, _ in results), results
+    log = str(tmp_path / "shared" / "audit" / "audit.log")
+    res = A.verify(log, str(tmp_path / "shared" / "audit" / "head.json"))
+    assert res["ok"] and len(res["runs"]) == 2, res
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q"]))
