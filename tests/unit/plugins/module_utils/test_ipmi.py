@@ -157,7 +157,7 @@ def test_sensor_ten_columns():
 
 
 def test_sensor_discrete_hex_status():
-    line = "PS1 Status       | 0x1        | discrete   | 0x0100| na        | na        | na        | na        | na  | na\n"
+    line = "PS1 Status       | 0x1        | discrete   | 0x0100| na      | na      | na      | na      | na  | na\n"
     s = _ipmi.parse_sdr(line)[0]
     assert s["type"] == "power_supply" and s["states"] == ["0x0100"]
 
