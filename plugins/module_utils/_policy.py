@@ -19,7 +19,7 @@ import datetime
 import hashlib
 import json
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 #: Bump when a default changes meaning (report.json carries it next to the hash).
 POLICY_VERSION = "2026.12.1"
@@ -303,8 +303,7 @@ class PolicyError(Exception):
     """An invalid policy or profile; the message names the offending key (dotted path)."""
 
 
-def _is_open(path: str) -> bool:
-    parts = path.split(".") if path else []
+def _is_open(parts: Tuple[str, ...]) -> bool:
     for pattern in _OPEN_PATHS:
         pp = pattern.split(".")
         if len(pp) == len(parts) and all(p == "*" or p == q for p, q in zip(pp, parts)):
@@ -332,11 +331,12 @@ def _type_ok(default: Any, value: Any) -> bool:
     return True
 
 
-def _merge(base: Any, over: Any, path: str) -> Any:
+def _merge(base: Any, over: Any, parts: Tuple[str, ...]) -> Any:
+    path = ".".join(parts)
     if not isinstance(over, dict):
         raise PolicyError("policy key '%s' must be a mapping, got %s" % (path or "<root>", type(over).__name__))
     out = copy.deepcopy(base)
-    open_here = _is_open(path)
+    open_here = _is_open(parts)
     for key, value in over.items():
         sub = _join(path, key)
         if not isinstance(key, str):
@@ -347,7 +347,7 @@ def _merge(base: Any, over: Any, path: str) -> Any:
             out[key] = copy.deepcopy(value)
             continue
         if isinstance(out[key], dict) and isinstance(value, dict):
-            out[key] = _merge(out[key], value, sub)
+            out[key] = _merge(out[key], value, parts + (key,))
         else:
             if not _type_ok(out[key], value):
                 raise PolicyError(
@@ -367,7 +367,7 @@ def merge_policy(
     Xid overrides, escalation, ...). Returns a new dict; neither argument is modified.
     """
     base = DEFAULT_POLICY if defaults is None else defaults
-    merged = _merge(base, overrides or {}, "")
+    merged = _merge(base, overrides if overrides is not None else {}, ())
     validate_policy(merged)
     return merged
 

@@ -1,0 +1,136 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from ansible_collections.gpuops.cluster.plugins.module_utils import _policy as P
+
+
+def test_defaults_validate_and_are_not_mutated():
+    before = copy.deepcopy(P.DEFAULT_POLICY)
+    merged = P.merge_policy(P.DEFAULT_POLICY, {})
+    assert merged == before
+    assert P.DEFAULT_POLICY == before
+    assert merged["version"] == P.POLICY_VERSION
+
+
+def test_override_one_threshold_keeps_all_others():
+    merged = P.merge_policy(None, {"thresholds": {"temperature": {"memory_p2_c": 90}}})
+    assert merged["thresholds"]["temperature"]["memory_p2_c"] == 90
+    t_def = P.DEFAULT_POLICY["thresholds"]["temperature"]
+    for key, value in t_def.items():
+        if key != "memory_p2_c":
+            assert merged["thresholds"]["temperature"][key] == value
+    assert merged["thresholds"]["ecc"] == P.DEFAULT_POLICY["thresholds"]["ecc"]
+    assert merged["response_times"] == P.DEFAULT_POLICY["response_times"]
+    assert P.DEFAULT_POLICY["thresholds"]["temperature"]["memory_p2_c"] == 95
+
+
+def test_nested_override_of_ib_counter_keeps_siblings():
+    merged = P.merge_policy(None, {"thresholds": {"ib": {"counters": {"symbol_error": {"per_hour": 10}}}}})
+    se = merged["thresholds"]["ib"]["counters"]["symbol_error"]
+    assert se["per_hour"] == 10 and se["action"] == "reseat" and se["min_delta"] == 1
+    assert "port_rcv_errors" in merged["thresholds"]["ib"]["counters"]
+
+
+@pytest.mark.parametrize(
+    "overrides, key",
+    [
+        ({"thresholds": {"temprature": {"gpu_fallback_p2_c": 80}}}, "thresholds.temprature"),
+        ({"thresholds": {"temperature": {"memory_p2": 80}}}, "thresholds.temperature.memory_p2"),
+        ({"respons_times": {"P0": "5m"}}, "respons_times"),
+        ({"kernel_events": {"lookback": 3}}, "kernel_events.lookback"),
+    ],
+)
+def test_typo_fails_naming_the_key(overrides, key):
+    with pytest.raises(P.PolicyError) as exc:
+        P.merge_policy(None, overrides)
+    assert "'%s'" % key in str(exc.value)
+
+
+def test_wrong_types_and_values_fail_naming_the_key():
+    with pytest.raises(P.PolicyError, match="thresholds.temperature.memory_p2_c"):
+        P.merge_policy(None, {"thresholds": {"temperature": {"memory_p2_c": "hot"}}})
+    with pytest.raises(P.PolicyError, match="response_times.P1"):
+        P.merge_policy(None, {"response_times": {"P1": "soon"}})
+    with pytest.raises(P.PolicyError, match=r"xid.overrides.79.action"):
+        P.merge_policy(None, {"xid": {"overrides": {"79": {"action": "panic"}}}})
+    with pytest.raises(P.PolicyError, match=r"xid.overrides.79.sevrity"):
+        P.merge_policy(None, {"xid": {"overrides": {"79": {"sevrity": "P1"}}}})
+    with pytest.raises(P.PolicyError, match=r"clear_rules.checks.gpu.xid"):
+        P.merge_policy(None, {"clear_rules": {"checks": {"gpu.xid": "never"}}})
+    with pytest.raises(P.PolicyError, match=r"escalation.gpu.xid.13.steps"):
+        P.merge_policy(None, {"escalation": {"gpu.xid": {"13": {"window_days": 7, "steps": []}}}})
+    with pytest.raises(P.PolicyError, match="<root>"):
+        P.merge_policy(None, ["not", "a", "dict"])
+
+
+def test_open_maps_accept_site_keys():
+    merged = P.merge_policy(
+        None,
+        {
+            "xid": {"overrides": {"94": {"severity": "P2", "action": "monitor"}}},
+            "escalation": {
+                "gpu.xid": {"74": {"window_days": 14, "steps": [{"severity": "P1", "action": "reset_gpu"}]}}
+            },
+            "profiles": {"h100": {"gpu_count": 8, "gpu_model": "H100", "ib_ports": ["mlx5_0/1"], "nvswitch": True}},
+        },
+    )
+    assert merged["xid"]["overrides"]["94"]["severity"] == "P2"
+    assert "79" in merged["escalation"]["gpu.xid"]  # defaults kept next to the site's rule
+    assert merged["escalation"]["gpu.xid"]["74"]["window_days"] == 14
+    assert P.profile_for(merged, "h100")["gpu_count"] == 8
+    assert P.profile_for(merged, None) is None
+    with pytest.raises(P.PolicyError, match="profiles.nope"):
+        P.profile_for(merged, "nope")
+
+
+def test_profile_validation():
+    P.validate_profile({"gpu_count": 8, "ib_ports": 4, "ib_rate_gbps": 400})
+    with pytest.raises(P.PolicyError, match="gpu_cnt"):
+        P.validate_profile({"gpu_cnt": 8})
+    with pytest.raises(P.PolicyError, match="gpu_count"):
+        P.validate_profile({"gpu_count": "8"})
+    with pytest.raises(P.PolicyError, match="profiles.x.nvswitch"):
+        P.merge_policy(None, {"profiles": {"x": {"nvswitch": "yes"}}})
+
+
+def test_policy_hash_is_stable_and_changes_with_content():
+    a = P.merge_policy()
+    b = P.merge_policy(None, {})
+    assert P.policy_hash(a) == P.policy_hash(b)
+    assert P.policy_hash(a).startswith("sha256:") and len(P.policy_hash(a)) == 7 + 64
+    c = P.merge_policy(None, {"kernel_events": {"lookback_hours": 3}})
+    assert P.policy_hash(c) != P.policy_hash(a)
+    # key order does not matter
+    reordered = dict(reversed(list(a.items())))
+    assert P.policy_hash(reordered) == P.policy_hash(a)
+
+
+@pytest.mark.parametrize(
+    "sev, now, want",
+    [
+        ("P0", "2026-12-02T10:00:00Z", "2026-12-02T10:15:00Z"),
+        ("P1", "2026-12-02T10:00:00Z", "2026-12-02T10:30:00Z"),
+        ("P2", "2026-12-02T23:00:00Z", "2026-12-03T01:00:00Z"),
+        # P3: one business day; Wednesday -> Thursday, Friday -> Monday, Saturday -> Tuesday 00:00
+        ("P3", "2026-12-02T10:00:00Z", "2026-12-03T10:00:00Z"),
+        ("P3", "2026-12-04T16:00:00Z", "2026-12-07T16:00:00Z"),
+        ("P3", "2026-12-05T09:00:00Z", "2026-12-08T00:00:00Z"),
+    ],
+)
+def test_respond_by(sev, now, want):
+    assert P.respond_by(sev, now, P.DEFAULT_POLICY) == want
+
+
+def test_parse_time_forms():
+    assert P.iso(P.parse_time("2026-12-02T10:00:00+02:00")) == "2026-12-02T08:00:00Z"
+    assert P.iso(P.parse_time("2024-11-15T12:02:03,470068+00:00")) == "2024-11-15T12:02:03Z"
+    assert P.iso(P.parse_time(0)) == "1970-01-01T00:00:00Z"
+    assert P.parse_time("garbage") is None
+    assert P.parse_time(None) is None
+    assert P.parse_time(True) is None

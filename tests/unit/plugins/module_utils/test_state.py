@@ -1,0 +1,103 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+
+import pytest
+
+from ansible_collections.gpuops.cluster.plugins.module_utils import _state as S
+
+
+def test_missing_file_and_missing_dir_give_empty_state(tmp_path):
+    st = S.load_host_state(str(tmp_path / "nope"), "gpu-node-01")
+    assert st["host"] == "gpu-node-01"
+    assert st["active_faults"] == {} and st["resets"] == [] and st["ib"] == {"ports": {}}
+    assert S.load_host_state(None, "h")["schema"] == S.HOST_STATE_SCHEMA
+
+
+def test_save_load_roundtrip_is_atomic(tmp_path):
+    d = str(tmp_path)
+    st = S.empty_host_state("gpu-node-01")
+    st["boot_id"] = "b1"
+    st["ib"]["ports"]["mlx5_0/1"] = {"collected_at": 1.0, "counters": {"symbol_error": 3}}
+    path = S.save_host_state(d, "gpu-node-01", st)
+    assert path == os.path.join(d, "hosts", "gpu-node-01.json")
+    assert not [n for n in os.listdir(os.path.dirname(path)) if n.startswith(".tmp-")]
+    back = S.load_host_state(d, "gpu-node-01")
+    assert back["boot_id"] == "b1"
+    assert back["ib"]["ports"]["mlx5_0/1"]["counters"]["symbol_error"] == 3
+    assert back["updated_at"]
+
+
+def test_corrupt_file_raises_or_resets(tmp_path):
+    d = str(tmp_path)
+    os.makedirs(os.path.join(d, "hosts"))
+    p = os.path.join(d, "hosts", "h1.json")
+    with open(p, "w") as fh:
+        fh.write('{"active_faults": {"x": ')
+    with pytest.raises(S.StateError, match="corrupt"):
+        S.load_host_state(d, "h1")
+    st = S.load_host_state(d, "h1", on_corrupt="reset")
+    assert st["active_faults"] == {}
+    assert any(n.startswith("h1.json.corrupt-") for n in os.listdir(os.path.join(d, "hosts")))
+
+
+def test_older_or_partial_state_is_normalized(tmp_path):
+    st = S.normalize_host_state({"boot_id": "b", "ib": "garbage", "resets": None, "custom": 1}, "h")
+    assert st["ib"] == {"ports": {}} and st["resets"] == [] and st["custom"] == 1 and st["boot_id"] == "b"
+
+
+@pytest.mark.parametrize("bad", ["../etc/passwd", "a/b", "", "..", "x y"])
+def test_unsafe_host_names_are_rejected(tmp_path, bad):
+    with pytest.raises(S.StateError):
+        S.host_state_path(str(tmp_path), bad)
+
+
+def test_record_gpu_reset_sets_clear_marker_both_shapes():
+    hs = S.empty_host_state("h")
+    S.record_gpu_reset(hs, "h", "00000000:18:00.0", "S1", "2026-12-02T10:00:00Z")
+    assert hs["resets"][-1] == {"bus_id": "00000000:18:00.0", "serial": "S1", "time": "2026-12-02T10:00:00Z"}
+    assert hs["clears"]["00000000:18:00.0"] == "2026-12-02T10:00:00Z"
+    whole = {"hosts": {}}
+    S.record_gpu_reset(whole, "h2", "00000000:19:00.0", None, "2026-12-02T11:00:00Z")
+    assert whole["hosts"]["h2"]["resets"][0]["bus_id"] == "00000000:19:00.0"
+
+
+def _hold(d, name, q):
+    with S.StateLock(d, name, timeout=5):
+        q.put("locked")
+        time.sleep(0.6)
+
+
+def test_state_lock_excludes_other_processes_and_times_out(tmp_path):
+    d = str(tmp_path)
+    q = multiprocessing.get_context("fork").Queue()
+    p = multiprocessing.get_context("fork").Process(target=_hold, args=(d, "isolation", q))
+    p.start()
+    try:
+        assert q.get(timeout=5) == "locked"
+        with pytest.raises(S.StateError, match="timed out"):
+            S.StateLock(d, "isolation", timeout=0.1).acquire()
+        t0 = time.monotonic()
+        with S.StateLock(d, "isolation", timeout=5):
+            assert time.monotonic() - t0 > 0.1
+    finally:
+        p.join(5)
+    # same process, two objects: they exclude each other too
+    with S.StateLock(d, "audit", timeout=1):
+        with pytest.raises(S.StateError):
+            S.StateLock(d, "audit", timeout=0).acquire()
+
+
+def test_update_host_state_and_record_reset_file(tmp_path):
+    d = str(tmp_path)
+    S.record_gpu_reset_file(d, "h1", "00000000:18:00.0", "S1", "2026-12-02T10:00:00Z")
+    S.update_host_state(d, "h1", lambda s: s.update(boot_id="b9"))
+    with open(os.path.join(d, "hosts", "h1.json")) as fh:
+        data = json.load(fh)
+    assert data["boot_id"] == "b9" and data["resets"][0]["serial"] == "S1"
