@@ -76,16 +76,24 @@ def _status_errors(status: Dict[str, Any], name: str, source: str, text: Optiona
 
 def _merge_nvlink(result: Dict[str, Any], texts: Dict[str, Optional[str]]) -> None:
     parsed = []
+    sources = []
     for source, text in texts.items():
         if text is None or not text.strip():
             continue
         try:
             parsed.append(_nvlink.parse(text, source))
+            sources.append(source)
         except ParseError as exc:
             result["errors"].append(exc.to_error(DOMAIN))
     if parsed:
-        for note in _nvlink.merge(result["gpus"], *parsed):
-            result["errors"].append(error_record(DOMAIN, "parse", note, None, _nvlink.PARSER))
+        notes = _nvlink.merge(result["gpus"], *parsed)
+        if notes:
+            msg = "%d NVLink GPU entr%s matched no GPU of this output (another node's file?): %s" % (
+                len(notes),
+                "y" if len(notes) == 1 else "ies",
+                "; ".join(notes[:3]),
+            )
+            result["errors"].append(error_record(DOMAIN, "parse", msg, ", ".join(sources), _nvlink.PARSER))
 
 
 def collect_capture(capture_dir: str) -> Dict[str, Any]:

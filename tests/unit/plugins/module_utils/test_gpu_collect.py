@@ -71,7 +71,9 @@ def test_capture_text_with_nvlink_files(tmp_path):
 def test_capture_nvlink_of_another_node_is_not_merged(tmp_path):
     res = collect(capture_dir=_cap(tmp_path, {"nvidia-smi-q.txt": H100_TEXT, "nvidia-smi-nvlink-s.txt": A100_NVLINK}))
     assert all(g["nvlink"] is None for g in res["gpus"])
-    assert len(res["errors"]) == 8 and res["errors"][0]["kind"] == "parse"
+    assert len(res["errors"]) == 1 and res["errors"][0]["kind"] == "parse"
+    assert res["errors"][0]["message"].startswith("8 NVLink GPU entries matched no GPU")
+    assert res["errors"][0]["source"] == "capture:nvidia-smi-nvlink-s.txt"
 
 
 def test_capture_error_only_file_and_capture_json(tmp_path):
