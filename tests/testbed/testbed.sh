@@ -41,11 +41,8 @@ EOF
 start_node() {  # $1 = index
   local i=$1 name ns ip nd
   name=$(node_name "$i"); ns=$(node_ns "$i"); ip=$(node_ip "$i"); nd=$(node_dir "$name")
-  mkdir -p "$nd/rw" "$nd/sysfs"
   echo "$ns" > "$nd/netns"
   echo "$ip" > "$nd/ip"
-  cat /proc/sys/kernel/random/uuid > "$nd/boot_id"
-  ip netns add "$ns"
   ip -n "$HUB" link add "v$i" type veth peer name eth0 netns "$ns"
   ip -n "$HUB" link set "v$i" master "$BRIDGE" up
   ip -n "$ns" addr add "$ip/24" dev eth0
@@ -55,7 +52,6 @@ start_node() {  # $1 = index
   ip -n "$ns" route add default via "$NET.1"
   ssh-keygen -q -t ed25519 -N '' -C "$name" -f "$nd/ssh_host_ed25519_key"
   write_sshd_config "$nd" "$ip"
-  PYTHONPATH=$REPO/tools python3 "$LIB/simstate.py" init "$nd/state.json" "$name" "$nd/sysfs" "$nd/boot_id"
   setsid ip netns exec "$ns" unshare --uts --mount --propagation private \
     "$LIB/node-init.sh" "$nd" "$name" </dev/null >"$nd/init.log" 2>&1 &
 }
@@ -125,8 +121,21 @@ up() {
   mkdir -p "/etc/netns/$HUB"
   cp "$TB/hosts" "/etc/netns/$HUB/hosts"   # `ip netns exec` binds it over /etc/hosts
   wait "$aptpid" || die "building the apt repository failed"
-  for i in $(seq 1 "$n"); do start_node "$i"; done
+  local -a pids=() hosts=()
+  for i in $(seq 1 "$n"); do
+    name=$(node_name "$i"); hosts+=("$name")
+    mkdir -p "$(node_dir "$name")/rw" "$(node_dir "$name")/sysfs"
+    cat /proc/sys/kernel/random/uuid > "$(node_dir "$name")/boot_id"
+  done
+  # simulator state + IB sysfs for all nodes in one python process, while the namespaces are built
+  PYTHONPATH=$REPO/tools python3 "$LIB/simstate.py" init-many "$TB/nodes" "${hosts[@]}" &
+  local simpid=$!
+  # netns creation is serialised (parallel `ip netns add` races on /run/netns); the rest runs per node in parallel
+  for i in $(seq 1 "$n"); do ip netns add "$(node_ns "$i")"; done
+  for i in $(seq 1 "$n"); do start_node "$i" & pids+=("$!"); done
   write_inventory "$n"
+  for i in "${!pids[@]}"; do wait "${pids[$i]}" || die "setting up $(node_name $((i + 1))) failed"; done
+  wait "$simpid" || die "writing the simulator state failed"
   # every holder writes holder.pid once its mounts and sshd are in place
   for _ in $(seq 300); do
     pending=0

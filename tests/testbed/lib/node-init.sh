@@ -35,8 +35,10 @@ for e in "$nd"/rw/realclass/*; do
   mount --bind "$e" "/sys/class/$b"
 done
 umount -l "$nd/rw/realclass"
-mkdir -p /sys/class/infiniband
-mount --bind "$nd/sysfs/class/infiniband" /sys/class/infiniband
+# The simulator writes the real layout under $nd/sysfs/sys (class/infiniband/<hca> -> ../../devices/pci.../
+# infiniband/<hca>, with device/ and subsystem links). A link (not a bind) keeps those relative links resolving
+# inside that tree and survives the simulator rewriting the directory (simstate.py sysfs after a fault).
+ln -sfn "$nd/sysfs/sys/class/infiniband" /sys/class/infiniband
 # `ip netns exec` remounted /sys, dropping the cgroup mounts (slurmd refuses to start without them)
 if ! mountpoint -q /sys/fs/cgroup; then
   awk '$2 ~ "^/sys/fs/cgroup" && $3 ~ /^(tmpfs|cgroup|cgroup2)$/ {print $3, $2, $4}' /proc/1/mounts |

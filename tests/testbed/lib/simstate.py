@@ -2,6 +2,8 @@
 """Test-bed glue to the node simulator (tools/simnode) for testbed.sh and gpuops-sim-reboot.
 
     simstate.py init STATE HOSTNAME SYSFS_ROOT BOOT_ID_FILE   default state (boot id from the file) + IB sysfs
+    simstate.py init-many NODES_DIR HOST...     the same for NODES_DIR/HOST/{state.json,sysfs,boot_id}
+    simstate.py sysfs STATE SYSFS_ROOT          rewrite the IB sysfs tree from the (edited) state
     simstate.py boot STATE BOOT_ID [DRIVER]      record a new boot (fresh kernel log; DRIVER = installed driver
                                                  version, which the new boot loads)
 
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -25,15 +26,6 @@ def _simnode():
     except ImportError:
         return None
     return sim if hasattr(sim, "default_state") else None
-
-
-def _has_cli():
-    try:
-        import simnode  # noqa: PLC0415
-    except ImportError:
-        return False
-    paths = list(getattr(simnode, "__path__", []))
-    return any(os.path.exists(os.path.join(p, "__main__.py")) for p in paths)
 
 
 def _write_json(path, data):
@@ -96,20 +88,37 @@ def placeholder_sysfs(root, hostname):
 
 
 def init(state_path, hostname, sysfs_root, boot_id_file):
+    """Default state for one node (its boot id taken from boot_id_file) and its IB sysfs tree.
+
+    The tree is written under sysfs_root/sys (real layout: class/infiniband/<hca> symlinks into
+    devices/pci.../infiniband/<hca>); node-init.sh makes /sys/class/infiniband a link to it.
+    """
     sim = _simnode()
-    os.makedirs(os.path.join(sysfs_root, "class", "infiniband"), exist_ok=True)
     state = sim.default_state(hostname) if sim is not None else placeholder_state(hostname)
     with open(boot_id_file, encoding="utf-8") as fh:
         state["boot_id"] = fh.read().strip()  # the node's /proc/sys/kernel/random/boot_id
     _write_json(state_path, state)
-    if sim is not None and _has_cli():
-        subprocess.run(
-            [sys.executable, "-m", "simnode", "--state", state_path, "sysfs", sysfs_root],
-            check=True,
-            env=dict(os.environ),
-        )
-    else:
-        placeholder_sysfs(sysfs_root, hostname)
+    write_sysfs(state_path, sysfs_root, state)
+
+
+def write_sysfs(state_path, sysfs_root, state=None):
+    """(Re)write the node's IB sysfs tree from its state file."""
+    if state is None:
+        with open(state_path, encoding="utf-8") as fh:
+            state = json.load(fh)
+    try:
+        from simnode.render_misc import write_sysfs as sim_write_sysfs  # noqa: PLC0415
+    except ImportError:
+        placeholder_sysfs(os.path.join(sysfs_root, "sys"), state.get("hostname", "node"))
+        return
+    sim_write_sysfs(state, sysfs_root, links=True)
+
+
+def init_many(nodes_dir, hosts):
+    """init for several nodes in one process (python start-up dominates on a loaded 2-core CI machine)."""
+    for host in hosts:
+        nd = os.path.join(nodes_dir, host)
+        init(os.path.join(nd, "state.json"), host, os.path.join(nd, "sysfs"), os.path.join(nd, "boot_id"))
 
 
 def boot(state_path, boot_id, driver=""):
@@ -146,6 +155,10 @@ def boot(state_path, boot_id, driver=""):
 def main(argv):
     if len(argv) == 5 and argv[0] == "init":
         init(*argv[1:])
+    elif len(argv) >= 2 and argv[0] == "init-many":
+        init_many(argv[1], argv[2:])
+    elif len(argv) == 3 and argv[0] == "sysfs":
+        write_sysfs(argv[1], argv[2])
     elif len(argv) in (3, 4) and argv[0] == "boot":
         boot(*argv[1:])
     else:

@@ -1,0 +1,125 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpuops.cluster.slurm_node against the test bed's real Slurm 22.05 (delegated to the `slurm_head` host)."""
+
+from __future__ import annotations
+
+import pytest
+
+M = "gpuops.cluster.slurm_node"
+
+
+@pytest.fixture()
+def node_module(testbed):
+    def run(node, check=False, diff=False, **args):
+        args = dict(args, name=node, scontrol_path=testbed.scontrol_path)
+        return testbed.module("slurm_head", M, args, check=check, diff=diff)
+
+    return run
+
+
+def _ok(res):
+    assert not res.get("failed"), res
+    return res
+
+
+def test_four_step_drain_then_resume(testbed, node_module):
+    node = "gpu-node-03"
+    steps = [
+        _ok(node_module(node, check=True, diff=True, state="drained", reason="four-step")),
+        _ok(node_module(node, diff=True, state="drained", reason="four-step")),
+        _ok(node_module(node, check=True, state="drained", reason="four-step")),
+        _ok(node_module(node, state="drained", reason="four-step")),
+    ]
+    assert [r["changed"] for r in steps] == [True, True, False, False]
+    assert steps[0]["slurm_state"] == "IDLE"  # check mode changed nothing
+    assert steps[0]["diff"]["after"]["reason"] == "gpuops: four-step"
+    assert steps[1]["diff"]["before"]["state"] == "IDLE"
+    assert steps[1]["slurm_state"] == "IDLE+DRAIN" and steps[1]["drained"] is True
+    assert steps[3]["reason"] == "gpuops: four-step"
+    assert testbed.node_state(node) == "IDLE+DRAIN"
+    assert "gpuops: four-step [root@" in testbed.scontrol("show", "node", node)
+
+    steps = [
+        _ok(node_module(node, check=True, state="resumed")),
+        _ok(node_module(node, state="resumed")),
+        _ok(node_module(node, check=True, state="resumed")),
+        _ok(node_module(node, state="resumed")),
+    ]
+    assert [r["changed"] for r in steps] == [True, True, False, False]
+    assert testbed.node_state(node) == "IDLE"
+
+
+def test_present_reads_only(testbed, node_module):
+    res = _ok(node_module("gpu-node-01", state="present"))
+    assert res["changed"] is False
+    assert res["slurm_state"] == "IDLE" and res["drained"] is False and res["jobs"] == []
+    res = node_module("gpu-node-99", state="present")
+    assert res.get("failed") and "gpu-node-99" in res["msg"]
+
+
+def test_busy_node_drains_after_its_job(testbed, node_module):
+    node = "gpu-node-04"
+    job = testbed.sbatch("-w", node, "--wrap", "sleep 4")
+    testbed.wait_for(lambda: testbed.job_state(job) == "RUNNING", timeout=15, what="job running")
+    res = _ok(node_module(node, state="drained", reason="busy"))
+    assert res["changed"] and res["draining"] is True and res["drained"] is False
+    assert res["slurm_state"] in ("MIXED+DRAIN", "ALLOCATED+DRAIN")
+    assert [j["job_id"] for j in res["jobs"]] == [job]
+    res = _ok(node_module(node, state="drained", reason="busy", wait=True, wait_timeout=30))
+    assert res["changed"] is False and res["drained"] is True and res["jobs"] == []
+    assert testbed.node_state(node) == "IDLE+DRAIN"
+
+
+def test_wait_times_out(testbed, node_module):
+    node = "gpu-node-08"
+    job = testbed.sbatch("-w", node, "--wrap", "sleep 30")
+    testbed.wait_for(lambda: testbed.job_state(job) == "RUNNING", timeout=15, what="job running")
+    res = node_module(node, state="drained", reason="slow", wait=True, wait_timeout=2)
+    assert res.get("failed") and "still" in res["msg"]
+    assert "DRAIN" in testbed.node_state(node)
+
+
+def test_requeue_and_report_unrequeueable(testbed, node_module):
+    node, other = "gpu-node-05", "gpu-node-06"
+    requeueable = testbed.sbatch("--requeue", "-w", node, "--wrap", "sleep 60")
+    pinned = testbed.sbatch("--no-requeue", "-N2", "-w", "%s,%s" % (node, other), "--wrap", "sleep 60")
+    for job in (requeueable, pinned):
+        testbed.wait_for(lambda j=job: testbed.job_state(j) == "RUNNING", timeout=15, what="job %s running" % job)
+    res = _ok(node_module(node, state="drained", reason="requeue test", requeue=True))
+    assert res["changed"] is True
+    assert res["requeued"] == [requeueable]
+    assert [(j["job_id"], j["other_nodes"]) for j in res["not_requeueable"]] == [(pinned, [other])]
+    assert any(str(pinned) in w for w in res.get("warnings", []))
+    # the requeued job left the node (pending again, never back on a draining node); the pinned one still runs
+    assert testbed.job_state(requeueable) in ("PENDING", "REQUEUED", "REQUEUE_HOLD", "CONFIGURING")
+    assert testbed.job_state(pinned) == "RUNNING"
+    assert [j["job_id"] for j in res["jobs"]] == [pinned]
+
+
+def test_someone_elses_reason_survives(testbed, node_module):
+    node = "gpu-node-07"
+    testbed.scontrol("update", "NodeName=%s" % node, "State=DRAIN", "Reason=bad fan T-77")
+    res = _ok(node_module(node, state="drained", reason="gpu.xid 79"))
+    assert res["changed"] and res["reason"] == "bad fan T-77; gpuops: gpu.xid 79"
+    assert any("someone else" in w for w in res.get("warnings", []))
+    res = _ok(node_module(node, state="resumed"))
+    assert res["changed"] and res["reason"] == "bad fan T-77" and res["drained"] is True
+    assert testbed.node_state(node) == "IDLE+DRAIN"
+    res = _ok(node_module(node, state="resumed"))
+    assert res["changed"] is False and any("use force" in w for w in res.get("warnings", []))
+    assert testbed.node_state(node) == "IDLE+DRAIN"
+    res = _ok(node_module(node, state="resumed", force=True))
+    assert res["changed"] and res["slurm_state"] == "IDLE"
+    assert any("someone else" in w for w in res.get("warnings", []))
+
+
+def test_down_and_back(testbed, node_module):
+    node = "gpu-node-02"
+    res = _ok(node_module(node, state="down", reason="bmc says psu lost"))
+    assert res["changed"] and res["slurm_state"].startswith("DOWN")
+    assert _ok(node_module(node, state="down", reason="bmc says psu lost"))["changed"] is False
+    res = _ok(node_module(node, state="resumed"))
+    assert res["changed"]
+    testbed.wait_for(lambda: testbed.node_state(node) == "IDLE", timeout=15, what="node idle")
