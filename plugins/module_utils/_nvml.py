@@ -107,7 +107,10 @@ class _Reader:
 
 
 def _device_fields(r: _Reader, nv: Any, h: Any) -> Dict[str, Any]:
-    c = lambda name, default=None: getattr(nv, name, default)  # noqa: E731 - constant lookup
+
+    def c(name: str, default: Any = None) -> Any:
+        return getattr(nv, name, default)
+
     f: Dict[str, Any] = {}
     f["product_name"] = _text(r("nvmlDeviceGetName", h))
     arch = r("nvmlDeviceGetArchitecture", h)

@@ -425,13 +425,19 @@ def record_from_fields(
     return rec
 
 
-def _flatten(elem: Any, prefix: str, out: Dict[str, Any]) -> None:
+#: nvidia-smi nests at most 4 levels below <gpu>; deeper input is not nvidia-smi's and is cut off.
+_MAX_DEPTH = 8
+
+
+def _flatten(elem: Any, prefix: str, out: Dict[str, Any], depth: int = 0) -> None:
+    if depth > _MAX_DEPTH:
+        return
     for child in elem:
         tag = child.tag
         if not prefix and tag in _SKIP:
             continue
         if len(child):
-            _flatten(child, prefix + tag + "/", out)
+            _flatten(child, prefix + tag + "/", out, depth + 1)
         else:
             out[prefix + tag] = child.text
 
@@ -583,6 +589,9 @@ def parse(text: str, source: Optional[str] = None, chunk: int = 1 << 16) -> Dict
         body = text[start : end + len("</nvidia_smi_log>")]
     line_offset = text.count("\n", 0, start)
     body = _strip_block(body, "supported_clocks")
+    if "Unable to determine" in body:
+        # An error line captured into the middle of the document (2>&1) is XML character data: find it.
+        outside.extend(ln for ln in body.splitlines() if DEVICE_ERROR_RE.search(ln))
     messages = scan_messages(outside, source) if outside else {"unreadable": [], "tool_errors": []}
 
     parser = ET.XMLPullParser(events=("start", "end"))

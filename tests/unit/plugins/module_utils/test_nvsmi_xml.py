@@ -378,3 +378,21 @@ def test_fuzz_splice_only_result_or_parse_error(pos, junk, length):
     except ParseError:
         return
     assert isinstance(res["gpus"], list)
+
+
+def test_error_line_inside_the_document_is_found():
+    text = _sample("telegraf-2xrtxa5000-590.44.01-v13.xml")
+    second = text.index('\t<gpu id="00000000:C1:00.0">')
+    line = "Unable to determine the device handle for GPU 0000:A1:00.0: Unknown Error\n"
+    res = parse(text[:second] + line + text[second:])
+    assert [(g["bus_id"], g["readable"]) for g in res["gpus"]] == [
+        ("00000000:81:00.0", True),
+        ("00000000:A1:00.0", False),
+        ("00000000:C1:00.0", True),
+    ]
+
+
+def test_absurd_nesting_is_cut_not_a_recursion_error():
+    deep = "<a>" * 5000 + "x" + "</a>" * 5000
+    res = parse('<?xml version="1.0"?><nvidia_smi_log><gpu id="0000:01:00.0">%s</gpu></nvidia_smi_log>' % deep)
+    assert res["gpus"][0]["bus_id"] == "00000000:01:00.0"
