@@ -184,8 +184,9 @@ def evaluate_cluster(
                     for f in failing[h]:
                         _explain(f, p0["id"])
 
-    # 3. whole domains down (every member unreachable or faulty)
-    for kind in ("rack", "leaf", "power"):
+    # 3. whole domains down (every member unreachable or faulty); the first domain in the default order
+    #    that covers the nodes names them (a second one with the same members would be a duplicate)
+    for kind in order_table.get("default") or ["leaf", "power", "rack"]:
         for name, members in sorted(domains[kind].items()):
             if len(members) < cl["domain_down_min_nodes"] or not all(h in down for h in members):
                 continue

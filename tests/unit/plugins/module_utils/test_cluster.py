@@ -1,0 +1,168 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpuops.cluster.plugins.module_utils import _cluster as K
+from ansible_collections.gpuops.cluster.plugins.module_utils import _policy as P
+
+NOW = "2026-12-02T10:00:00Z"
+
+
+def fnd(host, check, severity="P1", component="node", code=None, action="isolate", **ev):
+    return {
+        "check": check,
+        "severity": severity,
+        "component": component,
+        "code": code,
+        "message": "m",
+        "action": action,
+        "rule": "r",
+        "respond_by": None,
+        "evidence": dict(ev),
+        "host": host,
+        "cause": None,
+        "id": "%s:%s:%s:%s" % (host, check, component, code or ""),
+    }
+
+
+def cluster(n_racks=4, per_rack=4):
+    """n_racks racks of per_rack nodes; leaf == rack (one leaf per rack); power domains span two racks."""
+    nodes = {}
+    for r in range(n_racks):
+        for i in range(per_rack):
+            h = "r%dn%d" % (r, i)
+            nodes[h] = {"findings": [], "rack": "rack-%d" % r, "leaf": "leaf-%d" % r, "power": "pdu-%d" % (r // 2)}
+    return nodes
+
+
+@pytest.mark.parametrize(
+    "findings, status",
+    [
+        ([], "healthy"),
+        ([fnd("h", "gpu.ecc", "P3")], "healthy"),
+        ([fnd("h", "ib.errors", "P2")], "degraded"),
+        ([fnd("h", "collector.error", "P2", required=False)], "degraded"),
+        ([fnd("h", "collector.error", "P2", required=True), fnd("h", "ib.errors", "P2")], "error"),
+        ([fnd("h", "collector.error", "P2", required=True), fnd("h", "gpu.xid", "P1")], "faulty"),
+        ([fnd("h", "gpu.xid", "P1"), fnd("h", "node.unreachable", "P1")], "unreachable"),
+        (None, "healthy"),
+    ],
+)
+def test_node_status(findings, status):
+    assert K.node_status(findings) == status
+
+
+def test_dead_leaf_is_one_p0_and_members_are_not_drained():
+    nodes = cluster()
+    for i in range(4):
+        h = "r1n%d" % i
+        nodes[h]["findings"] = [fnd(h, "ib.port_state", component="mlx5_0/1", code="DOWN", action="reseat")]
+    out = K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
+    corr = [f for f in out if f["check"] == "cluster.correlated"]
+    assert len(corr) == 1
+    p0 = corr[0]
+    assert p0["severity"] == "P0" and p0["component"] == "leaf:leaf-1" and p0["code"] == "ib.port_state"
+    assert p0["host"] is None and p0["respond_by"] == "2026-12-02T10:15:00Z"
+    assert p0["id"] == "cluster:cluster.correlated:leaf:leaf-1:ib.port_state"
+    for i in range(4):
+        f = nodes["r1n%d" % i]["findings"][0]
+        assert f["action"] == "monitor" and f["cause"] == p0["id"]
+        assert f["evidence"]["original_action"] == "reseat" and f["severity"] == "P1"
+    # the whole rack is faulty too, but it is already explained: no second P0 for the same nodes
+    assert not [f for f in out if f["check"] == "cluster.domain_down"]
+
+
+def test_three_independent_gpu_faults_in_different_racks_stay_node_findings():
+    nodes = cluster()
+    for r in range(3):
+        h = "r%dn0" % r
+        nodes[h]["findings"] = [fnd(h, "gpu.xid", component="gpu1", code="79", action="reboot")]
+    out = K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
+    assert out == []
+    assert all(nodes["r%dn0" % r]["findings"][0]["action"] == "reboot" for r in range(3))
+
+
+def test_correlation_needs_half_the_domain_and_three_nodes():
+    nodes = cluster(n_racks=1, per_rack=8)
+    for i in range(3):  # 3 of 8 < half
+        h = "r0n%d" % i
+        nodes[h]["findings"] = [fnd(h, "ib.link_flap", "P2", component="mlx5_0/1", code="link_downed")]
+    assert not [f for f in K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW) if f["check"] == "cluster.correlated"]
+    nodes = cluster(n_racks=1, per_rack=4)
+    for i in range(2):  # 2 of 4 is half, but fewer than 3 nodes
+        h = "r0n%d" % i
+        nodes[h]["findings"] = [fnd(h, "ib.link_flap", "P2")]
+    assert not K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
+    # both thresholds are policy data
+    pol = P.merge_policy(None, {"correlation": {"min_nodes": 2}})
+    out = K.evaluate_cluster(nodes, pol, NOW)
+    assert [f["component"] for f in out] == ["leaf:leaf-0"]
+
+
+def test_p3_and_uncorrelated_checks_do_not_correlate():
+    nodes = cluster(n_racks=1, per_rack=4)
+    for h in nodes:
+        nodes[h]["findings"] = [fnd(h, "ib.errors", "P3", code="symbol_error"), fnd(h, "gpu.driver", "P3")]
+    assert K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW) == []
+
+
+def test_leak_prefers_rack_and_power_issue_across_two_racks_names_the_power_domain():
+    nodes = cluster()
+    for i in range(4):
+        h = "r2n%d" % i
+        nodes[h]["findings"] = [fnd(h, "bmc.leak", component="bmc/Tray1", code="Critical", action="emergency_shutdown")]
+    out = K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
+    assert [f["component"] for f in out if f["check"] == "cluster.correlated"] == ["rack:rack-2"]
+    nodes = cluster()
+    for r in (0, 1):
+        for i in range(4):
+            h = "r%dn%d" % (r, i)
+            nodes[h]["findings"] = [fnd(h, "gpu.throttle", "P2", code="hw_power_brake_slowdown", action="monitor")]
+    out = K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
+    assert [f["component"] for f in out if f["check"] == "cluster.correlated"] == ["power:pdu-0"]
+
+
+def test_subnet_manager_p0():
+    nodes = cluster()
+    hosts = ["r0n0", "r1n1", "r2n2", "r3n3"]
+    for h in hosts:
+        nodes[h]["findings"] = [fnd(h, "ib.port_state", component="mlx5_0/1", code="INIT")]
+    out = K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
+    sm = [f for f in out if f["check"] == "cluster.subnet_manager"]
+    assert len(sm) == 1 and sm[0]["component"] == "subnet_manager" and sm[0]["evidence"]["hosts"] == sorted(hosts)
+    assert all(nodes[h]["findings"][0]["cause"] == sm[0]["id"] for h in hosts)
+    assert not [f for f in out if f["check"] == "cluster.correlated"]
+
+
+def test_rack_down_and_cluster_capacity():
+    nodes = cluster(n_racks=4, per_rack=2)
+    for i in range(2):
+        h = "r3n%d" % i
+        nodes[h]["findings"] = [fnd(h, "node.unreachable")]
+    out = K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
+    down = [f for f in out if f["check"] == "cluster.domain_down"]
+    # leaf-3 and rack-3 have the same members: one P0 (leaf first in the default order), not two
+    assert [f["component"] for f in down] == ["leaf:leaf-3"]
+    assert nodes["r3n0"]["findings"][0]["cause"] == "cluster:cluster.domain_down:leaf:leaf-3:down"
+    assert nodes["r3n0"]["findings"][0]["action"] == "monitor"
+    cap = [f for f in out if f["check"] == "cluster.capacity"]
+    assert cap and cap[0]["evidence"]["down"] == ["r3n0", "r3n1"] and cap[0]["severity"] == "P0"  # 2/8 = 25%
+
+
+def test_cluster_capacity_threshold_and_status_given():
+    nodes = {"h%d" % i: {"findings": [], "status": "healthy"} for i in range(10)}
+    nodes["h0"]["status"] = "faulty"
+    nodes["h1"]["status"] = "unreachable"
+    assert K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW) == []  # 20% < 25%
+    nodes["h2"]["status"] = "faulty"
+    out = K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
+    assert [f["check"] for f in out] == ["cluster.capacity"]
+
+
+def test_missing_domains_and_empty_cluster():
+    assert K.evaluate_cluster({}, None, NOW) == []
+    nodes = {"a": {"findings": [fnd("a", "node.unreachable")]}, "b": None}
+    assert K.evaluate_cluster(nodes, None, NOW) == []
