@@ -54,13 +54,13 @@ def _parse_smi(text: str, parse: Any, source: str, errors: list) -> Dict[str, An
         return _nvsmi_xml.empty_result(source)
 
 
-def _status_errors(status: Dict[str, Any], name: str, source: str, text: Optional[str]) -> list:
+def _status_errors(status: Dict[str, Any], name: str, source: str) -> list:
     """capture.json per-file status -> error records (timed out, non-zero exit with stderr)."""
     errors = []
     if status.get("timed_out"):
         errors.append(error_record(DOMAIN, "timeout", "%s timed out when captured" % _capture.FILES[name], source))
     rc = status.get("rc")
-    if isinstance(rc, int) and rc != 0 and not (text or "").strip():
+    if isinstance(rc, int) and not isinstance(rc, bool) and rc != 0:
         stderr = (status.get("stderr") or "").strip()
         last = stderr.splitlines()[-1][:300] if stderr else ""
         errors.append(
@@ -115,7 +115,7 @@ def collect_capture(capture_dir: str) -> Dict[str, Any]:
         if text is None:
             continue
         status = _capture.file_status(meta, name)
-        errors.extend(_status_errors(status, name, source, text))
+        errors.extend(_status_errors(status, name, source))
         stderr = status.get("stderr") or ""
         if "Unable to determine" in stderr and "Unable to determine" not in text:
             text = stderr + "\n" + text

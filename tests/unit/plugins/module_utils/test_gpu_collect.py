@@ -83,7 +83,8 @@ def test_capture_error_only_file_and_capture_json(tmp_path):
     g = res["gpus"][0]
     assert (g["readable"], g["bus_id"]) == (False, "00000000:03:00.0")
     assert "GPU is lost" in g["error"]
-    assert [e["kind"] for e in res["errors"]] == ["unreadable"]
+    assert [e["kind"] for e in res["errors"]] == ["tool_error", "unreadable"]
+    assert "exit 15" in res["errors"][0]["message"]
 
 
 def test_capture_empty_file_timed_out(tmp_path):
