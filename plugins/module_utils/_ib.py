@@ -556,6 +556,66 @@ def parse_ibstatus(text: str, source: Optional[str] = None) -> List[Dict[str, An
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Counter deltas between two readings (docs/infiniband.md)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def compare(previous: Optional[Dict[str, Any]], current: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """Counter deltas and rates per port between two ``ib`` results (docs/infiniband.md).
+
+    Returns ``{"mlx5_0/1": {"baseline": None | reason, "interval_s", "deltas", "rates_per_s", "saturated"}}``.
+    A port starts a new baseline (no deltas, no finding) when there is no earlier reading of it, the boot id or
+    the HCA firmware changed, the interval is not positive, or any counter went down (cleared by someone).
+    A counter at its ceiling now has delta None and is listed in ``saturated`` ("saturated, delta unknown").
+    """
+    prev = previous if isinstance(previous, dict) else {}
+    t0, t1 = prev.get("collected_at"), current.get("collected_at")
+    interval = t1 - t0 if isinstance(t0, (int, float)) and isinstance(t1, (int, float)) else None
+    b0, b1 = prev.get("boot_id"), current.get("boot_id")
+    rebooted = bool(b0 and b1 and b0 != b1)
+    old_hcas = {h.get("name"): h for h in prev.get("hcas") or [] if isinstance(h, dict)}
+    out: Dict[str, Dict[str, Any]] = {}
+    for hca in current.get("hcas") or []:
+        old_hca = old_hcas.get(hca.get("name"))
+        old_ports = {p.get("port"): p for p in (old_hca or {}).get("ports") or [] if isinstance(p, dict)}
+        for port in hca.get("ports") or []:
+            key = "{}/{}".format(hca.get("name"), port.get("port"))
+            rec: Dict[str, Any] = {
+                "baseline": None,
+                "interval_s": interval,
+                "deltas": {},
+                "rates_per_s": {},
+                "saturated": list(port.get("saturated") or []),
+            }
+            out[key] = rec
+            old = old_ports.get(port.get("port"))
+            cur_c = port.get("counters") or {}
+            old_c = (old or {}).get("counters") or {}
+            if old is None:
+                rec["baseline"] = "no earlier reading"
+            elif rebooted:
+                rec["baseline"] = "new boot id"
+            elif old_hca and old_hca.get("fw_version") != hca.get("fw_version"):
+                rec["baseline"] = "HCA firmware changed"
+            elif interval is None or interval <= 0:
+                rec["baseline"] = "no usable interval between the readings"
+            elif any(isinstance(old_c.get(n), int) and isinstance(v, int) and v < old_c[n] for n, v in cur_c.items()):
+                rec["baseline"] = "counters went down (cleared)"
+            if rec["baseline"]:
+                continue
+            for name, val in cur_c.items():
+                before = old_c.get(name)
+                if not isinstance(val, int) or not isinstance(before, int):
+                    continue
+                if name in rec["saturated"]:
+                    rec["deltas"][name] = None
+                    continue
+                rec["deltas"][name] = val - before
+                rec["rates_per_s"][name] = (val - before) / interval
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Collector
 # ---------------------------------------------------------------------------------------------------------------
 

@@ -569,3 +569,42 @@ def test_fuzz_text_parsers(lines):
 @given(st.dictionaries(st.text(alphabet="mlx5_/portscuneid0123.:", max_size=40), st.text(max_size=12), max_size=20))
 def test_fuzz_snapshot(snap):
     json.dumps(_ib.hcas_from_snapshot(snap))
+
+
+# ----------------------------------------------------------------------------------------------- compare()
+
+
+def _reading(t, boot="b1", fw="28.41.1000", **counters):
+    base = {"symbol_error": 0, "link_downed": 0, "port_rcv_errors": 0}
+    base.update(counters)
+    port = {"port": 1, "counters": base, "saturated": _ib.saturated(base)}
+    return {"collected_at": t, "boot_id": boot, "hcas": [{"name": "mlx5_0", "fw_version": fw, "ports": [port]}]}
+
+
+def test_compare_rates_and_link_flap():
+    res = _ib.compare(_reading(1000.0, link_downed=2), _reading(1060.0, link_downed=5, symbol_error=120))
+    r = res["mlx5_0/1"]
+    assert r["baseline"] is None and r["interval_s"] == 60.0
+    assert r["deltas"] == {"symbol_error": 120, "link_downed": 3, "port_rcv_errors": 0}
+    assert r["rates_per_s"]["symbol_error"] == 2.0
+
+
+@pytest.mark.parametrize(
+    "prev,cur,reason",
+    [
+        (None, _reading(1.0), "no earlier reading"),
+        (_reading(1.0), _reading(2.0, boot="b2", link_downed=1), "new boot id"),
+        (_reading(1.0), _reading(2.0, fw="28.42.1000"), "HCA firmware changed"),
+        (_reading(5.0), _reading(5.0), "no usable interval between the readings"),
+        (_reading(1.0, symbol_error=9), _reading(2.0, symbol_error=1), "counters went down (cleared)"),
+    ],
+)
+def test_compare_new_baseline(prev, cur, reason):
+    r = _ib.compare(prev, cur)["mlx5_0/1"]
+    assert r["baseline"] == reason and r["deltas"] == {} and r["rates_per_s"] == {}
+
+
+def test_compare_saturated_delta_unknown():
+    r = _ib.compare(_reading(1.0, link_downed=250), _reading(2.0, link_downed=255))["mlx5_0/1"]
+    assert r["saturated"] == ["link_downed"] and r["deltas"]["link_downed"] is None
+    assert "link_downed" not in r["rates_per_s"] and r["deltas"]["symbol_error"] == 0
