@@ -12,9 +12,8 @@ version_added: 0.1.0
 author: gpuops.cluster contributors (@gpuops)
 description:
   - Returns the C(gpu) domain of the facts schema (C(docs/facts.md)) - per GPU identity, versions, temperatures,
-    power, clocks, utilization, memory, ECC (all three nvidia-smi counter layouts), retired pages, remapped rows,
-    clock event (throttle) reasons under one naming across the R535 rename, PCIe link, NVLink state and error
-    counters, MIG mode, fabric state and the GPU recovery action.
+    power, clocks, memory, ECC (all nvidia-smi counter layouts), retired pages, remapped rows, clock event (throttle)
+    reasons named alike across the R535 rename, PCIe link, NVLink state and errors, MIG, fabric, recovery action.
   - Live, NVML (the C(pynvml) module of nvidia-ml-py) is read in a child process when it can be imported and the
     driver answers; otherwise C(nvidia-smi -q -x), C(nvidia-smi nvlink -s) and C(nvidia-smi nvlink -e) are run.
     NVML and nvidia-smi hang on a sick driver, so every call is killed after O(timeout); a timed-out NVML is
@@ -22,7 +21,6 @@ description:
   - With O(capture_dir), C(nvidia-smi-q.xml) (else C(nvidia-smi-q.txt)) and the NVLink files are read instead.
   - A GPU the driver cannot read ("GPU is lost", "Unknown Error") is a record with C(readable=false) and the message,
     never dropped; output cut short keeps the GPUs printed before the cut and adds an error record.
-  - The module only reads; it never changes the node.
 extends_documentation_fragment:
   - gpuops.cluster.common
   - gpuops.cluster.common.attributes_info
@@ -37,9 +35,7 @@ options:
     description: The nvidia-smi command (a name looked up on C(PATH), or a path).
     type: str
     default: nvidia-smi
-requirements:
-  - nvidia-ml-py (C(pynvml)) on the managed node for the NVML path (optional)
-  - nvidia-smi on the managed node for the fallback (optional)
+requirements: [nvidia-ml-py (C(pynvml)) for the NVML path (optional), nvidia-smi for the fallback (optional)]
 notes:
   - Unknown values (C(N/A), C([Not Supported])) are C(null). T.Limit temperatures are margins, returned under
     C(*_tlimit_c) keys, never as absolute thresholds.
@@ -92,36 +88,24 @@ gpu:
         cuda_version: "12.2"
         persistence_mode: true
         mig_mode: {current: false, pending: false}
-        temperature: {gpu_c: 29, memory_c: 39, slowdown_c: null, shutdown_c: null, max_operating_c: null,
-                      memory_max_operating_c: null, tlimit_c: 56, slowdown_tlimit_c: -2, shutdown_tlimit_c: -8,
-                      max_operating_tlimit_c: 0}
+        temperature: {gpu_c: 29, memory_c: 39, slowdown_c: null, shutdown_c: null, max_operating_c: null, tlimit_c: 56,
+                      memory_max_operating_c: null, slowdown_tlimit_c: -2, shutdown_tlimit_c: -8, max_operating_tlimit_c: 0}
         power: {draw_w: 67.74, instant_w: null, limit_w: 700.0, enforced_limit_w: 700.0, default_limit_w: 700.0,
                 max_limit_w: 700.0}
         clocks: {graphics_mhz: 86, sm_mhz: 86, memory_mhz: 2619, max_graphics_mhz: 1980, max_sm_mhz: 1980,
                  max_memory_mhz: 2619}
         utilization: {gpu_pct: 0, memory_pct: 0}
         memory: {total_mib: 81559, used_mib: 0}
-        ecc:
-          mode_current: true
-          mode_pending: true
-          layout: sram_split
-          volatile: {corrected: 0, uncorrected: 0}
-          aggregate: {corrected: 0, uncorrected: 0}
-          sram_threshold_exceeded: false
-          channel_repair_pending: null
-          tpc_repair_pending: null
-          unrepairable_memory: null
+        ecc: {mode_current: true, mode_pending: true, layout: sram_split, volatile: {corrected: 0, uncorrected: 0},
+              aggregate: {corrected: 0, uncorrected: 0}, sram_threshold_exceeded: false, channel_repair_pending: null,
+              tpc_repair_pending: null, unrepairable_memory: null}
         retired_pages: {supported: false, sbe: null, dbe: null, pending: null}
         remapped_rows: {supported: true, correctable: 0, uncorrectable: 0, pending: false, failure: false,
                         histogram: {max: 2560, high: 0, partial: 0, low: 0, none: 0}}
-        throttle:
-          active: [hw_slowdown, hw_power_brake_slowdown]
-          raw: {clocks_event_reason_hw_slowdown: Active, clocks_event_reason_hw_power_brake_slowdown: Active}
+        throttle: {active: [hw_slowdown, hw_power_brake_slowdown], raw: {clocks_event_reason_hw_slowdown: Active}}
         pcie: {gen_current: 5, gen_max: 5, gen_max_device: 5, gen_max_host: 5, width_current: 16, width_max: 16,
                replay_counter: 67}
-        nvlink:
-          links: [{link: 0, state: up, speed_gbps: 26.562, errors: {replay: 0, recovery: 0, crc_flit: 0, crc_data: null}}]
-          error: null
+        nvlink: {links: [{link: 0, state: up, speed_gbps: 26.562, errors: {replay: 0, recovery: 0, crc_flit: 0}}], error: null}
         fabric: {state: Completed, status: Success, clique_id: null, cluster_uuid: null}
         reset_status: {reset_required: false, drain_and_reset_recommended: false}
         recovery_action: null
