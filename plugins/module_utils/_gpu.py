@@ -131,9 +131,16 @@ def collect_capture(capture_dir: str) -> Dict[str, Any]:
     nv_texts = {}
     for name in (NVLINK_S_FILE, NVLINK_E_FILE):
         try:
-            nv_texts["capture:" + name] = _capture.read(capture_dir, name)
+            text = _capture.read(capture_dir, name)
         except ParseError as exc:
             errors.append(exc.to_error(DOMAIN))
+            continue
+        status = _capture.file_status(meta, name)
+        stderr = (status.get("stderr") or "").strip()
+        if "NVLink" in stderr and stderr not in (text or ""):
+            # "NVML: Unable to retrieve NVLink information ..." may have gone to stderr.
+            text = (text or "") + "\n" + stderr
+        nv_texts["capture:" + name] = text
     result["errors"] = errors + result["errors"]
     _merge_nvlink(result, nv_texts)
     return _domain(result)
@@ -182,8 +189,12 @@ def _collect_smi(nvidia_smi: str, deadline: float) -> Dict[str, Any]:
             if nv.timed_out:
                 res["errors"].append(error_record(DOMAIN, "timeout", nv.describe(), "nvidia-smi nvlink %s" % flag))
                 break
-            if nv.ok:
-                nv_texts["nvidia-smi nvlink %s" % flag] = nv.stdout
+            if not nv.ok and not nv.stdout.strip():
+                res["errors"].append(error_record(DOMAIN, "tool_error", nv.describe(), "nvidia-smi nvlink %s" % flag))
+                continue
+            # "NVML: Unable to retrieve NVLink information ..." may go to stderr.
+            extra = "\n" + nv.stderr if "NVLink" in nv.stderr else ""
+            nv_texts["nvidia-smi nvlink %s" % flag] = nv.stdout + extra
         _merge_nvlink(res, nv_texts)
     return res
 

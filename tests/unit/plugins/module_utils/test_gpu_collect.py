@@ -198,3 +198,38 @@ def test_internal_error_is_an_error_record(monkeypatch):
     monkeypatch.setattr(_gpu, "collect_capture", boom)
     res = collect(capture_dir="/x")
     assert res["errors"][0]["kind"] == "internal" and "bug" in res["errors"][0]["message"]
+
+
+def test_capture_nvlink_all_inactive_on_stderr(tmp_path):
+    text = open(V100_XML, encoding="utf-8").read()
+    uuid0 = text.split("<uuid>")[1].split("<")[0]
+    meta = {
+        "files": {
+            "nvidia-smi-nvlink-s.txt": {
+                "rc": 0,
+                "stderr": "NVML: Unable to retrieve NVLink information as all links are inactive\n",
+                "timed_out": False,
+            }
+        }
+    }
+    nvs = ("GPU 0: Tesla V100S-PCIE-32GB (UUID: %s)\n" % uuid0).encode()
+    res = collect(capture_dir=_cap(tmp_path, {"nvidia-smi-q.xml": V100_XML, "nvidia-smi-nvlink-s.txt": nvs}, meta))
+    assert res["errors"] == []
+    assert res["gpus"][0]["nvlink"] == {
+        "links": [],
+        "error": "NVML: Unable to retrieve NVLink information as all links are inactive",
+    }
+
+
+def test_live_nvlink_failure_is_reported(fake_smi, tmp_path):
+    fake_smi.setenv("FAKE_NVSMI_XML", V100_XML)
+    # The fake prints the XML for -q -x and nothing for nvlink; make it fail for everything.
+    err = tmp_path / "err.txt"
+    err.write_text("Failed to initialize NVML: Driver/library version mismatch\n")
+    fake_smi.setenv("FAKE_NVSMI_STDERR", str(err))
+    fake_smi.setenv("FAKE_NVSMI_RC", "18")
+    res = collect(use_nvml=False, timeout=10)
+    assert len(res["gpus"]) == 8
+    assert [e["kind"] for e in res["errors"]] == ["tool_error"] * 3
+    assert [e["source"] for e in res["errors"]] == ["nvidia-smi-xml", "nvidia-smi nvlink -s", "nvidia-smi nvlink -e"]
+    assert all("exit 18: Failed to initialize NVML" in e["message"] for e in res["errors"])
