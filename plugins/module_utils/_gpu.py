@@ -120,7 +120,7 @@ def collect_capture(capture_dir: str) -> Dict[str, Any]:
         if "Unable to determine" in stderr and "Unable to determine" not in text:
             text = stderr + "\n" + text
         if not text.strip():
-            if not status:
+            if not status.get("timed_out") and status.get("rc") in (None, 0):
                 errors.append(error_record(DOMAIN, "parse", "empty file", source, "nvsmi_" + stem, 1))
             continue
         result = _parse_smi(text, parse, source, errors)
@@ -156,8 +156,11 @@ def _collect_smi(nvidia_smi: str, deadline: float) -> Dict[str, Any]:
     source = "nvidia-smi-xml"
     cmd = run_command([binary, "-q", "-x"], timeout=max(0.1, deadline - time.monotonic()))
     if cmd.timed_out:
-        res = _nvsmi_xml.empty_result(source)
-        res["errors"].append(error_record(DOMAIN, "timeout", cmd.describe(), source))
+        # Keep the GPUs printed before the hang (the XML parser keeps complete <gpu> elements).
+        res = _parse_smi(cmd.stdout, _nvsmi_xml.parse, source, errors) if cmd.stdout.strip() else None
+        res = res or _nvsmi_xml.empty_result(source)
+        res["source"] = source
+        res["errors"] = [error_record(DOMAIN, "timeout", cmd.describe(), source)] + errors + res["errors"]
         return res
     if cmd.error:
         res = _nvsmi_xml.empty_result(None)

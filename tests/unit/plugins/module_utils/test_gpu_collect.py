@@ -233,3 +233,26 @@ def test_live_nvlink_failure_is_reported(fake_smi, tmp_path):
     assert [e["kind"] for e in res["errors"]] == ["tool_error"] * 3
     assert [e["source"] for e in res["errors"]] == ["nvidia-smi-xml", "nvidia-smi nvlink -s", "nvidia-smi nvlink -e"]
     assert all("exit 18: Failed to initialize NVML" in e["message"] for e in res["errors"])
+
+
+def test_live_hang_after_some_gpus_keeps_them(fake_smi, tmp_path):
+    text = open(V100_XML, encoding="utf-8").read()
+    part = tmp_path / "part.xml"
+    part.write_text(text[: text.index('<gpu id="00000000:00:0F.0">') + 100])
+    fake_smi.setenv("FAKE_NVSMI_XML", str(part))
+    # Print first, then hang: a wrapper around the fake.
+    wrapper = tmp_path / "nvidia-smi"
+    wrapper.write_text('#!/bin/sh\ncat "$FAKE_NVSMI_XML"\nexec sleep 30\n')
+    wrapper.chmod(0o755)
+    start = time.monotonic()
+    res = collect(use_nvml=False, timeout=1.0, nvidia_smi=str(wrapper))
+    assert time.monotonic() - start < 3.0
+    assert [g["bus_id"] for g in res["gpus"]] == ["00000000:00:0D.0", "00000000:00:0E.0"]
+    assert [e["kind"] for e in res["errors"]] == ["timeout", "parse"]
+    assert "truncated" in res["errors"][1]["message"]
+
+
+def test_capture_empty_file_with_rc_zero_is_reported(tmp_path):
+    meta = {"files": {"nvidia-smi-q.xml": {"rc": 0, "stderr": "", "timed_out": False}}}
+    res = collect(capture_dir=_cap(tmp_path, {"nvidia-smi-q.xml": b""}, meta))
+    assert [(e["kind"], e["message"]) for e in res["errors"]] == [("parse", "empty file")]
