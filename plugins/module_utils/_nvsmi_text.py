@@ -266,7 +266,8 @@ def parse(text: str, source: Optional[str] = None) -> Dict[str, Any]:
             if DEVICE_ERROR_RE.search(s):
                 block = None
             continue
-        if block is None:
+        if s.startswith("Unable to determine") or block is None:
+            # An indented error line (a GPU block holding only the driver's error), or noise outside a block.
             if "Unable to determine" in s or "Unknown Error" in s:
                 message_lines.append(s)
             continue

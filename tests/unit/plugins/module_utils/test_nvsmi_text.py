@@ -254,3 +254,14 @@ def test_fuzz_splice_only_result_or_parse_error(pos, junk, length):
     except ParseError:
         return
     assert isinstance(res["gpus"], list)
+
+
+def test_indented_error_inside_a_gpu_block_marks_that_gpu():
+    text = (
+        "==============NVSMI LOG==============\n\nDriver Version                            : 535.161.08\n\n"
+        "Attached GPUs                             : 1\nGPU 00000000:03:00.0\n"
+        "    Unable to determine the device handle for GPU 0000:03:00.0: GPU is lost.  Reboot the system\n"
+    )
+    res = parse(text)
+    assert [(g["bus_id"], g["readable"]) for g in res["gpus"]] == [("00000000:03:00.0", False)]
+    assert res["gpus"][0]["driver_version"] == "535.161.08"
