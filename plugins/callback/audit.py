@@ -236,7 +236,8 @@ class CallbackModule(CallbackBase):
         for k, v in list(self._vars.items()):
             if v is not None and not isinstance(v, (str, int, float)):
                 self._vars[k] = str(v)
-        self._guard = None
+        # the guard's decision stays in force for later plays of this run (a guard play on localhost
+        # usually precedes the disruptive play); a later guard replaces it
         self._play = play.get_name()
         self._write(
             dict(

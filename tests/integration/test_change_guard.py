@@ -352,5 +352,61 @@ def test_concurrent_playbook_runs_keep_one_chain(tmp_path):
     assert res["ok"] and len(res["runs"]) == 2, res
 
 
+FAKE_SCONTROL = """#!/bin/sh
+D=$(dirname "$0")
+echo "$*" >> "$D/calls"
+case "$1" in
+  show) if [ -f "$D/resv_$3" ]; then cat "$D/resv_$3"; exit 0; fi; echo "Reservation $3 not found"; exit 1 ;;
+  create) n=${3#ReservationName=}; echo "ReservationName=$n $*" > "$D/resv_$n"; echo "Reservation created: $n" ;;
+  delete) n=${2#ReservationName=}; rm "$D/resv_$n" || exit 1 ;;
+  *) exit 2 ;;
+esac
+"""
+
+
+def test_reservation_is_idempotent_by_name(tmp_path):
+    fake = tmp_path / "slurm" / "scontrol"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_SCONTROL)
+    fake.chmod(0o755)
+    calls = fake.parent / "calls"
+    # check mode: only looks
+    rc, out = playbook(tmp_path, "reservation.yml", "change_guard_scontrol=%s" % fake, audit=False, check=True)
+    assert rc == 0, out
+    assert calls.read_text().splitlines() == ["show reservation gpuops-maint"] * 4
+    calls.unlink()
+    # present, present, absent, absent: create once, delete once
+    rc, out = playbook(tmp_path, "reservation.yml", "change_guard_scontrol=%s" % fake, "resv_start=2026-12-05T02:00:00",
+                       "resv_minutes=180", audit=False)  # fmt: skip
+    assert rc == 0, out
+    assert calls.read_text().splitlines() == [
+        "show reservation gpuops-maint",
+        "create reservation ReservationName=gpuops-maint Flags=MAINT,IGNORE_JOBS StartTime=2026-12-05T02:00:00"
+        " Duration=180 Nodes=node1,node2 Users=root",
+        "show reservation gpuops-maint",
+        "show reservation gpuops-maint",
+        "delete ReservationName=gpuops-maint",
+        "show reservation gpuops-maint",
+    ]
+    assert "changed=2" in out
+
+
+def test_role_defaults_mirror_argument_specs():
+    import yaml
+
+    role = os.path.join(ROOT, "roles", "change_guard")
+    with open(os.path.join(role, "defaults", "main.yml")) as f:
+        defaults = yaml.safe_load(f)
+    with open(os.path.join(role, "meta", "argument_specs.yml")) as f:
+        specs = yaml.safe_load(f)["argument_specs"]
+    assert set(specs) == {"main", "batch_gate", "reservation"}
+    for entry in specs.values():
+        opts = entry["options"]
+        assert set(opts) == set(defaults)
+        for name, spec in opts.items():
+            assert spec["default"] == defaults[name], name
+            assert name.startswith("change_guard_")
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
