@@ -188,26 +188,18 @@ class Testbed:
         """Every node back to its default simulator state and in service; all Slurm jobs cancelled."""
         self.slurm("scancel", "--user=root", check=False)
         for host in self.nodes:
-            nd = self.node_dir(host)
-            (nd / "no_return").unlink(missing_ok=True)
+            (self.node_dir(host) / "no_return").unlink(missing_ok=True)
             self._revive(host)
-            self._run(
-                [
-                    sys.executable,
-                    str(SIMSTATE),
-                    "init",
-                    str(nd / "state.json"),
-                    host,
-                    str(nd / "sysfs"),
-                    str(nd / "boot_id"),
-                ],
-                check=True,
-                timeout=30,
-                env=dict(self.env, PYTHONPATH=str(REPO / "tools")),
-            )
-            state = self.node_state(host)
-            if "DRAIN" in state or state.startswith("DOWN"):
-                self.scontrol("update", "NodeName=%s" % host, "State=RESUME", check=False)
+        self._run(
+            [sys.executable, str(SIMSTATE), "init-many", str(self.root / "nodes")] + self.nodes,
+            check=True,
+            timeout=60,
+            env=dict(self.env, PYTHONPATH=str(REPO / "tools")),
+        )
+        out = self.slurm("sinfo", "-h", "-N", "-o", "%N %T", check=False)
+        blocked = [f[0] for f in (ln.split() for ln in out.splitlines()) if len(f) == 2 and not f[1].startswith("idle")]
+        if blocked:
+            self.scontrol("update", "NodeName=%s" % ",".join(sorted(set(blocked))), "State=RESUME", check=False)
         self.wait_for(self._all_idle, timeout=30, what="all Slurm nodes idle")
 
     def _all_idle(self) -> bool:

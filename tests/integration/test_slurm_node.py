@@ -95,7 +95,8 @@ def test_requeue_and_report_unrequeueable(testbed, node_module):
     # the requeued job left the node (pending again, never back on a draining node); the pinned one still runs
     assert testbed.job_state(requeueable) in ("PENDING", "REQUEUED", "REQUEUE_HOLD", "CONFIGURING")
     assert testbed.job_state(pinned) == "RUNNING"
-    assert [j["job_id"] for j in res["jobs"]] == [pinned]
+    on_node = {j["job_id"]: j["state"] for j in res["jobs"]}
+    assert on_node[pinned] == "RUNNING" and on_node.get(requeueable, "GONE") != "RUNNING"
 
 
 def test_someone_elses_reason_survives(testbed, node_module):
@@ -111,7 +112,7 @@ def test_someone_elses_reason_survives(testbed, node_module):
     assert res["changed"] is False and any("use force" in w for w in res.get("warnings", []))
     assert testbed.node_state(node) == "IDLE+DRAIN"
     res = _ok(node_module(node, state="resumed", force=True))
-    assert res["changed"] and res["slurm_state"] == "IDLE"
+    assert res["changed"] and res["slurm_state"].startswith("IDLE") and "DRAIN" not in res["slurm_state"]
     assert any("someone else" in w for w in res.get("warnings", []))
 
 
