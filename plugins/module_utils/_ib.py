@@ -271,12 +271,18 @@ def _hca_record(name: str, raw: Dict[str, Any], ports: List[Dict[str, Any]]) -> 
 # ---------------------------------------------------------------------------------------------------------------
 
 
+_OPEN_FLAGS = os.O_RDONLY
+for _flag in ("O_NONBLOCK", "O_CLOEXEC", "O_NOCTTY", "O_NOFOLLOW"):
+    _OPEN_FLAGS |= getattr(os, _flag, 0)
+
+
 def read_attr(path: str) -> Optional[str]:
     """One sysfs attribute, stripped; None when absent, not a regular file (FIFO, dir, device) or unreadable.
 
-    Opened with O_NONBLOCK so that a FIFO planted in a tree cannot block us; at most MAX_ATTR_BYTES are read.
+    Opened with O_NONBLOCK (a FIFO planted in a tree cannot block us) and O_NOFOLLOW (sysfs attributes are never
+    links: a link to a device is not opened at all); at most MAX_ATTR_BYTES are read.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    flags = _OPEN_FLAGS
     try:
         fd = os.open(path, flags)
     except OSError:
@@ -327,22 +333,24 @@ def snapshot_sysfs(class_dir: str) -> Tuple[Dict[str, str], List[Dict[str, Any]]
             errors.append(error_record(DOMAIN, "unreadable", f"{hdir} is not a readable HCA directory", "sysfs"))
             continue
         found = False
+        present = set(_listdir(hdir) or ())  # list first: no failed open() per absent attribute
         for attr in HCA_ATTRS:
-            v = read_attr(os.path.join(hdir, attr))
+            v = read_attr(os.path.join(hdir, attr)) if attr in present else None
             if v is not None:
                 snap[f"{hca}/{attr}"] = v
                 found = True
-        ports = _listdir(os.path.join(hdir, "ports")) or []
-        for pn in sorted((p for p in ports if p.isdigit() and len(p) < 6), key=int)[:MAX_PORTS]:
+        ports = _listdir(os.path.join(hdir, "ports")) if "ports" in present else None
+        for pn in sorted((p for p in ports or () if p.isdigit() and len(p) < 6), key=int)[:MAX_PORTS]:
             pdir = os.path.join(hdir, "ports", pn)
             prefix = f"{hca}/ports/{pn}/"
+            in_port = set(_listdir(pdir) or ())
             for attr in PORT_ATTRS + (GID0,):
-                v = read_attr(os.path.join(pdir, attr))
+                v = read_attr(os.path.join(pdir, attr)) if attr.split("/")[0] in in_port else None
                 if v is not None:
                     snap[prefix + attr] = v
                     found = True
             for cdir in COUNTER_DIRS:
-                entries = _listdir(os.path.join(pdir, cdir)) or []
+                entries = (_listdir(os.path.join(pdir, cdir)) if cdir in in_port else None) or []
                 for cname in sorted(e for e in entries if _SAFE_COUNTER.match(e))[:MAX_COUNTERS]:
                     v = read_attr(os.path.join(pdir, cdir, cname))
                     if v is not None:
@@ -401,7 +409,7 @@ def hcas_from_snapshot(snap: Dict[str, str]) -> List[Dict[str, Any]]:
         elif rest == ["gids", "0"]:
             praw["gid0"] = value
         elif len(rest) == 2 and rest[0] in COUNTER_DIRS:
-            n = to_int(value)
+            n = int(value) if value.isdigit() else to_int(value)
             if n is not None:
                 counters.setdefault(key, {}).setdefault(rest[0], {})[rest[1]] = n
     hcas = []

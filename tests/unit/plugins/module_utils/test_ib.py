@@ -608,3 +608,42 @@ def test_compare_saturated_delta_unknown():
     r = _ib.compare(_reading(1.0, link_downed=250), _reading(2.0, link_downed=255))["mlx5_0/1"]
     assert r["saturated"] == ["link_downed"] and r["deltas"]["link_downed"] is None
     assert "link_downed" not in r["rates_per_s"] and r["deltas"]["symbol_error"] == 0
+
+
+# ----------------------------------------------------------------------------------------------- more broken input
+
+
+def test_ibstatus_broken():
+    with pytest.raises(ParseError):
+        _ib.parse_ibstatus("Infiniband is great\nrandom text\n")
+    assert _ib.parse_ibstatus("") == []
+    cut = "Infiniband device 'mlx5_0' port 1 status:\n\tdefault gid:\t fe80:0000\n\tbase lid:"
+    (h,) = _ib.parse_ibstatus(cut)
+    assert h["name"] == "mlx5_0" and h["ports"][0]["state"] is None and h["ports"][0]["port_guid"] is None
+
+
+def test_sysfs_non_utf8_and_odd_values(tmp_path):
+    cls = tmp_path / "sys" / "class" / "infiniband"
+    port = cls / "mlx5_0" / "ports" / "1"
+    (port / "counters").mkdir(parents=True)
+    (cls / "mlx5_0" / "fw_ver").write_bytes(b"28.\xff\xfe.1000")
+    (port / "state").write_bytes(b"4: ACTIVE")  # no trailing newline
+    (port / "rate").write_text("\n")
+    (port / "counters" / "symbol_error").write_text("N/A (no PMA)\n")
+    (port / "counters" / "link_downed").write_text("  7\n\n")
+    out = _ib.collect(capture_dir=str(tmp_path))
+    assert out["errors"] == []
+    (h,) = out["hcas"]
+    assert h["fw_version"] == "28.\ufffd\ufffd.1000"
+    p = h["ports"][0]
+    assert p["state"] == "ACTIVE" and p["rate_gbps"] is None and p["rate_label"] is None
+    assert p["counters"] == {"link_downed": 7}
+
+
+def test_hca_with_nothing_readable_stays_visible(tmp_path):
+    (tmp_path / "sys" / "class" / "infiniband" / "mlx5_3").mkdir(parents=True)
+    out = _ib.collect(capture_dir=str(tmp_path))
+    assert [(h["name"], h["ports"]) for h in out["hcas"]] == [("mlx5_3", [])]
+    dest = str(tmp_path / "copy")
+    assert _ib.capture_sysfs(str(tmp_path), dest, timeout=None)["hcas"] == ["mlx5_3"]
+    assert [h["name"] for h in _ib.collect(capture_dir=dest)["hcas"]] == ["mlx5_3"]

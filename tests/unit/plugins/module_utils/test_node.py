@@ -324,3 +324,10 @@ def test_fuzz_parsers(text):
     except ParseError:
         return
     assert set(res) == {"size_mib", "free_mib", "free_pct"}
+
+
+def test_capture_huge_node_json_refused(tmp_path):
+    with open(tmp_path / "node.json", "wb") as fh:
+        fh.truncate(65 * 1024 * 1024)  # sparse
+    out = _node.collect(capture_dir=str(tmp_path))
+    assert out["source"] == "capture:node.json" and [e["kind"] for e in out["errors"]] == ["unreadable"]
