@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import normalize_bus_id
@@ -65,6 +66,7 @@ CHECKS: Dict[str, str] = {
     "nvswitch.sxid": "kernel.events (kind sxid)",
 }
 
+_NVSWITCH_DEV = re.compile(r"nvidia-nvswitch(\d+)")
 _USER_PROC_UNKNOWN = ("<unknown>", "unknown", "", None)
 
 
@@ -98,6 +100,9 @@ class _Ctx:
         self.host = host
         self.policy = policy
         self.now = now
+        # the time the facts describe (collected_at; a capture analysed later): kernel-event/SEL windows and
+        # escalation windows are relative to it. respond_by and first_seen use ``now``.
+        self.ref = now
         self.findings: Dict[str, Dict[str, Any]] = {}
         self.meta: Dict[str, Dict[str, Any]] = {}
 
@@ -268,7 +273,7 @@ def _check_gpu_inventory(ctx: _Ctx, facts: Dict[str, Any], profile: Optional[Dic
                 )
 
 
-def _check_ecc(ctx: _Ctx, g: Dict[str, Any]) -> None:
+def _check_ecc(ctx: _Ctx, g: Dict[str, Any], xids_here: set) -> None:
     th = ctx.policy["thresholds"]["ecc"]
     ecc = _dict(g.get("ecc"))
     vol = _dict(ecc.get("volatile"))
@@ -277,16 +282,26 @@ def _check_ecc(ctx: _Ctx, g: Dict[str, Any]) -> None:
     vu, vc = _num(vol.get("uncorrected")), _num(vol.get("corrected"))
     au, ac = _num(agg.get("uncorrected")), _num(agg.get("corrected"))
     if vu is not None and vu >= th["volatile_uncorrected"]:
+        uncontained = sorted(xids_here & set(ctx.policy["thresholds"]["remap"]["uncorrectable_xids"]))
+        contained = sorted(xids_here & set(th["contained_xids"]))
+        if contained and not uncontained:
+            # Xid 94: the error was contained, only the application was killed; the GPU stays usable
+            sev, action = "P2", "monitor"
+            why = "contained (Xid %s: NVIDIA RESTART_APP, the GPU stays usable)" % ",".join(map(str, contained))
+        else:
+            sev, action = "P1", "reset_gpu"
+            why = "uncontained%s (NVIDIA WORKFLOW_XID_48: reset to remap/retire)" % (
+                " (Xid %s)" % ",".join(map(str, uncontained)) if uncontained else ", no Xid explains it"
+            )
         ctx.add(
             "gpu.ecc",
-            "P1",
+            sev,
             comp,
             "volatile_uncorrected",
-            "%s: %d uncorrectable ECC errors since the driver loaded" % (_gpu_label(g), vu),
-            "reset_gpu",
-            "gpu.ecc: volatile uncorrected >= %s (NVIDIA WORKFLOW_XID_48: reset to retire/remap)"
-            % th["volatile_uncorrected"],
-            {"volatile": vol, "aggregate": agg},
+            "%s: %d uncorrectable ECC errors since the driver loaded, %s" % (_gpu_label(g), vu, why.split(" (")[0]),
+            action,
+            "gpu.ecc: volatile uncorrected >= %s, %s" % (th["volatile_uncorrected"], why),
+            {"volatile": vol, "aggregate": agg, "xids": sorted(xids_here)},
             bus_id=bus,
             serial=serial,
         )
@@ -548,30 +563,23 @@ def _check_throttle(ctx: _Ctx, gpus: List[Dict[str, Any]]) -> None:
     for r, gs in sorted(by_reason.items()):
         sev, action = _sev_action(reasons, r) or ("P2", "monitor")
         rule = "thresholds.throttle.reasons[%s]" % r
-        if len(gs) > 1 and len(gs) == len(readable):
-            # the same hardware reason on every GPU is one node-level cause (e.g. an external power brake)
+        everywhere = len(gs) > 1 and len(gs) == len(readable)
+        for g in gs:
             ctx.add(
                 "gpu.throttle",
                 sev,
-                "node",
+                _gpu_comp(g),
                 r,
-                "all %d GPUs: clocks reduced by %s" % (len(gs), r),
-                action,
-                rule + "; on every GPU (external signal: PSU/BMC/cooling)",
-                {"gpus": [g.get("index") for g in gs]},
-            )
-        else:
-            for g in gs:
-                ctx.add(
-                    "gpu.throttle",
-                    sev,
-                    _gpu_comp(g),
+                "%s: clocks reduced by %s%s"
+                % (
+                    _gpu_label(g),
                     r,
-                    "%s: clocks reduced by %s" % (_gpu_label(g), r),
-                    action,
-                    rule,
-                    {"active": _dict(g.get("throttle")).get("active")},
-                )
+                    " (on every GPU: an external signal, check PSU/BMC/cooling)" if everywhere else "",
+                ),
+                action,
+                rule,
+                {"active": _dict(g.get("throttle")).get("active"), "on_every_gpu": everywhere},
+            )
     pct = ctx.policy["thresholds"]["power"]["cap_below_default_pct"]
     for g in readable:
         p = _dict(g.get("power"))
@@ -687,22 +695,38 @@ def _check_nvlink(
     links = [lk for lk in _list(nv.get("links")) if isinstance(lk, dict)]
     comp, bus, serial = _gpu_comp(g), normalize_bus_id(g.get("bus_id")), _s(g.get("serial"))
     want = (profile or {}).get("nvlinks_per_gpu")
-    if want:
-        up = [lk.get("link") for lk in links if lk.get("state") == "up"]
-        if len(up) < want:
-            down = [lk.get("link") for lk in links if lk.get("state") != "up"]
+    up = [lk.get("link") for lk in links if lk.get("state") == "up"]
+    down = [lk for lk in links if lk.get("state") != "up"]
+    # A link the tool lists as not up is evidence when the profile expects NVLinks, or when other links of the
+    # same GPU are up (a GPU without NVLink lists none). Unknown hardware gets no "missing" alarm.
+    if want or up:
+        for lk in down:
             ctx.add(
                 "gpu.nvlink",
                 "P1",
-                comp,
+                "%s/nvlink%s" % (comp, lk.get("link")),
                 "down",
-                "%s: %d of %d NVLinks up (down: %s)" % (_gpu_label(g), len(up), want, down or "not listed"),
+                "%s NVLink %s is %s (%d of %s links up)"
+                % (_gpu_label(g), lk.get("link"), lk.get("state") or "not reported", len(up), want or len(links)),
                 "reset_gpu",
-                "gpu.nvlink: profile nvlinks_per_gpu=%d (NVIDIA Xid 136 link training: RESET_GPU)" % want,
-                {"up": len(up), "expected": want, "down": down},
+                "gpu.nvlink: link not up (NVIDIA Xid 136 link training: RESET_GPU; repeated: reseat/RMA)",
+                {"state": lk.get("state"), "up": len(up), "expected": want},
                 bus_id=bus,
                 serial=serial,
             )
+    if want and len(links) < want:
+        ctx.add(
+            "gpu.nvlink",
+            "P1",
+            comp,
+            "missing",
+            "%s: %d of %d NVLinks reported" % (_gpu_label(g), len(links), want),
+            "reset_gpu",
+            "gpu.nvlink: profile nvlinks_per_gpu=%d" % want,
+            {"listed": len(links), "up": len(up), "expected": want},
+            bus_id=bus,
+            serial=serial,
+        )
     th = ctx.policy["thresholds"]["nvlink"]
     cur_err: Dict[str, Any] = {}
     prev_err = _dict(prev.get("nvlink"))
@@ -857,7 +881,7 @@ def _int_or(v: Any) -> Any:
 
 def _event_filter(ctx: _Ctx, facts: Dict[str, Any], hs: Dict[str, Any], boot_time: Optional[datetime.datetime]):
     lookback = datetime.timedelta(hours=ctx.policy["kernel_events"]["lookback_hours"])
-    floor = ctx.now - lookback
+    floor = ctx.ref - lookback
     if boot_time and boot_time > floor:
         floor = boot_time
     boot_ref = boot_time or parse_time(hs.get("boot_seen_at"))
@@ -934,7 +958,7 @@ def _check_xid(ctx: _Ctx, facts: Dict[str, Any], hs: Dict[str, Any], counts) -> 
             grp["processes"].add(str(ev.get("process")))
         if ev.get("recovery_action"):
             grp["recovery_action"] = ev.get("recovery_action")
-        if "fatal" in str(ev.get("message") or ev.get("raw") or "").lower().split():
+        if ev.get("severity") == "fatal" or "fatal" in str(ev.get("message") or "").lower().split():
             grp["fatal"] = True
     xp = ctx.policy["xid"]
     for (code, bus), grp in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
@@ -1006,14 +1030,19 @@ def _check_sxid(ctx: _Ctx, facts: Dict[str, Any], counts) -> None:
         bus = normalize_bus_id(ev.get("bus_id"))
         if not counts(ev, bus):
             continue
-        grp = groups.setdefault((ev.get("code"), bus), {"count": 0, "fatal": False, "raw": ev.get("raw")})
+        m = _NVSWITCH_DEV.search(str(ev.get("raw") or ""))
+        grp = groups.setdefault(
+            (ev.get("code"), bus), {"count": 0, "fatal": False, "raw": ev.get("raw"), "dev": m.group(1) if m else None}
+        )
+        if ev.get("severity") == "fatal":
+            grp["fatal"] = True
         grp["count"] += 1
         text = str(ev.get("message") or ev.get("raw") or "")
         if "fatal" in text.lower().replace(",", " ").split():
             grp["fatal"] = True
     for (code, bus), grp in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1] or "")):
         sev, action = ("P1", "reboot") if grp["fatal"] else ("P2", "monitor")
-        comp = "nvswitch:%s" % bus if bus else "nvswitch"
+        comp = "nvswitch%s" % grp["dev"] if grp["dev"] else ("nvswitch:%s" % bus if bus else "nvswitch")
         ctx.add(
             "nvswitch.sxid",
             sev,
@@ -1066,7 +1095,12 @@ def _check_ib_ports(ctx: _Ctx, facts: Dict[str, Any], profile: Optional[Dict[str
                 )
         checked = [(n, h, p) for n, h, p in ports if n in expected]
     elif isinstance(want, int) and not isinstance(want, bool):
-        checked = [(n, h, p) for n, h, p in ports if p.get("link_layer") != "Ethernet"]
+        layer = (profile or {}).get("ib_link_layer")
+        checked = [
+            (n, h, p)
+            for n, h, p in ports
+            if (p.get("link_layer") == layer if layer else p.get("link_layer") != "Ethernet")
+        ]
         if len(checked) < want and not ib.get("errors"):
             ctx.add(
                 "ib.port_state",
@@ -1138,7 +1172,20 @@ def _check_ib_counters(
         saturated = set(str(x) for x in _list(p.get("saturated")))
         cur = {"collected_at": t, "boot_id": boot, "fw_version": hca.get("fw_version"), "counters": counters}
         for cname in sorted(saturated):
-            if cname in th["counters"] or cname == "link_downed":
+            if cname == "link_downed":
+                ctx.add(
+                    "ib.link_flap",
+                    "P2",
+                    name,
+                    "link_downed",
+                    "IB port %s: link_downed is saturated (at least "
+                    "%s link-downs), delta unknown; clear the port counters (perfquery -R)"
+                    % (name, counters.get(cname)),
+                    "monitor",
+                    "ib.link_flap: link_downed at its 8-bit ceiling = a link that flapped at least that often",
+                    {"value": counters.get(cname), "saturated": True},
+                )
+            elif cname in th["counters"]:
                 ctx.add(
                     "ib.errors",
                     "P3",
@@ -1225,9 +1272,41 @@ def _check_bmc(ctx: _Ctx, facts: Dict[str, Any]) -> None:
             continue
         name, status, typ = s.get("name"), s.get("status"), s.get("type")
         comp = "bmc/%s" % name
-        sa = _sev_action(_dict(th["sensor_type_status"].get(typ)), status) or _sev_action(th["sensor_status"], status)
         ev = {k: s.get(k) for k in ("type", "reading", "unit", "status", "states")}
-        if sa:
+        if typ == "leak":
+            level = {"critical": "Critical", "non_recoverable": "Critical", "non_critical": "Warning"}.get(status)
+            sa = _sev_action(th["leak"], level)
+            if sa:
+                ctx.add(
+                    "bmc.leak",
+                    sa[0],
+                    comp,
+                    level,
+                    "leak sensor %s: %s (%s)"
+                    % (name, status, ", ".join(map(str, _list(s.get("states")))) or s.get("reading")),
+                    sa[1],
+                    "thresholds.bmc.leak[%s]" % level,
+                    ev,
+                )
+            continue
+        typed = _sev_action(_dict(th["sensor_type_status"].get(typ)), status)
+        sa = typed or _sev_action(th["sensor_status"], status)
+        bad = [str(st) for st in _list(s.get("states")) if str(st).lower() in fail_states]
+        if bad:  # an asserted failure state counts even when the status column says ok (a failed PSU can)
+            fs = ("P2", "replace") if typ == "power_supply" else ("P2", "monitor")
+            if sa is None or SEVERITIES.index(sa[0]) > SEVERITIES.index(fs[0]):
+                sa = fs
+            ctx.add(
+                "bmc.sensor",
+                sa[0],
+                comp,
+                bad[0],
+                "BMC sensor %s: %s" % (name, ", ".join(bad)),
+                sa[1],
+                "thresholds.bmc.failure_states (asserted failure state)",
+                ev,
+            )
+        elif sa:
             ctx.add(
                 "bmc.sensor",
                 sa[0],
@@ -1235,31 +1314,11 @@ def _check_bmc(ctx: _Ctx, facts: Dict[str, Any]) -> None:
                 status,
                 "BMC sensor %s: %s (reading %s %s)" % (name, status, s.get("reading"), s.get("unit") or ""),
                 sa[1],
-                "thresholds.bmc.%s[%s]"
-                % (
-                    "sensor_type_status.%s" % typ
-                    if _sev_action(_dict(th["sensor_type_status"].get(typ)), status)
-                    else "sensor_status",
-                    status,
-                ),
-                ev,
-            )
-            continue
-        bad = [st for st in _list(s.get("states")) if str(st).lower() in fail_states]
-        if bad:  # a failed PSU can show status ok: the asserted state is what counts
-            sev, action = ("P2", "replace") if typ == "power_supply" else ("P2", "monitor")
-            ctx.add(
-                "bmc.sensor",
-                sev,
-                comp,
-                "state",
-                "BMC sensor %s: %s" % (name, ", ".join(map(str, bad))),
-                action,
-                "thresholds.bmc.failure_states (asserted failure state, whatever the status column says)",
+                "thresholds.bmc.%s[%s]" % ("sensor_type_status.%s" % typ if typed else "sensor_status", status),
                 ev,
             )
     # SEL: asserted critical entries in the lookback that no later deassertion closed
-    lookback = ctx.now - datetime.timedelta(hours=th["sel_lookback_hours"])
+    lookback = ctx.ref - datetime.timedelta(hours=th["sel_lookback_hours"])
     open_: Dict[Tuple[str, str], Dict[str, Any]] = {}
     for e in _list(bmc.get("sel")):
         if not isinstance(e, dict):
@@ -1357,35 +1416,27 @@ def _check_scheduler(ctx: _Ctx, facts: Dict[str, Any]) -> None:
             "scheduler.node_state",
             "P1",
             "slurm",
-            "down",
+            "DOWN",
             "Slurm: %s (%s)" % (n.get("state"), reason or "no reason"),
             "monitor",
             "scheduler.node_state: DOWN / not responding = node down",
             ev,
         )
     elif words & {"DRAIN", "DRAINED", "DRAINING"}:
-        if str(reason).startswith("gpuops"):
-            ctx.add(
-                "scheduler.node_state",
-                "P3",
-                "slurm",
-                "drained_by_gpuops",
-                "Slurm: drained by gpuops (%s)" % reason,
-                "none",
-                "scheduler.node_state: our own drain",
-                ev,
-            )
-        else:
-            ctx.add(
-                "scheduler.node_state",
-                "P2",
-                "slurm",
-                "drained",
-                "Slurm: %s, reason: %s" % (n.get("state"), reason or "none given"),
-                "monitor",
-                "scheduler.node_state: drained by someone else",
-                ev,
-            )
+        ours = str(reason).startswith("gpuops")
+        # a drained node is already out of service and a human (or we) knows why: advice, not an alarm
+        ctx.add(
+            "scheduler.node_state",
+            "P3",
+            "slurm",
+            "DRAIN",
+            "Slurm: %s, reason: %s%s"
+            % (n.get("state"), reason or "none given", " (drained by gpuops)" if ours else ""),
+            "none" if ours else "monitor",
+            "scheduler.node_state: drained by %s"
+            % ("gpuops" if ours else "someone else (reason owner: %s)" % (n.get("reason_user") or "unknown")),
+            ev,
+        )
 
 
 def _check_node(ctx: _Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, Any]]) -> None:
@@ -1414,7 +1465,7 @@ def _check_node(ctx: _Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, An
                 "node.mounts",
                 "P1",
                 comp,
-                "unresponsive",
+                "hung",
                 "%s does not respond (%s)" % (path, m.get("error")),
                 "isolate",
                 "node.mounts: a hung mount hangs every job that touches it",
@@ -1463,13 +1514,13 @@ def _check_node(ctx: _Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, An
         )
     if need or fm_running:
         fmv = node.get("fabric_manager_version") or (fm or {}).get("version")
-        drv = _dict(facts.get("gpu")).get("driver_version")
+        drv = _dict(facts.get("gpu")).get("driver_version") or (profile or {}).get("fabric_manager_version")
         if fmv and drv and str(fmv) != str(drv):
             ctx.add(
                 "node.fabric_manager",
                 "P1",
                 "service:nvidia-fabricmanager",
-                "version",
+                "version_mismatch",
                 "fabric manager %s does not match driver %s" % (fmv, drv),
                 "isolate",
                 "node.fabric_manager: version must equal the driver's (FM refuses to start otherwise)",
@@ -1560,6 +1611,8 @@ def make_baseline(facts: Dict[str, Any], now: Any = None) -> Dict[str, Any]:
 def _check_drift(ctx: _Ctx, facts: Dict[str, Any], baseline: Any) -> None:
     if not isinstance(baseline, dict):
         return
+    if baseline.get("schema") == "gpuops.facts/v1" or isinstance(_dict(baseline.get("gpu")).get("gpus"), list):
+        baseline = make_baseline(baseline)  # a whole facts document was given as the golden baseline
     cur = make_baseline(facts)
     rule = "drift from the golden baseline taken %s" % baseline.get("taken_at")
 
@@ -1629,7 +1682,7 @@ def _escalate(ctx: _Ctx, hs: Dict[str, Any]) -> None:
     history = [h for h in _list(hs.get("escalation")) if isinstance(h, dict)]
     longest = max([r.get("window_days", 30) for codes in esc.values() for r in codes.values()] + [30])
     history = [
-        h for h in history if (parse_time(h.get("time")) or ctx.now) >= ctx.now - datetime.timedelta(days=longest)
+        h for h in history if (parse_time(h.get("time")) or ctx.ref) >= ctx.ref - datetime.timedelta(days=longest)
     ]
     for fid, f in sorted(ctx.findings.items()):
         codes = _dict(esc.get(f["check"]))
@@ -1644,18 +1697,18 @@ def _escalate(ctx: _Ctx, hs: Dict[str, Any]) -> None:
         if known.get("escalation_step"):
             step = known["escalation_step"]
         else:
-            window = ctx.now - datetime.timedelta(days=rule["window_days"])
+            window = ctx.ref - datetime.timedelta(days=rule["window_days"])
             prior = [
                 h
                 for h in history
                 if h.get("check") == f["check"]
                 and h.get("code") == f["code"]
                 and h.get("serial") == serial
-                and (parse_time(h.get("time")) or ctx.now) >= window
+                and (parse_time(h.get("time")) or ctx.ref) >= window
             ]
             step = len(prior) + 1
             history.append(
-                {"check": f["check"], "code": f["code"], "serial": serial, "time": iso(ctx.now), "step": step}
+                {"check": f["check"], "code": f["code"], "serial": serial, "time": iso(ctx.ref), "step": step}
             )
         meta["escalation_step"] = step
         s = steps[min(step, len(steps)) - 1]
@@ -1802,7 +1855,9 @@ def evaluate_node(
     ctx = _Ctx(host, policy, now_dt)
     reachable = isinstance(facts, dict) and not facts.get("unreachable")
     if not reachable:
-        reason = (facts or {}).get("unreachable_reason") if isinstance(facts, dict) else None
+        reason = None
+        if isinstance(facts, dict):
+            reason = facts.get("unreachable_reason") or facts.get("unreachable_message")
         ctx.add(
             "node.unreachable",
             "P1",
@@ -1833,6 +1888,7 @@ def evaluate_node(
 
 
 def _run_checks(ctx: _Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, Any]], hs: Dict[str, Any]) -> None:
+    ctx.ref = parse_time(facts.get("collected_at")) or ctx.now
     boot_id = _boot_id(facts)
     boot_time = _boot_time(facts, ctx.host)
     counts, _floor = _event_filter(ctx, facts, hs, boot_time)
@@ -1878,7 +1934,7 @@ def _run_checks(ctx: _Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, An
         else:
             cur = {"serial": g.get("serial"), "collected_at": t_gpu, "boot_id": boot_id}
             scratch = cur
-        guarded("gpu.ecc", _check_ecc, ctx, g)
+        guarded("gpu.ecc", _check_ecc, ctx, g, xids.get(bus, set()))
         guarded("gpu.row_remap", _check_row_remap, ctx, g, xids.get(bus, set()))
         guarded("gpu.retired_pages", _check_retired_pages, ctx, g)
         guarded("gpu.recovery_action", _check_recovery_action, ctx, g)

@@ -27,18 +27,32 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._policy import (
 _ALARM = ("P0", "P1", "P2")
 
 
-def node_status(findings: Optional[List[Dict[str, Any]]]) -> str:
+def node_status(
+    findings: Optional[List[Dict[str, Any]]],
+    facts: Optional[Dict[str, Any]] = None,
+    policy: Optional[Dict[str, Any]] = None,
+) -> str:
     """``unreachable`` | ``faulty`` | ``error`` | ``degraded`` | ``healthy`` (docs/findings.md).
 
     unreachable if any node.unreachable; else faulty if any P0/P1; else error if a required collector has
-    a collector.error (``evidence.required``); else degraded if any P2; else healthy (P3 allowed).
+    a collector.error (``evidence.required``, or, given ``policy``, a ``collector:<domain>`` component of a
+    domain in ``collector_errors.required_domains``; given ``facts`` too, a required domain whose facts carry
+    errors); else degraded if any P2; else healthy (P3 allowed).
     """
     fs = [f for f in findings or [] if isinstance(f, dict)]
     if any(f.get("check") == "node.unreachable" for f in fs):
         return "unreachable"
     if any(f.get("severity") in ("P0", "P1") for f in fs):
         return "faulty"
-    if any(f.get("check") == "collector.error" and (f.get("evidence") or {}).get("required") for f in fs):
+    required = set((policy or {}).get("collector_errors", {}).get("required_domains") or [])
+    for f in fs:
+        if f.get("check") != "collector.error":
+            continue
+        if (f.get("evidence") or {}).get("required") or str(f.get("component", "")).split(":", 1)[-1] in required:
+            return "error"
+    if isinstance(facts, dict) and any(
+        isinstance(facts.get(d), dict) and facts[d].get("errors") for d in sorted(required)
+    ):
         return "error"
     if any(f.get("severity") == "P2" for f in fs):
         return "degraded"
@@ -96,7 +110,9 @@ def evaluate_cluster(
       now: generated_at for respond_by (ISO/epoch/datetime; None: now).
 
     Returns: the cluster findings (host None, ids ``cluster:<check>:<component>:<code>``), in order:
-      subnet manager, correlations, domains down, cluster capacity.
+      ``cluster.subnet_manager`` (component subnet_manager), correlations ``cluster.<rack|leaf|power>``
+      (component ``<kind>:<name>``, code = the correlated check), domains down ``cluster.<kind>`` (code
+      ``down``), ``cluster.capacity`` (component cluster, code faulty_share).
     """
     policy = policy if policy is not None else DEFAULT_POLICY
     now_dt = parse_time(now) or datetime.datetime.now(datetime.timezone.utc)
@@ -167,7 +183,7 @@ def evaluate_cluster(
                 if set(hit) <= explained:
                     continue  # an earlier domain already explains these nodes
                 p0 = _cluster_finding(
-                    "cluster.correlated",
+                    "cluster.%s" % kind,
                     "%s:%s" % (kind, name),
                     check,
                     "%s failing on %d of %d nodes of %s %s: one cause, not %d node faults"
@@ -193,7 +209,7 @@ def evaluate_cluster(
             if all(all(f.get("cause") for f in findings[h] if f.get("severity") in ("P0", "P1")) for h in members):
                 continue  # already explained by a correlation P0
             p0 = _cluster_finding(
-                "cluster.domain_down",
+                "cluster.%s" % kind,
                 "%s:%s" % (kind, name),
                 "down",
                 "%s %s down: all %d nodes unreachable or faulty" % (kind, name, len(members)),

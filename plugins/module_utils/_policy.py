@@ -52,6 +52,8 @@ PROFILE_KEYS = {
     "ib_ports": (list, int),
     "ib_rate_gbps": (int, float),
     "driver_version": str,
+    "fabric_manager_version": str,
+    "ib_link_layer": str,
     "mounts": list,
     "services": list,
     "nvswitch": bool,
@@ -99,6 +101,8 @@ DEFAULT_POLICY: Dict[str, Any] = {
             "volatile_corrected": 10000,  # since driver load: P2 monitor (AzNHC SRAM correctable 10000)
             "aggregate_uncorrected": 1,  # lifetime: P3 monitor only
             "aggregate_corrected": 20000000,  # lifetime: P3 monitor only (AzNHC DRAM 20,000,000)
+            # A volatile uncorrectable count explained only by these Xids (contained errors) is P2, not P1.
+            "contained_xids": [94],
         },
         "remap": {
             "rma_uncorrectable_rows": 512,  # DCGM limit / #1190 RMA criterion: 512 total remaps
@@ -176,6 +180,7 @@ DEFAULT_POLICY: Dict[str, Any] = {
                 "Predictive failure",
                 "Config Error",
                 "Uncorrectable ECC",
+                "Redundancy Lost",
             ],
             "sel_lookback_hours": 24,
             "health": {"Warning": _sev("P3", "monitor"), "Critical": _sev("P2", "monitor")},
@@ -517,9 +522,10 @@ def parse_time(value: Any) -> Optional[datetime.datetime]:
         if s.endswith("Z") or s.endswith("z"):
             s = s[:-1] + "+00:00"
         s = s.replace(",", ".")
+        # Python 3.8-3.10 fromisoformat wants exactly 3 or 6 fraction digits: normalize to 6
         m = re.match(r"^(.*[T ]\d\d:\d\d:\d\d)(\.\d+)?(.*)$", s)
-        if m and m.group(2) and len(m.group(2)) > 7:
-            s = m.group(1) + m.group(2)[:7] + m.group(3)
+        if m and m.group(2):
+            s = m.group(1) + (m.group(2)[1:] + "000000")[:6].join((".", "")) + m.group(3)
         try:
             dt = datetime.datetime.fromisoformat(s)
         except ValueError:

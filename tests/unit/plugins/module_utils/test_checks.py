@@ -104,7 +104,7 @@ def port(hca, **over):
     return merge(p, over)
 
 
-def facts(gpus=None, events=None, hcas=None, boot="b1", collected_at=NOW, ib_at=1764669600.0, **domains):
+def facts(gpus=None, events=None, hcas=None, boot="b1", collected_at=None, ib_at=1764669600.0, **domains):
     f = {
         "schema": "gpuops.facts/v1",
         "hostname": HOST,
@@ -147,6 +147,8 @@ def facts(gpus=None, events=None, hcas=None, boot="b1", collected_at=NOW, ib_at=
 
 
 def run(f, profile=None, state=None, now=NOW, policy=None):
+    if isinstance(f, dict) and "schema" in f and f.get("collected_at") is None:
+        f = dict(f, collected_at=now)  # a live collection: the facts describe "now"
     return C.evaluate_node(f, profile, policy or P.DEFAULT_POLICY, state, now, HOST)
 
 
@@ -489,13 +491,14 @@ def test_sw_power_cap_at_load_is_not_an_alarm():
     assert run(facts(gpus=busy), PROFILE)[0] == []
 
 
-def test_hw_throttle_per_gpu_and_all_gpus_is_one_node_finding():
+def test_hw_throttle_per_gpu_also_when_on_every_gpu():
     one = [gpu(0, throttle={"active": ["hw_thermal_slowdown"]})] + [gpu(i) for i in range(1, 8)]
     f = only(run(facts(gpus=one))[0], "gpu.throttle")
     assert [(x["component"], x["severity"]) for x in f] == [("gpu0", "P2")]
     brake = [gpu(i, throttle={"active": ["hw_power_brake_slowdown"]}) for i in range(8)]
     f = only(run(facts(gpus=brake))[0], "gpu.throttle")
-    assert [(x["component"], x["code"]) for x in f] == [("node", "hw_power_brake_slowdown")]
+    assert [(x["component"], x["code"]) for x in f] == [("gpu%d" % i, "hw_power_brake_slowdown") for i in range(8)]
+    assert all(x["evidence"]["on_every_gpu"] for x in f) and "external signal" in f[0]["message"]
 
 
 def test_power_cap_below_default_is_p3_tune():
@@ -559,12 +562,21 @@ def test_pcie_replay_rate_from_two_readings():
 # ------------------------------------------------------------------------------- nvlink, fabric, driver, diag
 
 
-def test_nvlink_down_needs_profile_and_crc_rate():
+def test_nvlink_down_per_link_missing_needs_profile_and_crc_rate():
     links = [{"link": n, "state": "up" if n < 16 else "down", "errors": {}} for n in range(18)]
     g = [gpu(0, nvlink={"links": links})] + [gpu(i) for i in range(1, 8)]
-    assert not only(run(facts(gpus=g))[0], "gpu.nvlink")
-    f = only(run(facts(gpus=g), PROFILE)[0], "gpu.nvlink", "gpu0", "down")[0]
-    assert f["severity"] == "P1" and f["evidence"]["down"] == [16, 17]
+    fs = only(run(facts(gpus=g))[0], "gpu.nvlink")  # a down link next to up links is evidence, profile or not
+    assert [(f["component"], f["severity"], f["code"]) for f in fs] == [
+        ("gpu0/nvlink16", "P1", "down"),
+        ("gpu0/nvlink17", "P1", "down"),
+    ]
+    # all links down on a GPU with no profile: could be a PCIe-only card, no alarm
+    alldown = [gpu(0, nvlink={"links": [{"link": n, "state": "down"} for n in range(4)]})]
+    assert not only(run(facts(gpus=alldown))[0], "gpu.nvlink")
+    assert len(only(run(facts(gpus=alldown), PROFILE)[0], "gpu.nvlink", code="down")) == 4
+    few = [gpu(0, nvlink={"links": links[:12]})]
+    assert not only(run(facts(gpus=few))[0], "gpu.nvlink")
+    assert only(run(facts(gpus=few), PROFILE)[0], "gpu.nvlink", "gpu0", "missing")[0]["evidence"]["listed"] == 12
     _, st = run(facts(gpus=[gpu(0)]))
     bad = gpu(0)
     bad["nvlink"]["links"][5]["errors"] = {"replay": 0, "recovery": 2, "crc_flit": 70000, "crc_data": 0}
@@ -674,9 +686,13 @@ def test_ib_saturated_counter_is_delta_unknown():
     sat = {"symbol_error": 0, "link_downed": 255}
     _, st = run(facts(hcas=_ib(sat, saturated=["link_downed"])))
     fs, _ = run(facts(hcas=_ib(sat, saturated=["link_downed"]), ib_at=1764669600.0 + 3600), state=st)
-    f = only(fs, "ib.errors", "mlx5_0/1", "link_downed")[0]
-    assert f["severity"] == "P3" and "delta unknown" in f["message"]
-    assert not only(fs, "ib.link_flap")
+    f = only(fs, "ib.link_flap", "mlx5_0/1", "link_downed")
+    assert len(f) == 1 and f[0]["severity"] == "P2" and "delta unknown" in f[0]["message"]
+    # without a previous reading too
+    f = only(run(facts(hcas=_ib(sat, saturated=["link_downed"])))[0], "ib.link_flap")
+    assert f[0]["evidence"]["saturated"] is True
+    other = only(run(facts(hcas=_ib({"symbol_error": 65535}, saturated=["symbol_error"])))[0], "ib.errors")
+    assert other[0]["severity"] == "P3" and "delta unknown" in other[0]["message"]
 
 
 @pytest.mark.parametrize("downs, sev", [(1, "P2"), (5, "P1")])
@@ -711,7 +727,7 @@ def test_bmc_sensor_status_and_failure_state():
     ]
     fs = run(facts(bmc={"sensors": sensors}))[0]
     assert only(fs, "bmc.sensor", "bmc/PSU2 Status")[0]["action"] == "replace"
-    assert only(fs, "bmc.sensor", "bmc/PSU1 Status", "state")[0]["severity"] == "P2"
+    assert only(fs, "bmc.sensor", "bmc/PSU1 Status", "Failure detected")[0]["action"] == "replace"
     f = only(fs, "bmc.sensor", "bmc/CPU Temp")[0]
     assert (f["severity"], f["action"]) == ("P1", "emergency_shutdown")
 
@@ -777,7 +793,7 @@ def test_bmc_redfish_health_and_leak():
     [
         ("DOWN*", [], "Not responding", "P1"),
         ("IDLE+DRAIN", ["DRAIN"], "gpuops: gpu.xid T-1", "P3"),
-        ("MIXED+DRAIN", ["DRAIN"], "bad fan", "P2"),
+        ("MIXED+DRAIN", ["DRAIN"], "bad fan", "P3"),
         ("IDLE", [], None, None),
     ],
 )
@@ -811,7 +827,7 @@ def test_mounts_services_fabric_manager():
         },
     }
     fs = run(facts(node=node), PROFILE)[0]
-    assert only(fs, "node.mounts", "mount:/lustre", "unresponsive")[0]["severity"] == "P1"
+    assert only(fs, "node.mounts", "mount:/lustre", "hung")[0]["severity"] == "P1"
     assert only(fs, "node.mounts", "mount:/scratch", "full")[0]["severity"] == "P2"
     assert not only(fs, "node.mounts", "mount:/home")  # not in the profile
     assert only(fs, "node.services", "service:nvidia-persistenced")[0]["severity"] == "P2"
@@ -824,7 +840,7 @@ def test_mounts_services_fabric_manager():
             "services": {"nvidia-fabricmanager": {"running": True, "version": "535.154.05"}},
         }
     )
-    assert only(run(mism)[0], "node.fabric_manager", code="version")[0]["severity"] == "P1"
+    assert only(run(mism)[0], "node.fabric_manager", code="version_mismatch")[0]["severity"] == "P1"
 
 
 def test_collector_errors():
@@ -886,3 +902,51 @@ def test_ids_are_unique_and_stable():
     b = [f["id"] for f in run(facts(events=evs))[0]]
     assert a == b and len(set(a)) == len(a)
     assert all(re.match(r"^%s:[a-z_.]+:[^:]+(:[^:]+)*:" % HOST, i) for i in a)
+
+
+def test_contained_ecc_is_p2_uncontained_or_unexplained_is_p1():
+    g = [gpu(0, ecc={"volatile": {"uncorrected": 1}})] + [gpu(i) for i in range(1, 8)]
+    f = only(run(facts(gpus=g, events=[xid(94, pid=1, process="python3")]))[0], "gpu.ecc", "gpu0")[0]
+    assert (f["severity"], f["action"]) == ("P2", "monitor") and "contained" in f["rule"]
+    f = only(run(facts(gpus=g, events=[xid(94), xid(95)]))[0], "gpu.ecc", "gpu0")[0]
+    assert f["severity"] == "P1"
+    f = only(run(facts(gpus=g))[0], "gpu.ecc", "gpu0")[0]
+    assert (f["severity"], f["action"]) == ("P1", "reset_gpu")
+
+
+def test_leak_sensor_from_ipmi_and_profile_extra_keys():
+    sensors = [{"name": "Leak Detect", "type": "leak", "status": "critical", "states": ["State Asserted"]}]
+    f = only(run(facts(bmc={"sensors": sensors}))[0], "bmc.leak", "bmc/Leak Detect")[0]
+    assert (f["severity"], f["action"]) == ("P1", "emergency_shutdown")
+    prof = dict(PROFILE, ib_link_layer="InfiniBand", fabric_manager_version="535.161.08", ib_ports=2)
+    assert run(facts(), prof)[0] == []
+
+
+def test_capture_analysed_later_uses_collected_at_for_windows():
+    f = facts(events=[xid(79)], collected_at="2026-12-02T10:00:00Z")
+    fs, _ = C.evaluate_node(f, None, P.DEFAULT_POLICY, None, "2026-12-09T08:00:00Z", HOST)
+    assert only(fs, "gpu.xid", "gpu0", 79)
+    assert only(fs, "gpu.xid")[0]["respond_by"] == "2026-12-09T08:30:00Z"
+
+
+def test_nvswitch_index_from_the_line_and_unreachable_message():
+    ev = {
+        "kind": "sxid",
+        "code": 20034,
+        "bus_id": "0000:05:00.0",
+        "timestamp": None,
+        "severity": "fatal",
+        "raw": "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 62 LTSSM Fault Up",
+        "message": "x",
+    }
+    f = only(run(facts(events=[ev]))[0], "nvswitch.sxid")[0]
+    assert f["component"] == "nvswitch3" and f["severity"] == "P1"
+    fs, _ = run({"unreachable": True, "unreachable_message": "no route"})
+    assert "no route" in fs[0]["message"]
+
+
+def test_golden_baseline_may_be_a_whole_facts_document():
+    st = S.empty_host_state(HOST)
+    st["baseline"] = facts(gpu={"driver_version": "535.129.03"})
+    fs = run(facts(), state=st)[0]
+    assert [(f["check"], f["code"]) for f in fs] == [("gpu.drift", "driver_version")]

@@ -61,18 +61,18 @@ def test_dead_leaf_is_one_p0_and_members_are_not_drained():
         h = "r1n%d" % i
         nodes[h]["findings"] = [fnd(h, "ib.port_state", component="mlx5_0/1", code="DOWN", action="reseat")]
     out = K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
-    corr = [f for f in out if f["check"] == "cluster.correlated"]
+    corr = [f for f in out if f["check"] in ("cluster.leaf", "cluster.rack", "cluster.power") and f["code"] != "down"]
     assert len(corr) == 1
     p0 = corr[0]
     assert p0["severity"] == "P0" and p0["component"] == "leaf:leaf-1" and p0["code"] == "ib.port_state"
     assert p0["host"] is None and p0["respond_by"] == "2026-12-02T10:15:00Z"
-    assert p0["id"] == "cluster:cluster.correlated:leaf:leaf-1:ib.port_state"
+    assert p0["id"] == "cluster:cluster.leaf:leaf:leaf-1:ib.port_state"
     for i in range(4):
         f = nodes["r1n%d" % i]["findings"][0]
         assert f["action"] == "monitor" and f["cause"] == p0["id"]
         assert f["evidence"]["original_action"] == "reseat" and f["severity"] == "P1"
     # the whole rack is faulty too, but it is already explained: no second P0 for the same nodes
-    assert not [f for f in out if f["check"] == "cluster.domain_down"]
+    assert not [f for f in out if f["code"] == "down"]
 
 
 def test_three_independent_gpu_faults_in_different_racks_stay_node_findings():
@@ -90,7 +90,11 @@ def test_correlation_needs_half_the_domain_and_three_nodes():
     for i in range(3):  # 3 of 8 < half
         h = "r0n%d" % i
         nodes[h]["findings"] = [fnd(h, "ib.link_flap", "P2", component="mlx5_0/1", code="link_downed")]
-    assert not [f for f in K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW) if f["check"] == "cluster.correlated"]
+    assert not [
+        f
+        for f in K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
+        if f["check"] in ("cluster.leaf", "cluster.rack", "cluster.power") and f["code"] != "down"
+    ]
     nodes = cluster(n_racks=1, per_rack=4)
     for i in range(2):  # 2 of 4 is half, but fewer than 3 nodes
         h = "r0n%d" % i
@@ -115,14 +119,22 @@ def test_leak_prefers_rack_and_power_issue_across_two_racks_names_the_power_doma
         h = "r2n%d" % i
         nodes[h]["findings"] = [fnd(h, "bmc.leak", component="bmc/Tray1", code="Critical", action="emergency_shutdown")]
     out = K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
-    assert [f["component"] for f in out if f["check"] == "cluster.correlated"] == ["rack:rack-2"]
+    assert [
+        f["component"]
+        for f in out
+        if f["check"] in ("cluster.leaf", "cluster.rack", "cluster.power") and f["code"] != "down"
+    ] == ["rack:rack-2"]
     nodes = cluster()
     for r in (0, 1):
         for i in range(4):
             h = "r%dn%d" % (r, i)
             nodes[h]["findings"] = [fnd(h, "gpu.throttle", "P2", code="hw_power_brake_slowdown", action="monitor")]
     out = K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
-    assert [f["component"] for f in out if f["check"] == "cluster.correlated"] == ["power:pdu-0"]
+    assert [
+        f["component"]
+        for f in out
+        if f["check"] in ("cluster.leaf", "cluster.rack", "cluster.power") and f["code"] != "down"
+    ] == ["power:pdu-0"]
 
 
 def test_subnet_manager_p0():
@@ -134,7 +146,9 @@ def test_subnet_manager_p0():
     sm = [f for f in out if f["check"] == "cluster.subnet_manager"]
     assert len(sm) == 1 and sm[0]["component"] == "subnet_manager" and sm[0]["evidence"]["hosts"] == sorted(hosts)
     assert all(nodes[h]["findings"][0]["cause"] == sm[0]["id"] for h in hosts)
-    assert not [f for f in out if f["check"] == "cluster.correlated"]
+    assert not [
+        f for f in out if f["check"] in ("cluster.leaf", "cluster.rack", "cluster.power") and f["code"] != "down"
+    ]
 
 
 def test_rack_down_and_cluster_capacity():
@@ -143,10 +157,10 @@ def test_rack_down_and_cluster_capacity():
         h = "r3n%d" % i
         nodes[h]["findings"] = [fnd(h, "node.unreachable")]
     out = K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
-    down = [f for f in out if f["check"] == "cluster.domain_down"]
+    down = [f for f in out if f["code"] == "down"]
     # leaf-3 and rack-3 have the same members: one P0 (leaf first in the default order), not two
     assert [f["component"] for f in down] == ["leaf:leaf-3"]
-    assert nodes["r3n0"]["findings"][0]["cause"] == "cluster:cluster.domain_down:leaf:leaf-3:down"
+    assert nodes["r3n0"]["findings"][0]["cause"] == "cluster:cluster.leaf:leaf:leaf-3:down"
     assert nodes["r3n0"]["findings"][0]["action"] == "monitor"
     cap = [f for f in out if f["check"] == "cluster.capacity"]
     assert cap and cap[0]["evidence"]["down"] == ["r3n0", "r3n1"] and cap[0]["severity"] == "P0"  # 2/8 = 25%
@@ -166,3 +180,12 @@ def test_missing_domains_and_empty_cluster():
     assert K.evaluate_cluster({}, None, NOW) == []
     nodes = {"a": {"findings": [fnd("a", "node.unreachable")]}, "b": None}
     assert K.evaluate_cluster(nodes, None, NOW) == []
+
+
+def test_node_status_with_facts_and_policy():
+    f = [fnd("h", "collector.error", "P2", component="collector:gpu", code="parse")]
+    assert K.node_status(f) == "degraded"  # no evidence.required, no policy
+    assert K.node_status(f, None, P.DEFAULT_POLICY) == "error"
+    facts = {"gpu": {"errors": [{"domain": "gpu", "kind": "parse"}]}}
+    assert K.node_status([], facts, P.DEFAULT_POLICY) == "error"
+    assert K.node_status([], {"ib": {"errors": [{"kind": "parse"}]}}, P.DEFAULT_POLICY) == "healthy"
