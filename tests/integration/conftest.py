@@ -170,6 +170,38 @@ class Testbed:
         except (ValueError, KeyError, IndexError) as exc:
             raise AssertionError("no JSON result (%s):\n%s\n%s" % (exc, proc.stdout[-3000:], proc.stderr[-3000:]))
 
+    def module_steps(
+        self, host: str, name: str, steps: List[Dict[str, Any]], diff: bool = False, timeout: float = 180
+    ) -> List[Dict[str, Any]]:
+        """Run ``name`` several times in ONE playbook (one ansible start-up instead of one per step).
+
+        ``steps`` are module argument dicts; a step with ``_check: True`` runs in check mode. Returns each
+        step's result in order (the JSON callback's per-host result).
+        """
+        tasks = []
+        for i, step in enumerate(steps):
+            args = {k: v for k, v in step.items() if not k.startswith("_")}
+            task = {"name": "step %d" % i, name: args, "check_mode": bool(step.get("_check")), "ignore_errors": True}
+            if diff:
+                task["diff"] = True
+            tasks.append(task)
+        play = [{"hosts": host, "gather_facts": False, "tasks": tasks}]
+        path = self.root / ("steps-%d.yml" % int(time.monotonic() * 1000))
+        path.write_text(json.dumps(play), encoding="utf-8")
+        env = self.env
+        env.update({"ANSIBLE_LOAD_CALLBACK_PLUGINS": "True", "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json"})
+        proc = self._run(
+            [str(VENV_BIN / "ansible-playbook"), "-i", str(self.inventory), str(path)],
+            check=False,
+            timeout=timeout,
+            env=env,
+        )
+        try:
+            data = json.loads(proc.stdout[proc.stdout.index("{") :])
+            return [t["hosts"][host] for t in data["plays"][0]["tasks"]]
+        except (ValueError, KeyError, IndexError) as exc:
+            raise AssertionError("no JSON result (%s):\n%s\n%s" % (exc, proc.stdout[-3000:], proc.stderr[-3000:]))
+
     def playbook(
         self, playbook: str, *args: str, check: bool = False, timeout: float = 300
     ) -> subprocess.CompletedProcess:

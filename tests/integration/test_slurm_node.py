@@ -24,31 +24,31 @@ def _ok(res):
     return res
 
 
-def test_four_step_drain_then_resume(testbed, node_module):
+def test_four_step_drain_then_resume(testbed):
     node = "gpu-node-03"
-    steps = [
-        _ok(node_module(node, check=True, diff=True, state="drained", reason="four-step")),
-        _ok(node_module(node, diff=True, state="drained", reason="four-step")),
-        _ok(node_module(node, check=True, state="drained", reason="four-step")),
-        _ok(node_module(node, state="drained", reason="four-step")),
-    ]
-    assert [r["changed"] for r in steps] == [True, True, False, False]
+    common = dict(name=node, scontrol_path=testbed.scontrol_path)
+    drain = dict(common, state="drained", reason="four-step")
+    resume = dict(common, state="resumed")
+    steps = testbed.module_steps(
+        "slurm_head",
+        M,
+        [dict(drain, _check=True), drain, dict(drain, _check=True), drain]
+        + [dict(resume, _check=True), resume, dict(resume, _check=True), resume],
+        diff=True,
+    )
+    for res in steps:
+        _ok(res)
+    assert [r["changed"] for r in steps[:4]] == [True, True, False, False]
     assert steps[0]["slurm_state"] == "IDLE"  # check mode changed nothing
     assert steps[0]["diff"]["after"]["reason"] == "gpuops: four-step"
     assert steps[1]["diff"]["before"]["state"] == "IDLE"
     assert steps[1]["slurm_state"] == "IDLE+DRAIN" and steps[1]["drained"] is True
-    assert steps[3]["reason"] == "gpuops: four-step"
-    assert testbed.node_state(node) == "IDLE+DRAIN"
-    assert "gpuops: four-step [root@" in testbed.scontrol("show", "node", node)
-
-    steps = [
-        _ok(node_module(node, check=True, state="resumed")),
-        _ok(node_module(node, state="resumed")),
-        _ok(node_module(node, check=True, state="resumed")),
-        _ok(node_module(node, state="resumed")),
-    ]
-    assert [r["changed"] for r in steps] == [True, True, False, False]
-    assert testbed.node_state(node) == "IDLE"
+    assert steps[3]["reason"] == "gpuops: four-step" and steps[3]["drained"] is True
+    assert [r["changed"] for r in steps[4:]] == [True, True, False, False]
+    assert steps[4]["slurm_state"] == "IDLE+DRAIN"  # check mode: still drained
+    assert "DRAIN" not in steps[5]["slurm_state"] and steps[5]["drained"] is False
+    state = testbed.node_state(node)
+    assert state.startswith("IDLE") and "DRAIN" not in state
 
 
 def test_present_reads_only(testbed, node_module):
@@ -99,21 +99,25 @@ def test_requeue_and_report_unrequeueable(testbed, node_module):
     assert on_node[pinned] == "RUNNING" and on_node.get(requeueable, "GONE") != "RUNNING"
 
 
-def test_someone_elses_reason_survives(testbed, node_module):
+def test_someone_elses_reason_survives(testbed):
     node = "gpu-node-07"
+    common = dict(name=node, scontrol_path=testbed.scontrol_path)
     testbed.scontrol("update", "NodeName=%s" % node, "State=DRAIN", "Reason=bad fan T-77")
-    res = _ok(node_module(node, state="drained", reason="gpu.xid 79"))
-    assert res["changed"] and res["reason"] == "bad fan T-77; gpuops: gpu.xid 79"
-    assert any("someone else" in w for w in res.get("warnings", []))
-    res = _ok(node_module(node, state="resumed"))
-    assert res["changed"] and res["reason"] == "bad fan T-77" and res["drained"] is True
-    assert testbed.node_state(node) == "IDLE+DRAIN"
-    res = _ok(node_module(node, state="resumed"))
-    assert res["changed"] is False and any("use force" in w for w in res.get("warnings", []))
-    assert testbed.node_state(node) == "IDLE+DRAIN"
-    res = _ok(node_module(node, state="resumed", force=True))
-    assert res["changed"] and res["slurm_state"].startswith("IDLE") and "DRAIN" not in res["slurm_state"]
-    assert any("someone else" in w for w in res.get("warnings", []))
+    isolate, resume = dict(common, state="drained", reason="gpu.xid 79"), dict(common, state="resumed")
+    r = testbed.module_steps("slurm_head", M, [isolate, resume, resume, dict(resume, force=True)])
+    for res in r:
+        _ok(res)
+    # isolating keeps the person's reason and appends ours
+    assert r[0]["changed"] and r[0]["reason"] == "bad fan T-77; gpuops: gpu.xid 79"
+    assert any("someone else" in w for w in r[0].get("warnings", []))
+    # resume removes only our part: still drained for the person's reason
+    assert r[1]["changed"] and r[1]["reason"] == "bad fan T-77" and r[1]["drained"] is True
+    # resuming again does not clear their drain without force
+    assert r[2]["changed"] is False and any("use force" in w for w in r[2].get("warnings", []))
+    assert r[2]["slurm_state"] == "IDLE+DRAIN"
+    # force does, and says so
+    assert r[3]["changed"] and r[3]["slurm_state"].startswith("IDLE") and "DRAIN" not in r[3]["slurm_state"]
+    assert any("someone else" in w for w in r[3].get("warnings", []))
 
 
 def test_down_and_back(testbed, node_module):
