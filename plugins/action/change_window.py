@@ -202,9 +202,7 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
         _, args = self.validate_argument_spec(argument_spec=ARGS)
-        check_mode = bool(self._task.check_mode if self._task.check_mode is not None else False) or bool(
-            self._play_context.check_mode
-        )
+        check_mode = bool(self._play_context.check_mode)  # the task's check_mode keyword is folded in here
         hostvars = task_vars.get("hostvars", {})
         hosts = args.get("hosts")
         if not hosts:

@@ -29,7 +29,9 @@ from typing import Any, Dict, Iterable, List, Optional
 
 GENESIS = "0" * 64
 #: Keys whose values are never logged (diff summaries keep the key names only anyway).
-SECRET_KEY = re.compile(r"(pass(word|wd|phrase)?|secret|token|api_?key|private_?key|credential|auth)", re.I)
+SECRET_KEY = re.compile(
+    r"(pass(word|wd|phrase)?|secret|token|api_?key|private_?key|credential|auth|(^|_)pw($|_)|(^|_)pin($|_))", re.I
+)
 _TAIL_CHUNK = 64 * 1024
 #: A longer line is not a record (protects verify() and the tail reader from garbage).
 MAX_LINE = 1024 * 1024

@@ -25,6 +25,8 @@ import datetime
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
+
 UTC = datetime.timezone.utc
 
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -53,13 +55,18 @@ MAX_DURATION = datetime.timedelta(days=31)
 Interval = Tuple[datetime.datetime, datetime.datetime, Dict[str, Any]]
 
 
-class WindowError(ValueError):
-    """A window definition is invalid. ``key`` names the offending key (``windows[2].weekly.start``)."""
+class WindowError(ParseError, ValueError):
+    """A window definition is invalid. ``key`` names the offending key (``windows[2].weekly.start``).
+
+    A ParseError (parser ``windows``, source = the key), so collector-style boundaries can report it.
+    """
 
     def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{key}: {message}")
+        super().__init__(message, parser="windows", source=key)
         self.key = key
-        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.message}"
 
 
 def get_zone(name: Any, key: str = "timezone") -> datetime.tzinfo:

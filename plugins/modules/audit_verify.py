@@ -93,6 +93,11 @@ reason:
   returned: always
   type: str
   sample: null
+expected_head:
+  description: The head the log was checked against (path or hash); null when only the chain was checked.
+  returned: always
+  type: str
+  sample: /var/lib/gpuops/audit/head.json
 runs:
   description: The run ids found in the log, in order.
   returned: always

@@ -93,7 +93,9 @@ def _run(cb, extra_vars=None, play_vars=None):
     cb.v2_playbook_on_play_start(FakePlay("Firmware", play_vars=play_vars, extra_vars=extra_vars))
     guard = FakeTask("Decide", "gpuops.cluster.change_window", role="gpuops.cluster.change_guard")
     facts = {"allowed": True, "decision": "window", "window": "weekend", "override": None, "change_id": "CHG-9"}
-    cb.v2_runner_on_ok(FakeResult("localhost", guard, {"changed": False, "ansible_facts": {"gpuops_change_window": facts}}))
+    cb.v2_runner_on_ok(
+        FakeResult("localhost", guard, {"changed": False, "ansible_facts": {"gpuops_change_window": facts}})
+    )
     bmc = FakeTask("Flash BMC", "gpuops.cluster.bmc_firmware", args={"bmc_password": SECRET, "image": "/fw.bin"})
     cb.v2_runner_on_ok(
         FakeResult(
@@ -101,7 +103,10 @@ def _run(cb, extra_vars=None, play_vars=None):
             bmc,
             {
                 "changed": True,
-                "diff": {"before": {"version": "1.0", "password": SECRET}, "after": {"version": "2.0", "password": "n"}},
+                "diff": {
+                    "before": {"version": "1.0", "password": SECRET},
+                    "after": {"version": "2.0", "password": "n"},
+                },
                 "invocation": {"module_args": {"bmc_password": SECRET}},
             },
         )
@@ -160,7 +165,9 @@ def test_secrets_never_reach_the_log(make_cb):
 def test_extra_vars_override_play_vars_for_ids(make_cb):
     cb = make_cb()
     cb.v2_playbook_on_start(Obj(_file_name="p.yml"))
-    cb.v2_playbook_on_play_start(FakePlay("p", {"gpuops_ticket": "PLAY"}, {"gpuops_ticket": "EXTRA", "gpuops_change_id": 42}))
+    cb.v2_playbook_on_play_start(
+        FakePlay("p", {"gpuops_ticket": "PLAY"}, {"gpuops_ticket": "EXTRA", "gpuops_change_id": 42})
+    )
     rec = _records(cb)[-1]
     assert rec["ticket"] == "EXTRA" and rec["change_id"] == 42
 
@@ -214,3 +221,18 @@ def test_syslog_gets_records_and_the_run_head(make_cb):
     assert any("gpuops-audit-head run_id=%s seq=9 hash=%s" % (cb.run_id, cb.head["hash"]) in m for m in msgs)
     assert len(msgs) == 10
     assert not any(SECRET in m or SECRET2 in m for m in msgs)
+
+
+def test_guard_context_carries_into_later_plays(make_cb):
+    cb = make_cb()
+    cb.v2_playbook_on_start(Obj(_file_name="p.yml"))
+    cb.v2_playbook_on_play_start(FakePlay("guard"))
+    guard = FakeTask("Decide", "gpuops.cluster.change_window")
+    facts = {"allowed": True, "decision": "emergency_override", "window": None,
+             "override": {"ticket": "INC-1", "reason": "CVE"}}  # fmt: skip
+    cb.v2_runner_on_ok(FakeResult("localhost", guard, {"ansible_facts": {"gpuops_change_window": facts}}))
+    cb.v2_playbook_on_play_start(FakePlay("reboot"))
+    cb.v2_runner_on_ok(FakeResult("node1", FakeTask("Reboot", "ansible.builtin.reboot"), {"changed": True}))
+    rec = _records(cb)[-1]
+    assert rec["play"] == "reboot" and rec["override"] == {"ticket": "INC-1", "reason": "CVE"}
+    assert rec["ticket"] == "INC-1" and rec["decision"] == "emergency_override"

@@ -346,3 +346,12 @@ def test_fuzz_validate_and_query(windows, epoch):
         return
     W.active_window(ws, epoch)
     W.next_window(ws, epoch, horizon_days=20)
+
+
+def test_window_error_is_a_parse_error():
+    from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
+
+    with pytest.raises(ParseError) as exc:
+        W.validate([{"name": "a", "weekly": {"days": ["sat"], "start": "02:00", "duration": "4h"}, "zone": "UTC"}])
+    err = exc.value.to_error("windows")
+    assert err["parser"] == "windows" and err["source"] == "windows[0].zone" and "unknown key" in err["message"]
