@@ -85,6 +85,7 @@ def _real_root(dest):
         for line in fh:
             if " -> " in line and not line.startswith("#"):
                 link, target = line.strip().split(" -> ")
+                os.makedirs(os.path.dirname(os.path.join(dest, link)), exist_ok=True)  # git keeps no empty dir
                 os.symlink(target, os.path.join(dest, link))
     return dest
 

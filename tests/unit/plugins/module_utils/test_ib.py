@@ -36,6 +36,7 @@ def build_real_tree(dest):
         if " -> " not in line or line.startswith("#"):
             continue
         link, target = line.split(" -> ")
+        os.makedirs(os.path.dirname(os.path.join(dest, link)), exist_ok=True)  # git keeps no empty directory
         os.symlink(target, os.path.join(dest, link))
     return dest
 
