@@ -70,18 +70,19 @@ _FACILITY = re.compile(
     r"(?:emerg|alert|crit|err|warn|notice|info|debug)\s*:\s?"
 )
 _ISO = re.compile(
-    r"^\s*(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s?(Z|[+-]\d{2}:?\d{2})?(?=\s|$)"
+    r"^\s*(?:[^\W\d_]{2,4}\.?\s+)?(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
+    r"\s?(Z|UTC|GMT|[+-]\d{2}:?\d{2})?(?=\s|$)"
 )
 _CTIME = re.compile(
     r"^\s*\[\s*(?:[^\W\d_]{2,4}\.?\s+)?([^\W\d_]{3,5})\.?\s+(\d{1,2})\s+(\d{2}):(\d{2}):(\d{2})\s+(\d{4})\s*\]"
 )
 _MONO = re.compile(r"^\s*\[\s*(\d+\.\d+)\s*\]")
-_SYSLOG = re.compile(r"^\s*([^\W\d_]{3,5})\.?\s+(\d{1,2})\s+(\d{2}):(\d{2}):(\d{2})(?=\s)")
+_SYSLOG = re.compile(r"^\s*([^\W\d_]{3,5})\.?\s+(\d{1,2})\s+(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?=\s)")
 
 _XID = re.compile(r"NVRM: Xid \(\s*(?:PCI:)?([^)]*)\)[^:]*:\s*(\d+)\s*(?:,\s*(.*))?$")
 _SXID = re.compile(r"SXid \(\s*(?:PCI:)?([^)]*)\)[^:]*:\s*(\d+)\s*(?:,\s*(.*))?$")
 _PID_NAME = re.compile(r"^pid\s*=\s*('?<?[^,>']*>?'?)\s*,\s*name\s*=\s*(.*?)(?:,\s*(.*))?$")
-_CAUSED = re.compile(r"caused by (?:a )?previous Xid\s*:?\s*(\d+)", re.IGNORECASE)
+_CAUSED = re.compile(r"caused by (?:a )?previous Xid(?:\(s\)|s)?\s*:?\s*(\d+)", re.IGNORECASE)
 _RECOVERY = re.compile(
     r"recovery action changed from\s+(?:(0x[0-9a-fA-F]+|\d+)\s*)?(?:\(([^)]*)\))?\s*to\s+"
     r"(?:(0x[0-9a-fA-F]+|\d+)\s*)?(?:\(([^)]*)\))?",
@@ -124,6 +125,9 @@ _MCE_OTHER = re.compile(
 _EDAC = re.compile(r"EDAC (?:\S+ )?MC(\d+): (?:(\d+) )?(CE|UE)\b\s*(.*)$")
 
 _ALIGN_SPACES = re.compile(r",\s{2,}")
+_QUOTES = "\"'`"
+_SXID_DETAIL = re.compile(r"^(Severity\s+(\d+)|Data\s*\{)")
+_CARRIER = re.compile(r"(?:^|\s)([A-Za-z][\w.-]*): (Lost|Gained) carrier\b")
 
 
 def _clip(s: str) -> str:
@@ -133,7 +137,7 @@ def _clip(s: str) -> str:
 def _tz(text: Optional[str]) -> str:
     if not text:
         return ""
-    if text == "Z":
+    if text in ("Z", "UTC", "GMT"):
         return "+00:00"
     t = text.replace(":", "")
     return "%s:%s" % (t[:3], t[3:5])
@@ -183,7 +187,7 @@ def split_time(line: str, ref: Optional[datetime.datetime] = None) -> Tuple[Opti
     m = _SYSLOG.match(rest)
     if m:
         month = _MONTHS.get(m.group(1).lower())
-        day, hh, mi, ss = (int(g) for g in m.groups()[1:])
+        day, hh, mi, ss = (int(g) for g in m.groups()[1:5])
         if month and ref is not None:
             year = ref.year
             if _valid(year, month, day, hh, mi, ss):
@@ -191,7 +195,7 @@ def split_time(line: str, ref: Optional[datetime.datetime] = None) -> Tuple[Opti
                 if cand - ref.replace(tzinfo=None) > datetime.timedelta(days=1):
                     year -= 1
             if _valid(year, month, day, hh, mi, ss):
-                return _fmt(year, month, day, hh, mi, ss), rest[m.end() :]
+                return _fmt(year, month, day, hh, mi, ss, m.group(6) or ""), rest[m.end() :]
         return None, rest[m.end() :]
     return None, rest
 
@@ -244,6 +248,8 @@ def _xid_event(kind: str, m: re.Match[str], lineno: int, raw: str, ts: Optional[
     pm = _PID_NAME.match(tail)
     if pm:
         pid, process, msg = _pid(pm.group(1)), _process(pm.group(2)), (pm.group(3) or "").strip()
+    if any(q in raw[: m.start()] for q in _QUOTES):
+        msg = msg.rstrip(_QUOTES + ",; ").rstrip()  # a line quoted in a ticket or a doc
     ev = _event(kind, lineno, raw, ts, code=code, bus_id=normalize_bus_id(addr), pid=pid, process=process)
     ev["message"] = msg
     ev["severity"] = _severity_word(msg)
@@ -252,9 +258,10 @@ def _xid_event(kind: str, m: re.Match[str], lineno: int, raw: str, ts: Optional[
         ev["caused_by"] = int(cm.group(1))
     rm = _RECOVERY.search(msg)
     if rm:
-        ev["recovery_action"] = recovery_action_name(rm.group(3)) or recovery_action_name(rm.group(4))
+        # The driver's words win over the number when both are there and known.
+        ev["recovery_action"] = recovery_action_name(rm.group(4)) or recovery_action_name(rm.group(3))
         ev["detail"] = {
-            "previous_action": recovery_action_name(rm.group(1)) or recovery_action_name(rm.group(2)),
+            "previous_action": recovery_action_name(rm.group(2)) or recovery_action_name(rm.group(1)),
             "new_action_text": (rm.group(4) or "").strip() or None,
         }
     return ev
@@ -303,7 +310,22 @@ def parse_kernel_log(
             continue
         m = _SXID.search(line)
         if m:
-            events.append(_xid_event("sxid", m, lineno, line, ts))
+            ev = _xid_event("sxid", m, lineno, line, ts)
+            prev = events[-1] if events else None
+            dm = _SXID_DETAIL.match(ev["message"])
+            if (
+                dm
+                and prev is not None
+                and prev["kind"] == "sxid"
+                and (prev["code"], prev["bus_id"]) == (ev["code"], ev["bus_id"])
+                and lineno - prev["line"] <= 3
+            ):
+                # "Severity N Engine instance ..." and "Data {...}" lines detail the SXid just above.
+                prev["detail"]["severity_level" if dm.group(2) else "data"] = (
+                    int(dm.group(2)) if dm.group(2) else ev["message"]
+                )
+                continue
+            events.append(ev)
             continue
         if "NVRM:" in line:
             ev = _fallen(lines, idx, line, ts, consumed)
@@ -348,6 +370,21 @@ def parse_kernel_log(
                     )
                 )
             continue
+        if "carrier" in line:
+            m = _CARRIER.search(line)
+            if m:
+                state = "down" if m.group(2) == "Lost" else "up"
+                events.append(
+                    _event(
+                        "mlx5_link",
+                        lineno,
+                        line,
+                        ts,
+                        message="%s carrier" % m.group(2),
+                        detail={"state": state, "interface": m.group(1), "via": "carrier"},
+                    )
+                )
+                continue
         ev = _mce_edac(line, lineno, ts)
         if ev is not None:
             events.append(ev)

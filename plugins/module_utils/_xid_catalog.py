@@ -856,6 +856,7 @@ def recovery_action_name(value: Any) -> Optional[str]:
         ("node reboot", "node_reboot"),
         ("reboot", "node_reboot"),
         ("gpu reset", "gpu_reset"),
+        ("flr", "gpu_reset"),
         ("reset", "gpu_reset"),
         ("none", "none"),
     ):

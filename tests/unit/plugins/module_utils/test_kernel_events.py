@@ -427,3 +427,82 @@ def test_fuzz_never_raises_anything_but_parse_error(parts):
         return
     json.dumps(evs)
     assert all(e["kind"] in ke.KINDS for e in evs)
+
+
+def test_ib_link_flap_via_carrier_messages():
+    text = "".join(
+        "Mar  5 10:00:%02d hpc-vm systemd-networkd[812]: ib6: %s carrier\n" % (i, "Lost" if i % 2 == 0 else "Gained")
+        for i in range(12)
+    )
+    evs = ke.parse_kernel_log(text, ref_time=REF)
+    assert len(evs) == 12
+    assert [e["detail"]["state"] for e in evs[:2]] == ["down", "up"]
+    assert {e["detail"]["interface"] for e in evs} == {"ib6"} and {e["kind"] for e in evs} == {"mlx5_link"}
+    assert evs[0]["timestamp"] == "2026-03-05T10:00:00"
+
+
+def test_sxid_detail_lines_are_merged():
+    text = (
+        "[ 10.0] nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 20034, Fatal, Link 30 LTSSM Fault Up\n"
+        "[ 10.0] nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 20034, Severity 1 Engine instance 30 Sub-engine 00\n"
+        "[ 10.0] nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 20034, Data {0x50610002, 0x10100030}\n"
+        "[ 11.0] nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 12028, Non-fatal, Link 17 egress non-posted PRIV error\n"
+    )
+    evs = ke.parse_kernel_log(text)
+    assert [(e["code"], e["severity"]) for e in evs] == [(20034, "fatal"), (12028, "nonfatal")]
+    assert evs[0]["detail"] == {"severity_level": 1, "data": "Data {0x50610002, 0x10100030}"}
+
+
+def test_journalctl_short_precise_and_short_full():
+    evs = ke.parse_kernel_log(
+        "Dec 02 09:58:01.123456 h kernel: NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus\n"
+        "Tue 2026-12-02 09:58:02 UTC h kernel: NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed from "
+        "0x0 (None) to 0x1 (PF FLR)\n",
+        ref_time=REF,
+    )
+    assert [e["timestamp"] for e in evs] == ["2026-12-02T09:58:01.123456", "2026-12-02T09:58:02+00:00"]
+    assert evs[0]["message"] == "GPU has fallen off the bus" and evs[0]["pid"] is None
+    assert evs[1]["recovery_action"] == "gpu_reset"
+
+
+def test_quoted_lines_and_new_channel_token():
+    text = (
+        "\"NVRM: Xid (PCI:0000:10:1c): 63, pid='<unknown>', name=<unknown>, Row Remapper: New row (0x0000000012) "
+        'marked for remapping, reset gpu to activate."\n'
+        "`NVRM: Xid (PCI:0009:01:00): 43, pid=4242, name=python3, channel 0x0b00000a`\n"
+        "> NVRM: Xid (PCI:0009:01:00): 154, GPU recovery action changed from 0x4 (Drain and Reset) to 0x1 (GPU Reset "
+        "Required)\n"
+    )
+    evs = ke.parse_kernel_log(text)
+    assert [(e["code"], e["bus_id"]) for e in evs] == [
+        (63, "00000000:10:1C.0"),
+        (43, "00000009:01:00.0"),
+        (154, "00000009:01:00.0"),
+    ]
+    assert evs[0]["message"].endswith("reset gpu to activate.")
+    assert evs[1]["message"] == "channel 0x0b00000a" and evs[1]["process"] == "python3"
+    assert evs[2]["recovery_action"] == "gpu_reset" and evs[2]["detail"]["previous_action"] == "drain_and_reset"
+
+
+def test_recovery_action_words_win_over_the_number():
+    ev = ke.parse_kernel_log(
+        "NVRM: Xid (PCI:0000:00:1e): 154, GPU recovery action changed from 0x0 (None) to 0x1 (Drain and Reset)"
+    )[0]
+    assert ev["recovery_action"] == "drain_and_reset"
+    ev = ke.parse_kernel_log("NVRM: Xid (PCI:0000:00:1e): 154, GPU recovery action changed from 0x0 to 0x2")[0]
+    assert ev["recovery_action"] == "node_reboot"
+
+
+def test_gsp_timeout_block_counts_only_xid_lines():
+    text = (
+        "[Sun Feb 23 16:24:18 2025] NVRM: _kgspLogXid119: ********** GSP Timeout **********\n"
+        "[Sun Feb 23 16:24:18 2025] NVRM: Xid (PCI:0000:9b:00): 119, pid=3000, name=nvidia-smi, Timeout after 6s of "
+        "waiting for RPC response from GPU4 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).\n"
+        "[Sun Feb 23 16:24:18 2025] NVRM: GPU4 GSP RPC buffer contains function 76 (GSP_RM_CONTROL) and data 0x0.\n"
+        "[Sun Feb 23 16:24:18 2025] NVRM:     entry                 function         data0              data1\n"
+        "[Sun Feb 23 16:24:18 2025]  _kgspLogXid119+0x2c0/0x340 [nvidia]\n"
+        "[Sun Feb 23 16:24:30 2025] NVRM: Rate limiting GSP RPC error prints for GPU at PCI:0000:9b:00 (printing 1 of "
+        "every 30).  The GPU likely needs to be reset.\n"
+    )
+    evs = ke.parse_kernel_log(text)
+    assert [(e["code"], e["bus_id"], e["timestamp"]) for e in evs] == [(119, "00000000:9B:00.0", "2025-02-23T16:24:18")]
