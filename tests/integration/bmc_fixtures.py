@@ -1,8 +1,10 @@
 """Session-scoped pytest fixtures for the BMC emulators (tests/testbed/bmc/bmc.sh).
 
 Import into a conftest (or a test module) with ``from bmc_fixtures import bmc_emulators  # noqa: F401``.
-Each session gets its own work dir and free ports, so parallel sessions do not collide; ``bmc.sh down``
-stops both emulators by PID and removes the work dir.
+When ``bmc.sh up`` already runs with its defaults (tests/testbed/run-integration.sh starts it), that pair is
+used and left running. Otherwise the session starts its own pair in its own work dir on free ports, so
+parallel sessions do not collide, and ``bmc.sh down`` stops both by PID and removes the work dir.
+GPUOPS_BMC_REUSE=0 always starts a private pair.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BMC_SH = os.path.join(ROOT, "tests", "testbed", "bmc", "bmc.sh")
 USER = "admin"
 PASSWORD = "Emul4tor-S3cret-pw"  # test-only: asserted absent from ansible -vvv output
+DEFAULT_PASSWORD = "gpuops-Emul4ted-pw"  # bmc.sh's default
 
 
 def _free_port(avoid=()):
@@ -32,15 +35,15 @@ def _free_port(avoid=()):
 
 
 class BMCs:
-    def __init__(self, work, rf_port, ipmi_port):
+    def __init__(self, work, rf_port, ipmi_port, password=PASSWORD, user=USER):
         self.work = work
         self.redfish_port = rf_port
         self.redfish_url = "https://127.0.0.1:%d" % rf_port
         self.ipmi_port = ipmi_port
-        self.user = USER
-        self.password = PASSWORD
+        self.user = user
+        self.password = password
         self.env = dict(os.environ, BMC_WORK=work, BMC_REDFISH_PORT=str(rf_port), BMC_IPMI_PORT=str(ipmi_port),
-                        BMC_USER=USER, BMC_PASSWORD=PASSWORD, BMC_TASK_POLLS="3")  # fmt: skip
+                        BMC_USER=user, BMC_PASSWORD=password)  # fmt: skip
 
     def sh(self, *args, timeout=180):
         return subprocess.run(
@@ -53,11 +56,36 @@ class BMCs:
         assert res.returncode == 0, res.stderr
 
 
+def _running_default():
+    """The pair ``bmc.sh up`` started with its defaults (e.g. by run-integration.sh), or None."""
+    if os.environ.get("GPUOPS_BMC_REUSE", "1") == "0":
+        return None
+    res = subprocess.run(["bash", BMC_SH, "status"], capture_output=True, text=True, timeout=60)
+    if res.returncode != 0:
+        return None
+    env = dict(
+        line.split("=", 1)
+        for line in subprocess.run(["bash", BMC_SH, "env"], capture_output=True, text=True, timeout=30).stdout.split()
+        if "=" in line
+    )
+    return BMCs(
+        env["BMC_WORK"],
+        int(env["BMC_REDFISH_PORT"]),
+        int(env["BMC_IPMI_PORT"]),
+        password=os.environ.get("BMC_PASSWORD", DEFAULT_PASSWORD),
+        user=env["BMC_USER"],
+    )
+
+
 @pytest.fixture(scope="session")
 def bmc_emulators(tmp_path_factory):
     for tool in ("ipmi_sim", "ipmitool", "sdrcomp", "openssl", "curl"):
         if shutil.which(tool) is None:
             pytest.skip("%s not installed (tests/testbed/deps.sh installs openipmi, ipmitool)" % tool)
+    shared = _running_default()
+    if shared is not None:
+        yield shared
+        return
     work = str(tmp_path_factory.mktemp("bmc"))
     rf = _free_port()
     ipmi = _free_port(avoid=(rf, rf + 1000))

@@ -101,6 +101,10 @@ def test_ipmi_lan_through_playbook_env_credentials(tmp_path, bmc_emulators):  # 
     assert all(s["status"] == "ok" for s in names.values())
     assert bmc["sel"][0]["time"] is None and bmc["sel"][0]["sensor"] == "GPU0 Temp"  # Pre-Init entry
     assert bmc["mc"]["manufacturer_id"] == 4753
+    fru = bmc["fru"][0]
+    assert (fru["serial"], fru["board_serial"], fru["chassis_serial"]) == ("PRD-0001", "BRD-0001", "CHS-0001")
+    assert fru["product"] == "GPU-NODE-8X" and fru["present"] is True
+    assert bmc["sel_info"]["entries"] >= 2 and bmc["sel_info"]["overflow"] is False
 
 
 def test_ipmi_injected_psu_failure_and_leak(bmc_emulators):  # noqa: F811
@@ -127,6 +131,10 @@ def test_ipmi_injected_psu_failure_and_leak(bmc_emulators):  # noqa: F811
         assert s["PSU2 Status"]["status"] == "ok"
         psu_events = [e for e in r["sel"] if e["sensor_type"] == "Power Supply" and e["event"] == "Failure detected"]
         assert psu_events and psu_events[-1]["severity"] == "critical" and psu_events[-1]["direction"] == "asserted"
+        # bmc.sh set the SEL clock: events added at run time carry a real UTC time (LC_ALL=C: MM/DD/YY + TZ)
+        assert (
+            psu_events[-1]["time"] and psu_events[-1]["time"].startswith("20") and psu_events[-1]["time"].endswith("Z")
+        )
     finally:
         b.inject("sensor_set_bit 0x20 0 6 1 0 0")
         b.inject("sensor_set_bit 0x20 0 8 1 0 0")
@@ -177,8 +185,9 @@ def test_simple_update_task_and_reset(bmc_emulators):  # noqa: F811
     b = bmc_emulators
     http = Http(b.redfish_url, b.user, b.password, validate_certs=False, timeout=10)
     before = _bios(http)
+    new = "3.%d.%d" % (int(time.time()) % 1000, os.getpid() % 100)  # differs from whatever a shared emulator has
     r = http.post_json("/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate",
-                       {"ImageURI": "https://repo.example/bios-2.4.0.bin", "Targets": [SYS1]})  # fmt: skip
+                       {"ImageURI": "https://repo.example/bios-%s.bin" % new, "Targets": [SYS1]})  # fmt: skip
     assert r.status == 202
     monitor = r.header("Location")
     assert monitor and "/TaskMonitors/" in monitor and r.json["TaskState"] == "Running"
@@ -188,7 +197,7 @@ def test_simple_update_task_and_reset(bmc_emulators):  # noqa: F811
     assert task["TaskState"] == "Completed" and task["TaskStatus"] == "OK"
     assert _bios(http) == before  # not active before a reset
     assert http.post_json(SYS1 + "/Actions/ComputerSystem.Reset", {"ResetType": "ForceRestart"}).status == 204
-    assert _bios(http) == ("2.4.0", "2.4.0")
+    assert before != (new, new) and _bios(http) == (new, new)
 
 
 def test_simple_update_failure(bmc_emulators):  # noqa: F811

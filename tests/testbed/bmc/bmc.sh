@@ -114,7 +114,7 @@ EOC
     if ipmi_ok; then
       # the SEL clock starts at 0 (entries from bmc.emu stay Pre-Init); later events get real times
       IPMI_PASSWORD=$PASS timeout 10 ipmitool -I lanplus -C 3 -H 127.0.0.1 -p "$IPMI_PORT" -U "$USER_" -E \
-        sel time set "$(date -u +'%m/%d/%Y %H:%M:%S')" >/dev/null 2>&1 || true
+        sel time set "$(date -u +'%m/%d/%y %H:%M:%S')" >/dev/null 2>&1 || true
       return 0
     fi
     alive "$d/ipmi_sim.pid" || break
@@ -150,7 +150,7 @@ up)
 down)
   stop_pid "$W/sushy.pid"
   stop_pid "$W/ipmi/ipmi_sim.pid"
-  rm -rf "$W"
+  [ "${BMC_KEEP_WORK:-0}" = 1 ] || rm -rf "$W"   # BMC_KEEP_WORK=1 keeps logs and state for debugging
   ;;
 status)
   rc=0
