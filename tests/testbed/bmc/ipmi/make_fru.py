@@ -20,10 +20,22 @@ def area(body):
 
 chassis = area(bytes([1, 0, 0x17]) + tl("CSE-GPU-8U") + tl("CHS-0001"))
 board = area(
-    bytes([1, 0, 0, 0x10, 0x2B, 0xA5]) + tl("Emulated Boards") + tl("GPU-BASEBOARD-X1") + tl("BRD-0001") + tl("BB-X1-PN") + tl("")
+    bytes([1, 0, 0, 0x10, 0x2B, 0xA5])
+    + tl("Emulated Boards")
+    + tl("GPU-BASEBOARD-X1")
+    + tl("BRD-0001")
+    + tl("BB-X1-PN")
+    + tl("")
 )
 product = area(
-    bytes([1, 0, 0]) + tl("gpuops emulator") + tl("GPU-NODE-8X") + tl("GN8X-PN") + tl("1.0") + tl("PRD-0001") + tl("") + tl("")
+    bytes([1, 0, 0])
+    + tl("gpuops emulator")
+    + tl("GPU-NODE-8X")
+    + tl("GN8X-PN")
+    + tl("1.0")
+    + tl("PRD-0001")
+    + tl("")
+    + tl("")
 )
 hdr = [1, 0, 1, 1 + len(chassis) // 8, 1 + (len(chassis) + len(board)) // 8, 0, 0]
 hdr.append((-sum(hdr)) & 0xFF)
