@@ -43,6 +43,7 @@ def empty_host_state(host: Optional[str] = None) -> Dict[str, Any]:
         "host": host,
         "updated_at": None,
         "boot_id": None,  # the boot id seen on the last run
+        "boot_seen_at": None,  # when that boot id was first seen
         "ib": {"ports": {}},  # "<hca>/<port>": {collected_at, boot_id, fw_version, counters}
         "gpu": {"gpus": {}},  # bus_id: {serial, collected_at, boot_id, pcie_replay, nvlink: {link: errors}}
         "clears": {},  # bus_id: ISO time of the last recorded clear (kernel events before it no longer count)
