@@ -124,6 +124,10 @@ _MCE_OTHER = re.compile(
 )
 _EDAC = re.compile(r"EDAC (?:\S+ )?MC(\d+): (?:(\d+) )?(CE|UE)\b\s*(.*)$")
 
+#: Cheap pre-filter: a line without any of these cannot be an event.
+_INTERESTING = re.compile(
+    r"Xid|NVRM|AER|PCIe Bus Error|mlx5_core|carrier|mce:|EDAC|Hardware Error|Memory failure|machine check"
+)
 _ALIGN_SPACES = re.compile(r",\s{2,}")
 _QUOTES = "\"'`"
 _SXID_DETAIL = re.compile(r"^(Severity\s+(\d+)|Data\s*\{)")
@@ -303,7 +307,9 @@ def parse_kernel_log(
         if idx in consumed or not line.strip():
             continue
         lineno = idx + 1
-        ts, _rest = split_time(line, ref_time)
+        if not _INTERESTING.search(line):
+            continue
+        ts = split_time(line, ref_time)[0]
         m = _XID.search(line)
         if m and "SXid" not in line:
             events.append(_xid_event("xid", m, lineno, line, ts))
