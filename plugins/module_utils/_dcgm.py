@@ -16,6 +16,7 @@ Runs on managed nodes (Python 3.8+) and on the controller. No Ansible imports.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Any, Dict, List, Optional
@@ -103,6 +104,12 @@ def parse_diag(text: str, source: Optional[str] = None) -> Dict[str, Any]:
     """
     if not isinstance(text, str):
         raise ParseError("dcgmi output is not text", PARSER, source)
+    if text.lstrip().startswith("{"):
+        try:
+            obj = json.loads(text)
+        except ValueError as exc:
+            raise ParseError("invalid JSON: %s" % exc, PARSER, source) from exc
+        return parse_diag_json(obj, source)
     width = 45
     section: Optional[str] = None
     metadata: Dict[str, str] = {}
@@ -222,6 +229,73 @@ def parse_diag(text: str, source: Optional[str] = None) -> Dict[str, Any]:
         "tests": tests,
         "gpus": dict(sorted(gpus.items(), key=lambda kv: int(kv[0]))),
         "errors": errors,
+    }
+
+
+def _json_status(value: Any) -> Optional[str]:
+    return _word(str(value)) if isinstance(value, (str, int)) else None
+
+
+def _json_messages(result: Dict[str, Any]) -> List[str]:
+    out: List[str] = []
+    for key in ("warnings", "warning", "errors", "info"):
+        items = result.get(key)
+        for item in items if isinstance(items, list) else [items]:
+            if isinstance(item, dict):
+                item = item.get("warning") or item.get("error") or item.get("message") or item.get("info")
+            if isinstance(item, str) and item.strip():
+                out.append(re.sub(r"\s+", " ", item).strip())
+    return out
+
+
+def parse_diag_json(obj: Any, source: Optional[str] = None) -> Dict[str, Any]:
+    """Best effort for ``dcgmi diag -j``: ``{"DCGM GPU Diagnostic" | "DCGM Diagnostic": {"test_categories":
+    [{"category", "tests": [{"name", "results": [{"gpu_ids" | "gpu_id" | "entity_id", "status", "warnings"}],
+    "test_summary": {"status"}}]}]}}``. No real JSON sample was collected (formats.md 11); unknown keys are ignored.
+    """
+    if not isinstance(obj, dict):
+        raise ParseError("dcgmi JSON is not an object", PARSER, source)
+    body = obj.get("DCGM GPU Diagnostic") or obj.get("DCGM Diagnostic") or obj
+    cats = body.get("test_categories") if isinstance(body, dict) else None
+    if not isinstance(cats, list):
+        raise ParseError("no test_categories in dcgmi JSON", PARSER, source)
+    tests: List[Dict[str, Any]] = []
+    gpus: Dict[str, str] = {}
+    for cat in cats:
+        if not isinstance(cat, dict):
+            continue
+        for t in cat.get("tests") or []:
+            if not isinstance(t, dict) or not isinstance(t.get("name"), str):
+                continue
+            test = _new_test(t["name"], cat.get("category") if isinstance(cat.get("category"), str) else None)
+            summary = t.get("test_summary")
+            if isinstance(summary, dict):
+                test["result"] = _json_status(summary.get("status"))
+            for r in t.get("results") or []:
+                if not isinstance(r, dict):
+                    continue
+                status = _json_status(r.get("status"))
+                test["result"] = worst(test["result"], status)
+                ids = r.get("gpu_ids", r.get("gpu_id", r.get("entity_id")))
+                for g in _expand_ids(str(ids)) if ids is not None else []:
+                    test["gpus"][g] = worst(test["gpus"].get(g), status) or "skip"
+                test["messages"].extend(_json_messages(r))
+            for g, res in test["gpus"].items():
+                gpus[g] = worst(gpus.get(g), res) or res
+            tests.append(test)
+    meta = body if isinstance(body, dict) else {}
+    version = obj.get("version") or meta.get("version") or meta.get("DCGM Version")
+    overall = worst(*(t["result"] for t in tests))
+    return {
+        "level": infer_level(tests),
+        "layout": _layout({"DCGM Version": str(version or "")}, tests),
+        "overall": None if overall == "skip" else overall,
+        "version": str(version) if version else None,
+        "driver_version": meta.get("Driver Version Detected") or obj.get("Driver Version Detected"),
+        "gpu_device_ids": [],
+        "tests": tests,
+        "gpus": dict(sorted(gpus.items(), key=lambda kv: int(kv[0]))),
+        "errors": [],
     }
 
 

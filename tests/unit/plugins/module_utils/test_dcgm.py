@@ -193,3 +193,59 @@ def test_fuzz_never_raises_anything_but_parse_error(parts):
         return
     json.dumps(r)
     assert r["overall"] in (None, "pass", "fail", "warn")
+
+
+def test_json_best_effort():
+    obj = {
+        "version": "3.3.9",
+        "DCGM GPU Diagnostic": {
+            "test_categories": [
+                {"category": "Deployment", "tests": [{"name": "Denylist", "results": [{"status": "Pass"}]}]},
+                {
+                    "category": "Stress",
+                    "tests": [
+                        {
+                            "name": "Targeted Power",
+                            "results": [
+                                {"gpu_ids": "0", "status": "Pass"},
+                                {"gpu_ids": "1", "status": "Fail", "warnings": [{"warning": "GPU 1 max power low"}]},
+                            ],
+                        }
+                    ],
+                },
+            ]
+        },
+    }
+    r = _dcgm.parse_diag(json.dumps(obj))
+    assert (r["overall"], r["layout"], r["level"], r["version"]) == ("fail", "dcgm3", 3, "3.3.9")
+    assert r["gpus"] == {"0": "pass", "1": "fail"}
+    assert r["tests"][1]["messages"] == ["GPU 1 max power low"]
+    for bad in ("{", "{}", '{"DCGM Diagnostic": {"test_categories": "x"}}', "[]"):
+        with pytest.raises(ParseError):
+            _dcgm.parse_diag(bad)
+    r = _dcgm.parse_diag('{"DCGM Diagnostic": {"test_categories": [1, {"tests": [null, {"name": "pcie"}]}]}}')
+    assert r["tests"][0]["name"] == "pcie" and r["overall"] is None
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.sampled_from(["Pass", "Fail", "0,1", "x", "Warn"]),
+    lambda kids: st.lists(kids, max_size=3)
+    | st.dictionaries(
+        st.sampled_from(["DCGM Diagnostic", "test_categories", "tests", "name", "results", "status", "gpu_ids",
+                         "warnings", "category", "test_summary", "version"]),
+        kids,
+        max_size=4,
+    ),
+    max_leaves=15,
+)  # fmt: skip
+
+
+@seed(20261203)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_JSON)
+def test_fuzz_json(obj):
+    try:
+        r = _dcgm.parse_diag_json(obj)
+    except ParseError:
+        return
+    json.dumps(r)
