@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _capture, _ipmi, _redfish
@@ -41,9 +42,10 @@ _PARSERS: Dict[str, Callable[[str, Optional[str]], Any]] = {
     "sel_info": _ipmi.parse_sel_info,
 }
 
-#: Limits of one Redfish walk.
+#: Limits of one Redfish walk: documents, log entries, and wall time in multiples of the per-request timeout.
 MAX_DOCS = 3000
 MAX_LOG_ENTRIES = 2000
+WALK_TIMEOUTS = 10
 
 
 def empty_result(source: Optional[str] = None) -> Dict[str, Any]:
@@ -208,18 +210,28 @@ def collect_ipmitool(
 
 
 class _Walker:
-    def __init__(self, http: Http, result: Dict[str, Any]) -> None:
+    def __init__(self, http: Http, result: Dict[str, Any], budget_s: float = 300.0) -> None:
         self.http = http
         self.result = result
         self.docs = 0
         self.seen: set = set()
+        self.deadline = time.monotonic() + budget_s
+        self.out_of_time = False
+
+    def _stop(self) -> bool:
+        if self.docs >= MAX_DOCS:
+            return True
+        if time.monotonic() >= self.deadline:
+            self.out_of_time = True
+            return True
+        return False
 
     def error(self, exc: HttpError) -> None:
         kind = "timeout" if exc.timed_out else "tool_error"
         self.result["errors"].append(error_record(DOMAIN, kind, str(exc), exc.url, "redfish"))
 
     def get(self, path: Optional[str], optional: bool = True) -> Optional[Dict[str, Any]]:
-        if not path or path in self.seen or self.docs >= MAX_DOCS:
+        if not path or path in self.seen or self._stop():
             return None
         self.seen.add(path)
         self.docs += 1
@@ -241,7 +253,7 @@ class _Walker:
 
     def members(self, path: Optional[str], limit: int = 500) -> List[Dict[str, Any]]:
         """Member documents of a collection: expanded members as they are, links fetched."""
-        if not path or path in self.seen:
+        if not path or path in self.seen or self._stop():
             return []
         self.seen.add(path)
         try:
@@ -331,9 +343,12 @@ def collect_redfish(
 ) -> Dict[str, Any]:
     result = empty_result("redfish")
     http = Http(redfish_base_url(host, port), user, password, validate_certs=validate_certs, timeout=timeout)
-    walker = _Walker(http, result)
+    walker = _Walker(http, result, budget_s=WALK_TIMEOUTS * timeout)
     walker.walk()
-    if walker.docs >= MAX_DOCS:
+    if walker.out_of_time:
+        msg = "Redfish walk stopped after %.0f s (%d documents read)" % (WALK_TIMEOUTS * timeout, walker.docs)
+        result["errors"].append(error_record(DOMAIN, "timeout", msg, http.base_url, "redfish"))
+    elif walker.docs >= MAX_DOCS:
         result["errors"].append(
             error_record(DOMAIN, "tool_error", "stopped after %d Redfish documents" % MAX_DOCS, http.base_url)
         )

@@ -207,3 +207,18 @@ def test_redfish_unreachable():
     r = _bmc.collect(mode="redfish", host="127.0.0.1", port=1, user="u", password=PASSWORD, timeout=2)
     assert r["source"] == "redfish" and len(r["errors"]) == 1 and r["errors"][0]["kind"] == "tool_error"
     assert _bmc.redfish_base_url("fe80::1", 8443) == "https://[fe80::1]:8443"
+
+
+def test_redfish_walk_budget(monkeypatch):
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Tree)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    monkeypatch.setattr(_bmc, "WALK_TIMEOUTS", 0)  # no time at all: only the root is refused
+    try:
+        url = "http://127.0.0.1:%d" % srv.server_address[1]
+        r = _bmc.collect(mode="redfish", host=url, timeout=5)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert [e["kind"] for e in r["errors"]] == ["timeout"] and "stopped after" in r["errors"][0]["message"]
+    assert r["redfish"]["systems"] == []
