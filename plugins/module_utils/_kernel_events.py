@@ -336,6 +336,12 @@ def parse_kernel_log(
         if "NVRM:" in line:
             ev = _fallen(lines, idx, line, ts, consumed)
             if ev is not None:
+                # Newer drivers print "GPU ...: GPU has fallen off the bus." right after the Xid 79 line.
+                for prev in reversed(events[-3:]):
+                    if prev["kind"] == "xid" and prev["code"] == 79 and prev["bus_id"] == ev["bus_id"]:
+                        if lineno - prev["line"] <= 5:
+                            ev["detail"]["xid79_line"] = prev["line"]
+                        break
                 events.append(ev)
             continue
         if "AER" in line or "PCIe Bus Error" in line:

@@ -506,3 +506,17 @@ def test_gsp_timeout_block_counts_only_xid_lines():
     )
     evs = ke.parse_kernel_log(text)
     assert [(e["code"], e["bus_id"], e["timestamp"]) for e in evs] == [(119, "00000000:9B:00.0", "2025-02-23T16:24:18")]
+
+
+def test_fallen_off_bus_after_xid79_points_at_it():
+    text = (
+        "NVRM: Xid (PCI:0000:04:00): 79, GPU has fallen off the bus.\n"
+        "NVRM: GPU 0000:04:00.0: GPU has fallen off the bus.\n"
+        "NVRM: GPU 0000:05:00.0: GPU has fallen off the bus.\n"
+    )
+    evs = ke.parse_kernel_log(text)
+    assert [(e["kind"], e["detail"]) for e in evs] == [
+        ("xid", {}),
+        ("fallen_off_bus", {"xid79_line": 1}),
+        ("fallen_off_bus", {}),
+    ]
