@@ -22,6 +22,7 @@ This runs on the controller only (``zoneinfo`` needs Python 3.9+), but stays imp
 from __future__ import annotations
 
 import datetime
+import json
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
@@ -406,14 +407,26 @@ def common_windows(windows_by_host: Dict[str, Any], now: Any, horizon_days: int 
     every host (``remaining_s`` until the first of them closes), ``next`` the first time all are open together.
     """
     now = parse_now(now)
-    normalized: Dict[str, List[Dict[str, Any]]] = {}
+    # Hosts usually share their group's definition: validate and evaluate each distinct definition once,
+    # so a 2,000-node play costs what one host costs.
+    by_def: Dict[str, List[Dict[str, Any]]] = {}
+    host_def: Dict[str, str] = {}
     for host in sorted(windows_by_host):
-        normalized[host] = validate(windows_by_host[host], key=f"{host}.windows")
-    missing = sorted(h for h, ws in normalized.items() if not any(not w["freeze"] for w in ws))
-    per_host = {h: active_window(ws, now) for h, ws in normalized.items()}
+        raw = windows_by_host[host]
+        try:
+            k = json.dumps(raw, sort_keys=True, default=repr)
+        except (TypeError, ValueError):
+            k = repr(raw)
+        if k not in by_def:
+            by_def[k] = validate(raw, key=f"{host}.windows")
+        host_def[host] = k
+    groups = by_def
+    active_by_def = {k: active_window(ws, now) for k, ws in groups.items()}
     freeze = None
-    for ws in normalized.values():
+    for ws in groups.values():
         freeze = freeze or active_freeze(ws, now)
+    per_host = {h: active_by_def[k] for h, k in host_def.items()}
+    missing = sorted(h for h, k in host_def.items() if not any(not w["freeze"] for w in groups[k]))
     result: Dict[str, Any] = {
         "active": None,
         "next": None,
@@ -422,12 +435,8 @@ def common_windows(windows_by_host: Dict[str, Any], now: Any, horizon_days: int 
         "hosts_outside": sorted(h for h, a in per_host.items() if a is None),
         "per_host": per_host,
     }
-    if not normalized or missing:
+    if not host_def or missing:
         return result
-    # Group hosts that share a definition so a 1000-node play computes each distinct set once.
-    groups: Dict[str, List[Dict[str, Any]]] = {}
-    for ws in normalized.values():
-        groups.setdefault(repr([sorted((k, repr(v)) for k, v in w.items()) for w in ws]), ws)
     for days in (16, 64, horizon_days):
         lo, hi = now - MAX_DURATION, now + datetime.timedelta(days=days)
         common: Optional[List[Interval]] = None

@@ -318,7 +318,7 @@ def test_many_hosts_is_fast():
     t = time.monotonic()
     c = W.common_windows(by_host, "2026-12-05T01:30:00Z")
     assert c["active"]["remaining_s"] == 1800
-    assert time.monotonic() - t < 10
+    assert time.monotonic() - t < 2  # one distinct definition is evaluated once, not 2,000 times
 
 
 # ---- fuzz: any input gives a result or a WindowError ----------------------------------------------------
