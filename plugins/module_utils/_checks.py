@@ -241,7 +241,10 @@ def _check_gpu_inventory(ctx: _Ctx, facts: Dict[str, Any], profile: Optional[Dic
     if not profile:
         return
     expected = profile.get("gpu_count")
-    if isinstance(expected, int) and not (gpu.get("errors") and not gpus):
+    # the count is only meaningful when the tool listed every GPU: skip it when the GPU collector failed
+    # (a lost GPU can make nvidia-smi stop listing: the gpu.missing/collector.error findings say so)
+    incomplete = any(isinstance(e, dict) and e.get("kind") != "unreadable" for e in _list(gpu.get("errors")))
+    if isinstance(expected, int) and not incomplete:
         count = gpu.get("count")
         if not isinstance(count, int) or isinstance(count, bool):
             count = len(gpus)
@@ -479,6 +482,13 @@ def _check_retired_pages(ctx: _Ctx, g: Dict[str, Any]) -> None:
 
 def _check_recovery_action(ctx: _Ctx, g: Dict[str, Any]) -> None:
     ra = g.get("recovery_action")
+    rs = _dict(g.get("reset_status"))  # v12 XML (R535..R570): gpu_reset_status instead of gpu_recovery_action
+    if ra is None and rs.get("drain_and_reset_recommended") is True:
+        ra = "drain_and_reset"
+    elif ra is None and rs.get("reset_required") is True:
+        if _dict(g.get("remapped_rows")).get("pending") is True:
+            return  # the reset a pending row remap needs: gpu.row_remap reports it (P2 "reset when idle")
+        ra = "gpu_reset"
     if ra in (None, "none"):
         return
     sa = _sev_action(ctx.policy["recovery_actions"], ra) or ("P2", "monitor")
@@ -490,7 +500,7 @@ def _check_recovery_action(ctx: _Ctx, g: Dict[str, Any]) -> None:
         "%s: the driver asks for recovery action '%s'" % (_gpu_label(g), ra),
         sa[1],
         "recovery_actions[%s] (NVML nvmlDeviceGpuRecoveryAction_t)" % ra,
-        {"recovery_action": ra},
+        {"recovery_action": g.get("recovery_action"), "reset_status": rs or None},
         bus_id=normalize_bus_id(g.get("bus_id")),
         serial=_s(g.get("serial")),
     )
@@ -1547,6 +1557,12 @@ def _check_collector_errors(ctx: _Ctx, facts: Dict[str, Any]) -> None:
     for e in errs:
         groups.setdefault((str(e.get("domain") or "unknown"), str(e.get("kind") or "internal")), []).append(e)
     for (domain, kind), es in sorted(groups.items()):
+        if (
+            domain == "gpu"
+            and kind == "unreadable"
+            and any(f["check"] == "gpu.missing" and f["code"] == "unreadable" for f in ctx.findings.values())
+        ):
+            continue  # already a gpu.missing finding per GPU
         key = "%s:%s" % (domain, kind)
         sa = _sev_action(ce["overrides"], key)
         sev, action = sa or (ce["default"]["severity"], ce["default"]["action"])

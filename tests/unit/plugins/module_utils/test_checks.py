@@ -950,3 +950,28 @@ def test_golden_baseline_may_be_a_whole_facts_document():
     st["baseline"] = facts(gpu={"driver_version": "535.129.03"})
     fs = run(facts(), state=st)[0]
     assert [(f["check"], f["code"]) for f in fs] == [("gpu.drift", "driver_version")]
+
+
+def test_reset_status_of_v12_xml_stands_in_for_the_recovery_action():
+    g = [gpu(0, recovery_action=None, reset_status={"reset_required": True, "drain_and_reset_recommended": False})]
+    f = only(run(facts(gpus=g))[0], "gpu.recovery_action", "gpu0")[0]
+    assert (f["code"], f["severity"], f["action"]) == ("gpu_reset", "P1", "reset_gpu")
+    g = [gpu(0, recovery_action=None, reset_status={"drain_and_reset_recommended": True})]
+    assert only(run(facts(gpus=g))[0], "gpu.recovery_action")[0]["code"] == "drain_and_reset"
+    # the reset a pending row remap needs is reported by gpu.row_remap (P2), not as a P1 recovery action
+    g = [gpu(0, recovery_action=None, reset_status={"reset_required": True}, remapped_rows={"pending": True})]
+    fs = run(facts(gpus=g))[0]
+    assert not only(fs, "gpu.recovery_action") and only(fs, "gpu.row_remap", "gpu0", "pending")[0]["severity"] == "P2"
+
+
+def test_gpu_count_is_skipped_when_the_listing_is_incomplete():
+    f = facts(gpus=[gpu(0, readable=False, error="GPU is lost")])
+    f["gpu"]["errors"] = [
+        {"domain": "gpu", "kind": "tool_error", "message": "nvidia-smi -q -x: exit 15"},
+        {"domain": "gpu", "kind": "unreadable", "message": "GPU 0 lost"},
+    ]
+    fs = run(f, PROFILE)[0]
+    assert not only(fs, "gpu.missing", "node", "count")
+    assert only(fs, "gpu.missing", "gpu0", "unreadable")
+    assert not only(fs, "collector.error", "collector:gpu", "unreadable")  # said by gpu.missing already
+    assert only(fs, "collector.error", "collector:gpu", "tool_error")
