@@ -23,7 +23,7 @@ PASSWORD = "Emul4tor-S3cret-pw"  # test-only: asserted absent from ansible -vvv 
 DEFAULT_PASSWORD = "gpuops-Emul4ted-pw"  # bmc.sh's default
 
 
-def _free_port(avoid=()):
+def free_port(avoid=()):
     for _ in range(50):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -87,8 +87,8 @@ def bmc_emulators(tmp_path_factory):
         yield shared
         return
     work = str(tmp_path_factory.mktemp("bmc"))
-    rf = _free_port()
-    ipmi = _free_port(avoid=(rf, rf + 1000))
+    rf = free_port()
+    ipmi = free_port(avoid=(rf, rf + 1000))
     bmcs = BMCs(work, rf, ipmi)
     res = bmcs.sh("up")
     if res.returncode != 0:

@@ -9,7 +9,7 @@ import textwrap
 import time
 
 import pytest
-from bmc_fixtures import ROOT, bmc_emulators  # noqa: F401
+from bmc_fixtures import ROOT, BMCs, bmc_emulators, free_port  # noqa: F401
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _bmc
 from ansible_collections.gpuops.cluster.plugins.module_utils._http import Http
@@ -216,3 +216,23 @@ def test_simple_update_failure(bmc_emulators):  # noqa: F811
     assert bad.status == 400
     anon = Http(b.redfish_url, validate_certs=False, timeout=10).request("GET", "/redfish/v1/Systems")
     assert anon.status == 401
+
+
+def test_bmc_sh_idempotent_and_leaves_nothing(tmp_path, bmc_emulators):  # noqa: F811
+    rf = free_port(avoid=(bmc_emulators.redfish_port, bmc_emulators.ipmi_port))
+    ipmi = free_port(avoid=(rf, rf + 1000, bmc_emulators.redfish_port, bmc_emulators.ipmi_port))
+    work = tmp_path / "bmc"
+    b = BMCs(str(work), rf, ipmi)
+    try:
+        assert b.sh("up").returncode == 0
+        pids = [(work / "sushy.pid").read_text().strip(), (work / "ipmi" / "ipmi_sim.pid").read_text().strip()]
+        assert b.sh("up").returncode == 0  # idempotent: the running pair is kept
+        assert [(work / "sushy.pid").read_text().strip(), (work / "ipmi" / "ipmi_sim.pid").read_text().strip()] == pids
+        assert b.sh("status").returncode == 0
+    finally:
+        assert b.sh("down").returncode == 0
+    assert b.sh("down").returncode == 0
+    assert not work.exists()
+    for pid in pids:
+        assert not os.path.exists("/proc/%s" % pid) or "zombie" in open("/proc/%s/status" % pid).read().lower()
+    assert b.sh("status").returncode == 1
