@@ -551,6 +551,13 @@ def parse_sel(text: str, source: Optional[str] = None) -> List[Dict[str, Any]]:
             direction = "asserted"
         event_clean = re.sub(r"\s*\(\)\s*$", "", event).strip() or None
         severity = state_severity(event_clean or "")
+        if (
+            direction == "asserted"
+            and _LEAK_NAME.search(sname or sensor_col)
+            and (event_clean or "").lower()
+            in ("state asserted", "device present", "transition to critical from less severe")
+        ):
+            severity = "critical"  # a leak sensor is a generic discrete sensor: its asserted state is the leak
         if direction == "deasserted":
             low = (event_clean or "").lower()
             severity = "non_critical" if low in ("fully redundant", "presence detected", "device present") else "ok"

@@ -243,6 +243,21 @@ def test_sel_interleaved_errors_oem_and_times():
     assert ev[3]["sensor_type"] == "OEM" and ev[3]["direction"] is None
 
 
+def test_sel_leak_sensor_state_asserted_is_critical():
+    text = (
+        "   5 | 12/02/26 | 13:00:30 UTC | Cooling Device Leak Detect | State Asserted | Asserted\n"
+        "   6 | 12/02/26 | 13:05:30 UTC | Cooling Device Leak Detect | State Asserted | Deasserted\n"
+        "   7 | 12/02/26 | 13:05:30 UTC | Cooling Device Pump Status | State Asserted | Asserted\n"
+    )
+    ev = _ipmi.parse_sel(text)
+    assert [e["severity"] for e in ev] == ["critical", "ok", "ok"]
+    assert (
+        ev[0]["sensor_type"] == "Cooling Device"
+        and ev[0]["sensor"] == "Leak Detect"
+        and ev[0]["time"] == "2026-12-02T13:00:30Z"
+    )
+
+
 def test_sel_empty_and_no_entries():
     assert _ipmi.parse_sel("") == []
     assert _ipmi.parse_sel("SEL has no entries\n") == []
