@@ -83,6 +83,9 @@ def test_maintenance_reservation_holds_back_crossing_jobs(tmp_path):
             time.sleep(2)
         assert _job_state(jobs[1]) in ("RUNNING", "COMPLETING", "COMPLETED", "GONE")
         assert _job_state(jobs[0]) == "PENDING"
+        _, out = _tool("scontrol", "show", "job", jobs[0])
+        reason = [w for w in out.split() if w.startswith("Reason=")]
+        assert reason and "ReqNodeNotAvail" in reason[0], out  # held back by the reservation, not merely unseen
     finally:
         for job in jobs:
             _tool("scancel", job)
