@@ -236,3 +236,23 @@ def test_bmc_sh_idempotent_and_leaves_nothing(tmp_path, bmc_emulators):  # noqa:
     for pid in pids:
         assert not os.path.exists("/proc/%s" % pid) or "zombie" in open("/proc/%s/status" % pid).read().lower()
     assert b.sh("status").returncode == 1
+
+
+def test_ipmi_chassis_power_is_stateful(bmc_emulators):  # noqa: F811
+    b = bmc_emulators
+    argv = ["ipmitool", "-I", "lanplus", "-C", "3", "-H", "127.0.0.1", "-p", str(b.ipmi_port), "-U", b.user, "-E"]
+    env = dict(os.environ, IPMI_PASSWORD=b.password)
+
+    def ipmi(*args):
+        res = subprocess.run(argv + list(args), env=env, capture_output=True, text=True, timeout=30)
+        assert res.returncode == 0, res.stderr
+        return res.stdout.strip()
+
+    try:
+        ipmi("chassis", "power", "off")
+        assert ipmi("chassis", "power", "status") == "Chassis Power is off"
+    finally:
+        ipmi("chassis", "power", "on")
+    assert ipmi("chassis", "power", "status") == "Chassis Power is on"
+    log = open(os.path.join(b.work, "ipmi", "power.log")).read()
+    assert "set power 0" in log and "set power 1" in log

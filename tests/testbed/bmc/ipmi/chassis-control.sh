@@ -1,7 +1,9 @@
 #!/bin/sh
-# ipmi_sim chassis_control helper: stateful power in $IPMI_POWER_FILE (1 = on, 0 = off)
+# ipmi_sim chassis_control helper: stateful power in $IPMI_POWER_FILE (1 = on, 0 = off); every call is
+# appended to $IPMI_POWER_FILE.log (tests check which power actions a play sent)
 #   chassis-control.sh <mc> get power|boot ...   /   <mc> set power 0|1 reset 1 boot pxe ...
 f=${IPMI_POWER_FILE:?IPMI_POWER_FILE not set}
+echo "$(date +%T) $*" >> "$f.log"
 [ -f "$f" ] || echo 1 > "$f"
 shift   # mc address
 op=$1; shift
