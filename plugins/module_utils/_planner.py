@@ -1,0 +1,400 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Batch planner for rolling, disruptive node work (firmware/driver upgrades): a pure, deterministic function.
+
+``plan_batches(nodes, constraints)`` orders the nodes that need work into batches so that no batch takes more
+than a share of any partition offline (nodes already drained or down count against it), no batch holds more
+than N nodes of one rack / leaf switch / power domain, a small canary batch goes first, and batches that no
+longer fit the maintenance window are not planned (``deferred``). See docs/upgrades.md.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional, Tuple
+
+STATES = ("idle", "drained", "down", "allocated")
+#: Slurm base states / flags mapped onto the four planner states.
+_SLURM_STATE = {
+    "idle": "idle",
+    "mixed": "allocated",
+    "allocated": "allocated",
+    "alloc": "allocated",
+    "mix": "allocated",
+    "completing": "allocated",
+    "down": "down",
+    "drained": "drained",
+    "draining": "drained",
+    "drain": "drained",
+    "fail": "down",
+    "failing": "drained",
+    "maint": "drained",
+    "reserved": "allocated",
+    "future": "down",
+    "unknown": "down",
+    "no_respond": "down",
+    "not_responding": "down",
+    "power_down": "down",
+    "powered_down": "down",
+    "powering_down": "down",
+}
+NODE_KEYS = frozenset(
+    ("name", "partition", "rack", "leaf", "power", "est_duration_s", "state", "priority", "upgrade", "class")
+)
+CONSTRAINT_KEYS = frozenset(
+    (
+        "max_offline_share",
+        "max_per_rack",
+        "max_per_leaf",
+        "max_per_power",
+        "canary_size",
+        "max_batch_size",
+        "window_s",
+        "batch_overhead_s",
+        "partition_sizes",
+        "include_down",
+    )
+)
+DEFAULTS: Dict[str, Any] = {
+    "max_offline_share": 0.1,
+    "max_per_rack": 1,
+    "max_per_leaf": None,
+    "max_per_power": None,
+    "canary_size": 1,
+    "max_batch_size": None,
+    "window_s": None,
+    "batch_overhead_s": 0,
+    "partition_sizes": {},
+    "include_down": False,
+}
+#: Unknown rack/leaf/power: all such nodes share one domain (conservative), named like this.
+UNKNOWN = "(unknown)"
+#: Order of work by state: drained nodes cost no extra capacity, idle ones no jobs, allocated ones need a drain.
+_STATE_RANK = {"drained": 0, "down": 1, "idle": 2, "allocated": 3}
+
+
+class PlanError(ValueError):
+    """Invalid planner input; ``key`` names the offending key (``nodes[3].state``, ``constraints.max_per_rack``)."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__("%s: %s" % (key, message))
+        self.key = key
+        self.message = message
+
+
+def slurm_state(state: Any) -> Optional[str]:
+    """Map a Slurm state as printed (``IDLE+DRAIN``, ``MIXED``, ``DOWN*``, ``ALLOCATED+DRAIN``) to a planner state.
+
+    DOWN wins over DRAIN, DRAIN over the base state (a draining node is offline for new work).
+    """
+    if not isinstance(state, str) or not state.strip():
+        return None
+    parts = [p.strip().strip("*~#!%$@^-").lower() for p in state.replace("|", "+").split("+")]
+    mapped = [_SLURM_STATE.get(p) for p in parts if p]
+    for wanted in ("down", "drained", "allocated", "idle"):
+        if wanted in mapped:
+            return wanted
+    return None
+
+
+def _nonneg_int(value: Any, key: str, allow_none: bool = True) -> Optional[int]:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise PlanError(key, "must be an integer >= 0, got %r" % (value,))
+    return value
+
+
+def _number(value: Any, key: str, allow_none: bool = True) -> Optional[float]:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or math.isnan(value):
+        raise PlanError(key, "must be a number >= 0, got %r" % (value,))
+    return float(value)
+
+
+def check_constraints(constraints: Any) -> Dict[str, Any]:
+    """Defaults merged with ``constraints``; unknown keys and bad values raise PlanError naming the key."""
+    if constraints is None:
+        constraints = {}
+    if not isinstance(constraints, dict):
+        raise PlanError("constraints", "must be a mapping")
+    for k in sorted(constraints, key=str):
+        if k not in CONSTRAINT_KEYS:
+            raise PlanError("constraints.%s" % k, "unknown key (known: %s)" % ", ".join(sorted(CONSTRAINT_KEYS)))
+    c = dict(DEFAULTS)
+    c.update(constraints)
+    share = c["max_offline_share"]
+    shares = share if isinstance(share, dict) else {"default": share}
+    clean_shares = {}
+    for p, s in shares.items():
+        v = _number(s, "constraints.max_offline_share" + ("" if not isinstance(share, dict) else ".%s" % p), False)
+        if v is None or v > 1:
+            raise PlanError("constraints.max_offline_share", "a share is between 0 and 1, got %r" % (s,))
+        clean_shares[str(p)] = v
+    clean_shares.setdefault("default", DEFAULTS["max_offline_share"])
+    c["max_offline_share"] = clean_shares
+    for k in ("max_per_rack", "max_per_leaf", "max_per_power", "max_batch_size"):
+        c[k] = _nonneg_int(c[k], "constraints.%s" % k)
+        if c[k] == 0:
+            raise PlanError("constraints.%s" % k, "0 would plan nothing; use null for no limit")
+    c["canary_size"] = _nonneg_int(c["canary_size"], "constraints.canary_size", False)
+    c["window_s"] = _number(c["window_s"], "constraints.window_s")
+    c["batch_overhead_s"] = _number(c["batch_overhead_s"], "constraints.batch_overhead_s", False)
+    sizes = c["partition_sizes"] or {}
+    if not isinstance(sizes, dict):
+        raise PlanError("constraints.partition_sizes", "must be a mapping partition -> node count")
+    c["partition_sizes"] = {
+        str(p): _nonneg_int(n, "constraints.partition_sizes.%s" % p, False) for p, n in sizes.items()
+    }
+    if not isinstance(c["include_down"], bool):
+        raise PlanError("constraints.include_down", "must be true or false")
+    return c
+
+
+def _check_nodes(nodes: Any) -> List[Dict[str, Any]]:
+    if not isinstance(nodes, list):
+        raise PlanError("nodes", "must be a list of node mappings")
+    out, seen = [], set()
+    for i, n in enumerate(nodes):
+        key = "nodes[%d]" % i
+        if not isinstance(n, dict):
+            raise PlanError(key, "must be a mapping")
+        for k in sorted(n, key=str):
+            if k not in NODE_KEYS:
+                raise PlanError("%s.%s" % (key, k), "unknown key (known: %s)" % ", ".join(sorted(NODE_KEYS)))
+        name = n.get("name")
+        if not isinstance(name, str) or not name:
+            raise PlanError("%s.name" % key, "must be a non-empty string")
+        if name in seen:
+            raise PlanError("%s.name" % key, "duplicate node %r" % name)
+        seen.add(name)
+        state = n.get("state") or "idle"
+        if state not in STATES:
+            mapped = slurm_state(state)
+            if mapped is None:
+                raise PlanError("%s.state" % key, "must be one of %s, got %r" % (", ".join(STATES), state))
+            state = mapped
+        parts = n.get("partition")
+        if parts is None or parts == []:
+            parts = [UNKNOWN]
+        elif isinstance(parts, str):
+            parts = [p for p in parts.split(",") if p] or [UNKNOWN]
+        elif isinstance(parts, list) and all(isinstance(p, str) for p in parts):
+            parts = sorted(set(parts))
+        else:
+            raise PlanError("%s.partition" % key, "must be a string or a list of strings")
+        prio = n.get("priority", 0)
+        if prio is None:
+            prio = 0
+        if isinstance(prio, bool) or not isinstance(prio, (int, float)):
+            raise PlanError("%s.priority" % key, "must be a number (higher goes earlier)")
+        upgrade = n.get("upgrade", True)
+        if not isinstance(upgrade, bool):
+            raise PlanError("%s.upgrade" % key, "must be true or false")
+        out.append(
+            {
+                "name": name,
+                "partitions": parts,
+                "rack": str(n["rack"]) if n.get("rack") is not None else UNKNOWN,
+                "leaf": str(n["leaf"]) if n.get("leaf") is not None else UNKNOWN,
+                "power": str(n["power"]) if n.get("power") is not None else UNKNOWN,
+                "est_duration_s": _number(n.get("est_duration_s", 0), "%s.est_duration_s" % key, False),
+                "state": state,
+                "priority": prio,
+                "upgrade": upgrade,
+            }
+        )
+    return out
+
+
+def plan_batches(nodes: Any, constraints: Any = None) -> Dict[str, Any]:
+    """Plan the rolling order. Deterministic: the same input always gives the same batches.
+
+    ``nodes``: ``[{name, partition, rack, leaf, power, est_duration_s, state, priority, upgrade}]``; ``state`` is
+    idle | drained | down | allocated (or a Slurm state as printed); ``upgrade: false`` nodes are not planned but
+    count for their partition's capacity (and against it when drained/down). ``priority``: higher goes earlier.
+
+    Returns ``{batches, deferred, batch_sizes, ordered_hosts, stats}``: each batch is
+    ``{index, canary, hosts, est_duration_s, ends_at_s, offline: {partition: n}, online_share: {partition: share}}``,
+    each deferred node ``{name, reason}``.
+    """
+    c = check_constraints(constraints)
+    all_nodes = _check_nodes(nodes)
+
+    # capacity per partition: the nodes we know of, or the declared size if larger
+    total: Dict[str, int] = {}
+    pre_offline: Dict[str, int] = {}
+    for n in all_nodes:
+        for p in n["partitions"]:
+            total[p] = total.get(p, 0) + 1
+            if n["state"] in ("drained", "down"):
+                pre_offline[p] = pre_offline.get(p, 0) + 1
+    for p, size in c["partition_sizes"].items():
+        if p in total and size > total[p]:
+            total[p] = size
+
+    def share_of(p: str) -> float:
+        return c["max_offline_share"].get(p, c["max_offline_share"]["default"])
+
+    cap = {p: int(math.floor(share_of(p) * total[p] + 1e-9)) for p in total}
+
+    deferred: List[Dict[str, Any]] = []
+    cands: List[Dict[str, Any]] = []
+    for n in all_nodes:
+        if not n["upgrade"]:
+            continue
+        if n["state"] == "down" and not c["include_down"]:
+            deferred.append({"name": n["name"], "reason": "node is down (set include_down to plan it anyway)"})
+            continue
+        cands.append(n)
+
+    # rack load (share of allocated nodes, all nodes counted) picks the canary's rack
+    rack_nodes: Dict[str, int] = {}
+    rack_alloc: Dict[str, int] = {}
+    for n in all_nodes:
+        rack_nodes[n["rack"]] = rack_nodes.get(n["rack"], 0) + 1
+        if n["state"] == "allocated":
+            rack_alloc[n["rack"]] = rack_alloc.get(n["rack"], 0) + 1
+
+    def rack_load(r: str) -> float:
+        return rack_alloc.get(r, 0) / float(rack_nodes.get(r, 1))
+
+    remaining_in_rack: Dict[str, int] = {}
+    for n in cands:
+        remaining_in_rack[n["rack"]] = remaining_in_rack.get(n["rack"], 0) + 1
+
+    limits = (("rack", c["max_per_rack"]), ("leaf", c["max_per_leaf"]), ("power", c["max_per_power"]))
+
+    def blocker(n: Dict[str, Any], counts: Dict[Tuple[str, str], int], offline: Dict[str, int]) -> Optional[str]:
+        """Why ``n`` cannot join the batch being built (None: it can)."""
+        for dom, lim in limits:
+            if lim is not None and counts.get((dom, n[dom]), 0) >= lim:
+                return "%s %s already has %d node(s) in the batch (max_per_%s: %d)" % (dom, n[dom], lim, dom, lim)
+        if n["state"] in ("idle", "allocated"):  # drained/down nodes are offline already
+            for p in n["partitions"]:
+                if offline[p] + 1 > cap[p]:
+                    return "partition %s: %d of %d node(s) would be offline, max_offline_share %s allows %d" % (
+                        p,
+                        offline[p] + 1,
+                        total[p],
+                        share_of(p),
+                        cap[p],
+                    )
+        return None
+
+    batches: List[Dict[str, Any]] = []
+    elapsed = 0.0
+    window = c["window_s"]
+    overhead = c["batch_overhead_s"]
+    while cands:
+        canary = not batches and c["canary_size"] > 0
+        size_limit = c["canary_size"] if canary else c["max_batch_size"]
+        left = None if window is None else window - elapsed
+        if canary:
+            order = sorted(
+                cands,
+                key=lambda n: (
+                    rack_load(n["rack"]),
+                    n["rack"],
+                    n["state"] != "idle",
+                    -n["priority"],
+                    _STATE_RANK[n["state"]],
+                    n["name"],
+                ),
+            )
+        else:
+            order = sorted(
+                cands,
+                key=lambda n: (
+                    -n["priority"],
+                    _STATE_RANK[n["state"]],
+                    -remaining_in_rack[n["rack"]],
+                    n["rack"],
+                    n["name"],
+                ),
+            )
+        counts: Dict[Tuple[str, str], int] = {}
+        offline = dict((p, pre_offline.get(p, 0)) for p in total)
+        batch: List[Dict[str, Any]] = []
+        for n in order:
+            if size_limit is not None and len(batch) >= size_limit:
+                break
+            if left is not None and n["est_duration_s"] + overhead > left:
+                continue
+            if blocker(n, counts, offline) is not None:
+                continue
+            batch.append(n)
+            for dom, _lim in limits:
+                counts[(dom, n[dom])] = counts.get((dom, n[dom]), 0) + 1
+            if n["state"] in ("idle", "allocated"):
+                for p in n["partitions"]:
+                    offline[p] += 1
+        if not batch:
+            break
+        duration = max(n["est_duration_s"] for n in batch) + overhead
+        elapsed += duration
+        names = {n["name"] for n in batch}
+        cands = [n for n in cands if n["name"] not in names]
+        for n in batch:
+            remaining_in_rack[n["rack"]] -= 1
+        touched = sorted({p for n in batch for p in n["partitions"]})
+        batches.append(
+            {
+                "index": len(batches),
+                "canary": canary,
+                "hosts": [n["name"] for n in batch],
+                "est_duration_s": duration,
+                "ends_at_s": elapsed,
+                "offline": {p: offline[p] for p in touched},
+                "online_share": {p: round(1.0 - offline[p] / float(total[p]), 4) if total[p] else 1.0 for p in touched},
+            }
+        )
+
+    # whatever is left could not be placed: say why, node by node
+    empty_offline = dict((p, pre_offline.get(p, 0)) for p in total)
+    left = None if window is None else window - elapsed
+    for n in sorted(cands, key=lambda n: n["name"]):
+        if left is not None and n["est_duration_s"] + overhead > left:
+            reason = "window: needs %ds, %ds of the window left after %d batch(es)" % (
+                int(math.ceil(n["est_duration_s"] + overhead)),
+                int(max(left, 0)),
+                len(batches),
+            )
+        else:
+            reason = blocker(n, {}, empty_offline) or "no batch could take it"
+        deferred.append({"name": n["name"], "reason": reason})
+    deferred.sort(key=lambda d: d["name"])
+
+    ordered = [h for b in batches for h in b["hosts"]]
+    min_share: Dict[str, float] = {}
+    for b in batches:
+        for p, s in b["online_share"].items():
+            min_share[p] = min(min_share.get(p, 1.0), s)
+    by_name = {n["name"]: n for n in all_nodes}
+    per_rack_max = 0
+    for b in batches:
+        racks: Dict[str, int] = {}
+        for h in b["hosts"]:
+            r = by_name[h]["rack"]
+            racks[r] = racks.get(r, 0) + 1
+        per_rack_max = max([per_rack_max] + list(racks.values()))
+    return {
+        "batches": batches,
+        "deferred": deferred,
+        "batch_sizes": [len(b["hosts"]) for b in batches],
+        "ordered_hosts": ordered,
+        "stats": {
+            "batches": len(batches),
+            "planned": len(ordered),
+            "deferred": len(deferred),
+            "est_total_s": elapsed,
+            "window_s": window,
+            "capacity": {p: total[p] for p in sorted(total)},
+            "already_offline": {p: pre_offline.get(p, 0) for p in sorted(total) if pre_offline.get(p)},
+            "max_offline": {p: cap[p] for p in sorted(total)},
+            "min_online_share": {p: min_share[p] for p in sorted(min_share)},
+            "max_per_rack_in_batch": per_rack_max,
+        },
+    }
