@@ -222,6 +222,15 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg="change_window: %s" % e)
             return result
         marker = audit_marker()
+        state_var = task_vars.get("gpuops_state_dir")
+        if marker and isinstance(state_var, str) and state_var.strip():
+            want = os.path.realpath(os.path.expanduser(self._templar.template(state_var)))
+            got = os.path.realpath(str(marker.get("log") or ""))
+            if not got.startswith(want.rstrip(os.sep) + os.sep):
+                self._display.warning(
+                    "change_window: the audit log %s is not under gpuops_state_dir %s; set GPUOPS_STATE_DIR "
+                    "(or [gpuops_audit] state_dir) to the same directory" % (got, want)
+                )
         res = decide(args, windows_by_host, now, audited=marker is not None, check_mode=check_mode)
         if res["clock_override"]:
             self._display.warning("change_window: the clock is overridden (now=%s); this is recorded" % args["now"])
@@ -245,7 +254,12 @@ class ActionModule(ActionBase):
     def _record_opt_out(self, args, res, task_vars):
         """Without the callback, write the opt-out itself into the audit chain."""
         try:
-            state = _audit.state_dir(args.get("state_dir"))
+            state_var = task_vars.get("gpuops_state_dir")
+            if not args.get("state_dir") and isinstance(state_var, str) and state_var.strip():
+                state_var = self._templar.template(state_var)
+            else:
+                state_var = None
+            state = _audit.state_dir(args.get("state_dir") or state_var)
             rec = {
                 "event": "unaudited_opt_out",
                 "run_id": None,

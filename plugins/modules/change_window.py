@@ -69,7 +69,9 @@ options:
     type: bool
     default: false
   state_dir:
-    description: State directory for the opt-out record (default C($GPUOPS_STATE_DIR) or C(~/.local/state/gpuops)).
+    description:
+      - State directory for the opt-out record. Default the C(gpuops_state_dir) variable, else
+        C($GPUOPS_STATE_DIR), else C(~/.local/state/gpuops).
     type: path
 attributes:
   check_mode:

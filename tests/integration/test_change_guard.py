@@ -250,8 +250,17 @@ def test_refused_outside_window_and_check_mode(tmp_path):
     guard = [r for r in records(tmp_path) if r.get("module") == "gpuops.cluster.change_window"]
     assert len(guard) == 1 and guard[0]["failed"] and "refused" in guard[0]["msg"]
     # check mode always runs and says what would happen, without failing
-    rc, out = playbook(tmp_path, "guard.yml", "change_guard_now=2026-12-04T12:00:00Z", "gpuops_change_id=C", check=True)
+    rc, out = playbook(
+        tmp_path,
+        "guard.yml",
+        "target=node1",
+        "change_guard_now=2026-12-04T12:00:00Z",
+        "gpuops_change_id=C",
+        "gpuops_state_dir=/srv/elsewhere",
+        check=True,
+    )
     assert rc == 0 and "check mode: would refuse: refused: outside the maintenance window" in out
+    assert "is not under gpuops_state_dir /srv/elsewhere" in out  # the callback writes somewhere else
     # hosts in another timezone, with no window in common right now
     rc, out = playbook(
         tmp_path, "guard.yml", "target=node1,ny1", "change_guard_now=2026-12-05T02:30:00Z", "gpuops_ticket=T"
@@ -290,11 +299,12 @@ def test_guard_refuses_without_audit_callback_and_records_opt_out(tmp_path):
         "change_guard_now=2026-12-05T02:30:00Z",
         "gpuops_change_id=CHG-OPT",
         "change_guard_allow_unaudited=true",
+        "gpuops_state_dir=%s" % (tmp_path / "gsd"),
         audit=False,
     )
     assert rc == 0, out
     assert markers(tmp_path) == ["node1.drained", "node2.drained"]
-    recs = records(tmp_path)
+    recs = records(tmp_path, state="gsd")  # the opt-out goes to the collection's state dir
     assert [r["event"] for r in recs] == ["unaudited_opt_out"]
     assert recs[0]["change_id"] == "CHG-OPT" and recs[0]["clock_override"] is True
     assert recs[0]["hosts"] == ["node1", "node2"]
