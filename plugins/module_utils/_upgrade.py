@@ -47,6 +47,10 @@ _BIOS_WORDS = re.compile(r"(?:^|[^a-z])(bios|uefi|system rom)(?:[^a-z]|$)|hostbi
 _NOT_HOST = re.compile(r"gpu|hca|nic|nvme|psu|power|cpld|fpga|hgx|erot|retimer|nvswitch|disk|drive", re.IGNORECASE)
 
 
+#: A version as vendors print it: "550.127.05", "28.41.1000", "1.45.455b66-rev4", "U32 v2.52 (11/17/2021)".
+_VERSION_TEXT = re.compile(r"^[0-9A-Za-z][\x20-\x7e]{0,127}$")
+
+
 class UpgradeError(ValueError):
     """Invalid input to the planner (a programming or inventory error, named by ``key``)."""
 
@@ -62,10 +66,10 @@ class UpgradeError(ValueError):
 def version_key(version: Any) -> Tuple[Tuple[int, Any], ...]:
     """A sort key for dotted versions: ``550.127.05`` > ``550.54.15``; numeric parts compare as numbers.
 
-    Parts are split on ``.``, ``-``, ``_`` and ``:``; a numeric part sorts before a text part at the same place,
-    so mixed versions never raise TypeError.
+    Parts are split on ``.``, ``-``, ``_``, ``:``, ``/``, parentheses and blanks; a numeric part sorts before a
+    text part at the same place, so mixed versions never raise TypeError.
     """
-    parts = [p for p in re.split(r"[.\-_:]", str(version).strip()) if p != ""]
+    parts = [p for p in re.split(r"[.\-_:\s/()]+", str(version).strip()) if p != ""]
     return tuple((0, int(p)) if p.isdigit() else (1, p.lower()) for p in parts)
 
 
@@ -121,11 +125,7 @@ def _version_value(value: Any, key: str, problems: List[Dict[str, Any]], node_cl
         return None
     if isinstance(value, int):
         return str(value)
-    if (
-        not isinstance(value, str)
-        or not value.strip()
-        or not re.match(r"^[0-9A-Za-z][0-9A-Za-z.\-_:+]*$", value.strip())
-    ):
+    if not isinstance(value, str) or not _VERSION_TEXT.match(value.strip()):
         problems.append(_problem(node_class, key, "not a version: %r" % (value,)))
         return None
     return value.strip()
