@@ -296,9 +296,9 @@ def plan_batches(nodes: Any, constraints: Any = None) -> Dict[str, Any]:
             order = sorted(
                 cands,
                 key=lambda n: (
+                    n["state"] != "idle",  # a drained node may be broken: a poor canary
                     rack_load(n["rack"]),
                     n["rack"],
-                    n["state"] != "idle",
                     -n["priority"],
                     _STATE_RANK[n["state"]],
                     n["name"],
