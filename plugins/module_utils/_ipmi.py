@@ -383,10 +383,11 @@ def _sensor_row(cols: List[str]) -> Dict[str, Any]:
     unit = _unit(unit_raw) if unit_raw else None
     states: List[str] = []
     if re.match(r"^0x[0-9a-fA-F]{4}$", status_col):
-        # discrete sensor: the status column is the raw state word
+        # discrete sensor: the value column is the raw state byte (as in plain 'sdr'), the status column the
+        # state word (0x0300 = offsets 0 and 1 asserted)
         stype = classify(name, None, discrete=True)
-        states = [status_col]
-        status = "ok" if int(status_col, 16) & 0x7FFF == 0 else "unknown"
+        raw = value if re.match(r"^0x[0-9a-fA-F]+$", value) else "0x%02x" % (int(status_col, 16) >> 8)
+        states, status = _raw_discrete(stype, raw)
         return _sensor(name, stype, None, None, status, states, thresholds)
     reading, _u = num_unit(value)
     status = _STATUS.get(status_col.lower(), "unknown")

@@ -34,7 +34,10 @@ SDR_SAMPLES = {
     "telegraf-ibm-systemx-sdr-v1.txt": (133, 2),
     "telegraf-sdr-elist-v2-with-unable-to-send.txt": (7, 1),
     "telegraf-sdr-v1-with-unable-to-send.txt": (9, 2),
+    "openipmi-sim-sdr-elist-faults.txt": (8, 0),
+    "openipmi-sim-sdr-faults.txt": (8, 0),
 }
+FAULTY = ("openipmi-sim-sdr-elist-faults.txt", "openipmi-sim-sdr-faults.txt")
 
 
 def test_every_sdr_sample_is_listed():
@@ -50,8 +53,8 @@ def test_sdr_samples(name):
     sensors = _ipmi.parse_sdr(fx("ipmitool-sdr", name))
     assert len(sensors) == count
     assert sum(s["status"] == "not_present" for s in sensors) == ns
-    # all of these hosts are healthy: nothing worse than ok / not_present
-    assert {s["status"] for s in sensors} <= {"ok", "not_present"}
+    if name not in FAULTY:  # these hosts are healthy: nothing worse than ok / not_present
+        assert {s["status"] for s in sensors} <= {"ok", "not_present"}
     for s in sensors:
         assert set(s) >= {"name", "type", "reading", "unit", "status", "states", "thresholds"}
 
@@ -156,10 +159,31 @@ def test_sensor_ten_columns():
     assert fan3["status"] == "not_present" and fan3["reading"] is None and fan3["thresholds"] == {}
 
 
+@pytest.mark.parametrize("name", FAULTY + ("openipmi-sim-sensor-faults.txt",))
+def test_emulator_faults_in_every_layout(name):
+    folder = "ipmitool-sensor" if "sensor-" in name else "ipmitool-sdr"
+    s = {x["name"]: x for x in _ipmi.parse_sdr(fx(folder, name))}
+    expect = {
+        "Inlet Temp": "ok",
+        "GPU0 Temp": "critical",
+        "GPU1 Temp": "ok",
+        "FAN1": "critical",
+        "FAN2": "ok",
+        "PSU1 Status": "critical",  # status column 'ok' (or a raw state word), failure in the states
+        "PSU2 Status": "ok",
+        "Leak Detect": "critical",
+    }
+    assert {k: v["status"] for k, v in s.items()} == expect
+    assert "Failure detected" in s["PSU1 Status"]["states"] and s["Leak Detect"]["type"] == "leak"
+    assert s["FAN1"]["reading"] == 800.0 and s["GPU0 Temp"]["reading"] == 90.0
+
+
 def test_sensor_discrete_hex_status():
     line = "PS1 Status       | 0x1        | discrete   | 0x0100| na      | na      | na      | na      | na  | na\n"
     s = _ipmi.parse_sdr(line)[0]
-    assert s["type"] == "power_supply" and s["states"] == ["0x0100"]
+    assert s["type"] == "power_supply" and s["states"] == ["Presence detected"] and s["status"] == "ok"
+    word_only = _ipmi.parse_sdr("PS2 Status | na | discrete | 0x0300| na | na | na | na | na | na\n")[0]
+    assert word_only["status"] == "critical"
 
 
 # ------------------------------------------------------------------------------------------ sel
@@ -170,6 +194,8 @@ SEL_SAMPLES = {
     "intel-s2600-sel-elist-fan-psu-redundancy.txt": 49,
     "openbmc-npcm7xx-sel-list-preinit-fans.txt": 4,
     "supermicro-x10-sel-list-12h-tz-fans.txt": 23,
+    "openipmi-sim-sel-elist.txt": 4,
+    "openipmi-sim-sel-list.txt": 4,
 }
 
 
@@ -265,10 +291,24 @@ def test_sel_empty_and_no_entries():
         _ipmi.parse_sel("xyz | b | c | d\n")
 
 
+def test_emulator_sel_c_locale():
+    ev = _ipmi.parse_sel(fx("ipmitool-sel", "openipmi-sim-sel-elist.txt"))
+    assert [e["time"] is None for e in ev] == [True, True, False, False]
+    assert ev[0]["reading"] == 85.0 and ev[0]["threshold"] == 80.0 and ev[0]["preinit_seconds"] == 1723
+    assert (
+        ev[2]["time"] == "2026-12-02T13:10:42Z" and ev[2]["sensor"] == "PSU1 Status" and ev[2]["severity"] == "critical"
+    )
+    assert ev[3]["sensor"] == "Leak Detect" and ev[3]["severity"] == "critical"
+    plain = _ipmi.parse_sel(fx("ipmitool-sel", "openipmi-sim-sel-list.txt"))
+    assert (plain[2]["sensor_type"], plain[2]["sensor_number"]) == ("Power Supply", 6)
+
+
 def test_sel_info():
     info = _ipmi.parse_sel_info(fx("ipmitool-sel", "supermicro-x10-sel-info.txt"))
     assert info["entries"] == 104 and info["percent_used"] == 16 and info["overflow"] is False
     assert info["free_space_bytes"] == 8160
+    emu = _ipmi.parse_sel_info(fx("ipmitool-sel", "openipmi-sim-sel-info.txt"))
+    assert (emu["entries"], emu["free_space_bytes"], emu["overflow"]) == (4, 15936, False)
     full = _ipmi.parse_sel_info("SEL Information\nEntries : 3639\nPercent Used : 100%\nOverflow : true \n")
     assert full["overflow"] is True and full["percent_used"] == 100
 
@@ -286,6 +326,13 @@ def test_mc_info_samples():
     hp = _ipmi.parse_mc_info(fx("ipmitool-mc-info", "hp-ilo-mc-info.txt"))
     assert (hp["manufacturer"], hp["firmware_revision"], hp["product_id"]) == ("Hewlett-Packard", "1.28", 8192)
     assert hp["aux_firmware_rev_info"] == []
+    emu = _ipmi.parse_mc_info(fx("ipmitool-mc-info", "openipmi-sim-mc-info.txt"))
+    assert (emu["manufacturer"], emu["manufacturer_id"], emu["firmware_revision"]) == (
+        "MontaVista Software, Inc.",
+        4753,
+        "9.08",
+    )
+    assert emu["product"] is None and emu["product_id"] == 3842
 
 
 # hand-made in the layout of ipmitool lib/ipmi_fru.c (no real sample was found)
@@ -315,6 +362,20 @@ FRU Device Description : PSU1 (ID 1)
 FRU Device Description : PSU2 (ID 2)
  Device not present (Requested sensor, data, or record not found)
 """
+
+
+def test_fru_real_output():
+    fru = _ipmi.parse_fru(fx("ipmitool-fru", "openipmi-sim-fru-print.txt"))
+    assert len(fru) == 1
+    f = fru[0]
+    assert (f["name"], f["id"], f["present"]) == ("Builtin FRU Device", 0, True)
+    assert (f["serial"], f["board_serial"], f["chassis_serial"]) == ("PRD-0001", "BRD-0001", "CHS-0001")
+    assert (f["product"], f["part"], f["manufacturer"], f["version"]) == (
+        "GPU-NODE-8X",
+        "GN8X-PN",
+        "gpuops emulator",
+        "1.0",
+    )
 
 
 def test_fru_blocks():
@@ -368,3 +429,12 @@ def test_fuzz_only_results_or_parse_error(parts):
         except ParseError:
             continue
         assert isinstance(out, (list, dict))
+
+
+def test_every_fixture_has_a_sidecar():
+    folders = [d for d in os.listdir(FIX) if d.startswith("ipmitool-")]
+    assert {"ipmitool-sdr", "ipmitool-sel", "ipmitool-sensor", "ipmitool-mc-info", "ipmitool-fru"} <= set(folders)
+    for d in folders:
+        for f in os.listdir(os.path.join(FIX, d)):
+            if not f.endswith(".source.txt"):
+                assert os.path.exists(os.path.join(FIX, d, f.rsplit(".", 1)[0] + ".source.txt")), (d, f)
