@@ -477,18 +477,18 @@ def sel_time(date_s: str, time_s: str) -> Optional[str]:
 
 def split_sel_sensor(col: str) -> Tuple[Optional[str], Optional[str], Optional[int]]:
     """``'Power Supply PS1 Status'`` -> ``('Power Supply', 'PS1 Status', None)``;
-    ``'Fan #0x0c'`` -> ``('Fan', None, 12)``."""
+    ``'Fan #0x0c'`` -> ``('Fan', '#0x0c', 12)`` (no SDR name: the number stands in, so sensors stay apart)."""
     col = col.strip()
     for t in SEL_SENSOR_TYPES:
         if col == t or col.startswith(t + " "):
             rest = col[len(t) :].strip()
             m = re.match(r"^#0x([0-9a-fA-F]+)$", rest)
             if m:
-                return t, None, int(m.group(1), 16)
+                return t, "#0x%02x" % int(m.group(1), 16), int(m.group(1), 16)
             return t, rest or None, None
     m = re.match(r"^(.*?)\s*#0x([0-9a-fA-F]+)$", col)
     if m:
-        return (m.group(1) or None), None, int(m.group(2), 16)
+        return (m.group(1) or None), "#0x%02x" % int(m.group(2), 16), int(m.group(2), 16)
     return None, col or None, None
 
 

@@ -221,7 +221,8 @@ def test_sel_hex_ids_and_types():
         "critical",
     )
     fan = events[0xC - 1]
-    assert (fan["sensor_type"], fan["sensor"], fan["sensor_number"]) == ("Fan", None, 0x38)
+    assert (fan["sensor_type"], fan["sensor"], fan["sensor_number"]) == ("Fan", "#0x38", 0x38)
+    assert events[3]["sensor"] == "#0x0c"  # another fan: SEL pairing by (sensor, event) keeps them apart
     assert fan["event"] == "Lower Critical going low" and fan["severity"] == "critical"
     assert events[0xB - 1]["severity"] == "non_critical"  # Lower Non-critical going low
     assert events[0x1A - 1]["direction"] == "deasserted" and events[0x1A - 1]["severity"] == "ok"
