@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""Generate a simulated GPU cluster: capture directories, an Ansible inventory and an answer key.
+
+  python3 tools/simcluster/generate.py --nodes 64 --out build/sim --seed 7 [--faults default|none|all|name:count,...]
+
+Writes
+  DIR/captures/<host>/           one capture directory per node (docs/capture.md)
+  DIR/previous/<host>/           an earlier capture (15 min before) for counter-growth faults
+  DIR/inventory/hosts.yml        group gpu_nodes; ansible_host 192.0.2.1 (TEST-NET: never contacted)
+  DIR/inventory/group_vars/gpu_nodes.yml   the node-class hardware profile
+  DIR/answer_key.json            per host the findings the policy must produce (docs/simulation.md)
+  DIR/states/<host>.json         (--write-states) the node states, usable with `python3 -m simnode`
+Stdlib only; runs under /usr/bin/python3 and the venv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOLS = os.path.dirname(HERE)
+if TOOLS not in sys.path:
+    sys.path.insert(0, TOOLS)
+
+from simnode import faults as F  # noqa: E402
+from simnode.capture import capture  # noqa: E402
+from simnode.state import DEFAULT_DRIVER, DEFAULT_NOW, default_state, save  # noqa: E402
+
+RACK_SIZE = 8
+POWER_DOMAIN_SIZE = 16
+NODE_CLASS = "h100-sxm-8"
+#: `--faults default` (make demo): one node per major kind of fault, plus benign conditions that must not alarm.
+DEFAULT_FAULTS = [
+    "xid79",
+    "xid48",
+    "row_remap_pending",
+    "thermal_throttle",
+    "ib_port_down",
+    "ib_flap",
+    "psu_failure",
+    "hung_mount",
+    "xid_user",
+    "sw_power_cap_load",
+    "pcie_idle_downshift",
+]
+
+PROFILE = {
+    NODE_CLASS: {
+        "gpu_model": "NVIDIA H100 80GB HBM3",
+        "gpu_count": 8,
+        "nvlinks_per_gpu": 18,
+        "pcie_gen": 5,
+        "pcie_width": 16,
+        "ib_ports": 8,
+        "ib_rate_gbps": 400,
+        "ib_link_layer": "InfiniBand",
+        "driver_version": DEFAULT_DRIVER,
+        "fabric_manager_version": DEFAULT_DRIVER,
+        "mounts": ["/home", "/lustre"],
+        "services": ["nvidia-persistenced", "nvidia-dcgm", "nvidia-fabricmanager"],
+        "nvswitch": True,
+    }
+}
+
+
+def hostnames(n: int) -> list:
+    width = max(2, len(str(n)))
+    return ["gpu-node-%0*d" % (width, i) for i in range(1, n + 1)]
+
+
+def topology(hosts: list) -> dict:
+    w = max(2, len(str((len(hosts) + RACK_SIZE - 1) // RACK_SIZE)))
+    out = {}
+    for i, h in enumerate(hosts):
+        r = i // RACK_SIZE + 1
+        out[h] = {
+            "rack": "rack-%0*d" % (w, r),
+            "leaf": "leaf-%0*d" % (w, r),
+            "power": "pdu-%0*d" % (w, i // POWER_DOMAIN_SIZE + 1),
+        }
+    return out
+
+
+def parse_faults(spec: str) -> list:
+    """-> list of fault names, one entry per faulty node (dead_leaf: one entry = one leaf)."""
+    if spec == "none":
+        return []
+    if spec == "default":
+        return list(DEFAULT_FAULTS)
+    if spec == "all":
+        return sorted(F.FAULTS)
+    out = []
+    for part in spec.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, _, count = part.partition(":")
+        if name not in F.FAULTS:
+            raise SystemExit("generate.py: unknown fault %r (known: %s)" % (name, ", ".join(sorted(F.FAULTS))))
+        out += [name] * int(count or 1)
+    return out
+
+
+def assign(hosts: list, topo: dict, wanted: list, rng: random.Random) -> tuple:
+    """-> ({host: [fault names]}, [(leaf, [hosts])] for dead leaves). One fault per node, dead leaves take whole racks."""
+    leaves: dict = {}
+    for h in hosts:
+        leaves.setdefault(topo[h]["leaf"], []).append(h)
+    leaf_names = sorted(leaves)
+    dead = []
+    node_faults = [f for f in wanted if F.FAULTS[f].scope == "node"]
+    n_dead = len(wanted) - len(node_faults)
+    if n_dead:
+        if n_dead >= len(leaf_names):
+            raise SystemExit("generate.py: %d dead leaves need more than %d racks" % (n_dead, len(leaf_names)))
+        for leaf in leaf_names[-n_dead:]:
+            dead.append((leaf, leaves[leaf]))
+    dead_hosts = {h for _, hs in dead for h in hs}
+    free = [h for h in hosts if h not in dead_hosts]
+    if len(node_faults) > len(free):
+        raise SystemExit(
+            "generate.py: %d faulty nodes wanted but only %d nodes outside dead leaves" % (len(node_faults), len(free))
+        )
+    picked = rng.sample(free, len(node_faults))
+    per_host = {h: [] for h in hosts}
+    for h, f in zip(picked, node_faults):
+        per_host[h].append(f)
+    for _, hs in dead:
+        for h in hs:
+            per_host[h].append("dead_leaf")
+    return per_host, dead
+
+
+def _yaml_str(s: str) -> str:
+    return '"%s"' % s.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def write_inventory(out: str, hosts: list, topo: dict, previous: set, portable: bool) -> None:
+    inv = os.path.join(out, "inventory")
+    os.makedirs(os.path.join(inv, "group_vars"), exist_ok=True)
+    base = "{{ inventory_dir }}/.." if portable else os.path.abspath(out)
+    lines = [
+        "# Generated by tools/simcluster/generate.py: a simulated cluster read from capture directories.",
+        "# ansible_host is 192.0.2.1 (TEST-NET-1, unroutable): these hosts must never be contacted.",
+        "all:",
+        "  children:",
+        "    gpu_nodes:",
+        "      hosts:",
+    ]
+    for h in hosts:
+        lines += [
+            "        %s:" % h,
+            "          ansible_host: 192.0.2.1",
+            "          gpuops_capture_dir: %s" % _yaml_str("%s/captures/%s" % (base, h)),
+        ]
+        if h in previous:
+            lines.append("          gpuops_previous_capture_dir: %s" % _yaml_str("%s/previous/%s" % (base, h)))
+        lines += [
+            "          gpuops_rack: %s" % topo[h]["rack"],
+            "          gpuops_leaf_switch: %s" % topo[h]["leaf"],
+            "          gpuops_power_domain: %s" % topo[h]["power"],
+            "          gpuops_node_class: %s" % NODE_CLASS,
+        ]
+    with open(os.path.join(inv, "hosts.yml"), "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    with open(os.path.join(inv, "group_vars", "gpu_nodes.yml"), "w", encoding="utf-8") as fh:
+        fh.write(profile_yaml())
+
+
+def profile_yaml() -> str:
+    p = PROFILE[NODE_CLASS]
+    lines = [
+        "# Node-class hardware profiles: what a healthy node of each class looks like.",
+        "gpuops_profiles:",
+        "  %s:" % NODE_CLASS,
+    ]
+    for k, v in p.items():
+        if isinstance(v, list):
+            lines.append("    %s: [%s]" % (k, ", ".join(v)))
+        elif isinstance(v, bool):
+            lines.append("    %s: %s" % (k, "true" if v else "false"))
+        elif isinstance(v, str):
+            lines.append("    %s: %s" % (k, _yaml_str(v)))
+        else:
+            lines.append("    %s: %s" % (k, v))
+    return "\n".join(lines) + "\n"
+
+
+def _one_host(job) -> tuple:
+    """Build, fault and capture one node. -> (host, expectations, benign fault names, has previous capture)."""
+    h, now, names, seed, out, write_states = job
+    state = default_state(h, seed=seed, now=now)
+    prev = None
+    expect: list = []
+    benign: list = []
+    for name in names:
+        f = F.FAULTS[name]
+        if f.needs_previous and prev is None:
+            prev = F.previous_of(state)
+        res = F.apply(state, name, random.Random("%s/%s/%s" % (seed, h, name)), prev=prev if f.needs_previous else None)
+        expect += res["expect"]
+        if f.benign:
+            benign.append(name)
+    capture(state, os.path.join(out, "captures", h))
+    if prev is not None:
+        capture(prev, os.path.join(out, "previous", h))
+    if write_states:
+        os.makedirs(os.path.join(out, "states"), exist_ok=True)
+        save(state, os.path.join(out, "states", h + ".json"))
+        if prev is not None:
+            save(prev, os.path.join(out, "states", h + ".previous.json"))
+    return h, expect, benign, prev is not None
+
+
+def generate(
+    nodes: int,
+    out: str,
+    seed: int = 7,
+    faults: str = "default",
+    write_states: bool = False,
+    portable: bool = False,
+    workers: int = 1,
+) -> dict:
+    rng = random.Random(seed)
+    hosts = hostnames(nodes)
+    topo = topology(hosts)
+    per_host, dead = assign(hosts, topo, parse_faults(faults), rng)
+    for sub in ("captures", "previous", "states", "inventory"):
+        shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
+    os.makedirs(os.path.join(out, "captures"), exist_ok=True)
+    jobs = [(h, DEFAULT_NOW + (n % 60), per_host[h], seed, out, write_states) for n, h in enumerate(hosts)]
+    if workers > 1 and len(hosts) > 16:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            results = pool.map(_one_host, jobs, chunksize=max(1, len(jobs) // (workers * 4)))
+    else:
+        results = [_one_host(j) for j in jobs]
+    key_hosts: dict = {}
+    benign: dict = {}
+    previous = set()
+    for h, expect, ben, has_prev in results:
+        key_hosts[h] = expect
+        if ben:
+            benign[h] = ben
+        if has_prev:
+            previous.add(h)
+    write_inventory(out, hosts, topo, previous, portable)
+    cluster = [
+        {
+            "check": "cluster.leaf",
+            "component": "leaf:%s" % leaf,
+            "severity_hint": "P0",
+            "fault": "dead_leaf",
+            "hosts": hs,
+            "note": "every IB port of every node behind this leaf is down: one P0 cluster finding; the member "
+            "ib.port_state findings carry cause = its id",
+        }
+        for leaf, hs in dead
+    ]
+    key = {
+        "schema": "gpuops.simcluster.answer_key/v1",
+        "seed": seed,
+        "nodes": nodes,
+        "faults": faults,
+        "node_class": NODE_CLASS,
+        "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(DEFAULT_NOW)),
+        "hosts": key_hosts,
+        "faults_by_host": {h: fs for h, fs in per_host.items() if fs},
+        "benign": benign,
+        "previous_captures": sorted(previous),
+        "cluster": cluster,
+        "rules": "hosts[h] lists the findings (check, component) that MUST be reported for h; a host with an empty "
+        "list must have no P0/P1/P2 finding (P3 advice allowed). severity_hint is the expected severity, code the "
+        "expected code where one is natural. benign[h] names conditions that must NOT alarm.",
+    }
+    with open(os.path.join(out, "answer_key.json"), "w", encoding="utf-8") as fh:
+        json.dump(key, fh, indent=1, sort_keys=True)
+        fh.write("\n")
+    return key
+
+
+def summary(key: dict, out: str, elapsed: float) -> str:
+    faulty = [h for h, e in key["hosts"].items() if e]
+    return "simcluster: %d nodes, %d faulty, %d benign, %d dead leaves, %d expected findings -> %s (%.1f s)" % (
+        key["nodes"],
+        len(faulty),
+        len(key["benign"]),
+        len(key["cluster"]),
+        sum(len(e) for e in key["hosts"].values()),
+        out,
+        elapsed,
+    )
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--nodes", type=int, default=64)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument(
+        "--faults", default="default", help="default | none | all | name:count,... (see `python3 -m simnode faults`)"
+    )
+    ap.add_argument("--write-states", action="store_true", help="also write states/<host>.json for python3 -m simnode")
+    ap.add_argument(
+        "--jobs", type=int, default=min(8, os.cpu_count() or 1), help="worker processes (default: CPUs, max 8)"
+    )
+    ap.add_argument(
+        "--portable", action="store_true", help="capture paths relative to the inventory ({{ inventory_dir }}/..)"
+    )
+    a = ap.parse_args(argv)
+    if a.nodes < 1:
+        ap.error("--nodes must be >= 1")
+    t0 = time.time()
+    key = generate(a.nodes, a.out, a.seed, a.faults, a.write_states, a.portable, max(1, a.jobs))
+    print(summary(key, a.out, time.time() - t0))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

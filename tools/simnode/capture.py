@@ -1,0 +1,71 @@
+"""capture(state, out_dir): a full capture directory (docs/capture.md), made of exactly what the CLI prints."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from simnode import render_misc as rm
+from simnode.cli import run_tool
+from simnode.state import now_iso
+
+#: capture file -> (tool, args); the commands of plugins/module_utils/_capture.py FILES.
+COMMANDS = [
+    ("nvidia-smi-q.xml", "nvidia-smi", ["-q", "-x"]),
+    ("nvidia-smi-q.txt", "nvidia-smi", ["-q"]),
+    ("nvidia-smi-nvlink-s.txt", "nvidia-smi", ["nvlink", "-s"]),
+    ("nvidia-smi-nvlink-e.txt", "nvidia-smi", ["nvlink", "-e"]),
+    ("kernel.log", "journalctl", ["-k", "-o", "short-iso", "--no-pager"]),
+    ("ibstat.txt", "ibstat", []),
+    ("ipmitool-sdr.txt", "ipmitool", ["sdr", "elist"]),
+    ("ipmitool-sel.txt", "ipmitool", ["sel", "elist"]),
+    ("ipmitool-fru.txt", "ipmitool", ["fru", "print"]),
+    ("ipmitool-mc-info.txt", "ipmitool", ["mc", "info"]),
+    ("dcgmi-diag.txt", "dcgmi", ["diag", "-r", None]),
+    ("scontrol-show-node.txt", "scontrol", ["show", "node", None]),
+]
+DCGM_TIMEOUT_S = 900
+
+
+def capture(state: dict, out_dir: str, text_only_files: bool = False) -> dict:
+    """Write every capture file + sys/class/infiniband (plain copy) + node.json + capture.json. Returns capture.json."""
+    os.makedirs(out_dir, exist_ok=True)
+    files = {}
+    for name, tool, args in COMMANDS:
+        args = [
+            (str(state["dcgm"].get("level", 2)) if tool == "dcgmi" else state["hostname"]) if a is None else a
+            for a in args
+        ]
+        res = run_tool(state, tool, args)
+        entry = {"rc": res.rc, "stderr": res.stderr, "timed_out": False, "duration": 0.1}
+        out = res.stdout
+        if res.sleep:
+            # the tool hung: the capture runner killed it at its timeout and kept nothing
+            entry.update(
+                {
+                    "rc": 124,
+                    "stderr": "timed out after %d s" % DCGM_TIMEOUT_S,
+                    "timed_out": True,
+                    "duration": float(DCGM_TIMEOUT_S),
+                }
+            )
+            out = ""
+        with open(os.path.join(out_dir, name), "w", encoding="utf-8") as fh:
+            fh.write(out)
+        files[name] = entry
+    with open(os.path.join(out_dir, "node.json"), "w", encoding="utf-8") as fh:
+        fh.write(rm.node_json(state))
+    files["node.json"] = {"rc": 0, "stderr": "", "timed_out": False, "duration": 0.0}
+    rm.write_sysfs(state, out_dir, links=False)
+    meta = {
+        "schema": "gpuops.capture/v1",
+        "hostname": state["hostname"],
+        "captured_at": now_iso(state["now"]),
+        "boot_id": state["boot_id"],
+        "generator": "simnode",
+        "files": files,
+    }
+    with open(os.path.join(out_dir, "capture.json"), "w", encoding="utf-8") as fh:
+        json.dump(meta, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+    return meta
