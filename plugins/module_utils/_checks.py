@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import normalize_bus_id
 from ansible_collections.gpuops.cluster.plugins.module_utils._policy import (
+    ACTIONS as _ACTIONS,
     DEFAULT_POLICY,
     SEVERITIES,
     iso,
@@ -206,12 +207,14 @@ def _slurm_node(facts: Dict[str, Any], host: str) -> Optional[Dict[str, Any]]:
     names = {host, _s(facts.get("hostname")), _s(_dict(facts.get("node")).get("hostname"))}
     names |= {n.split(".")[0] for n in list(names) if n}
     for n in _list(_dict(facts.get("slurm")).get("nodes")):
-        if isinstance(n, dict) and n.get("name") in names:
+        if isinstance(n, dict) and _s(n.get("name")) in names:
             return n
     return None
 
 
 def _sev_action(table: Dict[str, Any], key: Any) -> Optional[Tuple[str, str]]:
+    if not isinstance(key, (str, int)) or isinstance(key, bool):
+        return None
     row = table.get(key) if isinstance(table, dict) else None
     if not isinstance(row, dict):
         return None
@@ -568,7 +571,7 @@ def _check_throttle(ctx: _Ctx, gpus: List[Dict[str, Any]]) -> None:
     readable = [g for g in gpus if g.get("readable") is not False]
     for g in readable:
         for r in _list(_dict(g.get("throttle")).get("active")):
-            if r in reasons:
+            if isinstance(r, str) and r in reasons:
                 by_reason.setdefault(r, []).append(g)
     for r, gs in sorted(by_reason.items()):
         sev, action = _sev_action(reasons, r) or ("P2", "monitor")
@@ -921,7 +924,7 @@ def _xid_row(ctx: _Ctx, code: int) -> Tuple[Dict[str, Any], List[str]]:
 def _check_xid(ctx: _Ctx, facts: Dict[str, Any], hs: Dict[str, Any], counts) -> None:
     events = [e for e in _list(_dict(facts.get("kernel")).get("events")) if isinstance(e, dict)]
     by_bus = _gpu_by_bus(facts)
-    by_index = {g.get("index"): g for g in _gpus(facts)}
+    by_index = {g.get("index"): g for g in _gpus(facts) if isinstance(g.get("index"), int)}
     groups: Dict[Tuple[int, Optional[str]], Dict[str, Any]] = {}
     for ev in events:
         kind = ev.get("kind")
@@ -962,10 +965,10 @@ def _check_xid(ctx: _Ctx, facts: Dict[str, Any], hs: Dict[str, Any], counts) -> 
         else:
             grp["first"] = ts if grp["first"] is None or ts < grp["first"] else grp["first"]
             grp["last"] = ts if grp["last"] is None or ts > grp["last"] else grp["last"]
-        if ev.get("pid") not in _USER_PROC_UNKNOWN:
-            grp["pids"].add(ev.get("pid"))
-        if ev.get("process") not in _USER_PROC_UNKNOWN:
-            grp["processes"].add(str(ev.get("process")))
+        if _s(ev.get("pid")) not in _USER_PROC_UNKNOWN:
+            grp["pids"].add(_s(ev.get("pid")))
+        if _s(ev.get("process")) not in _USER_PROC_UNKNOWN:
+            grp["processes"].add(_s(ev.get("process")))
         if ev.get("recovery_action"):
             grp["recovery_action"] = ev.get("recovery_action")
         if ev.get("severity") == "fatal" or "fatal" in str(ev.get("message") or "").lower().split():
@@ -1041,8 +1044,9 @@ def _check_sxid(ctx: _Ctx, facts: Dict[str, Any], counts) -> None:
         if not counts(ev, bus):
             continue
         m = _NVSWITCH_DEV.search(str(ev.get("raw") or ""))
+        code = ev.get("code") if isinstance(ev.get("code"), int) else _s(ev.get("code"))
         grp = groups.setdefault(
-            (ev.get("code"), bus), {"count": 0, "fatal": False, "raw": ev.get("raw"), "dev": m.group(1) if m else None}
+            (code, bus), {"count": 0, "fatal": False, "raw": ev.get("raw"), "dev": m.group(1) if m else None}
         )
         if ev.get("severity") == "fatal":
             grp["fatal"] = True
@@ -1284,7 +1288,7 @@ def _check_bmc(ctx: _Ctx, facts: Dict[str, Any]) -> None:
         comp = "bmc/%s" % name
         ev = {k: s.get(k) for k in ("type", "reading", "unit", "status", "states")}
         if typ == "leak":
-            level = {"critical": "Critical", "non_recoverable": "Critical", "non_critical": "Warning"}.get(status)
+            level = {"critical": "Critical", "non_recoverable": "Critical", "non_critical": "Warning"}.get(_s(status))
             sa = _sev_action(th["leak"], level)
             if sa:
                 ctx.add(
@@ -1299,7 +1303,7 @@ def _check_bmc(ctx: _Ctx, facts: Dict[str, Any]) -> None:
                     ev,
                 )
             continue
-        typed = _sev_action(_dict(th["sensor_type_status"].get(typ)), status)
+        typed = _sev_action(_dict(th["sensor_type_status"].get(_s(typ))), status)
         sa = typed or _sev_action(th["sensor_status"], status)
         bad = [str(st) for st in _list(s.get("states")) if str(st).lower() in fail_states]
         if bad:  # an asserted failure state counts even when the status column says ok (a failed PSU can)
@@ -1394,7 +1398,7 @@ def _check_bmc(ctx: _Ctx, facts: Dict[str, Any]) -> None:
     for d in _list(rf.get("leak_detectors")):
         if not isinstance(d, dict):
             continue
-        st = d.get("state") if d.get("state") in th["leak"] else d.get("health")
+        st = d.get("state") if _s(d.get("state")) in th["leak"] else d.get("health")
         sa = _sev_action(th["leak"], st)
         if sa:
             ctx.add(
@@ -1549,7 +1553,7 @@ def _check_collector_errors(ctx: _Ctx, facts: Dict[str, Any]) -> None:
         for e in _list(pool):
             if not isinstance(e, dict):
                 continue
-            key = (e.get("domain"), e.get("kind"), e.get("message"), e.get("source"), e.get("line"))
+            key = tuple(_s(e.get(k)) for k in ("domain", "kind", "message", "source", "line"))
             if key not in seen:
                 seen.add(key)
                 errs.append(e)
@@ -1710,8 +1714,9 @@ def _escalate(ctx: _Ctx, hs: Dict[str, Any]) -> None:
         meta = ctx.meta.get(fid, {})
         serial = meta.get("serial") or meta.get("bus_id") or f["component"]
         known = _dict(active.get(fid))
-        if known.get("escalation_step"):
-            step = known["escalation_step"]
+        known_step = known.get("escalation_step")
+        if isinstance(known_step, int) and not isinstance(known_step, bool) and known_step > 0:
+            step = known_step
         else:
             window = ctx.ref - datetime.timedelta(days=rule["window_days"])
             prior = [
@@ -1775,6 +1780,21 @@ def _is_cleared(fault: Dict[str, Any], hs: Dict[str, Any], boot_id: Optional[str
     return True
 
 
+def _stored_finding(f: Any, fid: str) -> Optional[Dict[str, Any]]:
+    """A remembered finding from the state, checked and copied; None when it is not a usable finding."""
+    if not isinstance(f, dict) or f.get("severity") not in SEVERITIES or f.get("action") not in _ACTIONS:
+        return None
+    if not isinstance(f.get("check"), str) or f.get("id") != fid:
+        return None
+    out = copy.deepcopy(f)
+    if not isinstance(out.get("evidence"), dict):
+        out["evidence"] = {}
+    out["message"] = str(out.get("message") or "")
+    for key in ("component", "code", "rule", "host", "cause"):
+        out[key] = _s(out.get(key))
+    return out
+
+
 _CLEAR_TEXT = {
     "needs_new_boot": "clears after a reboot",
     "needs_reset_record": "clears after a recorded GPU reset or a reboot",
@@ -1808,11 +1828,14 @@ def _apply_active_faults(
             "escalation_step": meta.get("escalation_step") or prev.get("escalation_step"),
         }
     for fid, fault in old.items():
-        if fid in new or not isinstance(fault, dict) or not isinstance(fault.get("finding"), dict):
+        if fid in new or not isinstance(fault, dict):
             continue
+        f = _stored_finding(fault.get("finding"), fid)
+        if f is None:
+            continue  # not a finding (a hand-edited or damaged state file): nothing to re-report
+        fault = dict(fault, clear=_s(fault.get("clear")))
         if reachable and _is_cleared(fault, hs, boot_id, facts):
             continue
-        f = copy.deepcopy(fault["finding"])
         f["message"] = "%s [still active since %s; %s]" % (
             f.get("message", "").split(" [still active")[0],
             fault.get("first_seen"),

@@ -9,6 +9,8 @@ import copy
 import re
 
 import pytest
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _checks as C
 from ansible_collections.gpuops.cluster.plugins.module_utils import _policy as P
@@ -975,3 +977,114 @@ def test_gpu_count_is_skipped_when_the_listing_is_incomplete():
     assert only(fs, "gpu.missing", "gpu0", "unreadable")
     assert not only(fs, "collector.error", "collector:gpu", "unreadable")  # said by gpu.missing already
     assert only(fs, "collector.error", "collector:gpu", "tool_error")
+
+
+def test_ib_and_bmc_drift():
+    f = facts(bmc={"mc": {"firmware_revision": "1.10"}, "redfish": {"systems": [{"id": "1", "bios_version": "2.1"}]}})
+    st = S.empty_host_state(HOST)
+    st["baseline"] = C.make_baseline(f)
+    f2 = copy.deepcopy(f)
+    f2["ib"]["hcas"][1]["fw_version"] = "28.40.1000"
+    f2["bmc"]["mc"]["firmware_revision"] = "1.20"
+    f2["bmc"]["redfish"]["systems"][0]["bios_version"] = "2.3"
+    got = sorted((x["check"], x["component"], x["code"]) for x in run(f2, state=st)[0])
+    assert got == [
+        ("bmc.drift", "bmc", "bios_version"),
+        ("bmc.drift", "bmc", "firmware_revision"),
+        ("ib.drift", "mlx5_1", "fw_version"),
+    ]
+
+
+def test_escalation_history_is_pruned_and_counted_once_per_incident():
+    _, st = run(facts(events=[xid(79)]))
+    for minute in (5, 10, 15):
+        _, st = run(facts(events=[xid(79)]), state=st, now="2026-12-02T10:%02d:00Z" % minute)
+    assert len(st["escalation"]) == 1
+    _, st = run(facts(boot="b2"), state=st, now="2027-03-01T10:00:00Z")
+    assert st["escalation"] == []  # older than the longest window
+
+
+_leaf = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6), st.floats(allow_nan=True), st.text(max_size=8))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@seed(20261202)
+@given(
+    st.recursive(
+        _leaf,
+        lambda children: st.one_of(
+            st.lists(children, max_size=4),
+            st.dictionaries(
+                st.sampled_from(
+                    [
+                        "gpu",
+                        "gpus",
+                        "kernel",
+                        "events",
+                        "ib",
+                        "hcas",
+                        "ports",
+                        "counters",
+                        "bmc",
+                        "sensors",
+                        "sel",
+                        "node",
+                        "mounts",
+                        "services",
+                        "errors",
+                        "kind",
+                        "code",
+                        "state",
+                        "status",
+                        "index",
+                        "bus_id",
+                        "timestamp",
+                        "readable",
+                        "ecc",
+                        "volatile",
+                        "remapped_rows",
+                        "nvlink",
+                        "links",
+                        "dcgm",
+                        "slurm",
+                        "nodes",
+                        "collected_at",
+                        "throttle",
+                        "active",
+                        "pcie",
+                        "temperature",
+                        "redfish",
+                    ]
+                ),
+                children,
+                max_size=6,
+            ),
+        ),
+        max_leaves=30,
+    )
+)
+def test_fuzz_evaluate_node_never_raises(doc):
+    fs, new = C.evaluate_node(doc if isinstance(doc, dict) else {"gpu": doc}, None, P.DEFAULT_POLICY, None, NOW, HOST)
+    assert isinstance(fs, list) and isinstance(new, dict)
+    assert all(f["severity"] in P.SEVERITIES and f["action"] in P.ACTIONS for f in fs)
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        None,
+        [],
+        {"finding": None},
+        {"finding": {"severity": "P9"}},
+        {"finding": {"severity": "P1", "action": "reboot"}},
+        {"finding": {"check": "gpu.xid", "severity": "P1", "action": "reboot", "id": "other"}, "clear": ["x"]},
+    ],
+)
+def test_damaged_active_faults_in_the_state_are_dropped_not_raised(fault):
+    st = S.empty_host_state(HOST)
+    st["active_faults"] = {"%s:gpu.xid:gpu0:79" % HOST: fault}
+    st["escalation"] = [{"check": "gpu.xid", "code": "79", "serial": "S0", "time": "x", "step": "2"}]
+    fs, new = run(facts(events=[xid(79)]), state=st)
+    assert only(fs, "gpu.xid", "gpu0", 79) and isinstance(new["active_faults"], dict)
+    fs, _ = run(None, state=st)
+    assert [f["check"] for f in fs] == ["node.unreachable"]
