@@ -1701,9 +1701,8 @@ def _escalate(ctx: _Ctx, hs: Dict[str, Any]) -> None:
     active = _dict(hs.get("active_faults"))
     history = [h for h in _list(hs.get("escalation")) if isinstance(h, dict)]
     longest = max([r.get("window_days", 30) for codes in esc.values() for r in codes.values()] + [30])
-    history = [
-        h for h in history if (parse_time(h.get("time")) or ctx.ref) >= ctx.ref - datetime.timedelta(days=longest)
-    ]
+    oldest = ctx.ref - datetime.timedelta(days=longest)
+    history = [h for h in history if (parse_time(h.get("time")) or oldest - datetime.timedelta(days=1)) >= oldest]
     for fid, f in sorted(ctx.findings.items()):
         codes = _dict(esc.get(f["check"]))
         rule = codes.get(f["code"]) if f["code"] is not None else None
@@ -1725,7 +1724,7 @@ def _escalate(ctx: _Ctx, hs: Dict[str, Any]) -> None:
                 if h.get("check") == f["check"]
                 and h.get("code") == f["code"]
                 and h.get("serial") == serial
-                and (parse_time(h.get("time")) or ctx.ref) >= window
+                and (parse_time(h.get("time")) or window - datetime.timedelta(days=1)) >= window
             ]
             step = len(prior) + 1
             history.append(
