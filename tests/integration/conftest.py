@@ -146,17 +146,19 @@ class Testbed:
         return out.strip() or "GONE"
 
     # -- ansible ---------------------------------------------------------------------------------------
-    def module(
+    def adhoc(
         self,
-        host: str,
+        pattern: str,
         name: str,
         args: Optional[Dict[str, Any]] = None,
         check: bool = False,
         diff: bool = False,
         timeout: float = 120,
-    ) -> Dict[str, Any]:
-        """Run one module ad hoc on ``host``; returns that host's result (``changed``, ``failed``, ...)."""
-        cmd = [str(VENV_BIN / "ansible"), host, "-m", name, "-a", json.dumps(args or {})]
+    ) -> Dict[str, Dict[str, Any]]:
+        """Run one module ad hoc on ``pattern``; returns {host: result} (``changed``, ``failed``, ``unreachable``)."""
+        cmd = [str(VENV_BIN / "ansible"), pattern, "-i", str(self.inventory), "-m", name]
+        if args:
+            cmd += ["-a", json.dumps(args)]
         if check:
             cmd.append("--check")
         if diff:
@@ -166,9 +168,13 @@ class Testbed:
         proc = self._run(cmd, check=False, timeout=timeout, env=env)
         try:
             data = json.loads(proc.stdout[proc.stdout.index("{") :])
-            return data["plays"][0]["tasks"][0]["hosts"][host]
+            return data["plays"][0]["tasks"][0]["hosts"]
         except (ValueError, KeyError, IndexError) as exc:
             raise AssertionError("no JSON result (%s):\n%s\n%s" % (exc, proc.stdout[-3000:], proc.stderr[-3000:]))
+
+    def module(self, host: str, name: str, args: Optional[Dict[str, Any]] = None, **kw: Any) -> Dict[str, Any]:
+        """Run one module ad hoc on one host; returns its result."""
+        return self.adhoc(host, name, args, **kw)[host]
 
     def module_steps(
         self, host: str, name: str, steps: List[Dict[str, Any]], diff: bool = False, timeout: float = 180
@@ -259,11 +265,12 @@ class Testbed:
 
 
 def _alive(pidfile: Path) -> bool:
+    """The pid in ``pidfile`` runs (a zombie does not count: PID 1 on the CI machine reaps late)."""
     try:
-        os.kill(int(pidfile.read_text().strip()), 0)
+        status = Path("/proc/%d/status" % int(pidfile.read_text().strip())).read_text()
     except (OSError, ValueError):
         return False
-    return True
+    return "\nState:\tZ" not in status
 
 
 def testbed_root() -> Path:

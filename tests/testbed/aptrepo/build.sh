@@ -26,12 +26,16 @@ initscript() {  # $1 = service name, $2 = description
 # gpuops-sim-daemon: a sleep loop with a pid file, standing in for the real daemon on test-bed nodes
 NAME=$1
 PIDFILE=/run/\$NAME.pid
-running() { [ -s "\$PIDFILE" ] && kill -0 "\$(cat "\$PIDFILE")" 2>/dev/null; }
+# alive and not a zombie (PID 1 on the CI machine reaps late)
+running() {
+  [ -s "\$PIDFILE" ] || return 1
+  grep -qs '^State:[[:space:]]*[^Z]' "/proc/\$(cat "\$PIDFILE")/status"
+}
 case "\$1" in
   start)
     running && exit 0
     start-stop-daemon --start --quiet --background --make-pidfile --pidfile "\$PIDFILE" \\
-      --startas /bin/sh -- -c "exec -a \$NAME /bin/sh -c 'while :; do sleep 3600; done'"
+      --startas /bin/bash -- -c "exec -a \$NAME /bin/bash -c 'while :; do sleep 3600; done'"
     ;;
   stop)
     running && kill "\$(cat "\$PIDFILE")"
