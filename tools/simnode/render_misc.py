@@ -384,7 +384,7 @@ def dcgmi_diag(state: dict, level: int | None = None) -> tuple:
             sections.setdefault(sec, []).append(test)
     failed_any = False
     first_fail_test = True
-    for sec in ("Integration", "Hardware", "Stress"):
+    for sec in ("Hardware", "Integration", "Stress") if v4 else ("Integration", "Hardware", "Stress"):
         out.append(_section(sec, True))
         for test in sections.get(sec, []):
             failing = sorted(fail) if first_fail_test else []
