@@ -26,6 +26,7 @@ FILES = {
     "ipmitool-sel.txt": "ipmitool sel elist",
     "ipmitool-fru.txt": "ipmitool fru print",
     "ipmitool-mc-info.txt": "ipmitool mc info",
+    "ipmitool-sel-info.txt": "ipmitool sel info",
     "dcgmi-diag.txt": "dcgmi diag -r N",
     "scontrol-show-node.txt": "scontrol show node <name>",
     "node.json": "node basics (boot id, kernel, mounts, services) as gpuops.cluster.node_info returns them",

@@ -30,6 +30,7 @@ COMMANDS: List[Tuple[str, List[str]]] = [
     ("ipmitool-sel.txt", ["ipmitool", "sel", "elist"]),
     ("ipmitool-fru.txt", ["ipmitool", "fru", "print"]),
     ("ipmitool-mc-info.txt", ["ipmitool", "mc", "info"]),
+    ("ipmitool-sel-info.txt", ["ipmitool", "sel", "info"]),
 ]
 
 
