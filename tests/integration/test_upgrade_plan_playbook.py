@@ -84,3 +84,37 @@ def test_check_mode_plans_and_changes_nothing(tmp_path):
     assert rc == 0, log
     assert not out.exists() and not os.path.exists(str(out) + ".plan.json")
     assert "node04" in log  # the rolling play still ran over the planned hosts (canary first)
+
+
+def test_plan_from_capture_directories(tmp_path):
+    """The simulated cluster (tools/simcluster): facts from capture dirs, topology from its inventory."""
+    gen = os.path.join(ROOT, "tools", "simcluster", "generate.py")
+    if not os.path.exists(gen) or not os.path.exists(os.path.join(BIN, "ansible-playbook")):
+        pytest.skip("no simcluster generator or no .venv")
+    sim = tmp_path / "sim"
+    subprocess.run(
+        [os.path.join(BIN, "python"), gen, "--nodes", "16", "--out", str(sim), "--faults", "none"],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    out = tmp_path / "plan.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "GPUOPS_"))}
+    env.update(PATH=BIN + os.pathsep + env.get("PATH", ""), ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build"),
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_NOCOLOR="1")  # fmt: skip
+    p = subprocess.run(
+        [os.path.join(BIN, "ansible-playbook"), "-i", str(sim / "inventory"), "plan_capture.yml", "-e", "out=%s" % out],
+        cwd=TARGET, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    with open(out, encoding="utf-8") as fh:
+        plan = json.load(fh)
+    assert plan["problems"] == [] and plan["blocked"] == [] and plan["skipped"] == []
+    steps = plan["nodes"]["gpu-node-01"]["steps"]
+    assert [s["component"] for s in steps] == ["hca_fw", "driver"]  # the BMC (ipmitool mc info) is at target
+    assert steps[1]["from"] == {"driver": "535.161.08", "fabric_manager": "535.161.08"}
+    assert len(steps[0]["targets"]) == len(plan["nodes"]["gpu-node-01"]["current"]["hca_fw"]) > 0
+    # 16 nodes in 2 racks, 25% share (4), 1 per rack: canary + batches of 2; 7200 s window of 1800 s nodes
+    assert plan["batch_sizes"] == [1, 2, 2, 2]
+    assert plan["stats"]["capacity"] == {"gpu": 16} and plan["window_s"] == 7200
+    assert len(plan["deferred"]) == 9 and all(d["reason"].startswith("window:") for d in plan["deferred"])
+    for b in plan["batches"]:  # one node per rack per batch (the simulator puts 8 nodes in a rack)
+        assert len(b["hosts"]) == len({(int(h[-2:]) - 1) // 8 for h in b["hosts"]})
