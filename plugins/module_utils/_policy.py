@@ -321,8 +321,10 @@ def _join(path: str, key: Any) -> str:
 
 
 def _type_ok(default: Any, value: Any) -> bool:
-    if default is None or value is None:
+    if default is None:
         return True
+    if value is None:
+        return False
     if isinstance(default, bool):
         return isinstance(value, bool)
     if isinstance(default, (int, float)):
@@ -423,6 +425,12 @@ def validate_policy(policy: Dict[str, Any]) -> None:
     for sev in SEVERITIES:
         if parse_duration(policy["response_times"].get(sev)) is None:
             raise PolicyError("policy key 'response_times.%s' must look like 15m, 2h, 1d or 1bd" % sev)
+    for path, value, top in (
+        ("kernel_events.lookback_hours", policy["kernel_events"]["lookback_hours"], 87600),
+        ("thresholds.bmc.sel_lookback_hours", policy["thresholds"]["bmc"]["sel_lookback_hours"], 87600),
+    ):
+        if not 0 < value <= top:
+            raise PolicyError("policy key '%s' must be in (0, %d]" % (path, top))
     for name, rule in policy["thresholds"]["throttle"]["reasons"].items():
         _check_sev_action(rule, "thresholds.throttle.reasons.%s" % name)
     for name, rule in policy["thresholds"]["ib"]["counters"].items():
@@ -430,11 +438,16 @@ def validate_policy(policy: Dict[str, Any]) -> None:
     for name, rule in policy["thresholds"]["bmc"]["sensor_status"].items():
         _check_sev_action(rule, "thresholds.bmc.sensor_status.%s" % name)
     for typ, table in policy["thresholds"]["bmc"]["sensor_type_status"].items():
+        if not isinstance(table, dict):
+            raise PolicyError("policy key 'thresholds.bmc.sensor_type_status.%s' must be a mapping" % typ)
         for name, rule in table.items():
             _check_sev_action(rule, "thresholds.bmc.sensor_type_status.%s.%s" % (typ, name))
     for group in ("health", "leak"):
         for name, rule in policy["thresholds"]["bmc"][group].items():
             _check_sev_action(rule, "thresholds.bmc.%s.%s" % (group, name))
+    for gen, rate in policy["thresholds"]["pcie"]["replay_per_lane_per_minute"].items():
+        if not isinstance(rate, (int, float)) or isinstance(rate, bool):
+            raise PolicyError("policy key 'thresholds.pcie.replay_per_lane_per_minute.%s' must be a number" % gen)
     for name, rule in policy["recovery_actions"].items():
         _check_sev_action(rule, "recovery_actions.%s" % name)
     _check_sev_action(policy["collector_errors"]["default"], "collector_errors.default")
@@ -464,8 +477,9 @@ def validate_policy(policy: Dict[str, Any]) -> None:
                 raise PolicyError("policy key '%s.steps' must be a non-empty list" % path)
             for i, step in enumerate(steps):
                 _check_sev_action(step, "%s.steps[%d]" % (path, i))
-            if not isinstance(rule.get("window_days"), (int, float)):
-                raise PolicyError("policy key '%s.window_days' must be a number" % path)
+            wd = rule.get("window_days")
+            if not isinstance(wd, (int, float)) or isinstance(wd, bool) or not 0 < wd <= 3650:
+                raise PolicyError("policy key '%s.window_days' must be a number of days in (0, 3650]" % path)
     for group in ("by_action", "checks"):
         for key, rule in policy["clear_rules"][group].items():
             if rule not in CLEAR_RULES:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import given, seed, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _policy as P
 
@@ -134,3 +136,68 @@ def test_parse_time_forms():
     assert P.parse_time("garbage") is None
     assert P.parse_time(None) is None
     assert P.parse_time(True) is None
+
+
+_val = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=5))
+_keys = st.sampled_from(
+    [
+        "thresholds",
+        "temperature",
+        "ecc",
+        "ib",
+        "counters",
+        "symbol_error",
+        "per_hour",
+        "xid",
+        "overrides",
+        "79",
+        "escalation",
+        "gpu.xid",
+        "steps",
+        "window_days",
+        "severity",
+        "action",
+        "profiles",
+        "h100",
+        "gpu_count",
+        "response_times",
+        "P0",
+        "correlation",
+        "min_share",
+        "clear_rules",
+        "checks",
+        "typo",
+    ]
+)
+
+
+@settings(max_examples=80, deadline=None)
+@seed(39)
+@given(
+    st.recursive(
+        _val, lambda ch: st.one_of(st.lists(ch, max_size=3), st.dictionaries(_keys, ch, max_size=4)), max_leaves=20
+    )
+)
+def test_fuzz_merge_policy_only_raises_policy_error(overrides):
+    try:
+        merged = P.merge_policy(None, overrides if isinstance(overrides, dict) else {"x": overrides})
+    except P.PolicyError as exc:
+        assert str(exc)
+    else:
+        assert P.policy_hash(merged).startswith("sha256:")
+
+
+@pytest.mark.parametrize(
+    "overrides, key",
+    [
+        ({"profiles": None}, "profiles"),
+        ({"thresholds": {"bmc": {"sensor_type_status": {"fan": 3}}}}, "thresholds.bmc.sensor_type_status.fan"),
+        ({"thresholds": {"pcie": {"replay_per_lane_per_minute": {"7": "x"}}}}, "replay_per_lane_per_minute.7"),
+        ({"kernel_events": {"lookback_hours": 1e9}}, "kernel_events.lookback_hours"),
+        ({"escalation": {"gpu.xid": {"79": {"window_days": -1}}}}, "escalation.gpu.xid.79.window_days"),
+    ],
+)
+def test_bad_values_in_open_maps_and_ranges_fail_naming_the_key(overrides, key):
+    with pytest.raises(P.PolicyError) as exc:
+        P.merge_policy(None, overrides)
+    assert key in str(exc.value)
