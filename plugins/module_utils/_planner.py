@@ -109,8 +109,8 @@ def _nonneg_int(value: Any, key: str, allow_none: bool = True) -> Optional[int]:
 def _number(value: Any, key: str, allow_none: bool = True) -> Optional[float]:
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or math.isnan(value):
-        raise PlanError(key, "must be a number >= 0, got %r" % (value,))
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or not math.isfinite(value):
+        raise PlanError(key, "must be a finite number >= 0, got %r" % (value,))
     return float(value)
 
 
@@ -161,6 +161,8 @@ def _check_nodes(nodes: Any) -> List[Dict[str, Any]]:
         key = "nodes[%d]" % i
         if not isinstance(n, dict):
             raise PlanError(key, "must be a mapping")
+        if isinstance(n.get("name"), str) and n["name"]:
+            key = "nodes[%d](%s)" % (i, n["name"])
         for k in sorted(n, key=str):
             if k not in NODE_KEYS:
                 raise PlanError("%s.%s" % (key, k), "unknown key (known: %s)" % ", ".join(sorted(NODE_KEYS)))
@@ -188,7 +190,7 @@ def _check_nodes(nodes: Any) -> List[Dict[str, Any]]:
         prio = n.get("priority", 0)
         if prio is None:
             prio = 0
-        if isinstance(prio, bool) or not isinstance(prio, (int, float)):
+        if isinstance(prio, bool) or not isinstance(prio, (int, float)) or not math.isfinite(prio):
             raise PlanError("%s.priority" % key, "must be a number (higher goes earlier)")
         upgrade = n.get("upgrade", True)
         if not isinstance(upgrade, bool):

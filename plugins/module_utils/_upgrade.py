@@ -13,6 +13,7 @@ documented in docs/upgrades.md.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -387,8 +388,10 @@ def check_methods(methods: Any) -> Dict[str, Dict[str, Any]]:
                 raise UpgradeError(key, "must be one of %s" % ", ".join(ACTIVATIONS))
             if k == "tool" and v not in TOOLS:
                 raise UpgradeError(key, "must be one of %s" % ", ".join(sorted(TOOLS)))
-            if k == "est_duration_s" and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
-                raise UpgradeError(key, "must be a number of seconds >= 0")
+            if k == "est_duration_s" and (
+                isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0
+            ):
+                raise UpgradeError(key, "must be a finite number of seconds >= 0")
             merged[comp][k] = v
     return merged
 

@@ -288,12 +288,15 @@ def test_deterministic_under_input_order():
         ([], {"canary_size": True}, "constraints.canary_size"),
         ([], "x", "constraints"),
         ("x", {}, "nodes"),
-        ([{"name": "a"}, {"name": "a"}], {}, "nodes[1].name"),
-        ([{"name": "a", "state": "sleepy"}], {}, "nodes[0].state"),
-        ([{"name": "a", "rackk": "r"}], {}, "nodes[0].rackk"),
-        ([{"name": "a", "est_duration_s": "1h"}], {}, "nodes[0].est_duration_s"),
-        ([{"name": "a", "upgrade": "yes"}], {}, "nodes[0].upgrade"),
+        ([{"name": "a"}, {"name": "a"}], {}, "nodes[1](a).name"),
+        ([{"name": "a", "state": "sleepy"}], {}, "nodes[0](a).state"),
+        ([{"name": "a", "rackk": "r"}], {}, "nodes[0](a).rackk"),
+        ([{"name": "a", "est_duration_s": "1h"}], {}, "nodes[0](a).est_duration_s"),
+        ([{"name": "a", "upgrade": "yes"}], {}, "nodes[0](a).upgrade"),
         ([{"name": ""}], {}, "nodes[0].name"),
+        ([{"name": "a", "est_duration_s": float("inf")}], {"window_s": 10}, "nodes[0](a).est_duration_s"),
+        ([{"name": "a", "priority": float("nan")}], {}, "nodes[0](a).priority"),
+        ([], {"window_s": float("inf")}, "constraints.window_s"),
     ],
 )
 def test_bad_input_names_the_key(nodes, cons, key):
@@ -353,3 +356,24 @@ def test_property_constraints_always_hold(nodes, c):
     res = P.plan_batches(named, c)
     assert_invariants(named, res, c)
     assert P.plan_batches(list(reversed(named)), c) == res
+
+
+_junk = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-3, 5), st.floats(allow_nan=True), st.text(max_size=6)),
+    lambda ch: st.one_of(st.lists(ch, max_size=3), st.dictionaries(st.sampled_from(sorted(P.NODE_KEYS)), ch)),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    nodes=st.one_of(_junk, st.lists(_junk, max_size=5)),
+    c=st.one_of(_junk, st.dictionaries(st.sampled_from(sorted(P.CONSTRAINT_KEYS)), _junk, max_size=3)),
+)
+def test_fuzz_garbage_gives_a_plan_or_plan_error(nodes, c):
+    try:
+        res = P.plan_batches(nodes, c)
+    except P.PlanError as e:
+        assert e.key.startswith(("nodes", "constraints"))
+        return
+    assert set(res) == {"batches", "deferred", "batch_sizes", "ordered_hosts", "stats"}

@@ -345,6 +345,7 @@ def test_method_overrides_and_errors():
         ({"gpu": {}}, "methods.gpu"),
         ({"vbios": {"activation": "kick"}}, "methods.vbios.activation"),
         ({"vbios": {"est_duration_s": -1}}, "methods.vbios.est_duration_s"),
+        ({"vbios": {"est_duration_s": float("nan")}}, "methods.vbios.est_duration_s"),
         ({"vbios": {"color": 1}}, "methods.vbios.color"),
         ({"bmc": {"tool": "curl"}}, "methods.bmc.tool"),
     ):
