@@ -119,7 +119,10 @@ def assign(hosts: list, topo: dict, wanted: list, rng: random.Random) -> tuple:
     if n_dead:
         if n_dead >= len(leaf_names):
             raise SystemExit("generate.py: %d dead leaves need more than %d racks" % (n_dead, len(leaf_names)))
-        for leaf in leaf_names[-n_dead:]:
+        # the last FULL racks (the very last rack may be partial)
+        full = [x for x in leaf_names if len(leaves[x]) == RACK_SIZE]
+        chosen = full[-n_dead:] if len(full) >= n_dead else leaf_names[-n_dead:]
+        for leaf in chosen:
             dead.append((leaf, leaves[leaf]))
     dead_hosts = {h for _, hs in dead for h in hs}
     free = [h for h in hosts if h not in dead_hosts]

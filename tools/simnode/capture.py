@@ -21,6 +21,7 @@ COMMANDS = [
     ("ipmitool-sel.txt", "ipmitool", ["sel", "elist"]),
     ("ipmitool-fru.txt", "ipmitool", ["fru", "print"]),
     ("ipmitool-mc-info.txt", "ipmitool", ["mc", "info"]),
+    ("ipmitool-sel-info.txt", "ipmitool", ["sel", "info"]),
     ("dcgmi-diag.txt", "dcgmi", ["diag", "-r", None]),
     ("scontrol-show-node.txt", "scontrol", ["show", "node", None]),
 ]

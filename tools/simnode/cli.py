@@ -274,18 +274,7 @@ def ipmitool(state: dict, args: list) -> Result:
     if cmd == ["sel", "list"]:
         return Result(rm.sel_list(state, extended=False))
     if cmd == ["sel", "info"]:
-        n = len(state["bmc"]["sel"])
-        return Result(
-            "SEL Information\nVersion          : 1.5 (v1.5, v2 compliant)\nEntries          : %d\nFree Space       : %d bytes \n"
-            "Percent Used     : %d%%\nLast Add Time    : %s\nLast Del Time    : Not Available\nOverflow         : false\n"
-            "Supported Cmds   : 'Reserve' 'Get Alloc Info' \n"
-            % (
-                n,
-                16384 - 16 * n,
-                (16 * n * 100) // 16384,
-                time.strftime("%m/%d/%Y %H:%M:%S", time.gmtime(state["now"])),
-            )
-        )
+        return Result(rm.sel_info(state))
     if cmd[:1] == ["fru"]:
         return Result(rm.fru_print(state))
     if cmd == ["mc", "info"]:

@@ -255,6 +255,30 @@ def sel_list(state: dict, extended: bool = True) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
+def sel_info(state: dict) -> str:
+    """`ipmitool sel info` (Supermicro X10 sample layout; 512 units of 20 bytes)."""
+    n = len(state["bmc"]["sel"])
+    total = 512
+    used = min(total, n) if not state["bmc"].get("sel_full") else total
+    last = max((e["time"] for e in state["bmc"]["sel"] if e.get("time") is not None), default=None)
+    rows = [
+        ("Version", "1.5 (v1.5, v2 compliant)"),
+        ("Entries", str(used)),
+        ("Free Space", "%d bytes" % ((total - used) * 20)),
+        ("Percent Used", "%d%%" % (used * 100 // total)),
+        ("Last Add Time", time.strftime("%m/%d/%Y %H:%M:%S", time.gmtime(last)) if last else "Not Available"),
+        ("Last Del Time", "Not Available"),
+        ("Overflow", "true" if used >= total else "false"),
+        ("Supported Cmds", "'Reserve' 'Get Alloc Info'"),
+        ("# of Alloc Units", str(total)),
+        ("Alloc Unit Size", "20"),
+        ("# Free Units", str(total - used)),
+        ("Largest Free Blk", str(total - used)),
+        ("Max Record Size", "20"),
+    ]
+    return "SEL Information\n" + "".join("%-16s : %s\n" % r for r in rows)
+
+
 def fru_print(state: dict) -> str:
     out = []
     for f in state["bmc"]["fru"]:

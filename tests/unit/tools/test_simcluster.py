@@ -1,0 +1,150 @@
+"""tools/simcluster/generate.py: capture dirs, inventory, answer key; fault placement; determinism."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+TOOLS = os.path.join(ROOT, "tools")
+GENERATE = os.path.join(TOOLS, "simcluster", "generate.py")
+if TOOLS not in sys.path:
+    sys.path.insert(0, TOOLS)
+sys.path.insert(0, os.path.join(TOOLS, "simcluster"))
+
+import generate as G  # noqa: E402
+from simnode import faults as F  # noqa: E402
+
+
+@pytest.fixture
+def fastdir():
+    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    d = tempfile.mkdtemp(prefix="simcluster-test-", dir=base)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _inventory(out):
+    with open(os.path.join(out, "inventory", "hosts.yml")) as fh:
+        return yaml.safe_load(fh)["all"]["children"]["gpu_nodes"]["hosts"]
+
+
+def test_default_cluster(fastdir):
+    out = os.path.join(fastdir, "sim")
+    key = G.generate(24, out, seed=7, faults="default")
+    hosts = _inventory(out)
+    assert list(hosts) == ["gpu-node-%02d" % i for i in range(1, 25)]
+    h1, h9, h17 = hosts["gpu-node-01"], hosts["gpu-node-09"], hosts["gpu-node-17"]
+    assert h1["ansible_host"] == "192.0.2.1" and "ansible_connection" not in h1
+    assert h1["gpuops_node_class"] == "h100-sxm-8"
+    assert (h1["gpuops_rack"], h1["gpuops_leaf_switch"], h1["gpuops_power_domain"]) == ("rack-01", "leaf-01", "pdu-01")
+    assert (h9["gpuops_rack"], h9["gpuops_leaf_switch"], h9["gpuops_power_domain"]) == ("rack-02", "leaf-02", "pdu-01")
+    assert h17["gpuops_power_domain"] == "pdu-02"
+    for name, hv in hosts.items():
+        cap = hv["gpuops_capture_dir"]
+        assert os.path.isabs(cap) and os.path.isfile(os.path.join(cap, "capture.json")), name
+    faulty = {h: e for h, e in key["hosts"].items() if e}
+    assert len(faulty) == 8
+    assert {e["fault"] for es in faulty.values() for e in es} == set(G.DEFAULT_FAULTS) - {f for f in G.DEFAULT_FAULTS if F.FAULTS[f].benign}
+    assert sorted(f for fs in key["benign"].values() for f in fs) == sorted(f for f in G.DEFAULT_FAULTS if F.FAULTS[f].benign)
+    assert key["cluster"] == []
+    (flap_host,) = [h for h, e in key["hosts"].items() if any(x["fault"] == "ib_flap" for x in e)]
+    assert key["previous_captures"] == [flap_host]
+    assert hosts[flap_host]["gpuops_previous_capture_dir"].endswith("/previous/" + flap_host)
+    with open(os.path.join(out, "previous", flap_host, "capture.json")) as fh:
+        assert json.load(fh)["captured_at"] < "2026-12-02T10:00:00Z"
+    with open(os.path.join(out, "answer_key.json")) as fh:
+        assert json.load(fh) == key
+    with open(os.path.join(out, "inventory", "group_vars", "gpu_nodes.yml")) as fh:
+        prof = yaml.safe_load(fh)["gpuops_profiles"]["h100-sxm-8"]
+    assert prof["gpu_count"] == 8 and prof["nvlinks_per_gpu"] == 18 and prof["ib_rate_gbps"] == 400
+    assert prof["mounts"] == ["/home", "/lustre"] and prof["nvswitch"] is True and prof["driver_version"] == "535.161.08"
+
+
+def test_xid79_host_capture_matches_answer_key(fastdir):
+    out = os.path.join(fastdir, "sim")
+    key = G.generate(12, out, seed=3, faults="xid79:1,hung_mount:1")
+    (host,) = [h for h, e in key["hosts"].items() if any(x["fault"] == "xid79" for x in e)]
+    (exp,) = key["hosts"][host]
+    cap = os.path.join(out, "captures", host)
+    with open(os.path.join(cap, "nvidia-smi-q.xml")) as fh:
+        assert "GPU is lost." in fh.read()
+    with open(os.path.join(cap, "capture.json")) as fh:
+        assert json.load(fh)["files"]["nvidia-smi-q.xml"]["rc"] == 15
+    with open(os.path.join(cap, "kernel.log")) as fh:
+        log = fh.read()
+    assert ": 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus." in log
+    idx = int(exp["component"][3:])
+    # the GPU named in the key is the one whose bus id is in the Xid line (healthy node: same GPU order)
+    healthy = next(h for h, e in key["hosts"].items() if not e)
+    root = ET.parse(os.path.join(out, "captures", healthy, "nvidia-smi-q.xml")).getroot()
+    bus = root.findall("gpu")[idx].get("id")
+    assert "Xid (PCI:%s): 79" % bus[4:-2].lower() in log
+
+
+def test_all_faults_each_on_its_own_node(fastdir):
+    out = os.path.join(fastdir, "all")
+    n_node_faults = sum(1 for f in F.FAULTS.values() if f.scope == "node")
+    nodes = n_node_faults + 8 + 2
+    key = G.generate(nodes, out, seed=11, faults="all")
+    placed = key["faults_by_host"]
+    singles = [fs[0] for h, fs in placed.items() if fs != ["dead_leaf"]]
+    assert sorted(singles) == sorted(n for n, f in F.FAULTS.items() if f.scope == "node")
+    assert all(len(fs) == 1 for fs in placed.values())
+    (leaf,) = key["cluster"]
+    assert leaf["severity_hint"] == "P0" and leaf["component"].startswith("leaf:") and len(leaf["hosts"]) == 8
+    hosts = _inventory(out)
+    assert {hosts[h]["gpuops_leaf_switch"] for h in leaf["hosts"]} == {leaf["component"][5:]}
+    for h in leaf["hosts"]:
+        assert sorted(e["component"] for e in key["hosts"][h]) == sorted("mlx5_%d/1" % i for i in range(8))
+        with open(os.path.join(out, "captures", h, "ibstat.txt")) as fh:
+            assert fh.read().count("State: Down") == 8
+    assert set(key["previous_captures"]) == {h for h, fs in placed.items() if F.FAULTS[fs[0]].needs_previous}
+
+
+def test_deterministic_and_none(fastdir):
+    a = G.generate(10, os.path.join(fastdir, "a"), seed=5, faults="ib_port_down:2,leak")
+    b = G.generate(10, os.path.join(fastdir, "b"), seed=5, faults="ib_port_down:2,leak")
+    assert a == b
+    with open(os.path.join(fastdir, "a", "captures", "gpu-node-03", "nvidia-smi-q.xml")) as fa, open(
+        os.path.join(fastdir, "b", "captures", "gpu-node-03", "nvidia-smi-q.xml")
+    ) as fb:
+        assert fa.read() == fb.read()
+    c = G.generate(10, os.path.join(fastdir, "c"), seed=6, faults="ib_port_down:2,leak")
+    assert c["faults_by_host"] != a["faults_by_host"] or c["hosts"] != a["hosts"]
+    none = G.generate(4, os.path.join(fastdir, "n"), seed=5, faults="none")
+    assert none["hosts"] == {h: [] for h in ("gpu-node-01", "gpu-node-02", "gpu-node-03", "gpu-node-04")}
+    with pytest.raises(SystemExit):
+        G.parse_faults("no_such_fault:1")
+    with pytest.raises(SystemExit):
+        G.generate(3, os.path.join(fastdir, "x"), faults="leak:5")
+
+
+def test_hostnames_widen():
+    assert G.hostnames(3) == ["gpu-node-01", "gpu-node-02", "gpu-node-03"]
+    assert G.hostnames(1000)[0] == "gpu-node-0001"
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/python3"), reason="no system python")
+def test_script_under_system_python(fastdir):
+    out = os.path.join(fastdir, "sys")
+    r = subprocess.run(
+        ["/usr/bin/python3", GENERATE, "--nodes", "3", "--out", out, "--seed", "1", "--faults", "leak", "--portable", "--write-states"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("simcluster: 3 nodes, 1 faulty, 0 benign, 0 dead leaves, 1 expected findings -> ")
+    hosts = _inventory(out)
+    assert hosts["gpu-node-01"]["gpuops_capture_dir"] == "{{ inventory_dir }}/../captures/gpu-node-01"
+    assert os.path.isfile(os.path.join(out, "states", "gpu-node-02.json"))
