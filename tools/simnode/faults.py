@@ -10,6 +10,7 @@ second state (`previous`), which the generator writes as a previous capture (doc
 from __future__ import annotations
 
 import random
+import re
 
 from simnode.state import clone
 
@@ -90,7 +91,10 @@ def _xid79(state, rng, gpu=None):
     _log(state, "NVRM: GPU Board Serial Number: %s" % g["serial"], 700)
     _xid(state, g, 79, "GPU has fallen off the bus.", ago=700)
     _log(state, "NVRM: GPU %s: GPU has fallen off the bus." % g["bus_id"][4:].lower(), 699.9)
-    return [_exp("gpu.xid", "gpu%d" % g["index"], "P1", "79")]
+    return [
+        _exp("gpu.xid", "gpu%d" % g["index"], "P1", "79"),
+        _exp("gpu.missing", "gpu%d" % g["index"], "P1", "unreadable"),
+    ]
 
 
 @fault("xid48", "Double-bit ECC error: Xid 48 + Xid 63, volatile/aggregate DRAM uncorrectable, row remap pending")
@@ -116,7 +120,7 @@ def _xid48(state, rng, gpu=None):
     return [
         _exp("gpu.xid", "gpu%d" % g["index"], "P1", "48"),
         _exp("gpu.ecc", "gpu%d" % g["index"], "P1"),
-        _exp("gpu.row_remap", "gpu%d" % g["index"], "P1"),
+        _exp("gpu.row_remap", "gpu%d" % g["index"], "P1", "pending"),
     ]
 
 
@@ -128,7 +132,10 @@ def _xid64(state, rng, gpu=None):
     g["remap"]["histogram"].update({"max": 2552, "high": 4, "partial": 2, "low": 1, "none": 1})
     g["ecc"]["aggregate"]["dram_unc"] += 8
     _xid(state, g, 64, "Row Remapper Error: (0x00000007a3e13940) - All reserved rows for bank are remapped")
-    return [_exp("gpu.xid", "gpu%d" % g["index"], "P1", "64"), _exp("gpu.row_remap", "gpu%d" % g["index"], "P1")]
+    return [
+        _exp("gpu.xid", "gpu%d" % g["index"], "P1", "64"),
+        _exp("gpu.row_remap", "gpu%d" % g["index"], "P1", "failure"),
+    ]
 
 
 @fault("xid74", "NVLink error: Xid 74 and two links of the GPU down")
@@ -140,8 +147,8 @@ def _xid74(state, rng, gpu=None, link=None):
     _xid(state, g, 74, "NVLink: fatal error detected on link %d(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)" % lk)
     return [
         _exp("gpu.xid", "gpu%d" % g["index"], "P1", "74"),
-        _exp("gpu.nvlink", "gpu%d/nvlink%d" % (g["index"], lk), "P1"),
-        _exp("gpu.nvlink", "gpu%d/nvlink%d" % (g["index"], lk + 1), "P1"),
+        _exp("gpu.nvlink", "gpu%d/nvlink%d" % (g["index"], lk), "P1", "down"),
+        _exp("gpu.nvlink", "gpu%d/nvlink%d" % (g["index"], lk + 1), "P1", "down"),
     ]
 
 
@@ -153,7 +160,8 @@ def _xid94(state, rng, gpu=None):
     _xid(state, g, 94, "Contained: SM (0x1). RST: No, D-RST: No")
     for ch in range(8, 12):
         _xid(state, g, 94, "Ch %08x" % ch, pid="1248209", name="python3.10", ago=599.9)
-    return [_exp("gpu.xid", "gpu%d" % g["index"], "P2", "94"), _exp("gpu.ecc", "gpu%d" % g["index"], "P2")]
+    # catalogue: Xid 94 RESTART_APP (P3 monitor); the contained uncorrectable error: P2 (docs/checks.md)
+    return [_exp("gpu.xid", "gpu%d" % g["index"], "P3", "94"), _exp("gpu.ecc", "gpu%d" % g["index"], "P2")]
 
 
 @fault("xid119", "GSP RPC timeout: Xid 119 with the GSP banners; recovery action GPU reset")
@@ -191,7 +199,8 @@ def _remap_pending(state, rng, gpu=None):
     g["remap"]["unc"] += 1
     g["remap"]["pending"] = True
     _xid(state, g, 63, "Row Remapper: New row (0x00000012bac1c3e0) marked for remapping, reset gpu to activate.")
-    return [_exp("gpu.row_remap", "gpu%d" % g["index"], "P1")]
+    # pending without an uncorrectable Xid in the window: P2 "reset when idle" (docs/checks.md)
+    return [_exp("gpu.row_remap", "gpu%d" % g["index"], "P2", "pending")]
 
 
 @fault("row_remap_failure", "Row remapping failure without the Xid: Remapping Failure Occurred Yes")
@@ -200,7 +209,7 @@ def _remap_failure(state, rng, gpu=None):
     g["remap"]["failure"] = True
     g["remap"]["unc"] += 8
     g["remap"]["histogram"].update({"max": 2552, "high": 4, "partial": 2, "low": 1, "none": 1})
-    return [_exp("gpu.row_remap", "gpu%d" % g["index"], "P1")]
+    return [_exp("gpu.row_remap", "gpu%d" % g["index"], "P1", "failure")]
 
 
 @fault("thermal_throttle", "HW thermal slowdown active under load, GPU at 89 C")
@@ -244,7 +253,7 @@ def _nvlink_down(state, rng, gpu=None, link=None):
     g = _pick_gpu(state, rng, gpu)
     lk = int(link) if link is not None else rng.randrange(0, 18)
     g["nvlinks"][lk]["up"] = False
-    return [_exp("gpu.nvlink", "gpu%d/nvlink%d" % (g["index"], lk), "P1")]
+    return [_exp("gpu.nvlink", "gpu%d/nvlink%d" % (g["index"], lk), "P1", "down")]
 
 
 @fault("gpu_missing", "A GPU missing from enumeration: nvidia-smi lists 7 GPUs, RmInitAdapter failed in the log")
@@ -260,7 +269,7 @@ def _gpu_missing(state, rng, gpu=None):
         "NVRM: GPU %s: rm_init_adapter failed, device minor number %d" % (g["bus_id"][4:].lower(), g["index"]),
         14000,
     )
-    return [_exp("gpu.missing", "node", "P1")]
+    return [_exp("gpu.missing", "node", "P1", "count")]
 
 
 @fault("driver_drift", "Older NVIDIA driver than the node-class profile (535.129.03 instead of 535.161.08)")
@@ -411,9 +420,9 @@ def _psu(state, rng, psu=None):
     _sel(state, "Power Supply PSU%d Status" % n, "Failure detected")
     _sel(state, "Power Unit PSU Redundancy", "Redundancy Lost", ago=899)
     return [
-        _exp("bmc.sensor", "bmc/PSU%d Status" % n, "P1", "Failure detected"),
+        _exp("bmc.sensor", "bmc/PSU%d Status" % n, "P2", "Failure detected"),
         _exp("bmc.sensor", "bmc/PSU Redundancy", "P2", "Redundancy Lost"),
-        _exp("bmc.sel", "bmc", "P1"),
+        _exp("bmc.sel", "bmc", "P2"),
     ]
 
 
@@ -474,11 +483,12 @@ def _fm_down(state, rng):
     return [_exp("node.fabric_manager", "service:nvidia-fabricmanager", "P1", "not_running")]
 
 
-@fault("fabric_manager_version_mismatch", "fabric manager package older than the driver (FM refuses to start)")
+@fault(
+    "fabric_manager_version_mismatch",
+    "fabric manager version differs from the driver (driver upgraded, FM package left behind)",
+)
 def _fm_mismatch(state, rng, version="535.129.03"):
     state["fabric_manager"]["version"] = version
-    state["fabric_manager"]["running"] = False
-    state["services"]["nvidia-fabricmanager"]["running"] = False
     return [_exp("node.fabric_manager", "service:nvidia-fabricmanager", "P1", "version_mismatch")]
 
 
@@ -582,5 +592,9 @@ def apply(state: dict, name: str, rng: random.Random | None = None, prev: dict |
     expect = f.fn(state, rng, **params)
     for e in expect:
         e["fault"] = name
+        m = re.match(r"^gpu(\d+)", e["component"])
+        if m and "bus_id" not in e and int(m.group(1)) < len(state["gpus"]):
+            # the GPU's identity even where the tools cannot give its index (a lost GPU stops the listing)
+            e["bus_id"] = state["gpus"][int(m.group(1))]["bus_id"]
     state.setdefault("faults", []).append(name)
     return {"expect": expect, "previous": prev}

@@ -53,8 +53,12 @@ def test_default_cluster(fastdir):
         assert os.path.isabs(cap) and os.path.isfile(os.path.join(cap, "capture.json")), name
     faulty = {h: e for h, e in key["hosts"].items() if e}
     assert len(faulty) == 8
-    assert {e["fault"] for es in faulty.values() for e in es} == set(G.DEFAULT_FAULTS) - {f for f in G.DEFAULT_FAULTS if F.FAULTS[f].benign}
-    assert sorted(f for fs in key["benign"].values() for f in fs) == sorted(f for f in G.DEFAULT_FAULTS if F.FAULTS[f].benign)
+    assert {e["fault"] for es in faulty.values() for e in es} == set(G.DEFAULT_FAULTS) - {
+        f for f in G.DEFAULT_FAULTS if F.FAULTS[f].benign
+    }
+    assert sorted(f for fs in key["benign"].values() for f in fs) == sorted(
+        f for f in G.DEFAULT_FAULTS if F.FAULTS[f].benign
+    )
     assert key["cluster"] == []
     (flap_host,) = [h for h, e in key["hosts"].items() if any(x["fault"] == "ib_flap" for x in e)]
     assert key["previous_captures"] == [flap_host]
@@ -66,14 +70,17 @@ def test_default_cluster(fastdir):
     with open(os.path.join(out, "inventory", "group_vars", "gpu_nodes.yml")) as fh:
         prof = yaml.safe_load(fh)["gpuops_profiles"]["h100-sxm-8"]
     assert prof["gpu_count"] == 8 and prof["nvlinks_per_gpu"] == 18 and prof["ib_rate_gbps"] == 400
-    assert prof["mounts"] == ["/home", "/lustre"] and prof["nvswitch"] is True and prof["driver_version"] == "535.161.08"
+    assert (
+        prof["mounts"] == ["/home", "/lustre"] and prof["nvswitch"] is True and prof["driver_version"] == "535.161.08"
+    )
 
 
 def test_xid79_host_capture_matches_answer_key(fastdir):
     out = os.path.join(fastdir, "sim")
     key = G.generate(12, out, seed=3, faults="xid79:1,hung_mount:1")
     (host,) = [h for h, e in key["hosts"].items() if any(x["fault"] == "xid79" for x in e)]
-    (exp,) = key["hosts"][host]
+    exp = key["hosts"][host][0]
+    assert [e["check"] for e in key["hosts"][host]] == ["gpu.xid", "gpu.missing"]
     cap = os.path.join(out, "captures", host)
     with open(os.path.join(cap, "nvidia-smi-q.xml")) as fh:
         assert "GPU is lost." in fh.read()
@@ -88,6 +95,7 @@ def test_xid79_host_capture_matches_answer_key(fastdir):
     root = ET.parse(os.path.join(out, "captures", healthy, "nvidia-smi-q.xml")).getroot()
     bus = root.findall("gpu")[idx].get("id")
     assert "Xid (PCI:%s): 79" % bus[4:-2].lower() in log
+    assert exp["bus_id"] == bus
 
 
 def test_all_faults_each_on_its_own_node(fastdir):
@@ -137,7 +145,20 @@ def test_hostnames_widen():
 def test_script_under_system_python(fastdir):
     out = os.path.join(fastdir, "sys")
     r = subprocess.run(
-        ["/usr/bin/python3", GENERATE, "--nodes", "3", "--out", out, "--seed", "1", "--faults", "leak", "--portable", "--write-states"],
+        [
+            "/usr/bin/python3",
+            GENERATE,
+            "--nodes",
+            "3",
+            "--out",
+            out,
+            "--seed",
+            "1",
+            "--faults",
+            "leak",
+            "--portable",
+            "--write-states",
+        ],
         capture_output=True,
         text=True,
         timeout=60,

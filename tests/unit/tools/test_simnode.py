@@ -247,9 +247,10 @@ def test_every_fault_renders_everywhere(name, fastdir):
 
 def test_xid79_consistent_across_tools():
     st = _state()
-    (e,) = faults.apply(st, "xid79", random.Random(0), gpu=3)["expect"]
+    e, missing = faults.apply(st, "xid79", random.Random(0), gpu=3)["expect"]
     g = st["gpus"][3]
-    assert e["component"] == "gpu3" and e["code"] == "79"
+    assert e["component"] == "gpu3" and e["code"] == "79" and e["bus_id"] == g["bus_id"] == "00000000:5D:00.0"
+    assert (missing["check"], missing["component"], missing["code"]) == ("gpu.missing", "gpu3", "unreadable")
     r = cli.run_tool(st, "nvidia-smi", ["-q", "-x"])
     assert r.rc == 15
     assert (
