@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make integration`: bring the test bed up once (nodes + Slurm, and the BMC emulators when
-# tests/testbed/bmc/bmc.sh exists), run the integration tests, always tear everything down.
+# tests/testbed/bmc/bmc.sh exists and GPUOPS_TB_BMC is not 0), run the integration tests, always tear
+# everything down.
 #   run-integration.sh [pytest args]      exit status = pytest's
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
@@ -28,8 +29,9 @@ report() {
 # shellcheck disable=SC2317  # the EXIT trap
 teardown() {
   set +e
-  if [ -f "$HERE/bmc/bmc.sh" ]; then stage bmc-down bash "$HERE/bmc/bmc.sh" down; fi
+  if [ -f "$HERE/bmc/bmc.sh" ] && [ "${GPUOPS_TB_BMC:-1}" != 0 ]; then stage bmc-down bash "$HERE/bmc/bmc.sh" down; fi
   stage down bash "$HERE/testbed.sh" down
+  STAGES+=("$(printf '%-10s %8s' total "$(elapsed "$T0")")")
   report
 }
 
@@ -41,8 +43,7 @@ if [ ! -e build/ansible_collections/gpuops/cluster ]; then
   ln -sfn ../../.. build/ansible_collections/gpuops/cluster
 fi
 stage up bash "$HERE/testbed.sh" up "${GPUOPS_TB_NODES:-8}"
-if [ -f "$HERE/bmc/bmc.sh" ]; then stage bmc-up bash "$HERE/bmc/bmc.sh" up; fi
+if [ -f "$HERE/bmc/bmc.sh" ] && [ "${GPUOPS_TB_BMC:-1}" != 0 ]; then stage bmc-up bash "$HERE/bmc/bmc.sh" up; fi
 rc=0
 stage pytest .venv/bin/pytest tests/integration -p no:cacheprovider "$@" || rc=$?
-STAGES+=("$(printf '%-10s %8s' total "$(elapsed "$T0")")")
 exit "$rc"
