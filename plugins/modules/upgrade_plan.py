@@ -89,6 +89,10 @@ EXAMPLES = r"""
 - name: Remember the batch sizes for the rolling play's serial
   ansible.builtin.set_fact:
     upgrade_batch_sizes: "{{ plan.batch_sizes }}"
+
+# the next play (hosts: upgrade_ordered) then has
+#   serial: "{{ hostvars['localhost'].upgrade_batch_sizes | default([1]) }}"
+# (the default is only for --syntax-check/ansible-lint, where hostvars is undefined)
 """
 
 RETURN = r"""
