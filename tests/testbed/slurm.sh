@@ -115,7 +115,7 @@ up() {
     [ "$idle" -eq "$n" ] && break
     sleep 0.1
   done
-  "$TB/bin/sinfo" -N -o '%N %T %G' | column -t >&2
+  "$TB/bin/sinfo" -N -o '%12N %8T %G' >&2
   [ "$idle" -eq "$n" ] || die "only $idle of $n slurm nodes are idle (logs: $S/*.log)"
 }
 
