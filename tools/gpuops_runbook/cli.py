@@ -1,0 +1,165 @@
+"""`gpuops-runbook`: the ticket hook's command line (docs/operations.md, "Ticket hook").
+
+gpuops-runbook run -i inventories/prod/hosts.yml --state-dir /var/lib/gpuops [PAYLOAD.json|-]
+gpuops-runbook lookup --check gpu.xid --code 79       (or --alert GpuXid79, --runbook ib_port)
+gpuops-runbook list
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Dict, List, Optional
+
+from gpuops_runbook import catalog, hook
+
+
+def _write(result: Dict[str, Any], path: Optional[str]) -> None:
+    text = json.dumps(result, indent=2, sort_keys=True, default=str)
+    if path:
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+        os.replace(tmp, path)
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def _read_payload(src: str) -> str:
+    if src == "-":
+        return sys.stdin.read()
+    with open(src, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    root = os.path.abspath(args.root or catalog.default_root())
+    state_dir = os.path.abspath(args.state_dir)
+    bin_dir = os.path.dirname(os.path.abspath(sys.executable))
+    env = hook.runner_env(root, state_dir, bin_dir)
+    payload: Dict[str, Any] = {}
+    try:
+        try:
+            payload = hook.parse_payload(_read_payload(args.payload))
+        except OSError as exc:
+            raise hook.PayloadError(["cannot read the payload %s: %s" % (args.payload, exc)])
+        try:
+            data = catalog.load(args.catalog or os.path.join(root, "runbooks", "catalog.yml"))
+        except catalog.CatalogError as exc:
+            raise hook.PayloadError([str(exc)], status="error")
+        inventory = args.inventory or os.environ.get("GPUOPS_INVENTORY")
+        if not inventory:
+            raise hook.PayloadError(["no inventory: pass -i/--inventory or set GPUOPS_INVENTORY"], status="error")
+        known = hook.inventory_hosts(inventory, env)
+        req = hook.resolve(payload, data, known)
+        playbook = os.path.join(root, req["entry"]["playbook"])
+        if not os.path.isfile(playbook):
+            raise hook.PayloadError(
+                ["runbook %s: playbook %s does not exist" % (req["entry"]["id"], playbook)], status="error"
+            )
+    except hook.PayloadError as exc:
+        result = hook.base_result(None, payload)
+        result.update(status=exc.status, errors=exc.errors)
+        _write(result, args.result)
+        return hook.RC_INVALID
+    if args.validate_only:
+        result = hook.base_result(req, payload)
+        result.update(status="valid", extravars=req["extravars"])
+        _write(result, args.result)
+        return hook.RC_OK
+    os.environ.update(env)  # ansible-runner execs ansible-playbook from PATH: the venv's bin comes first
+    try:
+        rc, result = hook.run_request(
+            req, root, inventory, state_dir, env, args.lock_timeout, timeout=args.timeout or None
+        )
+    except Exception as exc:  # the ticket must get a result, whatever broke
+        result = hook.base_result(req, payload)
+        result.update(status="error", errors=["%s: %s" % (type(exc).__name__, exc)])
+        rc = hook.RC_FAILED
+    if result.get("ticket_dir") and os.path.isdir(result["ticket_dir"]):
+        name = "result-%s.json" % result.get("ident", "last")
+        with open(os.path.join(result["ticket_dir"], name), "w", encoding="utf-8") as fh:
+            json.dump(result, fh, indent=2, sort_keys=True, default=str)
+        result["result_file"] = os.path.join(result["ticket_dir"], name)
+    _write(result, args.result)
+    return rc
+
+
+def cmd_lookup(args: argparse.Namespace) -> int:
+    root = os.path.abspath(args.root or catalog.default_root())
+    data = catalog.load(args.catalog or os.path.join(root, "runbooks", "catalog.yml"))
+    if args.runbook:
+        entry = catalog.by_id(data, args.runbook)
+    elif args.alert:
+        entry = catalog.by_alert(data, args.alert)
+    elif args.check:
+        entry = catalog.by_finding(data, args.check, args.code)
+    else:
+        sys.stderr.write("lookup: give --runbook, --alert or --check [--code]\n")
+        return hook.RC_INVALID
+    if entry is None:
+        reason = (data.get("unmapped") or {}).get(args.check or "")
+        sys.stdout.write(json.dumps({"entry": None, "unmapped_reason": reason}, indent=2) + "\n")
+        return 1
+    sys.stdout.write(json.dumps({"entry": entry}, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    root = os.path.abspath(args.root or catalog.default_root())
+    data = catalog.load(args.catalog or os.path.join(root, "runbooks", "catalog.yml"))
+    for e in catalog.entries(data):
+        sys.stdout.write(
+            "%-22s %-26s %-10s %s%s\n"
+            % (e["id"], e["playbook"], e["change_class"], e["title"], "  [approval]" if e["approval_required"] else "")
+        )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gpuops-runbook", description=__doc__.split("\n\n")[0])
+    p.add_argument("--root", help="collection root (default: $GPUOPS_ROOT or this checkout)")
+    p.add_argument("--catalog", help="runbook catalogue (default: <root>/runbooks/catalog.yml)")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="validate a ticket payload and run its runbook playbook")
+    r.add_argument("payload", nargs="?", default="-", help="payload JSON file, '-' = stdin (default)")
+    r.add_argument("-i", "--inventory", help="inventory (default $GPUOPS_INVENTORY)")
+    r.add_argument(
+        "--state-dir",
+        default=os.environ.get("GPUOPS_STATE_DIR") or os.path.expanduser("~/.local/state/gpuops"),
+        help="gpuops state dir: locks, tickets/<id>/ artifacts and results, the audit log",
+    )
+    r.add_argument("--result", help="also write the result JSON here")
+    r.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=float(os.environ.get("GPUOPS_RUNBOOK_LOCK_TIMEOUT", "300")),
+        help="seconds to wait for a node another run holds (0 = refuse at once; default 300)",
+    )
+    r.add_argument("--timeout", type=int, default=0, help="kill the playbook after this many seconds (0 = none)")
+    r.add_argument("--validate-only", action="store_true", help="check the payload, print the variables, run nothing")
+    r.set_defaults(func=cmd_run)
+    lk = sub.add_parser("lookup", help="which runbook handles a finding / alert")
+    lk.add_argument("--check")
+    lk.add_argument("--code")
+    lk.add_argument("--alert")
+    lk.add_argument("--runbook")
+    lk.set_defaults(func=cmd_lookup)
+    ls = sub.add_parser("list", help="the catalogue, one line per entry")
+    ls.set_defaults(func=cmd_list)
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except catalog.CatalogError as exc:
+        sys.stderr.write("gpuops-runbook: %s\n" % exc)
+        return hook.RC_INVALID
+
+
+if __name__ == "__main__":
+    sys.exit(main())
