@@ -62,6 +62,7 @@ def test_plan_is_not_inventory_order(run):
     assert plan["ordered_hosts"] != [h for h in inv if h in plan["ordered_hosts"]]  # the test can tell orders apart
     assert plan["batches"][0]["canary"] and plan["batch_sizes"][0] == 1
     assert plan["changed"] is False
+    assert plan["window_s"] == 86400 and plan["stats"]["window_s"] == 86400  # from gpuops_change_window
 
 
 def test_hosts_run_in_exactly_the_planned_batches_and_order(run):
