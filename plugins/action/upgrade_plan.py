@@ -78,7 +78,12 @@ def plan_hosts(hosts, baseline, matrix, methods, constraints, window_s, allow_do
             planner_nodes.append(node)
             continue
         current = _upgrade.current_versions(facts)
-        steps = _upgrade.plan_node(current, target, nc, (methods or {}).get(nc))
+        if methods is not None and not isinstance(methods, dict):
+            raise _upgrade.UpgradeError("gpuops_upgrade_methods", "must be a mapping node class -> steps")
+        try:
+            steps = _upgrade.plan_node(current, target, nc, (methods or {}).get(nc))
+        except _upgrade.UpgradeError as exc:
+            raise _upgrade.UpgradeError("gpuops_upgrade_methods.%s.%s" % (nc, exc.key[len("methods.") :]), exc.message)
         summary = _upgrade.summarize(steps)
         res["nodes"][name] = {"node_class": nc, "current": current, "steps": steps, "summary": summary}
         if not steps:

@@ -393,6 +393,9 @@ def test_plan_hosts_end_to_end():
     assert res["stats"]["capacity"] == {"gpu": 12} and res["stats"]["already_offline"] == {"gpu": 1}
     for b in res["batches"]:
         assert b["offline"]["gpu"] <= 3
+    with pytest.raises(U.UpgradeError) as ei:
+        action.plan_hosts(hosts, BASELINE, MATRIX, {"h100-sxm-8": {"bios": {"activation": "x"}}}, {}, None, False)
+    assert ei.value.key == "gpuops_upgrade_methods.h100-sxm-8.bios.activation"
     bad = copy.deepcopy(BASELINE)
     bad["h100-sxm-8"]["fabric_manager"] = "550.54.15"
     res = action.plan_hosts(hosts, bad, MATRIX, None, {}, None, False)
