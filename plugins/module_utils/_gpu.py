@@ -74,6 +74,16 @@ def _status_errors(status: Dict[str, Any], name: str, source: str) -> list:
     return errors
 
 
+def _drop_explained_exit(result: Dict[str, Any], tool_sources: Any) -> None:
+    """nvidia-smi exits non-zero when it cannot read a GPU; that GPU is already an unreadable record
+    (and the policy's gpu.missing), so the bare exit status is not a second, separate collector error."""
+    if not any(g.get("readable") is False for g in result.get("gpus") or []):
+        return
+    result["errors"] = [
+        e for e in result.get("errors") or [] if not (e.get("kind") == "tool_error" and e.get("source") in tool_sources)
+    ]
+
+
 def _merge_nvlink(result: Dict[str, Any], texts: Dict[str, Optional[str]]) -> None:
     parsed = []
     sources = []
@@ -142,6 +152,7 @@ def collect_capture(capture_dir: str) -> Dict[str, Any]:
             text = (text or "") + "\n" + stderr
         nv_texts["capture:" + name] = text
     result["errors"] = errors + result["errors"]
+    _drop_explained_exit(result, ("capture:" + XML_FILE, "capture:" + TEXT_FILE))
     _merge_nvlink(result, nv_texts)
     return _domain(result)
 
@@ -179,6 +190,7 @@ def _collect_smi(nvidia_smi: str, deadline: float) -> Dict[str, Any]:
     if cmd.rc != 0:
         errors.append(error_record(DOMAIN, "tool_error", cmd.describe(), source))
     res["errors"] = errors + res["errors"]
+    _drop_explained_exit(res, (source,))
     if any(g["readable"] for g in res["gpus"]):
         nv_texts: Dict[str, Optional[str]] = {}
         for flag in ("-s", "-e"):
