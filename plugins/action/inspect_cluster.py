@@ -38,6 +38,17 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
 
+    @staticmethod
+    def _capture_path(hv, key):
+        """A capture directory from host vars; relative paths are relative to the inventory directory."""
+        value = hv.get(key)
+        if not value:
+            return None
+        path = os.path.expanduser(to_text(value))
+        if not os.path.isabs(path) and hv.get("inventory_dir"):
+            path = os.path.join(to_text(hv.get("inventory_dir")), path)
+        return path
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
@@ -49,17 +60,14 @@ class ActionModule(ActionBase):
             if host not in hostvars:
                 raise AnsibleActionFail("inspect_cluster: target %r is not in the inventory" % host)
             hv = hostvars[host]
-            capture_dir = hv.get("gpuops_capture_dir")
-            if capture_dir:
-                capture_dir = os.path.expanduser(to_text(capture_dir))
-                if not os.path.isabs(capture_dir) and hv.get("inventory_dir"):
-                    capture_dir = os.path.join(to_text(hv.get("inventory_dir")), capture_dir)
+            capture_dir = self._capture_path(hv, "gpuops_capture_dir")
             node_class = hv.get("gpuops_node_class")
             profile = hv.get("gpuops_profile")
             if profile is None and node_class:
                 profile = (hv.get("gpuops_profiles") or {}).get(node_class)
             entry = {
                 "capture_dir": capture_dir,
+                "previous_capture_dir": self._capture_path(hv, "gpuops_previous_capture_dir"),
                 "rack": hv.get("gpuops_rack"),
                 "leaf": hv.get("gpuops_leaf_switch"),
                 "power": hv.get("gpuops_power_domain"),

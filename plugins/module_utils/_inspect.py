@@ -48,7 +48,8 @@ def inspect_nodes(
         ``unreachable``: bool, ``message``: why,
         ``rack``, ``leaf``, ``power``, ``node_class`` (key into ``profiles``) or ``profile`` (the dict itself),
         ``policy_overrides``: host-level overrides (merged over ``policy_overrides``),
-        ``baseline``: golden baseline facts for drift checks (optional)}.
+        ``baseline``: golden baseline facts for drift checks (optional),
+        ``previous_capture_dir``: an earlier capture of the same node, read first as the previous reading}.
     Raises ``_policy.PolicyError`` for an invalid policy (unknown key, bad value): a typo must fail the run.
     """
     now = now or datetime.datetime.now(datetime.timezone.utc)
@@ -83,6 +84,11 @@ def inspect_nodes(
         host_state = _state.load_host_state(state_dir, host) if state_dir else {}
         if h.get("baseline") is not None:
             host_state = dict(host_state, baseline=h["baseline"])
+        if h.get("previous_capture_dir") and h.get("capture_dir"):
+            # Offline comparison of two captures of the same node: the earlier one is the previous reading
+            # (counter deltas, boot ids, active faults); its own findings are not reported.
+            prev_facts = collect_all(capture_dir=h["previous_capture_dir"], options=collect_options)
+            host_state = _checks.evaluate_node(prev_facts, profile, policy, host_state, now, host)[1]
         findings, new_state = _checks.evaluate_node(facts, profile, policy, host_state, now, host)
         if state_dir:
             _state.save_host_state(state_dir, host, new_state)
