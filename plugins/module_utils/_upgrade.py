@@ -46,6 +46,8 @@ TOOLS = frozenset(("redfish_simple_update", "nvfwupd", "mlxfwmanager", "apt", "d
 _BMC_WORDS = re.compile(r"(?:^|[^a-z])(bmc|idrac|ilo|xcc|imm|cimc|manager)(?:[^a-z]|$)|hostbmc|bmc_", re.IGNORECASE)
 _BIOS_WORDS = re.compile(r"(?:^|[^a-z])(bios|uefi|system rom)(?:[^a-z]|$)|hostbios|bios_", re.IGNORECASE)
 _NOT_HOST = re.compile(r"gpu|hca|nic|nvme|psu|power|cpld|fpga|hgx|erot|retimer|nvswitch|disk|drive", re.IGNORECASE)
+#: Inventory entries that are not the running image: Dell "Previous-...", Lenovo "BMC-Backup", staged updates.
+_NOT_ACTIVE = re.compile(r"previous|backup|pending|staged|rollback|recovery|secondary|inactive", re.IGNORECASE)
 
 
 #: A version as vendors print it: "550.127.05", "28.41.1000", "1.45.455b66-rev4", "U32 v2.52 (11/17/2021)".
@@ -312,7 +314,7 @@ def _firmware_match(firmware: List[Any], words: Any) -> Optional[str]:
         if not isinstance(fw, dict):
             continue
         label = "%s %s" % (fw.get("id") or "", fw.get("name") or "")
-        if words.search(label) and not _NOT_HOST.search(label):
+        if words.search(label) and not _NOT_HOST.search(label) and not _NOT_ACTIVE.search(label):
             v = _s(fw.get("version"))
             if v:
                 return v

@@ -222,6 +222,36 @@ def test_current_versions_from_real_samples():
     assert cur["hca_names"] == sorted(h["name"] for h in hcas)
 
 
+@pytest.mark.parametrize(
+    "firmware,bmc,bios",
+    [
+        # hand-made, shaped like vendor inventories (no real sample of these in reference/). Dell: previous images
+        ([{"id": "Previous-25227-6.10.00.00__iDRAC.Embedded.1-1", "name": "Integrated Dell Remote Access Controller",
+           "version": "6.10.00.00"},
+          {"id": "Installed-25227-7.00.00.00__iDRAC.Embedded.1-1", "name": "Integrated Dell Remote Access Controller",
+           "version": "7.00.00.00"},
+          {"id": "Previous-159-2.18.0__BIOS.Setup.1-1", "name": "BIOS", "version": "2.18.0"},
+          {"id": "Installed-159-2.19.1__BIOS.Setup.1-1", "name": "BIOS", "version": "2.19.1"}], "7.00.00.00", "2.19.1"),
+        # Lenovo XCC: primary and backup banks, UEFI
+        ([{"id": "BMC-Backup", "name": "XCC Backup", "version": "1.10"},
+          {"id": "BMC-Primary", "name": "XCC Primary", "version": "2.10"},
+          {"id": "UEFI", "name": "UEFI", "version": "ESE118"}], "2.10", "ESE118"),
+        # NVIDIA HGX/DGX: the host BMC, not the GPU tray's
+        ([{"id": "HGX_FW_BMC_0", "name": "HGX_FW_BMC_0", "version": "24.01"},
+          {"id": "HostBMC_0", "name": "HostBMC_0", "version": "24.09.17"},
+          {"id": "HGX_FW_GPU_SXM_1", "name": "HGX_FW_GPU_SXM_1", "version": "96.00.99.00.01"},
+          {"id": "HostBIOS_0", "name": "HostBIOS_0", "version": "1.3.7"}], "24.09.17", "1.3.7"),
+        # HPE iLO
+        ([{"id": "1", "name": "iLO 5", "version": "2.78 Feb 23 2023"},
+          {"id": "2", "name": "System ROM", "version": "U32 v2.52 (11/17/2021)"}], "2.78 Feb 23 2023",
+         "U32 v2.52 (11/17/2021)"),
+    ],
+)  # fmt: skip
+def test_bmc_and_bios_from_vendor_firmware_inventories(firmware, bmc, bios):
+    cur = U.current_versions({"bmc": {"redfish": {"firmware": firmware}}})
+    assert (cur["bmc"], cur["bios"]) == (bmc, bios)
+
+
 def test_current_versions_fallbacks():
     facts = {
         "gpu": {"driver_version": None, "gpus": [{"index": 1, "vbios_version": "B", "driver_version": "535.1"},
