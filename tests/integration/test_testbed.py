@@ -52,6 +52,15 @@ def test_every_node_has_its_own_identity(testbed):
     assert facts["ansible_facts"]["ansible_default_ipv4"]["address"] == "10.200.0.12"
 
 
+def test_node_sees_only_its_own_processes(testbed):
+    """Own PID namespace: collectors reading /proc on a node must not see other nodes' (or the host's) daemons."""
+    out = testbed.on_node("gpu-node-01", "sh", "-c", "cat /proc/[0-9]*/comm 2>/dev/null").stdout.split()
+    assert out.count("slurmd") == 1 and out.count("sshd") >= 1
+    assert "slurmctld" not in out and "munged" not in out
+    assert len(out) < 40
+    assert testbed.on_node("gpu-node-01", "cat", "/proc/1/comm").stdout.strip() == "python3"
+
+
 def test_ib_sysfs_has_the_real_layout(testbed):
     out = testbed.on_node(
         "gpu-node-01",

@@ -52,8 +52,20 @@ start_node() {  # $1 = index
   ip -n "$ns" route add default via "$NET.1"
   ssh-keygen -q -t ed25519 -N '' -C "$name" -f "$nd/ssh_host_ed25519_key"
   write_sshd_config "$nd" "$ip"
-  setsid ip netns exec "$ns" unshare --uts --mount --propagation private \
+  setsid ip netns exec "$ns" unshare --uts --mount --pid --fork --mount-proc --propagation private \
     "$LIB/node-init.sh" "$nd" "$name" </dev/null >"$nd/init.log" 2>&1 &
+  echo "$!" > "$nd/unshare.pid"
+}
+
+# host pid of a node's PID 1 (the child of `unshare --fork`), once node-init reported ready
+record_holder() {  # $1 = node dir
+  local upid child
+  [ -s "$1/ready" ] || return 1
+  upid=$(cat "$1/unshare.pid")
+  child=$(cat "/proc/$upid/task/$upid/children" 2>/dev/null || true)
+  child=${child%% *}
+  [ -n "$child" ] || return 1
+  echo "$child" > "$1/holder.pid"
 }
 
 write_inventory() {  # $1 = node count
@@ -101,7 +113,7 @@ write_inventory() {  # $1 = node count
 }
 
 up() {
-  local n=${1:-${GPUOPS_TB_NODES:-8}} t0 t i name pending aptpid
+  local n=${1:-${GPUOPS_TB_NODES:-8}} t0 t i name nd pending aptpid
   if ! [[ $n =~ ^[0-9]+$ ]] || [ "$n" -lt 1 ] || [ "$n" -gt 80 ]; then die "node count must be 1..80, got '$n'"; fi
   t0=$(now_ms)
   if [ -n "$(our_netns)" ] || [ -e "$TB" ]; then down; fi
@@ -111,6 +123,8 @@ up() {
   aptpid=$!
   ssh-keygen -q -t ed25519 -N '' -C gpuops-testbed -f "$TB/ssh/id_ed25519"
   cp "$TB/ssh/id_ed25519.pub" "$TB/ssh/authorized_keys"
+  # cgroup hierarchies to re-mount in every node (v1, hybrid or v2, as the host has them)
+  awk '$2 ~ "^/sys/fs/cgroup" && $3 ~ /^(tmpfs|cgroup|cgroup2)$/ {print $3, $2, $4}' /proc/1/mounts > "$TB/cgroup-mounts"
   printf '127.0.0.1 localhost\n%s.1 tb-head tb-hub\n' "$NET" > "$TB/hosts"
   for i in $(seq 1 "$n"); do printf '%s %s\n' "$(node_ip "$i")" "$(node_name "$i")" >> "$TB/hosts"; done
   ip netns add "$HUB"
@@ -137,10 +151,13 @@ up() {
   write_inventory "$n"
   for i in "${!pids[@]}"; do wait "${pids[$i]}" || die "setting up $(node_name $((i + 1))) failed"; done
   wait "$simpid" || die "writing the simulator state failed"
-  # every holder writes holder.pid once its mounts and sshd are in place
-  for _ in $(seq 300); do
+  # every node writes <node>/ready once its mounts and sshd are in place
+  for _ in $(seq 600); do
     pending=0
-    for i in $(seq 1 "$n"); do [ -s "$(node_dir "$(node_name "$i")")/holder.pid" ] || pending=$((pending + 1)); done
+    for i in $(seq 1 "$n"); do
+      nd=$(node_dir "$(node_name "$i")")
+      [ -s "$nd/holder.pid" ] || record_holder "$nd" || pending=$((pending + 1))
+    done
     [ "$pending" -eq 0 ] && break
     sleep 0.05
   done

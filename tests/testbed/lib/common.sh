@@ -34,7 +34,7 @@ holder_pid() {
   kill -0 "$pid" 2>/dev/null || die "node $1: holder $pid is gone"
   echo "$pid"
 }
-# run a command inside a node: its netns, hostname (UTS) and mount namespace
-in_node() { local n=$1; shift; nsenter -t "$(holder_pid "$n")" -u -m -n -- "$@"; }
+# run a command inside a node: its netns, hostname (UTS), mount and PID namespaces
+in_node() { local n=$1; shift; nsenter -t "$(holder_pid "$n")" -u -m -n -p -- "$@"; }
 in_hub() { ip netns exec "$HUB" "$@"; }
 our_netns() { ip netns list | awk '{print $1}' | grep -E "^${P}-(hub|n[0-9]+)$" || true; }

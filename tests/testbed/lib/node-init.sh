@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Body of a node's holder process. Started by testbed.sh as
-#   ip netns exec <ns> unshare --uts --mount --propagation private node-init.sh <node dir> <hostname>
-# It sets the hostname, builds the node's private view of the file system, starts sshd, writes
-# holder.pid (the handle every later `nsenter` uses) and then sleeps forever holding the namespaces.
-# Nothing here is visible from the CI host: all mounts live in this private mount namespace.
+# Body of a node's holder process: PID 1 of the node's own PID namespace. Started by testbed.sh as
+#   ip netns exec <ns> unshare --uts --mount --pid --fork --mount-proc --propagation private node-init.sh DIR HOST
+# It sets the hostname, builds the node's private view of the file system, starts sshd, writes <node>/ready
+# and becomes a reaper (python3) that holds the namespaces. testbed.sh records its host pid in holder.pid
+# (the handle every later `nsenter` uses). Nothing here is visible from the CI host: all mounts live in this
+# private mount namespace, and the node's /proc shows only the node's own processes.
 set -euo pipefail
 nd=$1 name=$2
 : "${TB:?}" "${REPO:?}"
@@ -39,13 +40,13 @@ umount -l "$nd/rw/realclass"
 # infiniband/<hca>, with device/ and subsystem links). A link (not a bind) keeps those relative links resolving
 # inside that tree and survives the simulator rewriting the directory (simstate.py sysfs after a fault).
 ln -sfn "$nd/sysfs/sys/class/infiniband" /sys/class/infiniband
-# `ip netns exec` remounted /sys, dropping the cgroup mounts (slurmd refuses to start without them)
+# `ip netns exec` remounted /sys, dropping the cgroup mounts (slurmd refuses to start without them):
+# mount the host's hierarchies again (testbed.sh saved them from the host's /proc/1/mounts; this /proc is ours)
 if ! mountpoint -q /sys/fs/cgroup; then
-  awk '$2 ~ "^/sys/fs/cgroup" && $3 ~ /^(tmpfs|cgroup|cgroup2)$/ {print $3, $2, $4}' /proc/1/mounts |
-    while read -r fstype target opts; do
-      mkdir -p "$target"
-      mount -t "$fstype" -o "$opts" "$fstype" "$target"
-    done
+  while read -r fstype target opts; do
+    mkdir -p "$target"
+    mount -t "$fstype" -o "$opts" "$fstype" "$target"
+  done < "$TB/cgroup-mounts"
 fi
 
 # 4. Per-node boot id: a regular file bound over the proc file (rotated in place by gpuops-sim-reboot).
@@ -77,7 +78,17 @@ done
 install -m 755 "$LIB/gpuops-sim-reboot" /usr/local/sbin/gpuops-sim-reboot
 printf 'TB=%q\nREPO=%q\nLIB=%q\nND=%q\nNODE=%q\n' "$TB" "$REPO" "$LIB" "$nd" "$name" > /etc/gpuops-sim.env
 
-# 7. sshd (key auth only, root), then hold the namespaces.
+# 7. sshd (key auth only, root), then hold the namespaces as a reaping init (orphans are reaped at once:
+#    no zombies that still answer `kill -0`; SIGTERM from the host ends the node).
 /usr/sbin/sshd -f "$nd/sshd_config"
-echo $$ > "$nd/holder.pid"
-exec sleep infinity
+echo ready > "$nd/ready"
+exec /usr/bin/python3 -c '
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        time.sleep(1)
+'
+
