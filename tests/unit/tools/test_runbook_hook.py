@@ -1,0 +1,254 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ticket hook (tools/gpuops_runbook) without running playbooks: payload validation, approval, locks,
+per-node outcomes from runner events, report paths, audit run ids, and the CLI's refusal path (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+from gpuops_runbook import catalog, cli, hook  # noqa: E402
+
+CATALOG = os.path.join(ROOT, "runbooks", "catalog.yml")
+HOSTS = {"gpu-node-01", "gpu-node-02", "gpu-node-03"}
+
+
+@pytest.fixture(scope="module")
+def data():
+    return catalog.load(CATALOG)
+
+
+def payload(**kw):
+    p = {"ticket": "OPS-7", "runbook": "gpu_fell_off_bus", "nodes": ["gpu-node-02"], "requester": "alice"}
+    p.update(kw)
+    return {k: v for k, v in p.items() if v is not None}
+
+
+def errors_of(data, p, hosts=HOSTS):
+    with pytest.raises(hook.PayloadError) as exc:
+        hook.resolve(p, data, hosts)
+    return exc.value
+
+
+# ------------------------------------------------------------------------------------------------ validation
+def test_valid_payload_builds_extravars(data):
+    req = hook.resolve(payload(nodes=["gpu-node-02", "gpu-node-01", "gpu-node-02"]), data, HOSTS)
+    assert req["entry"]["playbook"] == "playbooks/isolate.yml"
+    assert req["nodes"] == ["gpu-node-01", "gpu-node-02"]
+    ev = req["extravars"]
+    assert ev["gpuops_ticket"] == "OPS-7"
+    assert ev["gpuops_targets"] == "gpu-node-01,gpu-node-02"
+    assert ev["gpuops_nodes"] == ["gpu-node-01", "gpu-node-02"]
+    assert ev["gpuops_runbook"] == "gpu_fell_off_bus"
+    assert ev["gpuops_isolate_reason"].startswith("gpuops:")  # the catalogue's extra_vars
+
+
+@pytest.mark.parametrize(
+    "kw, needle",
+    [
+        ({"ticket": None}, "missing ticket id"),
+        ({"ticket": "  "}, "missing ticket id"),
+        ({"ticket": "../etc/passwd"}, "ticket id"),
+        ({"runbook": "format_disks"}, "unknown runbook 'format_disks'"),
+        ({"nodes": ["gpu-node-99"]}, "unknown hosts (not in the inventory): gpu-node-99"),
+        ({"nodes": []}, "non-empty list"),
+        ({"nodes": None}, "non-empty list"),
+        ({"nodes": ["gpu-node-01; rm -rf /"]}, "bad node names"),
+        ({"runbook": None}, "name a `runbook`, an `alert` or a `finding`"),
+        ({"extra_vars": {"gpuops_targets": "all"}}, "does not take extra_vars gpuops_targets"),
+        ({"extra_vars": {"ansible_become_pass": "x"}}, "does not take extra_vars ansible_become_pass"),
+        ({"extra_vars": "x"}, "`extra_vars` must be an object"),
+    ],
+)
+def test_invalid_payloads(data, kw, needle):
+    err = errors_of(data, payload(**kw))
+    assert err.status == "invalid"
+    assert any(needle in e for e in err.errors), err.errors
+
+
+def test_all_errors_reported_at_once(data):
+    err = errors_of(data, {"runbook": "nope", "nodes": ["x-1"]})
+    assert len(err.errors) == 3  # ticket, runbook, host
+
+
+def test_resolve_by_finding_and_alert(data):
+    req = hook.resolve(payload(runbook=None, finding={"check": "gpu.xid", "code": 79}), data, HOSTS)
+    assert req["entry"]["id"] == "gpu_fell_off_bus" and req["matched_by"] == "finding"
+    req = hook.resolve(payload(runbook=None, finding="gpu.row_remap:pending"), data, HOSTS)
+    assert req["entry"]["id"] == "gpu_row_remap_pending"
+    req = hook.resolve(payload(runbook=None, alert={"labels": {"alertname": "GpuopsCoolantLeak"}}), data, HOSTS)
+    assert req["entry"]["playbook"] == "playbooks/leak_response.yml"
+    err = errors_of(data, payload(runbook=None, finding="node.mounts:hung"))
+    assert "no runbook for finding node.mounts:hung" in err.errors[0] and "storage" in err.errors[0]
+
+
+def test_approval_required(data):
+    p = payload(runbook="gpu_row_remap_failure")
+    err = errors_of(data, p)
+    assert err.status == "refused" and "needs an approval" in err.errors[0]
+    err = errors_of(data, payload(runbook="gpu_row_remap_failure", approval={"by": "alice", "ref": "CHG-1"}))
+    assert "cannot approve their own" in err.errors[0]
+    err = errors_of(data, payload(runbook="gpu_row_remap_failure", approval={"by": "bob", "approved": False}))
+    assert err.status == "refused"
+    req = hook.resolve(payload(runbook="gpu_row_remap_failure", approval={"by": "bob", "ref": "CHG-1"}), data, HOSTS)
+    assert req["extravars"]["gpuops_approval"]["by"] == "bob"
+    assert req["extravars"]["gpuops_change_id"] == "CHG-1"
+
+
+def test_allowed_extra_vars_pass_through(data):
+    req = hook.resolve(payload(extra_vars={"gpuops_isolate_reason": "seen by hand"}), data, HOSTS)
+    assert req["extravars"]["gpuops_isolate_reason"] == "seen by hand"
+
+
+def test_parse_payload_errors():
+    for text in ("", "{", "[1]", "\x00\xff"):
+        with pytest.raises(hook.PayloadError):
+            hook.parse_payload(text)
+
+
+# --------------------------------------------------------------------------------------------------- locks
+def _hold(state_dir, node, ready, release):
+    locks = hook.NodeLocks(state_dir, [node], timeout=0)
+    assert locks.acquire()
+    ready.set()
+    release.wait(10)
+    locks.release()
+
+
+def test_node_lock_refuses_then_waits(tmp_path):
+    ctx = multiprocessing.get_context("fork")
+    ready, release = ctx.Event(), ctx.Event()
+    p = ctx.Process(target=_hold, args=(str(tmp_path), "gpu-node-02", ready, release))
+    p.start()
+    try:
+        assert ready.wait(10)
+        other = hook.NodeLocks(str(tmp_path), ["gpu-node-01", "gpu-node-02"], timeout=0)
+        assert other.acquire() is False and other.busy == "gpu-node-02"
+        assert other.holder("gpu-node-02") == str(p.pid)
+        assert other.fds == []  # gpu-node-01 was given back
+        free = hook.NodeLocks(str(tmp_path), ["gpu-node-01"], timeout=0)
+        assert free.acquire()
+        free.release()
+        t0 = time.monotonic()
+        waiting = hook.NodeLocks(str(tmp_path), ["gpu-node-02"], timeout=0.6, poll=0.05)
+        assert waiting.acquire() is False
+        assert time.monotonic() - t0 >= 0.55
+        release.set()
+        waiting = hook.NodeLocks(str(tmp_path), ["gpu-node-02"], timeout=10, poll=0.05)
+        assert waiting.acquire()
+        waiting.release()
+    finally:
+        release.set()
+        p.join(10)
+
+
+def test_lock_names_are_not_the_state_lock_names(tmp_path):
+    locks = hook.NodeLocks(str(tmp_path), ["gpu-node-01"], timeout=0)
+    assert locks.path("gpu-node-01").endswith("locks/runbook.gpu-node-01.lock")
+
+
+# ----------------------------------------------------------------------------------------------- outcomes
+def test_node_outcomes_and_reports():
+    events = [
+        {"event": "runner_on_ok", "event_data": {"host": "localhost", "res": {"report_dir": "/r", "changed": False}}},
+        {"event": "runner_on_failed", "event_data": {"host": "n2", "task": "Drain", "res": {"msg": "boom"}}},
+        {"event": "runner_on_failed", "event_data": {"host": "n1", "ignore_errors": True, "res": {"msg": "meh"}}},
+        {"event": "runner_on_unreachable", "event_data": {"host": "n3", "task": "ping", "res": {"msg": "ssh"}}},
+    ]
+    stats = {"ok": {"n1": 3, "localhost": 1}, "changed": {"n1": 1}, "failures": {"n2": 1}, "dark": {"n3": 1}}
+    out = hook.node_outcomes(events, stats, ["n1", "n2", "n3", "n4"])
+    assert out["n1"]["status"] == "changed" and out["n1"]["failures"] == []
+    assert out["n2"]["status"] == "failed" and out["n2"]["failures"][0] == {
+        "task": "Drain",
+        "kind": "failed",
+        "msg": "boom",
+    }
+    assert out["n3"]["status"] == "unreachable"
+    assert out["n4"]["status"] == "not_run"
+    assert out["localhost"]["status"] == "ok"
+    assert hook.report_paths(events) == ["/r"]
+
+
+def test_audit_run_ids(tmp_path):
+    log = tmp_path / "audit.log"
+    log.write_text(json.dumps({"event": "run_start", "pid": 1, "run_id": "old"}) + "\n")
+    offset = log.stat().st_size
+    with open(log, "a") as fh:
+        fh.write(json.dumps({"event": "run_start", "pid": 2, "run_id": "other", "playbook": "/x.yml"}) + "\n")
+        fh.write("garbage\n")
+        fh.write(json.dumps({"event": "run_start", "pid": 3, "run_id": "ours", "playbook": "/p.yml"}) + "\n")
+    assert hook.audit_run_ids(str(log), offset, {3}, "/p.yml") == ["ours"]
+    assert hook.audit_run_ids(str(log), offset, set(), "/p.yml") == ["ours"]
+    assert hook.audit_run_ids(str(log), 0, {1}, "/p.yml") == ["old"]
+    assert hook.audit_run_ids(str(tmp_path / "none"), 0, {1}, "/p.yml") == []
+
+
+def test_runner_env_enables_audit_and_venv_first(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANSIBLE_CALLBACKS_ENABLED", "ansible.posix.profile_tasks")
+    env = hook.runner_env(ROOT, str(tmp_path), "/venv/bin")
+    assert env["PATH"].startswith("/venv/bin" + os.pathsep)
+    assert env["ANSIBLE_CALLBACKS_ENABLED"] == "ansible.posix.profile_tasks,gpuops.cluster.audit"
+    assert env["GPUOPS_STATE_DIR"] == str(tmp_path)
+
+
+# -------------------------------------------------------------------------------------------------- the CLI
+def test_cli_refuses_unknown_host_exit_2_nothing_run(tmp_path, capsys, monkeypatch):
+    inv = tmp_path / "hosts.yml"
+    inv.write_text("all:\n  hosts:\n    gpu-node-01:\n      ansible_host: 192.0.2.1\n")
+    pl = tmp_path / "p.json"
+    pl.write_text(json.dumps(payload(nodes=["gpu-node-09"])))
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    state = tmp_path / "state"
+    rc = cli.main(["run", "-i", str(inv), "--state-dir", str(state), "--result", str(tmp_path / "r.json"), str(pl)])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 2
+    assert out["status"] == "invalid" and "unknown hosts (not in the inventory): gpu-node-09" in out["errors"][0]
+    assert json.loads((tmp_path / "r.json").read_text())["status"] == "invalid"
+    assert not (state / "tickets").exists() and not (state / "locks").exists()
+
+
+def test_cli_validate_only_and_approval_refusal(tmp_path, capsys, monkeypatch):
+    inv = tmp_path / "hosts.yml"
+    inv.write_text("all:\n  hosts:\n    gpu-node-01:\n      ansible_host: 192.0.2.1\n")
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    pl = tmp_path / "p.json"
+    pl.write_text(json.dumps(payload(nodes=["gpu-node-01"], runbook="inspect")))
+    rc = cli.main(["run", "-i", str(inv), "--state-dir", str(tmp_path), "--validate-only", str(pl)])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["status"] == "valid" and out["extravars"]["gpuops_targets"] == "gpu-node-01"
+    pl.write_text(json.dumps(payload(nodes=["gpu-node-01"], runbook="driver_firmware_drift")))
+    rc = cli.main(["run", "-i", str(inv), "--state-dir", str(tmp_path), str(pl)])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 2 and out["status"] == "refused" and "needs an approval" in out["errors"][0]
+
+
+def test_cli_bad_json_on_stdin_exit_2():
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "tools"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpuops_runbook", "run", "-i", "/nonexistent", "--state-dir", "/nonexistent"],
+        input="{not json",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout)["errors"][0].startswith("payload is not valid JSON")
+
+
+def test_cli_lookup(capsys):
+    assert cli.main(["lookup", "--alert", "GpuXid79"]) == 0
+    assert json.loads(capsys.readouterr().out)["entry"]["id"] == "gpu_fell_off_bus"
+    assert cli.main(["lookup", "--check", "node.services"]) == 1
+    assert "persistenced" in json.loads(capsys.readouterr().out)["unmapped_reason"]
