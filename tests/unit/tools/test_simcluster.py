@@ -32,8 +32,10 @@ def fastdir():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def _inventory(out):
-    with open(os.path.join(out, "inventory", "hosts.yml")) as fh:
+def _inventory(out, layout="build"):
+    with open(
+        os.path.join(out, "inventory", "hosts.yml") if layout == "build" else os.path.join(out, "hosts.yml")
+    ) as fh:
         return yaml.safe_load(fh)["all"]["children"]["gpu_nodes"]["hosts"]
 
 
@@ -136,6 +138,19 @@ def test_deterministic_and_none(fastdir):
         G.generate(3, os.path.join(fastdir, "x"), faults="leak:5")
 
 
+def test_inventory_layout(fastdir):
+    out = os.path.join(fastdir, "inv")
+    key = G.generate(9, out, seed=7, faults="ib_flap,leak", layout="inventory")
+    assert sorted(os.listdir(out)) == [".sim", "group_vars", "hosts.yml"]
+    hosts = _inventory(out, "inventory")
+    for h, hv in hosts.items():
+        assert hv["gpuops_capture_dir"] == ".sim/captures/" + h
+        assert os.path.isfile(os.path.join(out, hv["gpuops_capture_dir"], "node.json"))
+    (prev,) = key["previous_captures"]
+    assert hosts[prev]["gpuops_previous_capture_dir"] == ".sim/previous/" + prev
+    assert os.path.isfile(os.path.join(out, ".sim", "answer_key.json"))
+
+
 def test_hostnames_widen():
     assert G.hostnames(3) == ["gpu-node-01", "gpu-node-02", "gpu-node-03"]
     assert G.hostnames(1000)[0] == "gpu-node-0001"
@@ -167,5 +182,7 @@ def test_script_under_system_python(fastdir):
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("simcluster: 3 nodes, 1 faulty, 0 benign, 0 dead leaves, 1 expected findings -> ")
     hosts = _inventory(out)
-    assert hosts["gpu-node-01"]["gpuops_capture_dir"] == "{{ inventory_dir }}/../captures/gpu-node-01"
+    assert hosts["gpu-node-01"]["gpuops_capture_dir"] == "../captures/gpu-node-01"
+    cap = os.path.join(out, "inventory", hosts["gpu-node-01"]["gpuops_capture_dir"])
+    assert os.path.isfile(os.path.join(cap, "capture.json"))
     assert os.path.isfile(os.path.join(out, "states", "gpu-node-02.json"))
