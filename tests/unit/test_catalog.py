@@ -154,7 +154,7 @@ def test_alert_names_unique_and_rulebook_agrees():
     rules = rulebook[0]["rules"]
     assert len(rules) >= 2
     for rule in rules:
-        names = re.findall(r'"([A-Za-z0-9]+)"', rule["condition"])
+        names = re.findall(r'"([A-Za-z0-9]+)"', re.search(r"\[(.*?)\]", rule["condition"]).group(1))
         run = rule["action"]["run_playbook"]
         entry = catalog.by_id(DATA, run["extra_vars"]["gpuops_runbook"])
         assert entry is not None and run["name"] == entry["playbook"]
