@@ -226,7 +226,6 @@ class Testbed:
         """Every node back to its default simulator state and in service; all Slurm jobs cancelled."""
         self.slurm("scancel", "--user=root", check=False)
         for host in self.nodes:
-            (self.node_dir(host) / "no_return").unlink(missing_ok=True)
             self._revive(host)
         self._run(
             [sys.executable, str(SIMSTATE), "init-many", str(self.root / "nodes")] + self.nodes,
@@ -246,14 +245,13 @@ class Testbed:
         return all(states.get(h) == "idle" for h in self.nodes)
 
     def _revive(self, host: str) -> None:
-        """Restart sshd / slurmd on a node left down (e.g. a `no_return` reboot)."""
-        nd = self.node_dir(host)
-        for pidfile, cmd in (
-            (nd / "sshd.pid", ["/usr/sbin/sshd", "-f", str(nd / "sshd_config")]),
-            (self.root / "slurm-state" / ("slurmd-%s.pid" % host), ["/usr/sbin/slurmd"]),
-        ):
-            if not _alive(pidfile):
-                self.on_node(host, *cmd, check=False)
+        """Restart sshd / slurmd on a node left down (e.g. a `no_return` reboot); checked inside the node's
+        own PID namespace (the pid files hold node-local pids)."""
+        self._run(["bash", str(TESTBED_SH), "revive", host], check=True, timeout=30)
+
+    def running_on(self, host: str, process: str) -> bool:
+        """Whether a process named ``process`` runs on the node (its own PID namespace)."""
+        return self.on_node(host, "pgrep", "-x", process, check=False).returncode == 0
 
     def _run(self, cmd: List[str], check: bool, timeout: float, env: Optional[Dict[str, str]] = None):
         proc = subprocess.run(

@@ -137,7 +137,8 @@ def test_node_that_does_not_come_back(testbed):
     nd = testbed.node_dir(host)
     (nd / "no_return").touch()
     testbed.on_node(host, "/usr/local/sbin/gpuops-sim-reboot")
-    testbed.wait_for(lambda: not _alive(nd / "sshd.pid"), timeout=15, what="sshd gone")
+    testbed.wait_for(lambda: not testbed.running_on(host, "sshd"), timeout=15, what="sshd gone")
+    assert not testbed.running_on(host, "slurmd")
     res = testbed.module(host, "ansible.builtin.ping", timeout=60)
     assert res.get("unreachable") or res.get("failed")
     testbed.reset()
@@ -179,12 +180,3 @@ def test_ci_fails_instead_of_skipping_when_the_bed_is_down(tmp_path, testbed):
         cwd=str(Path(__file__).resolve().parents[2]),
     )
     assert proc.returncode == 0 and "test bed not up" in proc.stdout, proc.stdout[-2000:]
-
-
-def _alive(pidfile):
-    """The pid in ``pidfile`` runs (a zombie does not count: PID 1 on the CI machine reaps late)."""
-    try:
-        status = Path("/proc/%d/status" % int(pidfile.read_text().strip())).read_text()
-    except (OSError, ValueError):
-        return False
-    return "\nState:\tZ" not in status

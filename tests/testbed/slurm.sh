@@ -121,7 +121,9 @@ up() {
 
 down() {
   local f
-  for f in "$S"/slurmd-*.pid "$S/slurmctld.pid" "$M/munged.pid"; do
+  # slurmd pid files hold pids of the nodes' own PID namespaces (meaningless here): slurmd dies with its
+  # node (testbed.sh down kills each node's init). slurmctld and munged run in the host's PID namespace.
+  for f in "$S/slurmctld.pid" "$M/munged.pid"; do
     if alive "$f"; then kill "$(cat "$f")" 2>/dev/null || true; fi
   done
   return 0

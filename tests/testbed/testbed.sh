@@ -6,6 +6,7 @@
 #   testbed.sh status            what is up
 #   testbed.sh node HOST CMD...  run CMD "on" a node (its netns, hostname and mount namespace)
 #   testbed.sh hub CMD...        run CMD in the hub netns (where slurmctld lives; reaches every node)
+#   testbed.sh revive HOST       restart sshd/slurmd on a node left down by a `no_return` reboot
 #
 # State dir: $GPUOPS_TB (default /tmp/gpuops-tb). Layout, fault injection and traps: tests/testbed/README.md.
 # Nothing is created in the root network namespace; every write a test makes on a node lands in that
@@ -211,11 +212,21 @@ status() {
   if [ -x "$TB/bin/sinfo" ]; then "$TB/bin/sinfo" -N -o '%N %T %E' || true; fi
 }
 
+revive() {  # $1 = host: start sshd / slurmd where they are not running (after a `no_return` reboot)
+  local nd
+  nd=$(node_dir "$1")
+  rm -f "$nd/no_return"
+  in_node "$1" sh -c "pgrep -x sshd >/dev/null || /usr/sbin/sshd -f '$nd/sshd_config'
+    if [ -e '$nd/slurmd.enabled' ]; then pgrep -x slurmd >/dev/null || /usr/sbin/slurmd; fi"
+}
+
 case "${1:-}" in
   up) up "${2:-}" ;;
+  revive) [ $# -eq 2 ] || die "usage: testbed.sh revive HOST"; revive "$2" ;;
   down) down ;;
   status) status ;;
   node) [ $# -ge 3 ] || die "usage: testbed.sh node HOST CMD..."; shift; n=$1; shift; in_node "$n" "$@" ;;
-  hub) [ $# -ge 2 ] || die "usage: testbed.sh hub CMD..."; shift; exec ip netns exec "$HUB" "$@" ;;
-  *) sed -n '2,13p' "$0" >&2; exit 2 ;;
+  hub) [ $# -ge 2 ] || die "usage: testbed.sh hub CMD..."; shift
+       SLURM_CONF=$TB/slurm/slurm.conf exec ip netns exec "$HUB" "$@" ;;
+  *) sed -n '2,14p' "$0" >&2; exit 2 ;;
 esac
