@@ -144,7 +144,7 @@ def _yaml_str(s: str) -> str:
     return '"%s"' % s.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def write_inventory(inv: str, data: str, hosts: list, topo: dict, previous: set, portable: bool) -> None:
+def write_inventory(inv: str, data: str, hosts: list, topo: dict, previous: set, portable: bool, driver: str) -> None:
     os.makedirs(os.path.join(inv, "group_vars"), exist_ok=True)
     if portable:
         # relative to the inventory directory (how the gpuops actions resolve relative capture paths)
@@ -176,11 +176,11 @@ def write_inventory(inv: str, data: str, hosts: list, topo: dict, previous: set,
     with open(os.path.join(inv, "hosts.yml"), "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
     with open(os.path.join(inv, "group_vars", "gpu_nodes.yml"), "w", encoding="utf-8") as fh:
-        fh.write(profile_yaml())
+        fh.write(profile_yaml(driver))
 
 
-def profile_yaml() -> str:
-    p = PROFILE[NODE_CLASS]
+def profile_yaml(driver: str = DEFAULT_DRIVER) -> str:
+    p = dict(PROFILE[NODE_CLASS], driver_version=driver, fabric_manager_version=driver)
     lines = [
         "# Node-class hardware profiles: what a healthy node of each class looks like.",
         "gpuops_profiles:",
@@ -200,8 +200,10 @@ def profile_yaml() -> str:
 
 def _one_host(job) -> tuple:
     """Build, fault and capture one node. -> (host, expectations, benign fault names, has previous capture)."""
-    h, now, names, seed, out, write_states = job
-    state = default_state(h, seed=seed, now=now)
+    h, now, names, seed, out, write_states, driver = job
+    state = default_state(h, seed=seed, now=now, driver=driver or DEFAULT_DRIVER)
+    if driver and driver.split(".")[0] >= "590":
+        state["cuda_version"] = "13.1"
     prev = None
     expect: list = []
     benign: list = []
@@ -233,6 +235,7 @@ def generate(
     portable: bool = False,
     workers: int = 1,
     layout: str = "build",
+    driver: str = DEFAULT_DRIVER,
 ) -> dict:
     """layout "build": DIR/{captures,previous,states}/, DIR/inventory/, DIR/answer_key.json.
     layout "inventory" (an inventory directory such as inventories/sim): DIR/hosts.yml, DIR/group_vars/, and the
@@ -250,7 +253,7 @@ def generate(
     if layout == "build":
         shutil.rmtree(inv, ignore_errors=True)
     os.makedirs(os.path.join(data, "captures"), exist_ok=True)
-    jobs = [(h, DEFAULT_NOW + (n % 60), per_host[h], seed, data, write_states) for n, h in enumerate(hosts)]
+    jobs = [(h, DEFAULT_NOW + (n % 60), per_host[h], seed, data, write_states, driver) for n, h in enumerate(hosts)]
     if workers > 1 and len(hosts) > 16:
         import multiprocessing
 
@@ -267,7 +270,7 @@ def generate(
             benign[h] = ben
         if has_prev:
             previous.add(h)
-    write_inventory(inv, data, hosts, topo, previous, portable or layout == "inventory")
+    write_inventory(inv, data, hosts, topo, previous, portable or layout == "inventory", driver)
     cluster = [
         {
             "check": "cluster.leaf",
@@ -280,8 +283,22 @@ def generate(
         }
         for leaf, hs in dead
     ]
+    faulty = [h for h, e in key_hosts.items() if any(x["severity_hint"] in ("P0", "P1") for x in e)]
+    if len(hosts) >= 4 and len(faulty) >= 0.25 * len(hosts):
+        cluster.append(
+            {
+                "check": "cluster.capacity",
+                "component": "cluster",
+                "severity_hint": "P0",
+                "fault": None,
+                "hosts": faulty,
+                "note": "%d of %d nodes have a P0/P1 fault (docs/checks.md cluster.faulty_share 25%%)"
+                % (len(faulty), len(hosts)),
+            }
+        )
     key = {
         "schema": "gpuops.simcluster.answer_key/v1",
+        "driver_version": driver,
         "seed": seed,
         "nodes": nodes,
         "faults": faults,
@@ -331,11 +348,12 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--layout", choices=("build", "inventory"), default="build", help="inventory: DIR is an inventory dir"
     )
+    ap.add_argument("--driver", default=DEFAULT_DRIVER, help="NVIDIA driver of every node (>= 590: the v13 XML layout)")
     a = ap.parse_args(argv)
     if a.nodes < 1:
         ap.error("--nodes must be >= 1")
     t0 = time.time()
-    key = generate(a.nodes, a.out, a.seed, a.faults, a.write_states, a.portable, max(1, a.jobs), a.layout)
+    key = generate(a.nodes, a.out, a.seed, a.faults, a.write_states, a.portable, max(1, a.jobs), a.layout, a.driver)
     print(summary(key, a.out, time.time() - t0))
     return 0
 

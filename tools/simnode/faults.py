@@ -68,6 +68,13 @@ def _pick_hca(state, rng, hca=None) -> dict:
     return rng.choice(state["hcas"])
 
 
+def _diag_stops(state, g) -> list:
+    """DCGM 3.x refuses to run with a pending row remap: the capture's dcgmi diag shows the Deployment error."""
+    if str(state["dcgm"].get("version", "3")).split(".")[0] < "4":
+        return [_exp("gpu.diag", "gpu%d" % g["index"], "P1", "fail")]
+    return []
+
+
 def _load(g, util=100, power=None):
     g["util_pct"] = util
     g["mem_util_pct"] = util // 3
@@ -121,7 +128,7 @@ def _xid48(state, rng, gpu=None):
         _exp("gpu.xid", "gpu%d" % g["index"], "P1", "48"),
         _exp("gpu.ecc", "gpu%d" % g["index"], "P1"),
         _exp("gpu.row_remap", "gpu%d" % g["index"], "P1", "pending"),
-    ]
+    ] + _diag_stops(state, g)
 
 
 @fault("xid64", "Row remapping failure: Xid 64, remapped_row_failure Yes, a bank without spare rows")
@@ -200,7 +207,7 @@ def _remap_pending(state, rng, gpu=None):
     g["remap"]["pending"] = True
     _xid(state, g, 63, "Row Remapper: New row (0x00000012bac1c3e0) marked for remapping, reset gpu to activate.")
     # pending without an uncorrectable Xid in the window: P2 "reset when idle" (docs/checks.md)
-    return [_exp("gpu.row_remap", "gpu%d" % g["index"], "P2", "pending")]
+    return [_exp("gpu.row_remap", "gpu%d" % g["index"], "P2", "pending")] + _diag_stops(state, g)
 
 
 @fault("row_remap_failure", "Row remapping failure without the Xid: Remapping Failure Occurred Yes")

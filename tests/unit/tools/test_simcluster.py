@@ -109,7 +109,9 @@ def test_all_faults_each_on_its_own_node(fastdir):
     singles = [fs[0] for h, fs in placed.items() if fs != ["dead_leaf"]]
     assert sorted(singles) == sorted(n for n, f in F.FAULTS.items() if f.scope == "node")
     assert all(len(fs) == 1 for fs in placed.values())
-    (leaf,) = key["cluster"]
+    (leaf,) = [c for c in key["cluster"] if c["check"] == "cluster.leaf"]
+    (cap,) = [c for c in key["cluster"] if c["check"] == "cluster.capacity"]
+    assert len(cap["hosts"]) >= nodes // 4
     assert leaf["severity_hint"] == "P0" and leaf["component"].startswith("leaf:") and len(leaf["hosts"]) == 8
     hosts = _inventory(out)
     assert {hosts[h]["gpuops_leaf_switch"] for h in leaf["hosts"]} == {leaf["component"][5:]}
@@ -149,6 +151,18 @@ def test_inventory_layout(fastdir):
     (prev,) = key["previous_captures"]
     assert hosts[prev]["gpuops_previous_capture_dir"] == ".sim/previous/" + prev
     assert os.path.isfile(os.path.join(out, ".sim", "answer_key.json"))
+
+
+def test_driver_590_gives_v13_layout(fastdir):
+    out = os.path.join(fastdir, "v13")
+    key = G.generate(2, out, seed=1, faults="none", driver="590.48.01")
+    assert key["driver_version"] == "590.48.01"
+    with open(os.path.join(out, "captures", "gpu-node-01", "nvidia-smi-q.xml")) as fh:
+        root = ET.fromstring(fh.read())
+    assert root.findtext("driver_version") == "590.48.01" and root.findtext("cuda_version") == "13.1"
+    assert root.find("gpu/gpu_recovery_action") is not None
+    with open(os.path.join(out, "inventory", "group_vars", "gpu_nodes.yml")) as fh:
+        assert yaml.safe_load(fh)["gpuops_profiles"]["h100-sxm-8"]["driver_version"] == "590.48.01"
 
 
 def test_hostnames_widen():
