@@ -325,7 +325,7 @@ def summary(key: dict, out: str, elapsed: float) -> str:
         key["nodes"],
         len(faulty),
         len(key["benign"]),
-        len(key["cluster"]),
+        sum(1 for c in key["cluster"] if c["check"] == "cluster.leaf"),
         sum(len(e) for e in key["hosts"].values()),
         out,
         elapsed,

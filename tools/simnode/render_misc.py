@@ -239,6 +239,14 @@ def sdr_list(state: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+def _sel_short(state: dict, sensor: str) -> str:
+    """`sel list` names the sensor by number (`Power Supply #0x61`) where `sel elist` uses the SDR name."""
+    for s in state["bmc"]["sensors"]:
+        if sensor.endswith(" " + s["name"]):
+            return "%s #0x%s" % (sensor[: -len(s["name"]) - 1], s["number"][:-1].lower())
+    return sensor
+
+
 def sel_list(state: dict, extended: bool = True) -> str:
     """`ipmitool sel elist` (extended=True) / `sel list`: hex record ids, US locale date/time."""
     out = []
@@ -247,7 +255,7 @@ def sel_list(state: dict, extended: bool = True) -> str:
             when = " Pre-Init  |%010d" % int(e.get("uptime", 0))
         else:
             when = time.strftime("%m/%d/%Y | %H:%M:%S", time.gmtime(e["time"]))
-        sensor = e["sensor"] if extended else e.get("sensor_short", e["sensor"])
+        sensor = e["sensor"] if extended else _sel_short(state, e["sensor"])
         line = "%4x | %s | %s | %s | %s" % (n, when, sensor, e["event"], e["direction"])
         if e.get("extra"):
             line += " | " + e["extra"]

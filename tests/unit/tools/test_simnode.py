@@ -342,6 +342,8 @@ def test_bmc_faults():
     sel = render_misc.sel_list(st)
     assert "| Power Supply PSU2 Status | Failure detected | Asserted" in sel
     assert "| Cooling Device Leak Detect | State Asserted | Asserted" in sel
+    short = render_misc.sel_list(st, extended=False)
+    assert "| Power Supply #0x61 | Failure detected | Asserted" in short and "Leak Detect" not in short
 
 
 def test_node_faults_in_node_json_and_scontrol():
