@@ -247,6 +247,8 @@ def _check_gpu_inventory(ctx: _Ctx, facts: Dict[str, Any], profile: Optional[Dic
     # the count is only meaningful when the tool listed every GPU: skip it when the GPU collector failed
     # (a lost GPU can make nvidia-smi stop listing: the gpu.missing/collector.error findings say so)
     incomplete = any(isinstance(e, dict) and e.get("kind") != "unreadable" for e in _list(gpu.get("errors")))
+    # nvidia-smi stops listing at a GPU it cannot read: the unreadable GPU's own finding covers the node
+    incomplete = incomplete or any(g.get("readable") is False for g in gpus)
     if isinstance(expected, int) and not incomplete:
         count = gpu.get("count")
         if not isinstance(count, int) or isinstance(count, bool):

@@ -537,8 +537,12 @@ def finish(result: Dict[str, Any], messages: Dict[str, Any], source: Optional[st
             known.add(bus_id)
     if any(not g["readable"] for g in gpus):
         gpus.sort(key=lambda g: (g["bus_id"] is None, g["bus_id"] or ""))
+    # nvidia-smi numbers GPUs in PCI order. When it printed only error lines (it often aborts on the first GPU it
+    # cannot read), the other GPUs are unknown and so is the position of the lost one: its index stays None
+    # (the policy then names it by bus id) rather than a guess.
+    enumerated = any(g["readable"] for g in gpus)
     for i, g in enumerate(gpus):
-        g["index"] = i
+        g["index"] = i if enumerated else None
         if g["readable"] is False:
             result["errors"].append(
                 error_record(DOMAIN, "unreadable", "GPU %s: %s" % (g["bus_id"] or "?", g["error"]), source, parser)
