@@ -1,0 +1,188 @@
+# -*- coding: utf-8 -*-
+"""Unit tests for the isolation blast-radius guard (plugins/module_utils/_guard.py)."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.gpuops.cluster.plugins.module_utils import _guard
+from ansible_collections.gpuops.cluster.plugins.module_utils._slurm_parse import parse_show_node
+
+NOW = 1_800_000_000.0
+
+
+def cluster(n=8, racks=2, state="IDLE", partitions=("gpu",)):
+    per = n // racks
+    return {
+        "gpu-node-%02d" % i: {"partitions": list(partitions), "rack": "rack-%d" % ((i - 1) // per + 1), "state": state}
+        for i in range(1, n + 1)
+    }
+
+
+def test_eight_faulty_nodes_with_a_25_percent_cap_drain_exactly_two():
+    c = cluster()
+    targets = [{"node": n, "severity": "P1"} for n in c]
+    r = _guard.decide(targets, c, [], {"max_share_partition": 0.25, "max_share_cluster": 0.25}, NOW)
+    assert r["allowed"] == ["gpu-node-01", "gpu-node-02"]
+    assert len(r["refused_by_guard"]) == 6
+    assert all("limit 2" in x["reason"] for x in r["refused_by_guard"])
+    assert r["limits"]["cluster"] == 2 and r["limits"]["partition:gpu"] == 2 and r["limits"]["rack:rack-1"] == 2
+
+
+def test_worst_severity_first():
+    c = cluster()
+    targets = [
+        {"node": "gpu-node-01", "severity": "P2"},
+        {"node": "gpu-node-08", "severity": "P0"},
+        {"node": "gpu-node-05", "severity": "P1"},
+        "gpu-node-03",
+    ]
+    r = _guard.decide(targets, c, [], None, NOW)
+    assert r["allowed"] == ["gpu-node-08", "gpu-node-05"]
+    assert [x["node"] for x in r["refused_by_guard"]] == ["gpu-node-01", "gpu-node-03"]
+
+
+def test_already_drained_and_down_nodes_count():
+    c = cluster()
+    c["gpu-node-07"]["state"] = "IDLE+DRAIN"
+    c["gpu-node-08"]["state"] = "DOWN*"
+    r = _guard.decide(["gpu-node-01", "gpu-node-07"], c, [], None, NOW)
+    assert r["allowed"] == []
+    assert r["already_isolated"] == ["gpu-node-07"]
+    assert r["refused_by_guard"][0]["node"] == "gpu-node-01"
+    assert r["out_of_service"] == ["gpu-node-07", "gpu-node-08"]
+
+
+def test_flapping_nodes_count_within_the_window_only():
+    c = cluster()
+    hist = [{"node": "gpu-node-03", "time": NOW - 600}, {"node": "gpu-node-04", "time": NOW - 1200}]
+    r = _guard.decide(["gpu-node-05"], c, hist, None, NOW)
+    assert r["allowed"] == [] and r["recently_isolated"] == ["gpu-node-03", "gpu-node-04"]
+    old = [{"node": "gpu-node-03", "time": NOW - 7200}, {"node": "gpu-node-04", "time": NOW - 4000}]
+    assert _guard.decide(["gpu-node-05"], c, old, None, NOW)["allowed"] == ["gpu-node-05"]
+    # the flapping node itself failing again does not count twice
+    assert _guard.decide(["gpu-node-03"], c, hist, None, NOW)["allowed"] == ["gpu-node-03"]
+
+
+def test_rack_cap_and_count_cap():
+    c = cluster(8, 2)
+    pol = {"max_share_cluster": 1, "max_share_partition": 1, "max_share_rack": 0.25}
+    r = _guard.decide(["gpu-node-01", "gpu-node-02", "gpu-node-05"], c, [], pol, NOW)
+    assert r["allowed"] == ["gpu-node-01", "gpu-node-05"]
+    assert "rack:rack-1" in r["refused_by_guard"][0]["reason"]
+    pol = {"max_share_cluster": 1, "max_share_partition": 1, "max_share_rack": 1, "max_count_cluster": 1}
+    assert _guard.decide(["gpu-node-01", "gpu-node-05"], c, [], pol, NOW)["allowed"] == ["gpu-node-01"]
+
+
+def test_small_partition_min_allowed_and_strict():
+    c = cluster(3, 1)
+    assert _guard.decide(["gpu-node-01", "gpu-node-02"], c, [], None, NOW)["allowed"] == ["gpu-node-01"]
+    assert _guard.decide(["gpu-node-01"], c, [], {"min_allowed": 0}, NOW)["allowed"] == []
+
+
+def test_override_allows_and_reports():
+    c = cluster()
+    r = _guard.decide(list(c), c, [], None, NOW, override_reason="rack power work CHG-1")
+    assert len(r["allowed"]) == 8 and r["refused_by_guard"] == [] and r["overridden"] is True
+    assert len(r["would_refuse"]) == 6
+
+
+def test_unknown_node_refused_and_bad_inputs():
+    r = _guard.decide(["nope"], cluster(), [], None, NOW)
+    assert r["refused_by_guard"] == [{"node": "nope", "reason": "not a node of the cluster (unknown to Slurm)"}]
+    for bad in ({"max_share_rack": 2}, {"max_share_rack": "x"}, {"bogus": 1}, {"max_count_rack": -1}):
+        with pytest.raises(_guard.GuardError):
+            _guard.normalize_policy(bad)
+    with pytest.raises(_guard.GuardError):
+        _guard.normalize_targets([{"severity": "P1"}])
+    with pytest.raises(_guard.GuardError):
+        _guard.normalize_targets([3])
+
+
+@pytest.mark.parametrize(
+    "state,out",
+    [
+        ("IDLE", False),
+        ("IDLE*", False),
+        ("MIXED", False),
+        ("ALLOCATED", False),
+        ("IDLE+DRAIN", True),
+        ("MIXED+DRAIN", True),
+        ("DOWN", True),
+        ("DOWN*+DRAIN", True),
+        ("DRAINED", True),
+        (None, False),
+        ("IDLE+FAIL", True),
+        ("", False),
+    ],
+)
+def test_slurm_unavailable(state, out):
+    assert _guard.slurm_unavailable(state) is out
+
+
+def test_cluster_from_scontrol_text():
+    text = "\n".join(
+        "NodeName=n%d State=%s Partitions=gpu,debug Gres=gpu:8" % (i, "IDLE+DRAIN" if i == 2 else "IDLE")
+        for i in range(1, 5)
+    )
+    c = _guard.cluster_from_slurm(parse_show_node(text), {"n1": "r1", "n2": "r1"})
+    assert c["n1"] == {"partitions": ["gpu", "debug"], "rack": "r1", "state": "IDLE"}
+    assert c["n3"]["rack"] is None
+    r = _guard.decide(["n1", "n3"], c, [], None, NOW)
+    assert r["allowed"] == [] and len(r["refused_by_guard"]) == 2  # 1 of 4 already drained, cap 25 %
+
+
+def test_claims_are_recorded_and_counted(tmp_path):
+    c = cluster()
+    first = _guard.guard_and_claim(str(tmp_path), ["gpu-node-01", "gpu-node-02", "gpu-node-03"], c, run_id="a")
+    assert first["allowed"] == ["gpu-node-01", "gpu-node-02"]
+    second = _guard.guard_and_claim(str(tmp_path), ["gpu-node-05"], c, run_id="b")
+    assert second["allowed"] == [] and second["recently_isolated"] == ["gpu-node-01", "gpu-node-02"]
+    data = json.loads((tmp_path / "isolation" / "history.json").read_text())
+    assert [e["node"] for e in data["entries"]] == ["gpu-node-01", "gpu-node-02"]
+    # check mode claims nothing
+    _guard.guard_and_claim(str(tmp_path / "x"), ["gpu-node-01"], c, claim=False)
+    assert not (tmp_path / "x" / "isolation" / "history.json").exists()
+
+
+def test_corrupt_history_is_an_error(tmp_path):
+    (tmp_path / "isolation").mkdir()
+    (tmp_path / "isolation" / "history.json").write_text("{nope")
+    with pytest.raises(_guard.StateError):
+        _guard.load_history(str(tmp_path))
+
+
+def _worker(args):
+    state_dir, nodes, run = args
+    return _guard.guard_and_claim(state_dir, nodes, cluster(), run_id=run)["allowed"]
+
+
+def test_concurrent_runs_stay_within_the_cap(tmp_path):
+    jobs = [(str(tmp_path), ["gpu-node-0%d" % i, "gpu-node-0%d" % (i + 4)], "r%d" % i) for i in range(1, 5)]
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        results = pool.map(_worker, jobs)
+    assert sum(len(r) for r in results) == 2
+    assert len(_guard.load_history(str(tmp_path))) == 2
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    st.lists(st.sampled_from(["gpu-node-0%d" % i for i in range(1, 9)] + ["x"]), max_size=10),
+    st.lists(st.sampled_from(["IDLE", "IDLE+DRAIN", "DOWN", "MIXED", "ALLOCATED+DRAIN"]), min_size=8, max_size=8),
+    st.floats(min_value=0, max_value=1),
+)
+def test_fuzz_never_exceeds_the_cap(targets, states, share):
+    c = cluster()
+    for (_name, info), s in zip(sorted(c.items()), states):
+        info["state"] = s
+    pol = {"max_share_cluster": share, "max_share_partition": 1, "max_share_rack": 1, "min_allowed": 0}
+    r = _guard.decide(targets, c, [], pol, NOW)
+    out = set(r["out_of_service"]) | set(r["allowed"])
+    limit = int(8 * share + 1e-9)
+    assert len(r["allowed"]) == 0 or len(out) <= limit
+    assert set(r["allowed"]).isdisjoint(x["node"] for x in r["refused_by_guard"])
