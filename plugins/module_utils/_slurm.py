@@ -5,7 +5,8 @@
 
 The decision logic (:func:`plan`) is a pure function of the node's current state, the jobs on it and
 the request; :class:`Scontrol` is the only place that runs anything. Text parsing lives in
-``_slurm_parse`` (``scontrol --json`` does not exist in Slurm 22.05, so the text form is used).
+``_slurm_parse``: Debian's Slurm 22.05.8 has no ``scontrol --json`` ("unrecognized option"), so the text form
+is used.
 
 Reason ownership: a drain set by gpuops carries ``reason_prefix`` (default ``gpuops:``). Slurm has one
 reason per node, so when a person already drained the node, isolation keeps their text and appends ours
