@@ -4,7 +4,15 @@
 # in network namespaces named ${P}-hub / ${P}-nXX, and in the mount namespaces those hold.
 
 TB=${GPUOPS_TB:-/tmp/gpuops-tb}
-P=${GPUOPS_TB_PREFIX:-gpuops}
+# netns prefix: gpuops for the default state dir; for another GPUOPS_TB a prefix derived from its path, so two
+# beds never share (and tear down) each other's namespaces unless GPUOPS_TB_PREFIX says so
+if [ -n "${GPUOPS_TB_PREFIX:-}" ]; then
+  P=$GPUOPS_TB_PREFIX
+elif [ "$TB" = /tmp/gpuops-tb ]; then
+  P=gpuops
+else
+  P=g$(printf %s "$TB" | md5sum | cut -c1-6)
+fi
 NET=${GPUOPS_TB_NET:-10.200.0}
 HUB=${P}-hub
 BRIDGE=${P}br0
