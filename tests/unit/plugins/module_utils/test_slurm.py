@@ -402,3 +402,24 @@ def test_module_utils_has_no_ansible_imports():
     with open(_slurm.__file__, encoding="utf-8") as fh:
         assert "import ansible." not in fh.read().replace("ansible_collections", "")
     assert os.path.basename(_slurm.__file__) == "_slurm.py"
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(
+    st.sampled_from(["drained", "resumed", "down", "present"]),
+    st.text(alphabet="IDLEMXAOCRNGUDWP+*~", max_size=25),
+    st.one_of(st.none(), st.text(max_size=40), st.just("bad fan; gpuops: x")),
+    st.booleans(),
+    st.booleans(),
+)
+def test_fuzz_plan(want, state, reason, force, requeue):
+    node = {"name": "n1", "state": state, "base_state": state.split("+")[0], "flags": state.split("+")[1:]}
+    node["reason"] = reason
+    st_ = node_status(node, [job(1), job(2, requeueable=False)], P)
+    assert not (st_["drained"] and st_["draining"])
+    result = plan(want, st_, reason="x", prefix=P, force=force, requeue=requeue)
+    for upd in result["updates"]:
+        assert upd["State"] in ("DRAIN", "DOWN", "RESUME")
+        if upd["State"] == "DRAIN" and want == "drained":
+            assert upd["Reason"].endswith("gpuops: x")
+    assert set(result["requeue"]) <= {1}
