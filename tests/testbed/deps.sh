@@ -2,7 +2,8 @@
 # Debian packages the test suite needs (CI runs as root on Debian 12, no systemd: nothing is started here).
 set -euo pipefail
 pkgs=(openssh-server slurmctld slurmd slurm-client munge openipmi ipmitool netcat-openbsd openssl curl
-      prometheus chromium chromium-driver shellcheck iproute2 util-linux dpkg-dev)
+      prometheus chromium chromium-driver shellcheck iproute2 util-linux dpkg-dev python3-apt procps
+      openjdk-17-jre-headless)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ]; then
