@@ -80,8 +80,11 @@ demo: setup
 	$(PY) tools/simcluster/generate.py --nodes $(DEMO_NODES) --out $(BUILD)/sim --seed 7
 	$(BIN)/ansible-playbook -i $(BUILD)/sim/inventory playbooks/inspect.yml
 
+# Benchmarks are not part of `make test` (figures: docs/performance.md).
 bench: setup
-	$(PY) bench/bench_collect.py
+	$(PY) bench/bench_gpu.py
+	$(PY) bench/bench_planner.py
+	$(PY) bench/bench_inspect.py
 
 testbed-up:
 	bash tests/testbed/testbed.sh up
