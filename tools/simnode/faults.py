@@ -463,6 +463,21 @@ def _hung(state, rng, path="/lustre"):
     return [_exp("node.mounts", "mount:%s" % path, "P1", "hung")]
 
 
+@fault("missing_mount", "/home not mounted")
+def _missing_mount(state, rng, path="/home"):
+    next(m for m in state["mounts"] if m["path"] == path)["state"] = "missing"
+    return [_exp("node.mounts", "mount:%s" % path, "P1", "missing")]
+
+
+@fault(
+    "gpu_fabric_failure", "NVLink fabric registration of one GPU failed (Fabric State Completed, Status Unknown Error)"
+)
+def _fabric_failure(state, rng, gpu=None):
+    g = _pick_gpu(state, rng, gpu)
+    g["fabric"] = {"state": "Completed", "status": "Unknown Error"}
+    return [_exp("gpu.fabric", "gpu%d" % g["index"], "P1")]
+
+
 @fault("persistenced_down", "nvidia-persistenced not running (persistence mode Disabled)")
 def _persistenced(state, rng):
     state["services"]["nvidia-persistenced"]["running"] = False
