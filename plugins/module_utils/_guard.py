@@ -87,6 +87,8 @@ def normalize_policy(policy: Optional[Dict[str, Any]]) -> Dict[str, Any]:
 
 def normalize_targets(targets: Iterable[Any]) -> List[Dict[str, Any]]:
     """Targets as ``[{node, severity}]``: names, or dicts with ``node``/``name`` and an optional ``severity``."""
+    if isinstance(targets, (str, bytes, dict)):
+        raise GuardError("targets must be a list, got %s" % type(targets).__name__)
     out: List[Dict[str, Any]] = []
     seen = set()
     for t in targets or []:
@@ -104,6 +106,20 @@ def normalize_targets(targets: Iterable[Any]) -> List[Dict[str, Any]]:
         out.append({"node": node, "severity": sev})
     out.sort(key=lambda t: (severity_rank(t["severity"]), t["node"]))
     return out
+
+
+def targets_from_findings(nodes: Iterable[str], findings: Optional[Iterable[Any]]) -> List[Dict[str, Any]]:
+    """``[{node, severity}]``: each node with the worst severity of its own findings (None without any)."""
+    worst: Dict[str, Any] = {}
+    for f in findings or []:
+        if not isinstance(f, dict) or not isinstance(f.get("host"), str):
+            continue
+        sev = f.get("severity")
+        if f["host"] not in worst or severity_rank(sev) < severity_rank(worst[f["host"]]):
+            worst[f["host"]] = sev
+    if isinstance(nodes, (str, bytes)):
+        raise GuardError("nodes must be a list of names")
+    return [{"node": n, "severity": worst.get(n)} for n in nodes or []]
 
 
 def _limit(size: int, share: Optional[float], count: Optional[int], min_allowed: int) -> Optional[int]:

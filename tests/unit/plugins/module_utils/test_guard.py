@@ -186,3 +186,15 @@ def test_fuzz_never_exceeds_the_cap(targets, states, share):
     limit = int(8 * share + 1e-9)
     assert len(r["allowed"]) == 0 or len(out) <= limit
     assert set(r["allowed"]).isdisjoint(x["node"] for x in r["refused_by_guard"])
+
+
+def test_targets_from_findings_worst_severity():
+    findings = [{"host": "a", "severity": "P2"}, {"host": "a", "severity": "P1"}, {"host": None, "severity": "P0"}, "x"]
+    assert _guard.targets_from_findings(["a", "b"], findings) == [
+        {"node": "a", "severity": "P1"},
+        {"node": "b", "severity": None},
+    ]
+    with pytest.raises(_guard.GuardError):
+        _guard.targets_from_findings("ab", [])
+    with pytest.raises(_guard.GuardError):
+        _guard.normalize_targets("gpu-node-01")
