@@ -98,10 +98,13 @@ def _xid79(state, rng, gpu=None):
     _log(state, "NVRM: GPU Board Serial Number: %s" % g["serial"], 700)
     _xid(state, g, 79, "GPU has fallen off the bus.", ago=700)
     _log(state, "NVRM: GPU %s: GPU has fallen off the bus." % g["bus_id"][4:].lower(), 699.9)
-    return [
-        _exp("gpu.xid", "gpu%d" % g["index"], "P1", "79"),
-        _exp("gpu.missing", "gpu%d" % g["index"], "P1", "unreadable"),
-    ]
+    # nvidia-smi prints only the "GPU is lost" line: nothing in the evidence gives the lost GPU's index, so the
+    # component is the bus-id form `gpu:<bus id>`; gpu_index says which one it was
+    comp = "gpu:%s" % g["bus_id"]
+    out = [_exp("gpu.xid", comp, "P1", "79"), _exp("gpu.missing", comp, "P1", "unreadable")]
+    for e in out:
+        e.update({"bus_id": g["bus_id"], "gpu_index": g["index"]})
+    return out
 
 
 @fault("xid48", "Double-bit ECC error: Xid 48 + Xid 63, volatile/aggregate DRAM uncorrectable, row remap pending")
@@ -469,13 +472,11 @@ def _missing_mount(state, rng, path="/home"):
     return [_exp("node.mounts", "mount:%s" % path, "P1", "missing")]
 
 
-@fault(
-    "gpu_fabric_failure", "NVLink fabric registration of one GPU failed (Fabric State Completed, Status Unknown Error)"
-)
+@fault("gpu_fabric_failure", "One GPU never joined the NVLink fabric (Fabric State Not Started, Status N/A)")
 def _fabric_failure(state, rng, gpu=None):
     g = _pick_gpu(state, rng, gpu)
-    g["fabric"] = {"state": "Completed", "status": "Unknown Error"}
-    return [_exp("gpu.fabric", "gpu%d" % g["index"], "P1")]
+    g["fabric"] = {"state": "Not Started", "status": "N/A"}
+    return [_exp("gpu.fabric", "gpu%d" % g["index"], "P1", "state")]
 
 
 @fault("persistenced_down", "nvidia-persistenced not running (persistence mode Disabled)")

@@ -91,7 +91,8 @@ def test_xid79_host_capture_matches_answer_key(fastdir):
     with open(os.path.join(cap, "kernel.log")) as fh:
         log = fh.read()
     assert ": 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus." in log
-    idx = int(exp["component"][3:])
+    idx = exp["gpu_index"]
+    assert exp["component"] == "gpu:" + exp["bus_id"]
     # the GPU named in the key is the one whose bus id is in the Xid line (healthy node: same GPU order)
     healthy = next(h for h, e in key["hosts"].items() if not e)
     root = ET.parse(os.path.join(out, "captures", healthy, "nvidia-smi-q.xml")).getroot()

@@ -53,7 +53,7 @@ CHECKS = {
     "collector.error",
 }
 COMPONENT = re.compile(
-    r"^(gpu\d+|gpu\d+/nvlink\d+|mlx5_\d+/\d+|mlx5_\d+|bmc/.+|bmc|mount:/.*|service:[\w.-]+|slurm|node|nvswitch\d+|collector:\w+)$"
+    r"^(gpu:[0-9A-F:.]+|gpu\d+|gpu\d+/nvlink\d+|mlx5_\d+/\d+|mlx5_\d+|bmc/.+|bmc|mount:/.*|service:[\w.-]+|slurm|node|nvswitch\d+|collector:\w+)$"
 )
 
 
@@ -249,8 +249,13 @@ def test_xid79_consistent_across_tools():
     st = _state()
     e, missing = faults.apply(st, "xid79", random.Random(0), gpu=3)["expect"]
     g = st["gpus"][3]
-    assert e["component"] == "gpu3" and e["code"] == "79" and e["bus_id"] == g["bus_id"] == "00000000:5D:00.0"
-    assert (missing["check"], missing["component"], missing["code"]) == ("gpu.missing", "gpu3", "unreadable")
+    assert e["component"] == "gpu:00000000:5D:00.0" and e["code"] == "79" and e["gpu_index"] == 3
+    assert e["bus_id"] == g["bus_id"] == "00000000:5D:00.0"
+    assert (missing["check"], missing["component"], missing["code"]) == (
+        "gpu.missing",
+        "gpu:00000000:5D:00.0",
+        "unreadable",
+    )
     r = cli.run_tool(st, "nvidia-smi", ["-q", "-x"])
     assert r.rc == 15
     assert (
