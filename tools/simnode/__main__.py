@@ -67,6 +67,8 @@ def main(argv=None) -> int:
         sys.stdout.write(json.dumps(res["expect"], indent=1) + "\n")
         return 0
     state = load(path)
+    if state.get("clock") == "live":
+        state["now"] = time.time()  # a test-bed node: its time moves (journalctl --since, timestamps)
     if cmd == "sysfs":
         if not args:
             return _usage("simnode sysfs ROOT")

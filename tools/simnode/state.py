@@ -387,3 +387,60 @@ def clone(state: dict) -> dict:
 
 def now_iso(epoch: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def reboot(state: dict, boot_id: str | None = None, driver: str | None = None, now: float | None = None) -> dict:
+    """What a reboot does to a node (in place): new boot id and time, a fresh kernel log, GPUs re-enumerated.
+
+    Cleared: lost GPUs come back, pending row remaps are activated (pending -> No), recovery actions, volatile
+    ECC, NVLink and IB error counters (the drivers reload), processes. Kept: aggregate ECC, remapped rows,
+    remap failures, NVLinks/ports that are physically down, BMC SEL, mounts, Slurm state. `driver`: the driver
+    now loaded (an upgrade); the fabric manager follows when it was at the old driver's version.
+    """
+    rng = random.Random(seed_for(state["hostname"], int(now or time.time())))
+    now = time.time() if now is None else now
+    old_driver = state.get("driver_version")
+    if driver:
+        state["driver_version"] = driver
+        fm = state.get("fabric_manager") or {}
+        if fm.get("version") == old_driver:
+            fm["version"] = driver
+    fresh = default_state(
+        state["hostname"],
+        gpus=len(state["gpus"]),
+        hcas=len(state["hcas"]),
+        driver=state["driver_version"],
+        boot_time=now,
+        now=now,
+    )
+    state["boot_id"] = boot_id or _uuid(rng)
+    state["boot_time"] = now
+    state["now"] = now
+    state["kernel_log"] = fresh["kernel_log"]
+    for g in state["gpus"]:
+        g["lost"] = False
+        g["remap"]["pending"] = False
+        g["recovery_action"] = "none"
+        g["processes"] = []
+        g["util_pct"] = g["mem_util_pct"] = g["mem_used_mib"] = 0
+        for k in g["ecc"]["volatile"]:
+            g["ecc"]["volatile"][k] = 0
+        for lk in g.get("nvlinks") or []:
+            lk.update({"replay": 0, "recovery": 0, "crc": 0})
+    for h in state["hcas"]:
+        for p in h["ports"]:
+            for k in p["counters"]:
+                p["counters"][k] = 0
+            for k in p["hw_counters"]:
+                p["hw_counters"][k] = 0
+    state["dcgm"]["hang"] = False
+    return state
+
+
+def new_boot(path: str, boot_id: str | None = None, driver: str | None = None) -> dict:
+    """reboot() applied to a state file under its lock (the test bed's gpuops-sim-reboot)."""
+    with locked(path):
+        state = load(path)
+        reboot(state, boot_id, driver)
+        save(state, path)
+    return state

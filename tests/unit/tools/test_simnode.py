@@ -468,3 +468,29 @@ def test_capture_directory_contents(fastdir):
             assert not os.path.islink(os.path.join(dirpath, n)), "capture dirs hold plain files only"
     node = json.loads(open(os.path.join(fastdir, "node.json")).read())
     assert node["boot_id"] == st["boot_id"] and [m["path"] for m in node["mounts"]] == ["/home", "/lustre"]
+
+
+def test_reboot_clears_transient_state(fastdir):
+    from simnode.state import new_boot
+
+    sp = os.path.join(fastdir, "state.json")
+    st = _state()
+    for name, kw in (
+        ("xid79", {"gpu": 1}),
+        ("xid48", {"gpu": 2}),
+        ("ib_flap", {"hca": "mlx5_0"}),
+        ("xid64", {"gpu": 3}),
+    ):
+        faults.apply(st, name, random.Random(0), **kw)
+    save(st, sp)
+    new = new_boot(sp, "b00t-1d", "550.54.15")
+    assert new["boot_id"] == "b00t-1d" and new["driver_version"] == "550.54.15"
+    assert new["fabric_manager"]["version"] == "550.54.15"
+    assert not any(g["lost"] for g in new["gpus"])
+    assert new["gpus"][2]["remap"]["pending"] is False and new["gpus"][2]["remap"]["unc"] == 1
+    assert new["gpus"][2]["ecc"]["volatile"]["dram_unc"] == 0 and new["gpus"][2]["ecc"]["aggregate"]["dram_unc"] == 1
+    assert new["gpus"][3]["remap"]["failure"] is True
+    assert new["hcas"][0]["ports"][0]["counters"]["link_downed"] == 0
+    assert "Xid" not in render_misc.journalctl_k(new)
+    assert load(sp)["boot_id"] == "b00t-1d"
+    assert cli.run_tool(load(sp), "nvidia-smi", ["-q", "-x"]).rc == 0
