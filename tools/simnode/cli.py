@@ -336,12 +336,21 @@ def _parse_since(val: str, now: float):
     if val in ("today", "yesterday"):
         day = now - now % 86400
         return day if val == "today" else day - 86400
-    for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
-        try:
-            return float(calendar.timegm(time.strptime(val.replace("Z", "").split("+")[0], fmt)))
-        except ValueError:
-            continue
-    return None
+    m = re.match(r"^(\d{4}-\d\d-\d\d)(?:[ T](\d\d:\d\d)(:\d\d)?(\.\d+)?)?\s*(Z|UTC|[+-]\d\d:?\d\d)?$", val)
+    if not m:
+        return None
+    try:
+        t = calendar.timegm(
+            time.strptime("%s %s%s" % (m.group(1), m.group(2) or "00:00", m.group(3) or ":00"), "%Y-%m-%d %H:%M:%S")
+        )
+    except ValueError:
+        return None
+    tz = m.group(5)
+    if tz and tz not in ("Z", "UTC"):
+        sign = -1 if tz[0] == "-" else 1
+        hh, mm = int(tz[1:3]), int(tz[-2:])
+        t -= sign * (hh * 3600 + mm * 60)
+    return float(t) + (float(m.group(4)) if m.group(4) else 0.0)
 
 
 def journalctl(state: dict, args: list) -> Result:

@@ -494,3 +494,26 @@ def test_reboot_clears_transient_state(fastdir):
     assert "Xid" not in render_misc.journalctl_k(new)
     assert load(sp)["boot_id"] == "b00t-1d"
     assert cli.run_tool(load(sp), "nvidia-smi", ["-q", "-x"]).rc == 0
+
+
+@pytest.mark.parametrize(
+    ("since", "want"),
+    [
+        ("2026-12-02 09:00:00", 1796202000.0),
+        ("2026-12-02T09:00:00Z", 1796202000.0),
+        ("2026-12-02T10:00:00+01:00", 1796202000.0),
+        ("2026-12-02T09:00:00.5+00:00", 1796202000.5),
+        ("-1h", 1796202000.0),
+        ("2 hours ago", 1796198400.0),
+        ("yesterday", 1796083200.0),
+        ("garbage", None),
+    ],
+)
+def test_journalctl_since_forms(since, want):
+    assert cli._parse_since(since, 1796205600.0) == want
+    st = _state()
+    r = cli.run_tool(st, "journalctl", ["-k", "-o", "short-iso", "--no-pager", "-q", "--since", since])
+    if want is None:
+        assert r.rc == 1 and r.stderr.startswith("Failed to parse timestamp")
+    else:
+        assert r.rc == 0
