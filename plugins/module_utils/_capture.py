@@ -28,6 +28,7 @@ FILES = {
     "ipmitool-mc-info.txt": "ipmitool mc info",
     "ipmitool-sel-info.txt": "ipmitool sel info",
     "dcgmi-diag.txt": "dcgmi diag -r N",
+    "nccl-all-reduce.txt": "all_reduce_perf (nccl-tests), burn-in only",
     "scontrol-show-node.txt": "scontrol show node <name>",
     "node.json": "node basics (boot id, kernel, mounts, services) as gpuops.cluster.node_info returns them",
     "capture.json": "capture metadata: hostname, capture time, per-file exit code and stderr",
