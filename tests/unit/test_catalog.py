@@ -160,6 +160,12 @@ def test_alert_names_unique_and_rulebook_agrees():
         assert entry is not None and run["name"] == entry["playbook"]
         assert names and set(names) == set(entry["alerts"]), rule["name"]
         assert set(re.findall(r"'([A-Za-z0-9]+)'", run["extra_vars"]["gpuops_targets"])) >= set(entry["alerts"])
+        # the playbook's own variables get the nodes and the ticket too
+        for var, src in entry["ticket_vars"].items():
+            want = {"nodes": "gpuops_targets", "ticket": "gpuops_ticket"}[src]
+            assert run["extra_vars"].get(var) == run["extra_vars"][want], (rule["name"], var)
+        for var in entry["extra_vars"]:
+            assert var in run["extra_vars"], (rule["name"], var)
 
 
 def test_disruptive_and_approval_flags_are_sane():

@@ -17,6 +17,7 @@ ENTRY_KEYS = {
     "checks": list,
     "codes": list,
     "alerts": list,
+    "ticket_vars": dict,
     "extra_vars": dict,
     "allowed_vars": list,
     "approval_required": bool,
@@ -75,6 +76,13 @@ def validate(data: Any) -> List[str]:
         for code in e.get("codes") or []:
             if not isinstance(code, str) or ":" not in code or not _CHECK.match(code.split(":", 1)[0]):
                 problems.append("%s: codes are '<check>:<code>' strings, got %r" % (where, code))
+        tv = e.get("ticket_vars")
+        if isinstance(tv, dict):
+            for var, src in tv.items():
+                if src not in TICKET_SOURCES:
+                    problems.append("%s: ticket_vars.%s must be one of %s" % (where, var, ", ".join(TICKET_SOURCES)))
+                if var in RESERVED_VARS:
+                    problems.append("%s: ticket_vars may not name %s" % (where, var))
         ev = e.get("extra_vars")
         if isinstance(ev, dict) and any(k in RESERVED_VARS for k in ev):
             problems.append("%s: extra_vars may not set %s" % (where, ", ".join(sorted(RESERVED_VARS))))
@@ -83,6 +91,9 @@ def validate(data: Any) -> List[str]:
         problems.append("`unmapped` must map a check to a non-empty reason")
     return problems
 
+
+#: What a ticket_vars entry may take from the ticket.
+TICKET_SOURCES = ("nodes", "ticket", "requester")
 
 #: Set by the hook itself; neither the catalogue nor a payload may set them.
 RESERVED_VARS = frozenset(

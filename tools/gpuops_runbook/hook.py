@@ -126,7 +126,8 @@ def resolve(payload: Dict[str, Any], data: Dict[str, Any], known_hosts: Optional
         user_vars = {}
     elif entry is not None:
         allowed = set(entry.get("allowed_vars") or [])
-        refused = sorted(k for k in user_vars if k not in allowed or k in catalog.RESERVED_VARS)
+        taken = catalog.RESERVED_VARS | set(entry.get("ticket_vars") or {})
+        refused = sorted(k for k in user_vars if k not in allowed or k in taken)
         if refused:
             errors.append(
                 "runbook %s does not take extra_vars %s (allowed: %s)"
@@ -164,6 +165,9 @@ def resolve(payload: Dict[str, Any], data: Dict[str, Any], known_hosts: Optional
             "gpuops_requester": requester or "",
         }
     )
+    sources = {"nodes": nodes, "ticket": str(ticket), "requester": requester or ""}
+    for var, src in (entry.get("ticket_vars") or {}).items():
+        extravars[var] = sources[src]
     if isinstance(approval, dict):
         extravars["gpuops_approval"] = approval
         if approval.get("ref") and "gpuops_change_id" not in extravars:

@@ -51,7 +51,9 @@ def test_valid_payload_builds_extravars(data):
     assert ev["gpuops_targets"] == "gpu-node-01,gpu-node-02"
     assert ev["gpuops_nodes"] == ["gpu-node-01", "gpu-node-02"]
     assert ev["gpuops_runbook"] == "gpu_fell_off_bus"
-    assert ev["gpuops_isolate_reason"].startswith("gpuops:")  # the catalogue's extra_vars
+    assert ev["isolate_reason"] == "Xid 79 GPU fell off the bus"  # the catalogue's extra_vars
+    assert ev["isolate_nodes"] == ["gpu-node-01", "gpu-node-02"]  # the playbook's own names (ticket_vars)
+    assert ev["isolate_ticket"] == "OPS-7"
 
 
 @pytest.mark.parametrize(
@@ -68,6 +70,7 @@ def test_valid_payload_builds_extravars(data):
         ({"runbook": None}, "name a `runbook`, an `alert` or a `finding`"),
         ({"extra_vars": {"gpuops_targets": "all"}}, "does not take extra_vars gpuops_targets"),
         ({"extra_vars": {"ansible_become_pass": "x"}}, "does not take extra_vars ansible_become_pass"),
+        ({"extra_vars": {"isolate_nodes": ["gpu-node-03"]}}, "does not take extra_vars isolate_nodes"),
         ({"extra_vars": "x"}, "`extra_vars` must be an object"),
     ],
 )
@@ -107,8 +110,8 @@ def test_approval_required(data):
 
 
 def test_allowed_extra_vars_pass_through(data):
-    req = hook.resolve(payload(extra_vars={"gpuops_isolate_reason": "seen by hand"}), data, HOSTS)
-    assert req["extravars"]["gpuops_isolate_reason"] == "seen by hand"
+    req = hook.resolve(payload(extra_vars={"isolate_reason": "seen by hand", "isolate_mode": "requeue"}), data, HOSTS)
+    assert req["extravars"]["isolate_reason"] == "seen by hand" and req["extravars"]["isolate_mode"] == "requeue"
 
 
 def test_parse_payload_errors():
