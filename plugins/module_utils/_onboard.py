@@ -448,17 +448,18 @@ def check_dcgm(dcgm: Any, facts: Any = None, fail_on_warn: bool = False) -> List
 
 
 def check_nccl(runs: Any, min_busbw_gbps: Any, metric: str = "avg") -> Tuple[List[str], List[Dict[str, Any]]]:
-    """Problems from NCCL runs ``[{name, result}]`` (``result``: a ``_nccl`` result): errors (timeout, failure),
+    """Problems from NCCL runs ``[{name, result, min_busbw_gbps}]`` (``result``: a ``_nccl`` result; a run's own
+    threshold beats ``min_busbw_gbps``): errors (timeout, failure),
     wrong results, and bus bandwidth (``avg``: the tool's Avg line; ``peak``: the best row) below the threshold."""
     problems: List[str] = []
     table = []
-    thr = _n(min_busbw_gbps)
     for run in _l(runs):
         if not isinstance(run, dict):
             continue
         name = run.get("name") or "all_reduce_perf"
         r = _d(run.get("result"))
         value = r.get("max_busbw_gbps") if metric == "peak" else r.get("avg_busbw_gbps")
+        thr = _n(run.get("min_busbw_gbps")) if run.get("min_busbw_gbps") is not None else _n(min_busbw_gbps)
         table.append(
             {"name": name, "busbw_gbps": value, "threshold_gbps": thr, "wrong": r.get("wrong"), "hosts": r.get("hosts")}
         )

@@ -93,8 +93,11 @@ options:
   dcgm:
     description: "The dcgm_diag_info result (None = not run)."
     type: dict
-  nccl_runs:
-    description: "NCCL runs, each C({name, result})"
+  nccl:
+    description: The single-node M(gpuops.cluster.nccl_test_info) C(nccl) result (threshold C(nccl_min_busbw_gbps)).
+    type: dict
+  nccl_rails:
+    description: Its per-rail C(rails) results (threshold C(nccl_rail_min_busbw_gbps)).
     type: list
     elements: dict
     default: []
@@ -164,7 +167,17 @@ def _evaluate(p, check_mode):
     if stage == "health":
         return _onboard.check_health(p["findings"], p["fail_severities"], p["ignore_checks"])
     if stage == "burnin":
-        return _onboard.check_burnin(p["before"], p["facts"], p["dcgm"], p["nccl_runs"], p["thresholds"], p["stress"])
+        th = p["thresholds"]
+        runs = [{"name": "single-node", "result": p["nccl"]}] if p["nccl"] is not None else []
+        for r in p["nccl_rails"]:
+            runs.append(
+                {
+                    "name": "rail %s" % r.get("rail"),
+                    "result": r.get("result"),
+                    "min_busbw_gbps": th.get("nccl_rail_min_busbw_gbps"),
+                }
+            )
+        return _onboard.check_burnin(p["before"], p["facts"], p["dcgm"], runs, th, p["stress"])
     if stage == "service":
         try:
             nodes = _slurm_parse.parse_show_node(p["slurm_text"] or "", "scontrol show node")
@@ -203,7 +216,8 @@ def main():
         fail_severities=dict(type="list", elements="str", default=["P0", "P1", "P2"]),
         ignore_checks=dict(type="list", elements="str", default=[]),
         dcgm=dict(type="dict"),
-        nccl_runs=dict(type="list", elements="dict", default=[]),
+        nccl=dict(type="dict"),
+        nccl_rails=dict(type="list", elements="dict", default=[]),
         stress=dict(type="dict"),
         thresholds=dict(type="dict", default={}),
         slurm_text=dict(type="str"),
