@@ -93,7 +93,7 @@ def validate(data: Any) -> List[str]:
 
 
 #: What a ticket_vars entry may take from the ticket.
-TICKET_SOURCES = ("nodes", "ticket", "requester")
+TICKET_SOURCES = ("nodes", "node", "ticket", "requester")
 
 #: Set by the hook itself; neither the catalogue nor a payload may set them.
 RESERVED_VARS = frozenset(

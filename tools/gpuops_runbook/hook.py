@@ -133,6 +133,8 @@ def resolve(payload: Dict[str, Any], data: Dict[str, Any], known_hosts: Optional
                 "runbook %s does not take extra_vars %s (allowed: %s)"
                 % (entry["id"], ", ".join(refused), ", ".join(sorted(allowed)) or "none")
             )
+    if entry is not None and "node" in (entry.get("ticket_vars") or {}).values() and len(nodes) > 1:
+        errors.append("runbook %s acts on one node at a time; this ticket names %d" % (entry["id"], len(nodes)))
     if errors:
         raise PayloadError(errors)
 
@@ -165,7 +167,7 @@ def resolve(payload: Dict[str, Any], data: Dict[str, Any], known_hosts: Optional
             "gpuops_requester": requester or "",
         }
     )
-    sources = {"nodes": nodes, "ticket": str(ticket), "requester": requester or ""}
+    sources = {"nodes": nodes, "node": nodes[0], "ticket": str(ticket), "requester": requester or ""}
     for var, src in (entry.get("ticket_vars") or {}).items():
         extravars[var] = sources[src]
     if isinstance(approval, dict):

@@ -106,6 +106,11 @@ def test_approval_required(data):
     assert err.status == "refused"
     req = hook.resolve(payload(runbook="gpu_row_remap_failure", approval={"by": "bob", "ref": "CHG-1"}), data, HOSTS)
     assert req["extravars"]["gpuops_approval"]["by"] == "bob"
+    assert req["extravars"]["replace_host"] == "gpu-node-02" and req["extravars"]["replace_ticket"] == "OPS-7"
+    err = errors_of(
+        data, payload(runbook="gpu_row_remap_failure", nodes=["gpu-node-01", "gpu-node-02"], approval={"by": "bob"})
+    )
+    assert "acts on one node at a time; this ticket names 2" in err.errors[0]
     assert req["extravars"]["gpuops_change_id"] == "CHG-1"
 
 
