@@ -1,0 +1,337 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Coolant-leak response decisions (docs/leak.md): pure functions over ``bmc`` facts and inventory data.
+
+- ``detect(bmc)``: is there an asserted/critical leak reading? Sources: Redfish leak detectors
+  (``redfish.leak_detectors[].state``), IPMI leak sensors (``sensors[]`` of type ``leak``), SEL / Redfish log
+  leak events (asserted and not later deasserted). A missing or unreadable sensor is ``unreadable``: it never
+  powers anything off.
+- ``scope(...)``: the leak domain of the alarming node (``gpuops_leak_domain``, else ``gpuops_rack``) and which
+  requested targets lie inside it.
+- ``findings(...)`` / ``power_verdict(...)``: the run result (P0 "power-off unconfirmed", P2 "sensor unreadable").
+
+``python -m ansible_collections.gpuops.cluster.plugins.module_utils._leak <assess|finish|detect>`` reads a JSON
+request on stdin and prints the JSON answer (used by the ``gpuops.cluster.leak_response`` role on the
+controller). Python 3.8+, no Ansible imports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from typing import Any, Dict, List, Optional
+
+#: Readings that fire the response.
+ASSERTED = "asserted"
+#: A leak detector in Warning: reported (P1), never a power-off by itself.
+WARNING = "warning"
+CLEAR = "clear"
+UNREADABLE = "unreadable"
+
+_LEAK_TEXT = re.compile(r"leak|coolant|liquid|fluid|moisture|drip", re.I)
+_CRIT_STATUS = ("critical", "non_recoverable")
+_UNREADABLE_STATUS = ("unknown", "not_present", None, "")
+
+
+def _s(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ("" if value is None else str(value))
+
+
+def _list(value: Any) -> List[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _dict(value: Any) -> Dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _states_asserted(states: List[Any]) -> bool:
+    """An IPMI discrete leak sensor lists its active states: 'State Asserted' / 'Leak detected' fires."""
+    for st in states:
+        t = _s(st).lower()
+        if "deasserted" in t or "no leak" in t:
+            continue
+        if t.endswith("state asserted") or "leak detected" in t or "critical" in t:
+            return True
+    return False
+
+
+def _sel_leak_events(bmc: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """SEL / Redfish log leak events still asserted (no later deassertion of the same sensor)."""
+    active: Dict[str, Dict[str, Any]] = {}
+    for ev in _list(bmc.get("sel")):
+        if not isinstance(ev, dict):
+            continue
+        text = " ".join(_s(ev.get(k)) for k in ("sensor_type", "sensor", "event"))
+        if not _LEAK_TEXT.search(text):
+            continue
+        key = _s(ev.get("sensor")) or "sel"
+        if _s(ev.get("direction")).lower() == "deasserted":
+            active.pop(key, None)
+        elif _s(ev.get("severity")).lower() in _CRIT_STATUS or "leak detected" in text.lower():
+            active[key] = {"source": "sel", "name": key, "state": _s(ev.get("event")), "id": ev.get("id"),
+                           "time": ev.get("time")}  # fmt: skip
+    red = _dict(bmc.get("redfish"))
+    for ev in _list(red.get("log_entries")):
+        if not isinstance(ev, dict) or not _LEAK_TEXT.search(_s(ev.get("message"))):
+            continue
+        key = _s(ev.get("sensor_type")) or "log"
+        if ev.get("resolved") is True or _s(ev.get("entry_code")).lower() == "deassert":
+            active.pop(key, None)
+        elif _s(ev.get("severity")).lower() == "critical":
+            active[key] = {"source": "redfish_log", "name": key, "state": _s(ev.get("message")), "id": ev.get("id"),
+                           "time": ev.get("created")}  # fmt: skip
+    return list(active.values())
+
+
+def detect(bmc: Any) -> Dict[str, Any]:
+    """Leak verdict from one node's ``bmc`` facts.
+
+    Returns ``{state: asserted|warning|clear|unreadable, asserted: [...], warnings: [...], readable: [...],
+    unreadable: [...], reason}``. Only ``asserted`` fires a power-off.
+    """
+    bmc = _dict(bmc)
+    out: Dict[str, Any] = {"asserted": [], "warnings": [], "readable": [], "unreadable": []}
+    red = _dict(bmc.get("redfish"))
+    for d in _list(red.get("leak_detectors")):
+        if not isinstance(d, dict):
+            continue
+        name = _s(d.get("name")) or _s(d.get("id")) or "leak detector"
+        state = _s(d.get("state")) or _s(d.get("health"))
+        entry = {"source": "redfish", "name": name, "state": state or None}
+        if state.lower() == "critical":
+            out["asserted"].append(entry)
+        elif state.lower() == "warning":
+            out["warnings"].append(entry)
+        elif state.lower() == "ok":
+            out["readable"].append(entry)
+        else:
+            out["unreadable"].append(entry)
+    redfish_names = {e["name"] for k in ("asserted", "warnings", "readable", "unreadable") for e in out[k]}
+    for s in _list(bmc.get("sensors")):
+        if not isinstance(s, dict) or _s(s.get("type")) != "leak" or _s(s.get("name")) in redfish_names:
+            continue
+        status = s.get("status")
+        states = _list(s.get("states"))
+        entry = {"source": "ipmi", "name": _s(s.get("name")) or "leak sensor", "state": status,
+                 "states": [_s(x) for x in states]}  # fmt: skip
+        if _s(status) in _CRIT_STATUS or _states_asserted(states):
+            out["asserted"].append(entry)
+        elif _s(status) == "non_critical":
+            out["warnings"].append(entry)
+        elif _s(status) in _UNREADABLE_STATUS:
+            out["unreadable"].append(entry)
+        else:
+            out["readable"].append(entry)
+    out["asserted"].extend(_sel_leak_events(bmc))
+    errors = [e for e in _list(bmc.get("errors")) if isinstance(e, dict)]
+    if out["asserted"]:
+        out["state"], out["reason"] = (
+            ASSERTED,
+            "leak asserted: " + ", ".join("%s (%s)" % (e["name"], e.get("state")) for e in out["asserted"]),
+        )
+    elif out["warnings"]:
+        out["state"], out["reason"] = WARNING, "leak warning: " + ", ".join(e["name"] for e in out["warnings"])
+    elif out["readable"] and not out["unreadable"]:
+        out["state"], out["reason"] = CLEAR, "leak sensors read OK: " + ", ".join(e["name"] for e in out["readable"])
+    else:
+        why = []
+        if out["unreadable"]:
+            why.append("unreadable: " + ", ".join(e["name"] for e in out["unreadable"]))
+        if not out["readable"] and not out["unreadable"]:
+            why.append("no leak sensor found")
+        if errors:
+            why.append("BMC errors: " + "; ".join(_s(e.get("message"))[:120] for e in errors[:3]))
+        out["state"], out["reason"] = UNREADABLE, "; ".join(why)
+    return out
+
+
+def domain_of(hostvars: Dict[str, Any]) -> Optional[str]:
+    """A node's leak domain: ``gpuops_leak_domain`` (e.g. its CDU loop), else its rack, else None."""
+    hv = _dict(hostvars)
+    for key in ("gpuops_leak_domain", "gpuops_rack"):
+        v = _s(hv.get(key))
+        if v:
+            return v
+    return None
+
+
+def scope(source: str, inventory: Dict[str, Any], requested: Optional[List[str]] = None) -> Dict[str, Any]:
+    """Which nodes the response may power off.
+
+    ``inventory`` maps host -> its vars (``gpuops_leak_domain`` / ``gpuops_rack``). The domain is the alarming
+    node's; the default targets are every node of that domain. Requested targets outside it are refused
+    (``out_of_scope``). A source without any domain scopes to the source alone.
+    """
+    inventory = _dict(inventory)
+    domain = domain_of(inventory.get(source, {}))
+    if domain is None:
+        members = [source]
+    else:
+        members = sorted(h for h, hv in inventory.items() if domain_of(hv) == domain)
+        if source not in members:
+            members = sorted(members + [source])
+    wanted = members if not requested else [_s(h) for h in requested]
+    targets = [h for h in wanted if h in members]
+    out_of_scope = [
+        {"node": h, "domain": domain_of(inventory.get(h, {})), "reason": "outside leak domain %s" % domain}
+        for h in wanted
+        if h not in members
+    ]
+    return {"source": source, "domain": domain, "members": members, "targets": targets, "out_of_scope": out_of_scope}
+
+
+def _finding(alert_id: str, host: Optional[str], severity: str, code: str, message: str, action: str) -> Dict[str, Any]:
+    return {
+        "id": "bmc.leak:%s:%s:%s" % (code, alert_id, host or "cluster"),
+        "check": "bmc.leak",
+        "code": code,
+        "severity": severity,
+        "host": host,
+        "component": "leak",
+        "message": message,
+        "action": action,
+        "alert_id": alert_id,
+    }
+
+
+def guard_findings(alert_id: str, reading: Dict[str, Any], targets: List[str], source: str) -> List[Dict[str, Any]]:
+    """The corrective change class needs each target's own P0 finding: one per target of the leak domain."""
+    if _dict(reading).get("state") != ASSERTED:
+        return []
+    return [
+        _finding(
+            alert_id,
+            h,
+            "P0",
+            "asserted",
+            "coolant leak at %s (%s)" % (source, reading.get("reason")),
+            "emergency_shutdown",
+        )  # fmt: skip
+        for h in targets
+    ]
+
+
+def power_verdict(targets: List[str], power: Dict[str, Any]) -> Dict[str, Any]:
+    """From per-node power results ``{host: {state: "off"|"on"|None, error: str|None, bmc: bool}}``.
+
+    A node whose BMC did not answer (or has none) or that is not confirmed off is ``unconfirmed`` (P0).
+    """
+    off, unconfirmed = [], []
+    power = _dict(power)
+    for h in targets:
+        r = _dict(power.get(h))
+        state = _s(r.get("state")).lower()
+        if state == "off":
+            off.append(h)
+        else:
+            why = _s(r.get("error")) or (
+                "no BMC configured" if r.get("bmc") is False else "power state %s" % (state or "unknown")
+            )
+            unconfirmed.append({"node": h, "reason": why})
+    return {"powered_off": off, "unconfirmed": unconfirmed}
+
+
+def result(alert_id: str, source: str, reading: Dict[str, Any], sc: Dict[str, Any], verdict: Optional[Dict[str, Any]],
+           slurm_down: Optional[List[str]] = None) -> Dict[str, Any]:  # fmt: skip
+    """The run result of one leak response (``leak_response_result``)."""
+    reading = _dict(reading)
+    sc = _dict(sc)
+    findings: List[Dict[str, Any]] = []
+    state = reading.get("state")
+    if state == UNREADABLE:
+        findings.append(_finding(alert_id, source, "P2", "sensor_unreadable",
+                                 "leak sensor unreadable at %s: %s (nothing powered off)" % (source, reading.get("reason")),
+                                 "inspect_bmc"))  # fmt: skip
+    elif state == WARNING:
+        findings.append(_finding(alert_id, source, "P1", "warning",
+                                 "leak warning at %s: %s (no power-off: not asserted)" % (source, reading.get("reason")),
+                                 "isolate"))  # fmt: skip
+    elif state == ASSERTED:
+        findings.extend(guard_findings(alert_id, reading, _list(sc.get("targets")), source))
+    for o in _list(sc.get("out_of_scope")):
+        findings.append(_finding(alert_id, o.get("node"), "P3", "out_of_scope", "not powered off: %s" % o.get("reason"),
+                                 "none"))  # fmt: skip
+    v = _dict(verdict)
+    for u in _list(v.get("unconfirmed")):
+        findings.append(_finding(alert_id, u.get("node"), "P0", "power_off_unconfirmed",
+                                 "power-off unconfirmed for %s: %s" % (u.get("node"), u.get("reason")),
+                                 "manual_power_off"))  # fmt: skip
+    fired = state == ASSERTED
+    return {
+        "alert_id": alert_id,
+        "source": source,
+        "reading": reading,
+        "fired": fired,
+        "domain": sc.get("domain"),
+        "targets": _list(sc.get("targets")) if fired else [],
+        "out_of_scope": _list(sc.get("out_of_scope")),
+        "slurm_down": _list(slurm_down),
+        "powered_off": _list(v.get("powered_off")),
+        "unconfirmed": _list(v.get("unconfirmed")),
+        "findings": findings,
+        "severity": min((f["severity"] for f in findings), default=None),
+    }
+
+
+def assess(req: Dict[str, Any]) -> Dict[str, Any]:
+    """One call for the role: the reading (``detect``), the scope and the guard findings."""
+    inventory = _dict(req.get("inventory"))
+    for key, var in (("racks", "gpuops_rack"), ("domains", "gpuops_leak_domain")):
+        for host, value in _dict(req.get(key)).items():
+            inventory.setdefault(host, {})[var] = value
+    source = _s(req.get("source"))
+    reading = detect(req.get("bmc"))
+    sc = scope(source, inventory, _list(req.get("requested")) or None)
+    findings = guard_findings(_s(req.get("alert_id")), reading, sc["targets"], source)
+    return {"reading": reading, "scope": sc, "guard_findings": findings}
+
+
+def finish(req: Dict[str, Any]) -> Dict[str, Any]:
+    """One call for the role: power verdict and run result; written to ``write`` (a path) when given."""
+    reading, sc = _dict(req.get("reading")), _dict(req.get("scope"))
+    verdict = None
+    if reading.get("state") == ASSERTED and isinstance(req.get("power"), dict):
+        verdict = power_verdict(_list(sc.get("targets")), _dict(req.get("power")))
+    res = result(_s(req.get("alert_id")), _s(req.get("source")), reading, sc, verdict, _list(req.get("slurm_down")))
+    path = _s(req.get("write"))
+    if path:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(res, fh, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+        res["path"] = path
+    return res
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """CLI: ``assess`` {alert_id, source, bmc, inventory or domains + racks (host -> value), requested} |
+    ``finish`` {alert_id, source, reading, scope, power, slurm_down, write} | ``detect`` {bmc};
+    JSON request on stdin, JSON answer on stdout (``{failed, msg}`` and exit 2 on errors)."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        req = json.loads(sys.stdin.read() or "{}")
+        if not isinstance(req, dict):
+            raise ValueError("request is not a JSON object")
+        cmd = argv[0] if argv else ""
+        if cmd == "assess":
+            ans: Any = assess(req)
+        elif cmd == "finish":
+            ans = finish(req)
+        elif cmd == "detect":
+            ans = detect(req.get("bmc"))
+        else:
+            raise ValueError("usage: _leak assess|finish|detect < request.json")
+    except (ValueError, TypeError, KeyError, OSError) as exc:
+        sys.stdout.write(json.dumps({"failed": True, "msg": str(exc)}) + "\n")
+        return 2
+    sys.stdout.write(json.dumps(ans, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

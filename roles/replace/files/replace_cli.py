@@ -1,0 +1,30 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller-side entry of plugins/module_utils/_replace.py for the gpuops.cluster.replace role.
+
+``replace_cli.py <open|step|stop|show|inventory|verify|manifest|verify-manifest>`` reads one JSON request on stdin and
+prints the JSON answer (exit 0), or {"failed": true, "msg": ...} (exit 2). Collection roles cannot ship modules,
+and the record lives in the controller's state directory, so the role runs this with ansible_playbook_python.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def _import_path() -> None:
+    # <root>/ansible_collections/gpuops/cluster/roles/replace/files/replace_cli.py
+    root = os.path.abspath(__file__)
+    for _ in range(7):
+        root = os.path.dirname(root)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+
+
+if __name__ == "__main__":
+    _import_path()
+    from ansible_collections.gpuops.cluster.plugins.module_utils._replace import main
+
+    sys.exit(main())
