@@ -1,0 +1,255 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""AWX as data (awx/) without an AWX server: job templates point at existing playbooks, surveys follow the AWX
+survey spec and ask only for variables their playbook takes, the schedule's rrule parses, the workflow graph
+is sound with its approval gates, and playbooks/awx_configure.yml passes the syntax check and builds the
+workflow nodes (run up to the first API call)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+AWX = os.path.join(ROOT, "awx")
+DATA = yaml.safe_load(open(os.path.join(AWX, "controller.yml"), encoding="utf-8"))
+TEMPLATES = DATA["awx_job_templates"]
+SURVEY_TYPES = {"text", "textarea", "password", "integer", "float", "multiplechoice", "multiselect"}
+BIN = os.path.dirname(sys.executable)
+
+
+def validate_survey(spec):
+    """Problems of an AWX survey spec (the JSON AWX stores in survey_spec)."""
+    problems = []
+    for key in ("name", "description", "spec"):
+        if key not in spec:
+            problems.append("missing %s" % key)
+    if not isinstance(spec.get("spec"), list) or not spec.get("spec"):
+        return problems + ["spec must be a non-empty list"]
+    seen = set()
+    for i, q in enumerate(spec["spec"]):
+        where = "spec[%d] %s" % (i, q.get("variable"))
+        for key in ("question_name", "variable", "type", "required"):
+            if key not in q:
+                problems.append("%s: missing %s" % (where, key))
+        var = q.get("variable", "")
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", str(var)):
+            problems.append("%s: variable is not an identifier" % where)
+        if var in seen:
+            problems.append("%s: duplicate variable" % where)
+        seen.add(var)
+        if q.get("type") not in SURVEY_TYPES:
+            problems.append("%s: type %r not one of %s" % (where, q.get("type"), sorted(SURVEY_TYPES)))
+        if not isinstance(q.get("required"), bool):
+            problems.append("%s: required must be a boolean" % where)
+        if q.get("type") in ("multiplechoice", "multiselect"):
+            choices = q.get("choices")
+            if isinstance(choices, str):
+                choices = choices.split("\n")
+            if not choices or not all(isinstance(c, str) and c for c in choices):
+                problems.append("%s: choices must be a non-empty list of strings" % where)
+            elif q.get("default") not in ("", None) and q["default"] not in choices:
+                problems.append("%s: default %r not among the choices" % (where, q["default"]))
+        if q.get("type") == "integer" and q.get("default") not in ("", None) and not isinstance(q["default"], int):
+            problems.append("%s: integer default must be an int" % where)
+        for key in ("min", "max"):
+            if key in q and not isinstance(q[key], int):
+                problems.append("%s: %s must be an int" % (where, key))
+        if isinstance(q.get("min"), int) and isinstance(q.get("max"), int) and q["min"] > q["max"]:
+            problems.append("%s: min > max" % where)
+    return problems
+
+
+def playbook_vocabulary(playbook):
+    """Text of the playbook and of the argument specs/defaults of the gpuops roles it uses."""
+    text = open(os.path.join(ROOT, playbook), encoding="utf-8").read()
+    out = [text]
+    for role in set(re.findall(r"gpuops\.cluster\.([a-z_]+)", text)):
+        for rel in ("meta/argument_specs.yml", "defaults/main.yml"):
+            path = os.path.join(ROOT, "roles", role, rel)
+            if os.path.isfile(path):
+                out.append(open(path, encoding="utf-8").read())
+    return "\n".join(out)
+
+
+def test_validator_catches_bad_surveys():
+    bad = {
+        "name": "x",
+        "spec": [
+            {"question_name": "a", "variable": "1x", "type": "choice", "required": "yes"},
+            {
+                "question_name": "b",
+                "variable": "m",
+                "type": "multiplechoice",
+                "required": True,
+                "choices": ["a"],
+                "default": "z",
+            },
+            {
+                "question_name": "c",
+                "variable": "m",
+                "type": "integer",
+                "required": True,
+                "default": "5",
+                "min": 3,
+                "max": 1,
+            },
+        ],
+    }
+    problems = " | ".join(validate_survey(bad))
+    for needle in (
+        "missing description",
+        "not an identifier",
+        "type 'choice'",
+        "required must be",
+        "not among",
+        "duplicate",
+        "int",
+        "min > max",
+    ):
+        assert needle in problems, needle
+
+
+def test_required_templates_present_and_unique():
+    names = [t["name"] for t in TEMPLATES]
+    assert len(names) == len(set(names))
+    playbooks = {t["playbook"] for t in TEMPLATES}
+    for pb in ("inspect", "isolate", "resume", "upgrade", "onboard", "replace"):
+        assert "playbooks/%s.yml" % pb in playbooks
+
+
+@pytest.mark.parametrize("tpl", TEMPLATES, ids=[t["name"] for t in TEMPLATES])
+def test_job_template(tpl):
+    assert os.path.isfile(os.path.join(ROOT, tpl["playbook"])), "%s: %s does not exist" % (tpl["name"], tpl["playbook"])
+    spec = json.load(open(os.path.join(AWX, "surveys", tpl["survey"]), encoding="utf-8"))
+    assert validate_survey(spec) == []
+    vocab = playbook_vocabulary(tpl["playbook"])
+    unknown = [q["variable"] for q in spec["spec"] if q["variable"] not in vocab]
+    assert unknown == [], "%s asks for variables %s that %s does not use" % (tpl["name"], unknown, tpl["playbook"])
+    # disruptive = never two at once (awx_configure.yml sets allow_simultaneous: not disruptive)
+    assert tpl["disruptive"] is (tpl["playbook"] != "playbooks/inspect.yml")
+
+
+def test_every_survey_file_is_valid_and_used():
+    used = {t["survey"] for t in TEMPLATES} | {w["survey"] for w in DATA["awx_workflows"]}
+    files = {f for f in os.listdir(os.path.join(AWX, "surveys")) if f.endswith(".json")}
+    assert files == used
+    for f in files:
+        assert validate_survey(json.load(open(os.path.join(AWX, "surveys", f), encoding="utf-8"))) == [], f
+
+
+def test_schedule_rrule_parses():
+    from dateutil import rrule
+
+    names = {t["name"] for t in TEMPLATES}
+    assert DATA["awx_schedules"]
+    for s in DATA["awx_schedules"]:
+        assert s["job_template"] in names
+        assert s["rrule"].startswith("DTSTART:") and " RRULE:" in s["rrule"]
+        rule = rrule.rrulestr(s["rrule"].replace(" RRULE:", "\nRRULE:"))
+        first, second = rule[0], rule[1]
+        assert (second - first).total_seconds() == 15 * 60
+
+
+def test_replace_workflow_graph():
+    (wf,) = [w for w in DATA["awx_workflows"] if "replace" in w["name"]]
+    assert wf["allow_simultaneous"] is False
+    nodes = {n["identifier"]: n for n in wf["nodes"]}
+    assert len(nodes) == len(wf["nodes"])
+    names = {t["name"] for t in TEMPLATES}
+    for n in wf["nodes"]:
+        assert ("job_template" in n) != ("approval" in n), n["identifier"]
+        if "job_template" in n:
+            assert n["job_template"] in names
+        else:
+            assert n["approval"]["name"] and n["approval"]["timeout"] > 0
+        assert all(s in nodes for s in n["success"])
+    # walk the chain from the root: an approval comes before every replace step
+    children = {s for n in wf["nodes"] for s in n["success"]}
+    (root,) = [i for i in nodes if i not in children]
+    order, cur = [], root
+    while cur:
+        order.append(cur)
+        cur = nodes[cur]["success"][0] if nodes[cur]["success"] else None
+    assert len(order) == len(nodes)
+    kinds = ["approval" if "approval" in nodes[i] else nodes[i]["job_template"] for i in order]
+    assert kinds[0] == "gpuops inspect" and kinds[-1] == "gpuops inspect"
+    for i, k in enumerate(kinds):
+        if k == "gpuops replace":
+            assert kinds[i - 1] == "approval"
+    assert [
+        nodes[i]["extra_data"].get("replace_phase") for i in order if kinds[order.index(i)] == "gpuops replace"
+    ] == [
+        "prepare",
+        "return",
+    ]
+    survey = json.load(open(os.path.join(AWX, "surveys", wf["survey"]), encoding="utf-8"))
+    assert "replace_phase" not in [q["variable"] for q in survey["spec"]]  # would override the nodes' phase
+
+
+def _env():
+    env = dict(
+        os.environ, PATH=BIN + os.pathsep + os.environ["PATH"], ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build")
+    )
+    env["ANSIBLE_CONFIG"] = os.path.join(ROOT, "ansible.cfg")
+    return env
+
+
+def test_awx_configure_syntax_and_modules():
+    proc = subprocess.run(
+        [os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "--syntax-check", "playbooks/awx_configure.yml"],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = open(os.path.join(ROOT, "playbooks", "awx_configure.yml"), encoding="utf-8").read()
+    for module in (
+        "organization",
+        "project",
+        "execution_environment",
+        "job_template",
+        "schedule",
+        "workflow_job_template",
+    ):
+        assert "awx.awx.%s:" % module in text
+
+
+def test_awx_configure_builds_workflow_nodes_offline():
+    """Runs from the node-building task on; the next task's API call fails (no controller), as expected."""
+    env = _env()
+    env.update(ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", CONTROLLER_HOST="http://127.0.0.1:9")
+    proc = subprocess.run(
+        [os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "playbooks/awx_configure.yml"]
+        + ["--start-at-task", "Build the workflow nodes from awx/controller.yml"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = json.loads(proc.stdout)
+    tasks = {t["task"]["name"]: t["hosts"]["localhost"] for t in out["plays"][0]["tasks"]}
+    built = tasks["Build the workflow nodes from awx/controller.yml"]
+    assert not built.get("failed")
+    nodes = built["results"][-1]["ansible_facts"]["__awx_wf_nodes"]["gpuops replace (approved)"]
+    by_id = {n["identifier"]: n for n in nodes}
+    assert by_id["approve-replacement"]["unified_job_template"] == {
+        "name": "Approve the replacement (CAB / on-call lead)",
+        "timeout": 14400,
+        "type": "workflow_approval",
+    }
+    assert by_id["prepare"]["unified_job_template"]["type"] == "job_template"
+    assert by_id["prepare"]["related"]["success_nodes"] == [{"identifier": "technician-done"}]
+    assert by_id["inspect-before"]["extra_data"] == {"gpuops_targets": "{{ replace_host }}"}
+    failed = tasks["Workflows (with approval nodes)"]
+    assert failed.get("failed") and "127.0.0.1:9" in json.dumps(failed)
