@@ -81,6 +81,8 @@ def _gpus(facts: Any) -> List[Dict[str, Any]]:
 
 
 def _gpu_label(g: Dict[str, Any]) -> str:
+    if g.get("index") is None:
+        return "GPU %s (serial %s)" % (g.get("bus_id"), g.get("serial"))
     return "GPU %s (%s, serial %s)" % (g.get("index"), g.get("bus_id"), g.get("serial"))
 
 
@@ -338,24 +340,33 @@ def counter_deltas(before: Any, after: Any, limits: Any = None) -> List[str]:
     lim = _d(limits)
     problems: List[str] = []
     kinds = lim.get("event_kinds") or DEFAULT_EVENT_KINDS
+    b_gpus = {g.get("bus_id"): g for g in _gpus(before) if g.get("bus_id")}
     for e in new_events(before, after, kinds):
         what = e.get("kind")
         if what in ("xid", "sxid") and e.get("code") is not None:
             what = "%s %s" % ("Xid" if what == "xid" else "SXid", e.get("code"))
         where = ""
-        if e.get("gpu_index") is not None or e.get("bus_id"):
-            where = " on GPU %s (%s)" % (e.get("gpu_index"), e.get("bus_id"))
+        idx = e.get("gpu_index")
+        if idx is None:
+            idx = _d(b_gpus.get(e.get("bus_id"))).get("index")
+        if idx is not None:
+            where = " on GPU %s (%s)" % (idx, e.get("bus_id"))
+        elif e.get("bus_id"):
+            where = " on GPU %s" % e.get("bus_id")
         problems.append("new %s%s during burn-in: %s" % (what, where, str(e.get("message") or "")[:160]))
-    b_gpus = {g.get("bus_id"): g for g in _gpus(before) if g.get("bus_id")}
     a_gpus = _gpus(after)
     a_bus = {g.get("bus_id") for g in a_gpus}
-    for bus, g in sorted(b_gpus.items()):
-        if bus not in a_bus:
+    gone = [g for bus, g in sorted(b_gpus.items()) if bus not in a_bus]
+    if gone and any(g.get("readable") is False for g in a_gpus):
+        # nvidia-smi stops listing the other GPUs after a lost one: one problem, not one per GPU
+        problems.append("only %d of %d GPUs listed after burn-in (a GPU was lost)" % (len(a_gpus), len(b_gpus)))
+    else:
+        for g in gone:
             problems.append("%s disappeared during burn-in" % _gpu_label(g))
     corrected_ok = _n(lim.get("ecc_corrected_allowed")) or 0
     fail_thr = lim.get("throttle_fail") or DEFAULT_THROTTLE_FAIL
     for g in a_gpus:
-        label = _gpu_label(g)
+        label = _gpu_label(b_gpus.get(g.get("bus_id")) or g)
         if g.get("readable") is False:
             problems.append("%s unreadable after burn-in: %s" % (label, g.get("error")))
             continue
