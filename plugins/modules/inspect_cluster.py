@@ -12,12 +12,13 @@ author: gpuops.cluster contributors (@gpuops)
 description:
   - Runs on the controller (an action plugin; it never connects to the targets).
   - For each target it takes the facts that M(gpuops.cluster.collect_info) registered on a live host, or analyses
-    the host's C(gpuops_capture_dir) in-process (offline evidence: no module is forked per host), applies the
+    the host's C(gpuops_capture_dir) in-process (offline evidence, no module is forked per host), applies the
     health policy (C(docs/checks.md)), correlates findings across racks, leaf switches and power domains, and
     writes C(report.json) (schema C(gpuops.report/v1)), C(report.md), C(report.html) and C(gpuops.prom).
   - A host that was unreachable, or whose collection never ran, gets a C(node.unreachable) finding.
-  - Host variables read per target - C(gpuops_capture_dir) and C(gpuops_previous_capture_dir) (an earlier capture of the node read first as the previous reading, for counter deltas; relative paths are relative to the inventory
-    directory), C(gpuops_rack), C(gpuops_leaf_switch), C(gpuops_power_domain), C(gpuops_node_class) with
+  - Host variables read per target - C(gpuops_capture_dir) and C(gpuops_previous_capture_dir) (an earlier capture
+    of the node, read first as the previous reading for counter deltas; relative paths are relative to the
+    inventory directory), C(gpuops_rack), C(gpuops_leaf_switch), C(gpuops_power_domain), C(gpuops_node_class) with
     C(gpuops_profiles) (or C(gpuops_profile)), C(gpuops_policy_overrides), C(gpuops_golden_baseline).
   - In check mode the reports are written but the state directory (previous counters, clear markers,
     escalation history) is neither read nor advanced.
