@@ -132,7 +132,7 @@ def to_prometheus(report: Dict[str, Any], generated_ts: Optional[float] = None) 
             if f.get("severity") in counts:
                 counts[f["severity"]] += 1
         for s in SEVERITIES:
-            node_findings.append('gpuops_node_findings{node="%s",severity="%s"} %d' % (_label(host), s, counts[s]))
+            node_findings.append('gpuops_node_findings{node="%s",severity="%s"} %d' % (_label(host), s, int(counts[s] or 0)))
         seen = set()
         for f in n["findings"]:
             key = (f.get("check"), f.get("component"), f.get("severity"), f.get("action"))

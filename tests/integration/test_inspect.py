@@ -61,6 +61,7 @@ def inspect(inventory: Path, report_dir: Path, *extra: str, check: bool = True) 
         env=_env(),
         cwd=str(REPO),
         timeout=600,
+        check=False,
     )
     if check:
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -134,13 +135,13 @@ def test_html_report_renders_one_cell_per_node(sim64, tmp_path):
     proc = subprocess.run(
         ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=%s" % tmp_path,
          "--dump-dom", "file://%s" % html],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=120, check=False,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     dom = proc.stdout
     cells = re.findall(r'<a class="cell node-cell status-(\w+)" data-node="([^"]+)"', dom)
     assert len(cells) == 64
-    assert {n for _, n in cells} == set(sim64["report"]["nodes"])
+    assert {cell[1] for cell in cells} == set(sim64["report"]["nodes"])
     for status, node in cells:
         assert status == sim64["report"]["nodes"][node]["status"]
     assert 'id="rack-grid"' in dom and "Findings per node" in dom
@@ -159,7 +160,7 @@ def _prom_samples(text: str):
 @pytest.mark.skipif(not shutil.which("promtool"), reason="promtool not installed (make deps)")
 def test_prometheus_textfile_valid_and_equal_to_json(sim64):
     prom = (sim64["root"] / "report" / "gpuops.prom").read_text()
-    proc = subprocess.run(["promtool", "check", "metrics"], input=prom, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(["promtool", "check", "metrics"], input=prom, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     samples = _prom_samples(prom)
     summary = sim64["report"]["summary"]
@@ -184,7 +185,7 @@ def test_markdown_is_ticket_ready(sim64):
 
 def test_every_catalogue_fault(tmp_path):
     """--faults all: every catalogue fault on its own node (plus a dead leaf); the key must match exactly."""
-    generate(tmp_path / "sim", 0 if False else 64, faults="all", seed=3)
+    generate(tmp_path / "sim", 64, faults="all", seed=3)
     inspect(tmp_path / "sim" / "inventory", tmp_path / "report")
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     key = json.loads((tmp_path / "sim" / "answer_key.json").read_text())
