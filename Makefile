@@ -56,7 +56,8 @@ lint: ruff ansible-lint
 # ansible-test needs a real .../ansible_collections/gpuops/cluster path: stage the tracked tree there.
 stage:
 	rm -rf $(BUILD)/sanity && mkdir -p $(SANITY)
-	git ls-files -co --exclude-standard | while read -r f; do [ -e "$$f" ] && echo "$$f"; done | tar -cf - -T - | tar -xf - -C $(SANITY)
+	@# what the collection ships: galaxy.yml's build_ignore (tools/, bench/, .ci/) is not part of it
+	git ls-files -co --exclude-standard | grep -v -E '^(tools|bench|\.ci)/' | while read -r f; do [ -e "$$f" ] && echo "$$f"; done | tar -cf - -T - | tar -xf - -C $(SANITY)
 	@# its own git repo, so ansible-test does not see the outer repo (where build/ is ignored)
 	cd $(SANITY) && git init -q . && git add -A >/dev/null
 
