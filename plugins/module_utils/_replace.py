@@ -408,6 +408,14 @@ def _cli(cmd: str, req: Dict[str, Any]) -> Any:
                       bool(req.get("fan_confirmed")), fan_clean(req.get("bmc")) if req.get("bmc") else None)  # fmt: skip
     if cmd == "manifest":
         root = _s(req.get("root"))
+        for name, doc in sorted(_dict(req.get("write")).items()):
+            if doc is None:
+                continue
+            target = os.path.realpath(os.path.join(root, name))
+            if not target.startswith(os.path.realpath(root) + os.sep):
+                raise ReplaceError("refusing to write outside the bundle: %r" % name)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            atomic_write_json(target, doc)
         m = manifest(_s(req.get("ticket")), _s(req.get("host")), _s(req.get("part")), _s(req.get("component")) or None,
                      hash_tree(root), req.get("serials"), req.get("extra"))  # fmt: skip
         atomic_write_json(os.path.join(root, "manifest.json"), m)
