@@ -224,7 +224,7 @@ def hash_tree(root: str, skip: tuple = ("manifest.json",)) -> List[Dict[str, Any
                 for chunk in iter(lambda: fh.read(1 << 20), b""):
                     h.update(chunk)
             files.append({"path": rel, "sha256": h.hexdigest(), "size": os.path.getsize(path)})
-    return files
+    return sorted(files, key=lambda f: f["path"])
 
 
 def manifest(
