@@ -156,8 +156,8 @@ def test_grouped_payload_acts_on_firing_nodes_only(eda):
     assert got == {"gpu-node-02": 1, "gpu-node-07": 1}
     rec = json.loads(next(eda["rec"].glob("gpu_fell_off_bus.gpu-node-02.*")).read_text())
     assert rec["ticket"].startswith("alert:")
-    # the isolate role's own variables: the same nodes (a comma list: list-typed role options split it)
-    assert rec["vars"]["isolate_nodes"] == "gpu-node-02,gpu-node-07"
+    # the isolate role's own variables: the same nodes, as a list
+    assert rec["vars"]["isolate_nodes"] == ["gpu-node-02", "gpu-node-07"]
     assert rec["vars"]["isolate_ticket"] == rec["ticket"] and rec["vars"]["isolate_reason"]
 
 

@@ -130,7 +130,7 @@ def test_job_template(tpl):
     assert os.path.isfile(os.path.join(ROOT, tpl["playbook"])), "%s: %s does not exist" % (tpl["name"], tpl["playbook"])
     spec = json.load(open(os.path.join(AWX, "surveys", tpl["survey"]), encoding="utf-8"))
     assert validate_survey(spec) == []
-    vocab = playbook_vocabulary(tpl["playbook"])
+    vocab = playbook_vocabulary(tpl["playbook"]) + json.dumps(tpl.get("extra_vars") or {})
     unknown = [q["variable"] for q in spec["spec"] if q["variable"] not in vocab]
     assert unknown == [], "%s asks for variables %s that %s does not use" % (tpl["name"], unknown, tpl["playbook"])
     # disruptive = never two at once (awx_configure.yml sets allow_simultaneous: not disruptive)
@@ -192,6 +192,44 @@ def test_replace_workflow_graph():
     ]
     survey = json.load(open(os.path.join(AWX, "surveys", wf["survey"]), encoding="utf-8"))
     assert "replace_phase" not in [q["variable"] for q in survey["spec"]]  # would override the nodes' phase
+
+
+def test_survey_text_answer_becomes_the_roles_list(tmp_path):
+    """Surveys cannot answer a list: the job template's own extra_vars turn isolate_nodes_text into isolate_nodes.
+    Render controller.yml as awx_configure.yml does, then feed the result + an answer to ansible-playbook -e @file."""
+    render = tmp_path / "render.yml"
+    render.write_text(
+        "- hosts: localhost\n  gather_facts: false\n  vars_files: [%s]\n  tasks:\n"
+        "    - ansible.builtin.copy:\n        dest: %s\n"
+        "        content: \"{{ awx_job_templates | map(attribute='extra_vars') | list | to_json }}\"\n"
+        % (os.path.join(AWX, "controller.yml"), tmp_path / "ev.json")
+    )
+    use = tmp_path / "use.yml"
+    use.write_text(
+        "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - ansible.builtin.copy:\n"
+        "        dest: %s\n        content: \"{{ {'i': isolate_nodes, 'r': resume_nodes} | to_json }}\"\n"
+        % (tmp_path / "out.json")
+    )
+    common = ["-i", "localhost,", "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable]
+    ap = os.path.join(BIN, "ansible-playbook")
+    subprocess.run([ap, *common, str(render)], env=_env(), check=True, capture_output=True, timeout=120)
+    merged = {}
+    for ev in json.loads((tmp_path / "ev.json").read_text()):
+        merged.update(ev)
+    merged.update(isolate_nodes_text="gpu-node-03, gpu-node-07\ngpu-node-09", resume_nodes_text="gpu-node-04")
+    (tmp_path / "answers.json").write_text(json.dumps(merged))
+    proc = subprocess.run(
+        [ap, *common, "-e", "@%s" % (tmp_path / "answers.json"), str(use)],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert json.loads((tmp_path / "out.json").read_text()) == {
+        "i": ["gpu-node-03", "gpu-node-07", "gpu-node-09"],
+        "r": ["gpu-node-04"],
+    }
 
 
 def _env():
