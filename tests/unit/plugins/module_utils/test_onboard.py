@@ -269,3 +269,27 @@ def test_garbage_inputs_never_raise():
         assert isinstance(_onboard.counter_deltas(junk, junk, junk), list)
         assert isinstance(_onboard.check_burnin(junk, junk, junk, junk, junk, None)["problems"], list)
         assert isinstance(_onboard.check_health(junk)["problems"], list)
+
+
+def test_golden_baseline_is_read_by_later_inspections(healthy, tmp_path):
+    """Stage 5 through the module's own code path, then a plain inspection with the same state dir: drift."""
+    from ansible_collections.gpuops.cluster.plugins.module_utils import _inspect
+    from ansible_collections.gpuops.cluster.plugins.modules import onboard_stage
+
+    state, facts, tmp = healthy
+    p = {"stage": "baseline", "problems": None, "facts": facts, "state_dir": str(tmp_path), "host": "gpu-node-01"}
+    v = onboard_stage._evaluate(p, False)
+    assert v["passed"] and Path(v["evidence"]["path"]) == tmp_path / "baselines" / "gpu-node-01.json"
+    assert not (tmp_path / "baselines" / "gpu-node-02.json").exists()
+    s = copy.deepcopy(state)
+    s["gpus"][2]["vbios"] = "96.00.99.00.01"
+    s["gpus"][4]["serial"] = "1650999999999"
+    d = tmp / "drifted"
+    capture(s, str(d))
+    report = _inspect.inspect_nodes({"gpu-node-01": {"capture_dir": str(d)}}, state_dir=str(tmp_path))
+    drift = sorted(
+        (f["component"], f["code"]) for f in report["nodes"]["gpu-node-01"]["findings"] if f["check"] == "gpu.drift"
+    )
+    assert drift == [("gpu2", "vbios_version"), ("gpu4", "serial")]
+    v_check = onboard_stage._evaluate(dict(p, facts={}), True)
+    assert v_check["problems"] == ["no GPU facts to take a golden baseline from"]
