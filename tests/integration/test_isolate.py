@@ -1,0 +1,314 @@
+# -*- coding: utf-8 -*-
+"""Isolation through real Slurm on the test bed (roles/isolate, playbooks/isolate.yml, auto-isolation in inspect.yml).
+
+Needs the bed (tests/testbed/README.md); every test uses a fresh controller state directory and leaves the nodes
+resumed (the conftest's reset() runs after the module as well).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+from simnode import faults  # noqa: E402
+
+VENV_BIN = REPO / ".venv" / "bin"
+OPEN = {"max_share_cluster": 1, "max_share_partition": 1, "max_share_rack": 1}
+
+
+def _play(testbed, tmp_path: Path, role: str, roles_vars: Dict[str, Any], check: bool = False, name: str = "p"):
+    """Run one role on localhost; returns (stats for localhost, the role's result fact or None, process)."""
+    fact = "%s_result" % role
+    out = tmp_path / ("%s-%d.json" % (name, int(time.monotonic() * 1e6)))
+    play = [
+        {
+            "hosts": "localhost",
+            "gather_facts": False,
+            "tasks": [
+                {
+                    "name": "role",
+                    "ansible.builtin.include_role": {"name": "gpuops.cluster.%s" % role},
+                    "vars": roles_vars,
+                },
+                {
+                    "name": "save",
+                    "ansible.builtin.copy": {"content": "{{ %s | to_json }}" % fact, "dest": str(out)},
+                    "check_mode": False,
+                    "changed_when": False,
+                },
+            ],
+        }
+    ]
+    path = tmp_path / ("%s-%d.yml" % (name, int(time.monotonic() * 1e6)))
+    path.write_text(json.dumps(play), encoding="utf-8")
+    return _run_playbook(testbed, path, out, check)
+
+
+def _run_playbook(testbed, path: Path, out: Optional[Path], check: bool = False, extra: Optional[List[str]] = None):
+    env = dict(testbed.env, ANSIBLE_LOAD_CALLBACK_PLUGINS="True", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
+    cmd = [str(VENV_BIN / "ansible-playbook"), "-i", str(testbed.inventory), str(path)] + (extra or [])
+    if check:
+        cmd.append("--check")
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(REPO), timeout=240, check=False)
+    try:
+        data = json.loads(proc.stdout[proc.stdout.index("{") :])
+    except ValueError:
+        raise AssertionError("no JSON from ansible-playbook:\n%s\n%s" % (proc.stdout[-3000:], proc.stderr[-3000:]))
+    stats = data["stats"].get("localhost", {})
+    result = json.loads(out.read_text()) if out is not None and out.exists() else None
+    return stats, result, proc
+
+
+def _isolate(testbed, tmp_path, state_dir, nodes, check=False, **kw):
+    v = {
+        "isolate_nodes": nodes,
+        "isolate_ticket": kw.pop("ticket", "T-1"),
+        "isolate_reason": kw.pop("reason", "integration test"),
+        "isolate_state_dir": str(state_dir),
+        "isolate_guard_policy": kw.pop("policy", OPEN),
+        "isolate_requeue_after": kw.pop("requeue_after", 0),
+    }
+    v.update({"isolate_" + k: val for k, val in kw.items()})
+    return _play(testbed, tmp_path, "isolate", v, check=check, name="isolate")
+
+
+def _resume(testbed, tmp_path, state_dir, nodes, **kw):
+    v = {"resume_nodes": nodes, "resume_ticket": "T-1", "resume_state_dir": str(state_dir)}
+    v.update({"resume_" + k: val for k, val in kw.items()})
+    return _play(testbed, tmp_path, "resume", v, name="resume")
+
+
+def _reason(testbed, host: str) -> str:
+    out = testbed.scontrol("show", "node", host)
+    return out.split("Reason=", 1)[1].strip().split("\n")[0] if "Reason=" in out else ""
+
+
+def _undrain(testbed, *hosts):
+    testbed.scontrol("update", "NodeName=%s" % ",".join(hosts), "State=RESUME", check=False)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _clean_bed_first(testbed):
+    """Start from a clean bed (drains or faults left by an interrupted run would skew every count)."""
+    testbed.reset()
+
+
+@pytest.fixture
+def state_dir(tmp_path):
+    d = tmp_path / "state"
+    d.mkdir()
+    return d
+
+
+def test_drain_idle_busy_and_foreign_drained_node_then_resume(testbed, tmp_path, state_dir):
+    """DRAINED vs DRAINING, markers, someone else's reason kept through isolate and resume."""
+    idle, busy, bobs = testbed.nodes[0], testbed.nodes[1], testbed.nodes[2]
+    testbed.scontrol("update", "NodeName=%s" % bobs, "State=DRAIN", "Reason=bob PSU swap")
+    job = testbed.sbatch("-w", busy, "--wrap", "sleep 60")
+    testbed.wait_for(lambda: testbed.job_state(job) == "RUNNING", timeout=20, what="job running")
+    stats, res, proc = _isolate(
+        testbed,
+        tmp_path,
+        state_dir,
+        [idle, busy, bobs],
+        findings=[
+            {"host": idle, "severity": "P1", "check": "gpu.xid", "code": "79", "action": "isolate", "message": "x"}
+        ],
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert sorted(res["isolated"]) == sorted([idle, busy, bobs]) and res["refused_by_guard"] == []
+    assert res["failed"] == []
+    reason = _reason(testbed, bobs)
+    assert "bob PSU swap" in reason and "gpuops:" in reason
+    assert testbed.node_state(idle) == "IDLE+DRAIN"  # DRAINED
+    assert "DRAIN" in testbed.node_state(busy) and testbed.node_state(busy).split("+")[0] in ("MIXED", "ALLOCATED")
+    assert res["states"][busy] == testbed.node_state(busy)  # DRAINING: the job keeps running
+    testbed.slurm("scancel", str(job))
+    assert _reason(testbed, idle).startswith("gpuops:") and "T-1" in _reason(testbed, idle)
+    testbed.wait_for(lambda: testbed.node_state(busy) == "IDLE+DRAIN", timeout=30, what="busy node DRAINED")
+    # markers on the node and in the state dir, with the findings of that node only
+    marker = json.loads(testbed.on_node(idle, "cat", "/var/lib/gpuops/maintenance.json").stdout)
+    assert marker["ticket"] == "T-1" and marker["why"] == "integration test" and len(marker["findings"]) == 1
+    assert json.loads((state_dir / "isolation" / ("%s.json" % busy)).read_text())["findings"] == []
+    hist = json.loads((state_dir / "isolation" / "history.json").read_text())["entries"]
+    assert sorted(e["node"] for e in hist) == sorted([idle, busy])
+    # resume: inspection passes on a clean node -> back in service, markers gone
+    stats, rres, proc = _resume(testbed, tmp_path, state_dir, [idle, busy, bobs])
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert sorted(rres["resumed"]) == sorted([idle, busy]) and rres["refused"] == []
+    assert [x["node"] for x in rres["left_drained"]] == [bobs]
+    reason = _reason(testbed, bobs)
+    assert "bob PSU swap" in reason and "gpuops:" not in reason and "DRAIN" in testbed.node_state(bobs)
+    _undrain(testbed, bobs)
+    assert testbed.node_state(idle).rstrip("*") == "IDLE"
+    assert testbed.on_node(idle, "test", "-e", "/var/lib/gpuops/maintenance.json", check=False).returncode == 1
+    assert not (state_dir / "isolation" / ("%s.json" % idle)).exists()
+
+
+def test_four_step_check_run_check_run(testbed, tmp_path, state_dir):
+    node = testbed.nodes[2]
+    changed = []
+    for check in (True, False, True, False):
+        stats, res, proc = _isolate(testbed, tmp_path, state_dir, [node], check=check)
+        assert proc.returncode == 0, proc.stdout[-2000:]
+        changed.append(stats["changed"] > 0)
+    assert changed == [True, True, False, False]
+    assert testbed.node_state(node) == "IDLE+DRAIN"
+    assert res["already_isolated"] == [node] and res["isolated"] == []
+    _undrain(testbed, node)
+
+
+def test_requeue_reports_unrequeueable_and_multinode_jobs(testbed, tmp_path, state_dir):
+    a, b = testbed.nodes[2], testbed.nodes[3]
+    rq = testbed.sbatch("-w", a, "--requeue", "--wrap", "sleep 60")
+    nrq = testbed.sbatch("-N2", "-w", "%s,%s" % (a, b), "--no-requeue", "--wrap", "sleep 60")
+    testbed.wait_for(lambda: testbed.job_state(rq) == "RUNNING" and testbed.job_state(nrq) == "RUNNING", timeout=20)
+    stats, res, proc = _isolate(testbed, tmp_path, state_dir, [a], mode="requeue")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert res["isolated"] == [a]
+    assert [j["job_id"] for j in res["requeued_jobs"]] == [rq] and res["requeued_jobs"][0]["nodes"] == [a]
+    assert len(res["unrequeueable_jobs"]) == 1
+    un = res["unrequeueable_jobs"][0]
+    assert un["job_id"] == nrq and sorted(un["nodes"]) == sorted([a, b]) and "left running" in un["reason"]
+    assert testbed.job_state(nrq) == "RUNNING"  # left alone
+    assert testbed.job_state(rq) in ("PENDING", "REQUEUED", "CONFIGURING", "RUNNING")
+    testbed.slurm("scancel", str(rq), str(nrq), check=False)
+    testbed.wait_for(lambda: testbed.node_state(a) == "IDLE+DRAIN", timeout=30, what="DRAINED after cancel")
+    _undrain(testbed, a)
+
+
+def test_guard_caps_all_faulty_nodes_and_concurrent_runs(testbed, tmp_path, state_dir):
+    nodes = testbed.nodes
+    cap = max(1, len(nodes) // 4)
+    pol = {"max_share_cluster": 0.25, "max_share_partition": 0.25, "max_share_rack": 1}
+    findings = [{"host": n, "severity": "P1", "check": "gpu.xid", "action": "isolate"} for n in nodes]
+    stats, res, proc = _isolate(testbed, tmp_path, state_dir, nodes, policy=pol, findings=findings)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert len(res["isolated"]) == cap and len(res["refused_by_guard"]) == len(nodes) - cap
+    assert sum("DRAIN" in testbed.node_state(n) for n in nodes) == cap
+    _undrain(testbed, *res["isolated"])
+    # two concurrent runs on a fresh state dir: together still within the cap
+    sd2 = tmp_path / "state2"
+    sd2.mkdir()
+    half = len(nodes) // 2
+    procs = []
+    for i, part in enumerate((nodes[:half], nodes[half:])):
+        play = [
+            {
+                "hosts": "localhost",
+                "gather_facts": False,
+                "tasks": [
+                    {
+                        "name": "r",
+                        "ansible.builtin.include_role": {"name": "gpuops.cluster.isolate"},
+                        "vars": {
+                            "isolate_nodes": part,
+                            "isolate_ticket": "T-%d" % i,
+                            "isolate_reason": "race",
+                            "isolate_state_dir": str(sd2),
+                            "isolate_guard_policy": pol,
+                            "isolate_requeue_after": 0,
+                            "isolate_node_marker": False,
+                        },
+                    }
+                ],
+            }
+        ]
+        path = tmp_path / ("race-%d.yml" % i)
+        path.write_text(json.dumps(play))
+        procs.append(
+            subprocess.Popen(
+                [str(VENV_BIN / "ansible-playbook"), "-i", str(testbed.inventory), str(path)],
+                env=testbed.env,
+                cwd=str(REPO),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
+        )
+    for p in procs:
+        p.communicate(timeout=180)
+        assert p.returncode == 0
+    drained = [n for n in nodes if "DRAIN" in testbed.node_state(n)]
+    assert len(drained) == cap
+    _undrain(testbed, *drained)
+
+
+def _inspect_auto(testbed, tmp_path, state_dir, extra=()):
+    out = tmp_path / ("auto-%d" % int(time.monotonic() * 1e6))
+    wrapper = tmp_path / "auto-wrapper.yml"
+    wrapper.write_text(
+        json.dumps(
+            [
+                {"ansible.builtin.import_playbook": str(REPO / "playbooks" / "inspect.yml")},
+                {
+                    "hosts": "localhost",
+                    "gather_facts": False,
+                    "tasks": [
+                        {
+                            "name": "save",
+                            "ansible.builtin.copy": {
+                                "content": "{{ isolate_result | default({}) | to_json }}",
+                                "dest": str(out),
+                            },
+                        }
+                    ],
+                },
+            ]
+        )
+    )
+    args = [
+        "-e",
+        "gpuops_auto_isolate=true",
+        "-e",
+        "gpuops_state_dir=%s" % state_dir,
+        "-e",
+        "gpuops_report_dir=%s" % (tmp_path / "reports"),
+        "-e",
+        json.dumps({"gpuops_isolation_guard": OPEN, "isolate_requeue_after": 0}),
+    ] + list(extra)
+    return _run_playbook(testbed, wrapper, out, extra=args)
+
+
+def test_auto_isolation_from_an_inspection(testbed, tmp_path, state_dir):
+    nodes = testbed.nodes
+    bad = nodes[1]
+    with testbed.edit_state(bad) as s:
+        faults.apply(s, "gpu_fabric_failure", random.Random(1))  # gpu.fabric P1, action isolate
+    stats, res, proc = _inspect_auto(testbed, tmp_path, state_dir)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert res["isolated"] == [bad] and res["refused_by_guard"] == []
+    assert [n for n in nodes if "DRAIN" in testbed.node_state(n)] == [bad]
+    assert "gpu.fabric" in _reason(testbed, bad)
+    testbed.reset()
+    # a dead leaf switch under every node: one P0 cluster finding, members only monitored -> nothing isolated
+    leaf = {testbed.load_state(n).get("leaf") for n in nodes}
+    for n in nodes:
+        with testbed.edit_state(n) as s:
+            faults.apply(s, "dead_leaf", random.Random(2))
+        testbed._run(
+            [
+                sys.executable,
+                str(REPO / "tests/testbed/lib/simstate.py"),
+                "sysfs",
+                str(testbed.state_path(n)),
+                str(testbed.node_dir(n) / "sysfs"),
+            ],
+            check=True,
+            timeout=30,
+            env=dict(testbed.env, PYTHONPATH=str(REPO / "tools")),
+        )
+    sd2 = tmp_path / "state-leaf"
+    sd2.mkdir()
+    stats, res, proc = _inspect_auto(testbed, tmp_path, sd2)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert res in ({}, None) or res.get("isolated") == [], (res, leaf)
+    assert [n for n in nodes if "DRAIN" in testbed.node_state(n)] == []
