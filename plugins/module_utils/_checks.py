@@ -157,7 +157,8 @@ def _gpu_comp(gpu: Dict[str, Any]) -> str:
 
 
 def _gpu_label(gpu: Dict[str, Any]) -> str:
-    return "GPU %s (%s)" % (gpu.get("index", "?"), gpu.get("bus_id") or "bus id unknown")
+    idx = gpu.get("index")
+    return "GPU %s (%s)" % ("?" if idx is None else idx, gpu.get("bus_id") or "bus id unknown")
 
 
 def _gpus(facts: Dict[str, Any]) -> List[Dict[str, Any]]:

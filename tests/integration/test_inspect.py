@@ -200,7 +200,7 @@ def test_every_catalogue_fault(tmp_path):
 def test_unreachable_hosts_get_findings_and_a_rack_finding(tmp_path):
     hosts = {
         "dead-%02d" % i: {"ansible_host": "127.0.0.1", "ansible_port": 9, "gpuops_rack": "rack-x",
-                          "gpuops_leaf_switch": "leaf-x", "gpuops_power_domain": "pdu-x"}
+                          "gpuops_leaf_switch": "leaf-%d" % i, "gpuops_power_domain": "pdu-%d" % i}
         for i in range(1, 5)
     }
     inv = tmp_path / "hosts.yml"

@@ -104,6 +104,8 @@ def _xid79(state, rng, gpu=None):
     out = [_exp("gpu.xid", comp, "P1", "79"), _exp("gpu.missing", comp, "P1", "unreadable")]
     for e in out:
         e.update({"bus_id": g["bus_id"], "gpu_index": g["index"]})
+    # DCGM cannot run its diagnostic with a GPU gone: dcgmi reports the error instead of results
+    out.append(_exp("collector.error", "collector:dcgm", "P2", "tool_error"))
     return out
 
 
@@ -449,7 +451,7 @@ def _fan(state, rng, fan=None):
 def _leak(state, rng):
     _sensor(state, "Leak Detect")["reading"] = "State Asserted"
     _sel(state, "Cooling Device Leak Detect", "State Asserted", ago=300)
-    return [_exp("bmc.leak", "bmc/Leak Detect", "P1")]
+    return [_exp("bmc.leak", "bmc/Leak Detect", "P1"), _exp("bmc.sel", "bmc", "P2")]
 
 
 # ---------------------------------------------------------------------------------------------- node

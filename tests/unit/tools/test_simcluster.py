@@ -82,7 +82,7 @@ def test_xid79_host_capture_matches_answer_key(fastdir):
     key = G.generate(12, out, seed=3, faults="xid79:1,hung_mount:1")
     (host,) = [h for h, e in key["hosts"].items() if any(x["fault"] == "xid79" for x in e)]
     exp = key["hosts"][host][0]
-    assert [e["check"] for e in key["hosts"][host]] == ["gpu.xid", "gpu.missing"]
+    assert [e["check"] for e in key["hosts"][host]] == ["gpu.xid", "gpu.missing", "collector.error"]
     cap = os.path.join(out, "captures", host)
     with open(os.path.join(cap, "nvidia-smi-q.xml")) as fh:
         assert "GPU is lost." in fh.read()
@@ -195,7 +195,7 @@ def test_script_under_system_python(fastdir):
         check=False,
     )
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("simcluster: 3 nodes, 1 faulty, 0 benign, 0 dead leaves, 1 expected findings -> ")
+    assert r.stdout.startswith("simcluster: 3 nodes, 1 faulty, 0 benign, 0 dead leaves, 2 expected findings -> ")
     hosts = _inventory(out)
     assert hosts["gpu-node-01"]["gpuops_capture_dir"] == "../captures/gpu-node-01"
     cap = os.path.join(out, "inventory", hosts["gpu-node-01"]["gpuops_capture_dir"])

@@ -247,7 +247,8 @@ def test_every_fault_renders_everywhere(name, fastdir):
 
 def test_xid79_consistent_across_tools():
     st = _state()
-    e, missing = faults.apply(st, "xid79", random.Random(0), gpu=3)["expect"]
+    e, missing, dcgm = faults.apply(st, "xid79", random.Random(0), gpu=3)["expect"]
+    assert (dcgm["check"], dcgm["component"]) == ("collector.error", "collector:dcgm")
     g = st["gpus"][3]
     assert e["component"] == "gpu:00000000:5D:00.0" and e["code"] == "79" and e["gpu_index"] == 3
     assert e["bus_id"] == g["bus_id"] == "00000000:5D:00.0"
@@ -452,7 +453,7 @@ def test_capture_directory_contents(fastdir):
     st = _state()
     faults.apply(st, "dcgm_hang", random.Random(0))
     meta = capture(st, fastdir)
-    expected = set(_capture.FILES) - {"capture.json"}
+    expected = set(_capture.FILES) - {"capture.json", "nccl-all-reduce.txt"}  # NCCL output: burn-in only
     assert expected <= set(os.listdir(fastdir))
     assert set(meta["files"]) == expected
     with open(os.path.join(fastdir, "capture.json")) as fh:
