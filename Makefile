@@ -78,9 +78,16 @@ integration:
 test: setup
 	bash tests/run-stages.sh
 
+DEMO_REPORT ?= $(ROOT)/reports/demo
 demo: setup
-	$(PY) tools/simcluster/generate.py --nodes $(DEMO_NODES) --out $(BUILD)/sim --seed 7
-	$(BIN)/ansible-playbook -i $(BUILD)/sim/inventory playbooks/inspect.yml
+	rm -rf $(BUILD)/sim
+	$(PY) tools/simcluster/generate.py --nodes $(DEMO_NODES) --out $(BUILD)/sim --seed 7 --faults default
+	$(BIN)/ansible-playbook -i $(BUILD)/sim/inventory playbooks/inspect.yml -e gpuops_report_dir=$(DEMO_REPORT) \
+	  > $(BUILD)/demo-ansible.log || { tail -40 $(BUILD)/demo-ansible.log; exit 1; }
+	@grep -A6 'Show the summary' $(BUILD)/demo-ansible.log | tail -n +2
+	@echo; sed -n '1,40p' $(DEMO_REPORT)/report.md
+	@echo; echo "Reports: $(DEMO_REPORT)/report.json report.md report.html gpuops.prom"
+	@echo "Simulated cluster: $(BUILD)/sim (captures, inventory, answer_key.json); ansible log: $(BUILD)/demo-ansible.log"
 
 # Benchmarks are not part of `make test` (figures: docs/performance.md).
 bench: setup
