@@ -1,0 +1,129 @@
+"""Coolant-leak response on the test bed (playbooks/leak_response.yml, role gpuops.cluster.leak_response).
+
+Inventory overlay: nodes 1-2 are the Redfish emulator's two systems and node 4 has a BMC that does not answer,
+all three in leak domain cdu-a; node 3 is the IPMI emulator in cdu-b. A Redfish leak fault fires the response.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import urllib.request
+from base64 import b64encode
+from pathlib import Path
+
+import pytest
+from bmc_fixtures import bmc_emulators  # noqa: F401
+
+REPO = Path(__file__).resolve().parents[2]
+SYSTEM = "00000000-0000-0000-0000-0000000000%02d"
+
+
+def redfish(b, method, path, body=None):
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    req = urllib.request.Request(b.redfish_url + path, method=method, data=json.dumps(body).encode() if body else None)
+    req.add_header("Authorization", "Basic " + b64encode(("%s:%s" % (b.user, b.password)).encode()).decode())
+    req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+        data = r.read()
+    return json.loads(data) if data else None
+
+
+def power_state(b, i):
+    return redfish(b, "GET", "/redfish/v1/Systems/" + SYSTEM % i)["PowerState"]
+
+
+@pytest.fixture(scope="module")
+def leak(testbed, bmc_emulators, tmp_path_factory):  # noqa: F811
+    b = bmc_emulators
+    tmp = tmp_path_factory.mktemp("leak")
+    n = testbed.nodes
+    common = {"gpuops_bmc_address": "127.0.0.1", "gpuops_bmc_user": b.user, "gpuops_bmc_password": b.password,
+              "gpuops_bmc_validate_certs": False}  # fmt: skip
+    hosts = {
+        n[0]: dict(common, gpuops_leak_domain="cdu-a", gpuops_bmc_protocol="redfish", gpuops_bmc_port=b.redfish_port,
+                   gpuops_bmc_system_id=SYSTEM % 1),
+        n[1]: dict(common, gpuops_leak_domain="cdu-a", gpuops_bmc_protocol="redfish", gpuops_bmc_port=b.redfish_port,
+                   gpuops_bmc_system_id=SYSTEM % 2),
+        n[2]: dict(common, gpuops_leak_domain="cdu-b", gpuops_bmc_protocol="ipmi", gpuops_bmc_port=b.ipmi_port),
+        n[3]: dict(common, gpuops_leak_domain="cdu-a", gpuops_bmc_protocol="redfish", gpuops_bmc_port=1,
+                   gpuops_bmc_system_id="dead"),
+    }  # fmt: skip
+    # every other node of a bigger bed sits in a third domain without a BMC
+    hosts.update({h: {"gpuops_leak_domain": "cdu-c"} for h in n[4:]})
+    inv = tmp / "leak-inventory.yml"
+    inv.write_text(json.dumps({"all": {"children": {"gpu_nodes": {"hosts": hosts}}}}))
+    ipmi_power = Path(b.work) / "ipmi" / "power"
+    for i in (1, 2):
+        redfish(b, "POST", "/redfish/v1/Systems/%s/Actions/ComputerSystem.Reset" % (SYSTEM % i), {"ResetType": "On"})
+    ipmi_power.write_text("1\n")
+    yield {"tmp": tmp, "inv": inv, "bmc": b, "ipmi_power": ipmi_power}
+    redfish(b, "DELETE", "/emulator/faults")
+    for i in (1, 2):
+        redfish(b, "POST", "/redfish/v1/Systems/%s/Actions/ComputerSystem.Reset" % (SYSTEM % i), {"ResetType": "On"})
+    ipmi_power.write_text("1\n")
+
+
+def respond(testbed, leak, source, alert):
+    sd = leak["tmp"] / "state"
+    env = dict(testbed.env, ANSIBLE_CALLBACKS_ENABLED="gpuops.cluster.audit", GPUOPS_STATE_DIR=str(sd))
+    cmd = [
+        str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(testbed.inventory), "-i", str(leak["inv"]),
+        str(REPO / "playbooks" / "leak_response.yml"), "-e", "leak_response_source=%s" % source,
+        "-e", "leak_response_alert_id=%s" % alert, "-e", "gpuops_state_dir=%s" % sd,
+        "-e", "leak_response_bmc_timeout=5", "-e", "leak_response_power_verify_delay=1",
+    ]  # fmt: skip
+    res = testbed._run(cmd, check=False, timeout=180, env=env)
+    path = sd / "leak" / ("%s.json" % alert)
+    return res, (json.loads(path.read_text()) if path.exists() else None), sd
+
+
+def slurm_states(testbed):
+    return {h: testbed.node_state(h) for h in testbed.nodes}
+
+
+def test_unreadable_leak_sensor_powers_off_nothing(testbed, leak):
+    n = testbed.nodes
+    res, result, _sd = respond(testbed, leak, n[3], "ALERT-UNREADABLE")  # its BMC does not answer
+    assert res.returncode == 0, res.stdout[-4000:]
+    assert result["reading"]["state"] == "unreadable" and result["fired"] is False
+    assert [(f["severity"], f["code"], f["host"]) for f in result["findings"]] == [("P2", "sensor_unreadable", n[3])]
+    assert result["slurm_down"] == [] and result["powered_off"] == []
+    assert all(s == "IDLE" for s in slurm_states(testbed).values())
+    assert power_state(leak["bmc"], 1) == "On" and power_state(leak["bmc"], 2) == "On"
+    assert leak["ipmi_power"].read_text().strip() == "1"
+
+
+def test_leak_outside_any_window_powers_off_exactly_its_domain(testbed, leak):
+    n = testbed.nodes
+    b = leak["bmc"]
+    redfish(b, "POST", "/emulator/faults", {"leak": "Critical"})
+    res, result, sd = respond(testbed, leak, n[0], "ALERT-LEAK-1")
+    # node 4's BMC does not answer: P0 "power-off unconfirmed" fails the run after everything else was done
+    assert res.returncode != 0 and "power-off unconfirmed" in res.stdout
+    assert b.password not in res.stdout
+    assert result["fired"] is True and result["domain"] == "cdu-a"
+    assert result["targets"] == sorted([n[0], n[1], n[3]])
+    assert result["powered_off"] == [n[0], n[1]]
+    assert [u["node"] for u in result["unconfirmed"]] == [n[3]]
+    sev = {(f["host"], f["severity"], f["code"]) for f in result["findings"]}
+    assert (n[3], "P0", "power_off_unconfirmed") in sev and (n[0], "P0", "asserted") in sev
+    # emulators: the two Redfish systems of cdu-a are off, the IPMI node of cdu-b is untouched
+    assert power_state(b, 1) == "Off" and power_state(b, 2) == "Off"
+    assert leak["ipmi_power"].read_text().strip() == "1"
+    # Slurm: DOWN (then drained) with a gpuops reason for exactly the domain, no waiting for jobs; others untouched
+    # (the bed's slurmd keeps answering after the emulated power-off and ReturnToService=2 may bring a DOWN node
+    # back: the role drains as well, so it stays out of service either way)
+    assert sorted(result["slurm_down"]) == sorted([n[0], n[1], n[3]])
+    states = slurm_states(testbed)
+    out = sorted(h for h, s in states.items() if s.startswith("DOWN") or "DRAIN" in s)
+    assert out == sorted([n[0], n[1], n[3]]), states
+    assert all(states[h] == "IDLE" for h in n[2:3] + n[4:])
+    assert "gpuops: coolant leak ALERT-LEAK-1" in testbed.scontrol("show", "node", n[0])
+    # audited: a corrective guard decision carrying the alert id, outside any window
+    lines = [json.loads(x) for x in (sd / "audit" / "audit.log").read_text().splitlines()]
+    guard = [x["guard"] for x in lines if x["event"] == "guard"]
+    assert guard and guard[-1]["decision"] == "corrective" and guard[-1]["allowed"] is True
+    assert guard[-1]["window"] is None
+    assert any(x["event"] == "task" and x.get("ticket") == "ALERT-LEAK-1" for x in lines)
