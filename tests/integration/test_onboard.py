@@ -193,6 +193,16 @@ def test_a_first_run_accepts_clean_and_stops_faulty_nodes(bed, state_dir, tmp_pa
     for host, stage in (("gpu-node-02", "inventory"), ("gpu-node-03", "compliance"), ("gpu-node-04", "burnin")):
         assert "DRAIN" in bed.node_state(host), host
         assert ("gpuops: onboard %s failed" % stage) in _reason(bed, host), _reason(bed, host)
+    marker = json.loads((state_dir / "isolation" / "gpu-node-04.json").read_text())
+    assert marker["source"] == "gpuops.cluster.onboard" and marker["ticket"] == "OPS-42"
+    assert marker["why"].startswith("onboard burnin failed: dcgmi diag GPU 5 (")
+    on_node = json.loads(bed.on_node("gpu-node-04", "cat", "/var/lib/gpuops/maintenance.json").stdout)
+    assert on_node == marker
+    assert sorted(p.name for p in (state_dir / "isolation").iterdir()) == [
+        "gpu-node-02.json",
+        "gpu-node-03.json",
+        "gpu-node-04.json",
+    ]
     audit = (state_dir / "audit" / "audit.log").read_text()
     assert audit.count("gpuops.cluster.onboard_stage") >= 10
     print("run A took %.1f s" % took)
@@ -213,6 +223,8 @@ def test_b_rerun_after_fixing_resumes_at_the_failed_stage(bed, state_dir, tmp_pa
     assert a3["inventory"] == 1 and a3["compliance"] == 2 and a3["burnin"] == 1
     a4 = _attempts(_record(state_dir, "gpu-node-04"))
     assert a4["inventory"] == a4["compliance"] == a4["health"] == 1 and a4["burnin"] == 2 and a4["service"] == 1
+    assert list((state_dir / "isolation").iterdir()) == []  # onboarding's markers cleared on acceptance
+    assert bed.on_node("gpu-node-04", "test", "-e", "/var/lib/gpuops/maintenance.json", check=False).returncode == 1
     for h in NODES:
         assert _record(state_dir, h)["status"] == "accepted", h
         st = bed.node_state(h)
