@@ -28,9 +28,11 @@ help:
 deps:
 	bash tests/testbed/deps.sh
 
-$(VENV)/.stamp: requirements-dev.txt
+$(VENV)/.stamp: requirements-dev.txt tools/pyproject.toml
 	python3 -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt 2>&1 | { grep -v "is ignored: it is neither" || true; }
+	@# the ticket hook (console script gpuops-runbook), not part of the collection build
+	$(BIN)/pip install -q --disable-pip-version-check --no-deps -e tools/ 2>&1 | { grep -v "is ignored: it is neither" || true; }
 	touch $@
 
 setup: $(VENV)/.stamp
