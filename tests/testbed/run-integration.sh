@@ -44,6 +44,7 @@ if [ ! -e build/ansible_collections/gpuops/cluster ]; then
 fi
 stage up bash "$HERE/testbed.sh" up "${GPUOPS_TB_NODES:-8}"
 if [ -f "$HERE/bmc/bmc.sh" ] && [ "${GPUOPS_TB_BMC:-1}" != 0 ]; then stage bmc-up bash "$HERE/bmc/bmc.sh" up; fi
+if [ -f "$HERE/eda-setup.sh" ]; then stage eda-setup bash "$HERE/eda-setup.sh"; fi
 rc=0
-stage pytest .venv/bin/pytest tests/integration -p no:cacheprovider "$@" || rc=$?
+stage pytest .venv/bin/pytest tests/integration -p no:cacheprovider --durations=20 "$@" || rc=$?
 exit "$rc"
