@@ -132,21 +132,26 @@ def to_prometheus(report: Dict[str, Any], generated_ts: Optional[float] = None) 
             if f.get("severity") in counts:
                 counts[f["severity"]] += 1
         for s in SEVERITIES:
-            node_findings.append('gpuops_node_findings{node="%s",severity="%s"} %d' % (_label(host), s, int(counts[s] or 0)))
+            node_findings.append(
+                'gpuops_node_findings{node="%s",severity="%s"} %d' % (_label(host), s, int(counts[s] or 0))
+            )
         seen = set()
         for f in n["findings"]:
-            key = (f.get("check"), f.get("component"), f.get("severity"), f.get("action"))
+            key = (f.get("check"), f.get("component"), f.get("code"), f.get("severity"), f.get("action"))
             if key in seen:
                 continue
             seen.add(key)
             finding_lines.append(
-                'gpuops_finding{node="%s",check="%s",component="%s",severity="%s",action="%s"} 1'
+                'gpuops_finding{node="%s",check="%s",component="%s",code="%s",severity="%s",action="%s"} 1'
                 % tuple(_label(x) for x in (host,) + key)
             )
     metric("gpuops_node_status", "gauge", "1 for the node's current status, 0 for the others.", node_status)
     metric("gpuops_node_findings", "gauge", "Findings per node and severity.", node_findings)
     metric(
-        "gpuops_finding", "gauge", "One series per active finding (check, component, severity, action).", finding_lines
+        "gpuops_finding",
+        "gauge",
+        "One series per active finding (check, component, code, severity, action).",
+        finding_lines,
     )
     if generated_ts is not None:
         metric(
