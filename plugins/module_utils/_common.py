@@ -147,6 +147,8 @@ def to_int(value: Any) -> Optional[int]:
     if isinstance(v, int):
         return v
     s = str(v).strip()
+    if s.isdigit():  # the common case, without a regex
+        return int(s)
     if re.match(r"^0[xX][0-9a-fA-F]+$", s):
         return int(s, 16)
     f = to_float(s)

@@ -61,9 +61,17 @@ def _link(g: Dict[str, Any], link: int) -> Dict[str, Any]:
     return lk
 
 
+_KEY_CACHE: Dict[str, str] = {}
+
+
 def _counter_key(name: str) -> str:
-    n = " ".join(name.lower().split())
-    return COUNTERS.get(n) or re.sub(r"[^a-z0-9]+", "_", n).strip("_")
+    key = _KEY_CACHE.get(name)
+    if key is None:
+        n = " ".join(name.lower().split())
+        key = COUNTERS.get(n) or re.sub(r"[^a-z0-9]+", "_", n).strip("_")
+        if len(_KEY_CACHE) < 256:
+            _KEY_CACHE[name] = key
+    return key
 
 
 def parse(text: str, source: Optional[str] = None) -> Dict[int, Dict[str, Any]]:
