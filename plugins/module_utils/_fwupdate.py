@@ -188,11 +188,19 @@ def _fmt_version(v: Any) -> str:
     return str(v)
 
 
+def _list(v: Any) -> List[Any]:
+    return v if isinstance(v, list) else []
+
+
+def _dict(v: Any) -> Optional[Dict[str, Any]]:
+    return v if isinstance(v, dict) else None
+
+
 def node_rows(record: Dict[str, Any]) -> List[Dict[str, Any]]:
     """One row per planned component of a node record: component, from, to, result, duration."""
     rows = []
-    applied = {a.get("component"): a for a in record.get("applied") or [] if isinstance(a, dict)}
-    for step in record.get("steps") or []:
+    applied = {a.get("component"): a for a in _list(record.get("applied")) if isinstance(a, dict)}
+    for step in _list(record.get("steps")):
         if not isinstance(step, dict):
             continue
         comp = step.get("component")
@@ -236,22 +244,22 @@ def build_report(
             {
                 "host": host,
                 "batch": rec.get("batch"),
-                "result": rec.get("result") or "unknown",
+                "result": str(rec.get("result") or "unknown"),
                 "stage": rec.get("stage"),
                 "message": rec.get("message"),
                 "duration_s": dur,
                 "components": node_rows(rec),
-                "rollback": rec.get("rollback"),
+                "rollback": _dict(rec.get("rollback")),
                 "evidence": rec.get("evidence"),
-                "slurm": rec.get("slurm"),
+                "slurm": _dict(rec.get("slurm")),
             }
         )
-    for host in planned or []:
-        if host not in by_host:
+    for host in _list(planned):
+        if isinstance(host, str) and host not in by_host:
             nodes.append({"host": host, "batch": None, "result": "not_started", "stage": None,
                           "message": "not started (window closed or rollout stopped)", "duration_s": None,
                           "components": [], "rollback": None, "evidence": None, "slurm": None})  # fmt: skip
-    for b in blocked or []:
+    for b in _list(blocked):
         if isinstance(b, dict) and b.get("host") not in by_host:
             nodes.append({"host": b.get("host"), "batch": None, "result": "blocked", "stage": None,
                           "message": b.get("reason"), "duration_s": None, "components": [], "rollback": None,
@@ -264,8 +272,8 @@ def build_report(
         "generated_at": generated_at,
         "counts": counts,
         "ok": not any(n["result"] in ("failed", "not_started", "unknown") for n in nodes),
-        "batches": batches or [],
-        "deferred": deferred or [],
+        "batches": _list(batches),
+        "deferred": _list(deferred),
         "nodes": nodes,
     }
 
