@@ -18,6 +18,11 @@ description:
   - A timeout, a tool failure or a missing tool is an error record in the result, never a failed task.
   - Although the module only reads, the benchmark loads the GPUs and the fabric; run it on drained nodes.
 options:
+  timeout:
+    description:
+      - "Seconds one all_reduce_perf run may take before it is killed (the rows printed so far are kept)."
+    type: float
+    default: 300
   path:
     description: "The all_reduce_perf executable (default - from PATH)."
     type: path
