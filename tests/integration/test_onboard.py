@@ -8,7 +8,8 @@ Three playbook runs, each over several nodes at once (the runtime budget):
      stage 2 with the upgrade command; -04 GPU 5 failing dcgmi diag -> stops at stage 4 naming GPU 5.
   B  after fixing 02/03/04: each resumes at its failed stage and is accepted; 01 (accepted) is left alone.
   C  onboard_restart on 01 with an Xid 48 and a symbol_error increase injected DURING burn-in (by the stress
-     command), and on 02 with dcgmi hanging (5 s timeout): both stop at stage 4, naming what happened.
+     command), and on 02 with dcgmi hanging (5 s timeout) and NCCL bandwidth below the threshold: both stop at
+     stage 4, naming what happened.
 """
 
 from __future__ import annotations
@@ -236,9 +237,11 @@ def test_c_burnin_deltas_and_a_hung_dcgm_fail_stage_4(bed, state_dir, tmp_path):
     script = bed.root / "onb-inject.sh"
     script.write_text(INJECT.format(target="gpu-node-01", root=bed.root, repo=REPO), encoding="utf-8")
     script.chmod(0o755)
+    had_record = (state_dir / "onboarding" / "gpu-node-01.json").exists()  # accepted by runs A/B
     with bed.edit_state("gpu-node-02") as s:
         s["dcgm"]["hang"] = True
         s["dcgm"]["hang_seconds"] = 120
+        s["nccl"]["busbw_gbps"] = 210.0  # and a degraded fabric: below the class's 400 GB/s
     rc, log, took = _play(
         bed,
         tmp_path,
@@ -257,10 +260,12 @@ def test_c_burnin_deltas_and_a_hung_dcgm_fail_stage_4(bed, state_dir, tmp_path):
     assert r1["stages"]["burnin"]["evidence"]["new_events"] >= 2  # Xid 48 and its Xid 63
     assert "Xid 48" in _reason(bed, "gpu-node-01") and "DRAIN" in bed.node_state("gpu-node-01")
     assert r1["stages"]["inventory"]["attempt"] == 1 and len(r1["stages"]) == 4  # restarted: a fresh record
-    assert any(h.get("status") == "restarted" for h in r1["history"])
+    assert any(h.get("status") == "restarted" for h in r1["history"]) == had_record
     r2 = _record(state_dir, "gpu-node-02")
     hung = [p for p in r2["stages"]["burnin"]["problems"] if "timed out" in p]
     assert len(hung) == 1 and hung[0].startswith("dcgmi diag -r 2 timed out"), r2["stages"]["burnin"]["problems"]
+    slow = [p for p in r2["stages"]["burnin"]["problems"] if "below the threshold 400 GB/s" in p]
+    assert len(slow) == 9 and slow[0].startswith("NCCL single-node: avg bus bandwidth 20")  # + 8 rails
     assert "DRAIN" in bed.node_state("gpu-node-02")
     assert took < 150  # the hang cost seconds, not the hang's 120 s per GPU run
     print("run C took %.1f s" % took)
