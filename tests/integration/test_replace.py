@@ -49,7 +49,7 @@ def state_dir(bed, ticket):
     return bed["tmp"] / ticket / "state"
 
 
-def replace(testbed, bed, host, ticket, phase, component):
+def replace(testbed, bed, host, ticket, phase, component, *extra):
     sd = state_dir(bed, ticket)
     env = dict(testbed.env, ANSIBLE_CALLBACKS_ENABLED="gpuops.cluster.audit", GPUOPS_STATE_DIR=str(sd))
     cmd = [
@@ -60,7 +60,7 @@ def replace(testbed, bed, host, ticket, phase, component):
         "-e", "replace_emergency_reason='integration test: RMA outside the window'",
         "-e", "gpuops_state_dir=%s" % sd, "-e", "gpuops_evidence_dir=%s" % bed["evidence"],
         "-e", "replace_power_verify_delay=1", "-e", "replace_bmc_timeout=10",
-    ]  # fmt: skip
+    ] + list(extra)  # fmt: skip
     return testbed._run(cmd, check=False, timeout=240, env=env)
 
 
@@ -140,10 +140,15 @@ def test_serial_unchanged_is_refused_and_the_node_stays_drained(testbed, bed):
     with testbed.edit_state(host) as s:
         faults.apply(s, "row_remap_failure", gpu=GPU)
     bus = bus_of(testbed, host)
-    res = replace(testbed, bed, host, ticket, "prepare", bus)
+    # the other paths: drained by gpuops.cluster.slurm_node, powered off and on by the technician, no dcgmi diag
+    slim = ("-e", "replace_use_isolate_role=false", "-e", "replace_bmc_power=false", "-e", "replace_dcgm_level=0")
+    res = replace(testbed, bed, host, ticket, "prepare", bus, *slim)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    rec = record(bed, ticket, host)
+    assert rec["steps"]["isolated"]["via"] == "gpuops.cluster.slurm_node"
+    assert rec["steps"]["powered_off"]["method"] == "technician"
     # the technician did not swap anything
-    res = replace(testbed, bed, host, ticket, "return", bus)
+    res = replace(testbed, bed, host, ticket, "return", bus, *slim)
     assert res.returncode != 0
     assert "part not replaced" in res.stdout
     rec = record(bed, ticket, host)
