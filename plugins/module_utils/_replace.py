@@ -241,6 +241,8 @@ def manifest(
         "created": created or now_iso(),
         "files": sorted(_list(files), key=lambda f: f.get("path", "")),
         "serials": _dict(serials),
+        "gpu_uuids": _dict(_dict(serials).get("gpu_uuid")),
+        "hca_psids": _dict(_dict(serials).get("hca_psid")),
     }
     m.update(_dict(extra))
     return m
@@ -404,11 +406,22 @@ def _cli(cmd: str, req: Dict[str, Any]) -> Any:
     if cmd == "inventory":
         return part_inventory(req.get("facts"), req.get("bmc_remote"), req.get("state_gpus"))
     if cmd == "verify":
-        return verify(_s(req.get("part")), _s(req.get("component")) or None, req.get("before"), req.get("after"),
-                      bool(req.get("fan_confirmed")), fan_clean(req.get("bmc")) if req.get("bmc") else None)  # fmt: skip
+        after = req.get("after")
+        if after is None and "facts" in req:  # one call: inventory of the facts, then the comparison
+            after = part_inventory(req.get("facts"), req.get("bmc_remote"))
+        res = verify(_s(req.get("part")), _s(req.get("component")) or None, req.get("before"), after,
+                     bool(req.get("fan_confirmed")), fan_clean(req.get("bmc")) if req.get("bmc") else None)  # fmt: skip
+        res["after"] = after
+        return res
     if cmd == "manifest":
         root = _s(req.get("root"))
-        for name, doc in sorted(_dict(req.get("write")).items()):
+        serials = req.get("serials")
+        if serials is None and "facts" in req:  # one call: inventory of the facts, serials.json, the manifest
+            serials = part_inventory(req.get("facts"), req.get("bmc_remote"), req.get("state_gpus"))
+        writes = _dict(req.get("write"))
+        if "serials.json" in writes and writes["serials.json"] is None:
+            writes["serials.json"] = serials
+        for name, doc in sorted(writes.items()):
             if doc is None:
                 continue
             target = os.path.realpath(os.path.join(root, name))
@@ -417,9 +430,9 @@ def _cli(cmd: str, req: Dict[str, Any]) -> Any:
             os.makedirs(os.path.dirname(target), exist_ok=True)
             atomic_write_json(target, doc)
         m = manifest(_s(req.get("ticket")), _s(req.get("host")), _s(req.get("part")), _s(req.get("component")) or None,
-                     hash_tree(root), req.get("serials"), req.get("extra"))  # fmt: skip
+                     hash_tree(root), serials, req.get("extra"))  # fmt: skip
         atomic_write_json(os.path.join(root, "manifest.json"), m)
-        return {"path": os.path.join(root, "manifest.json"), "files": len(m["files"]), "manifest": m}
+        return {"path": os.path.join(root, "manifest.json"), "files": len(m["files"]), "serials": serials}
     if cmd == "verify-manifest":
         return verify_manifest(_s(req.get("root")))
     state_dir, ticket, host = _s(req.get("state_dir")), _s(req.get("ticket")), _s(req.get("host"))

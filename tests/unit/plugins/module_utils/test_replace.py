@@ -273,3 +273,18 @@ def test_fuzz_inventory_and_verify_never_raise(a, b, part, comp):
     inv_a, inv_b = _replace.part_inventory(a), _replace.part_inventory(b)
     v = _replace.verify(part, comp, inv_a, inv_b, fan_confirmed=True, fan_clean=_replace.fan_clean(b))
     assert v["verdict"] in (_replace.REPLACED, _replace.NOT_REPLACED, _replace.NOT_VERIFIABLE)
+
+
+def test_cli_one_call_inventory_with_manifest_and_verify(monkeypatch, capsys, tmp_path, facts):
+    req = {"root": str(tmp_path), "ticket": "T", "host": "n1", "part": "gpu", "component": BUS, "facts": facts,
+           "write": {"serials.json": None}}  # fmt: skip
+    rc, out = cli(monkeypatch, capsys, ["manifest"], req)
+    assert rc == 0 and out["serials"]["gpu"][BUS] == "1562920005886"
+    assert json.loads((tmp_path / "serials.json").read_text())["gpu"][BUS] == "1562920005886"
+    m = json.loads((tmp_path / "manifest.json").read_text())
+    assert m["gpu_uuids"][BUS].startswith("GPU-") and m["hca_psids"] == {"mlx5_0": "MT_0000000838"}
+    after = swap_gpu(facts, BUS, "NEW")
+    rc, v = cli(
+        monkeypatch, capsys, ["verify"], {"part": "gpu", "component": BUS, "before": out["serials"], "facts": after}
+    )
+    assert rc == 0 and v["verdict"] == "replaced" and v["after"]["gpu"][BUS] == "NEW"
