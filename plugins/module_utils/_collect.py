@@ -9,7 +9,6 @@ inspection's offline path for capture directories (no module fork per host). No 
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import os
 import socket
@@ -17,26 +16,36 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _capture
+# Static imports on purpose: AnsiballZ bundles only the module_utils it can see imported, so a module that
+# imports this file (collect_info) ships every collector with it.
+from ansible_collections.gpuops.cluster.plugins.module_utils import (
+    _bmc,
+    _capture,
+    _dcgm,
+    _gpu,
+    _ib,
+    _kernel_events,
+    _node,
+    _slurm_parse,
+)
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, utcnow_iso
 
 SCHEMA = "gpuops.facts/v1"
 
 #: domain -> module_utils module holding its collect()
 DOMAIN_MODULES = {
-    "gpu": "_gpu",
-    "kernel": "_kernel_events",
-    "ib": "_ib",
-    "bmc": "_bmc",
-    "dcgm": "_dcgm",
-    "slurm": "_slurm_parse",
-    "node": "_node",
+    "gpu": _gpu,
+    "kernel": _kernel_events,
+    "ib": _ib,
+    "bmc": _bmc,
+    "dcgm": _dcgm,
+    "slurm": _slurm_parse,
+    "node": _node,
 }
 ALL_DOMAINS = ("gpu", "kernel", "ib", "bmc", "dcgm", "slurm", "node")
 #: what a live inspection collects by default (dcgm diag is burn-in work, not inspection)
 DEFAULT_LIVE_DOMAINS = ("gpu", "kernel", "ib", "bmc", "slurm", "node")
 
-_PKG = "ansible_collections.gpuops.cluster.plugins.module_utils."
 _cache: Dict[str, Callable[..., Dict[str, Any]]] = {}
 _params: Dict[str, Sequence[str]] = {}
 
@@ -44,8 +53,7 @@ _params: Dict[str, Sequence[str]] = {}
 def _collector(domain: str) -> Callable[..., Dict[str, Any]]:
     fn = _cache.get(domain)
     if fn is None:
-        mod = importlib.import_module(_PKG + DOMAIN_MODULES[domain])
-        fn = mod.collect
+        fn = DOMAIN_MODULES[domain].collect
         _cache[domain] = fn
         try:
             _params[domain] = tuple(inspect.signature(fn).parameters)
