@@ -1,0 +1,94 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Live nodes of the test bed: capture == live facts, and a live inspection finds an injected fault."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+sys.path.insert(0, str(REPO / "build"))
+
+from ansible_collections.gpuops.cluster.plugins.module_utils import _collect  # noqa: E402
+from simnode import faults  # noqa: E402
+
+DOMAINS = ["gpu", "kernel", "ib", "bmc", "slurm", "node"]
+
+
+def _strip(facts, domain):
+    d = dict(facts.get(domain) or {})
+    for k in ("source", "collected_at", "errors", "since", "events_dropped"):
+        d.pop(k, None)
+    return d
+
+
+def test_capture_gives_the_same_facts_as_the_live_node(testbed, tmp_path):
+    hosts = testbed.nodes[:2]
+    proc = testbed.playbook(
+        str(REPO / "playbooks" / "collect.yml"),
+        "-l",
+        ",".join(hosts),
+        "-e",
+        "gpuops_capture_root=%s" % (tmp_path / "cap"),
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    live = testbed.adhoc(",".join(hosts), "gpuops.cluster.collect_info", {"timeout": 20, "domains": DOMAINS})
+    for host in hosts:
+        assert not live[host].get("failed"), live[host]
+        lf = live[host]["facts"]
+        (capdir,) = list((tmp_path / "cap" / host).iterdir())
+        names = {p.name for p in capdir.iterdir()}
+        assert {
+            "nvidia-smi-q.xml",
+            "kernel.log",
+            "ibstat.txt",
+            "ipmitool-sdr.txt",
+            "capture.json",
+            "node.json",
+        } <= names
+        assert (capdir / "sys" / "class" / "infiniband").is_dir()
+        meta = json.loads((capdir / "capture.json").read_text())
+        assert meta["hostname"] == host and meta["files"]["nvidia-smi-q.xml"]["rc"] == 0
+        cf = _collect.collect_all(capture_dir=str(capdir), domains=DOMAINS)
+        assert lf["hostname"] == cf["hostname"] == host
+        assert cf["gpu"]["source"] == "capture:nvidia-smi-q.xml" and cf["ib"]["source"].startswith("capture:")
+        # GPU, InfiniBand, BMC and kernel facts are identical live and from the capture
+        assert len(lf["gpu"]["gpus"]) == 8
+        assert _strip(lf, "gpu") == _strip(cf, "gpu")
+        assert len(lf["ib"]["hcas"]) == 8
+        assert lf["ib"]["hcas"] == cf["ib"]["hcas"]
+        assert lf["ib"]["boot_id"] == cf["ib"]["boot_id"] == testbed.boot_id(host)
+        assert lf["bmc"]["sensors"] == cf["bmc"]["sensors"] and lf["bmc"]["sel"] == cf["bmc"]["sel"]
+        assert lf["bmc"]["sensors"]
+        assert lf["kernel"]["events"] == cf["kernel"]["events"]
+        assert [(n["name"], n["state"]) for n in lf["slurm"]["nodes"]] == [
+            (n["name"], n["state"]) for n in cf["slurm"]["nodes"]
+        ]
+        assert lf["node"]["boot_id"] == cf["node"]["boot_id"]
+
+
+def test_live_inspection_finds_an_injected_fault(testbed, tmp_path):
+    sick = testbed.nodes[2]
+    with testbed.edit_state(sick) as state:
+        state["now"] = time.time()  # the simulator's clock: log the fault as happening minutes ago, in this boot
+        faults.apply(state, "xid79", random.Random(1), gpu=2)
+    report_dir = tmp_path / "report"
+    proc = testbed.playbook(str(REPO / "playbooks" / "inspect.yml"), "-e", "gpuops_report_dir=%s" % report_dir)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    report = json.loads((report_dir / "report.json").read_text())
+    assert set(report["nodes"]) == set(testbed.nodes)
+    assert all(n["mode"] == "live" for n in report["nodes"].values())
+    node = report["nodes"][sick]
+    assert node["status"] == "faulty"
+    checks = {(f["check"], f["component"]) for f in node["findings"]}
+    bus = testbed.load_state(sick)["gpus"][2]["bus_id"]
+    assert ("gpu.xid", "gpu:%s" % bus) in checks and ("gpu.missing", "gpu:%s" % bus) in checks
+    for host, n in report["nodes"].items():
+        if host != sick:
+            assert not [f for f in n["findings"] if f["severity"] in ("P0", "P1")], (host, n["findings"])
