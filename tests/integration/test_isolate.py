@@ -312,3 +312,22 @@ def test_auto_isolation_from_an_inspection(testbed, tmp_path, state_dir):
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert res in ({}, None) or res.get("isolated") == [], (res, leaf)
     assert [n for n in nodes if "DRAIN" in testbed.node_state(n)] == []
+
+
+def test_hardware_grace_then_requeue_and_down_mode(testbed, tmp_path, state_dir):
+    """Drain with a grace period: the job still running after it is requeued. Mode down: DOWN, resumable."""
+    a, b = testbed.nodes[0], testbed.nodes[1]
+    job = testbed.sbatch("-w", a, "--requeue", "--wrap", "sleep 120")
+    testbed.wait_for(lambda: testbed.job_state(job) == "RUNNING", timeout=20, what="job running")
+    stats, res, proc = _isolate(testbed, tmp_path, state_dir, [a], requeue_after=2)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert res["isolated"] == [a] and [j["job_id"] for j in res["requeued_jobs"]] == [job]
+    testbed.slurm("scancel", str(job), check=False)
+    testbed.wait_for(lambda: testbed.node_state(a) == "IDLE+DRAIN", timeout=30, what="DRAINED")
+    stats, res, proc = _isolate(testbed, tmp_path, state_dir, [b], mode="down")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert res["isolated"] == [b], res
+    assert "DOWN" in res["states"][b] and "DOWN" in testbed.node_state(b), (res["states"], testbed.node_state(b))
+    stats, rres, proc = _resume(testbed, tmp_path, state_dir, [a, b], inspect=False)
+    assert proc.returncode == 0 and sorted(rres["resumed"]) == sorted([a, b])
+    testbed.wait_for(lambda: all(testbed.node_state(n).rstrip("*") == "IDLE" for n in (a, b)), timeout=30)
