@@ -56,12 +56,13 @@ ansible-lint:
 lint: ruff ansible-lint
 
 # ansible-test needs a real .../ansible_collections/gpuops/cluster path: stage the tracked tree there.
+# (files are overwritten, not wiped, so a concurrent sanity run in the staged tree survives; `make clean` wipes it)
 stage:
-	rm -rf $(BUILD)/sanity && mkdir -p $(SANITY)
+	mkdir -p $(SANITY)
 	@# what the collection ships: galaxy.yml's build_ignore (tools/, bench/, .ci/) is not part of it
 	git ls-files -co --exclude-standard | grep -v -E '^(tools|bench|\.ci)/' | while read -r f; do [ -e "$$f" ] && echo "$$f"; done | tar -cf - -T - | tar -xf - -C $(SANITY)
 	@# its own git repo, so ansible-test does not see the outer repo (where build/ is ignored)
-	cd $(SANITY) && git init -q . && git add -A >/dev/null
+	cd $(SANITY) && { [ -d .git ] || git init -q .; } && { git add -A >/dev/null 2>&1 || true; }
 
 sanity: stage
 	cd $(SANITY) && ansible-test sanity --venv --python 3.11 --color no $(SANITY_ARGS)
