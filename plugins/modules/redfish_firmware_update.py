@@ -12,9 +12,9 @@ description:
   - With O(image_uri), POSTs C(UpdateService.SimpleUpdate) and polls the returned task monitor (202 + C(Location),
     C(Retry-After) honoured) until the task completes, fails or O(timeout) passes. The image is then staged; it
     takes effect after the activation (BMC reset, host reboot, power cycle).
-  - With O(reset_type), POSTs C(ComputerSystem.Reset) of O(system_id) (after the update, when both are given):
+  - With O(reset_type), POSTs C(ComputerSystem.Reset) of O(system_id) (after the update, when both are given) -
     C(PowerCycle) for a DC cycle, C(FullPowerCycle) for an AC-like one, C(ForceRestart), ...
-  - Runs wherever the BMC is reachable, usually the controller (C(delegate_to: localhost)); C(throttle) the task.
+  - Runs wherever the BMC is reachable, usually the controller (delegate the task to C(localhost)); C(throttle) the task.
   - Why not C(community.general.redfish_command)? Its SimpleUpdate returns a handle that a separate
     C(redfish_info) C(GetUpdateStatus) loop must poll, without one timeout for the whole update and without the
     task's failure reason in a failed result; this module does the 202/TaskMonitor protocol in one task.
@@ -57,10 +57,22 @@ EXAMPLES = r"""
 
 RETURN = r"""
 task: {description: The final Task document (or null)., returned: when image_uri, type: dict, sample: {TaskState: Completed}}
-outcome: {description: "Task summary: id, state, status, percent, message.", returned: when image_uri, type: dict, sample: {state: Completed, percent: 100, message: "applied; pending reset"}}
+outcome:
+  description: "Task summary: id, state, status, percent, message."
+  returned: when image_uri
+  type: dict
+  sample: {state: Completed, percent: 100, message: "applied; pending reset"}
 polls: {description: Task monitor GETs., returned: when image_uri, type: int, sample: 4}
-monitor: {description: The task monitor URI., returned: when image_uri, type: str, sample: /redfish/v1/TaskService/TaskMonitors/1000}
-reset: {description: "The reset sent: system URI and ResetType.", returned: when reset_type, type: dict, sample: {system: /redfish/v1/Systems/1, type: PowerCycle}}
+monitor:
+  description: The task monitor URI.
+  returned: when image_uri
+  type: str
+  sample: /redfish/v1/TaskService/TaskMonitors/1000
+reset:
+  description: "The reset sent: system URI and ResetType."
+  returned: when reset_type
+  type: dict
+  sample: {system: /redfish/v1/Systems/1, type: PowerCycle}
 """
 
 import time  # noqa: E402

@@ -12,15 +12,19 @@ description:
   - Reads C(<run_dir>/nodes/*.json) written by the role C(gpuops.cluster.upgrade) and writes C(<run_dir>/report.json)
     and C(<run_dir>/report.md) - per node the from and to versions, the result, the stage it failed at, the
     duration, the evidence directory. Planned nodes without a record are C(not_started).
-  - Run it on the controller (C(hosts: localhost)), after the rolling play.
+  - Run it on the controller (a play on C(localhost)), after the rolling play.
 extends_documentation_fragment: [gpuops.cluster.common.attributes_action]
 options:
   run_dir: {description: The run directory (the role's C(upgrade_run_dir))., type: path, required: true}
   change_id: {description: Change id shown in the report., type: str, default: ""}
-  planned: {description: The planned hosts (C(upgrade_plan) RV(ordered_hosts))., type: list, elements: str, default: []}
-  blocked: {description: C(upgrade_plan) RV(blocked)., type: list, elements: dict, default: []}
-  deferred: {description: C(upgrade_plan) RV(deferred)., type: list, elements: dict, default: []}
-  batches: {description: C(upgrade_plan) RV(batches)., type: list, elements: dict, default: []}
+  planned:
+    description: The planned hosts (C(upgrade_plan) RV(gpuops.cluster.upgrade_plan#module:ordered_hosts)).
+    type: list
+    elements: str
+    default: []
+  blocked: {description: C(upgrade_plan) RV(gpuops.cluster.upgrade_plan#module:blocked)., type: list, elements: dict, default: []}
+  deferred: {description: C(upgrade_plan) RV(gpuops.cluster.upgrade_plan#module:deferred)., type: list, elements: dict, default: []}
+  batches: {description: C(upgrade_plan) RV(gpuops.cluster.upgrade_plan#module:batches)., type: list, elements: dict, default: []}
 attributes:
   check_mode: {support: full, details: The report is still written (it changes nothing managed).}
   diff_mode: {support: none}
@@ -37,7 +41,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-report: {description: The report (also in report.json)., returned: always, type: dict, sample: {change_id: CHG-1, ok: false, counts: {upgraded: 3, failed: 1}, nodes: []}}
+report:
+  description: The report (also in report.json).
+  returned: always
+  type: dict
+  sample: {change_id: CHG-1, ok: false, counts: {upgraded: 3, failed: 1}, nodes: []}
 json_path: {description: Path of report.json., returned: always, type: str, sample: /var/lib/gpuops/upgrades/CHG-1/report.json}
 markdown_path: {description: Path of report.md., returned: always, type: str, sample: /var/lib/gpuops/upgrades/CHG-1/report.md}
 """
