@@ -27,11 +27,11 @@ options:
   ca_path: {description: CA bundle for the BMC's certificate., type: path}
   image_uri: {description: Image URI the BMC fetches (C(https://repo/bios-2.4.1.bin))., type: str}
   targets: {description: SimpleUpdate C(Targets) (FirmwareInventory / resource URIs)., type: list, elements: str}
-  transfer_protocol: {description: SimpleUpdate C(TransferProtocol) (C(HTTPS), C(HTTP), C(NFS), ...)., type: str}
+  transfer_protocol: {description: "SimpleUpdate C(TransferProtocol) (C(HTTPS), C(HTTP), C(NFS), ...).", type: str}
   reset_type:
     description: C(ComputerSystem.Reset) ResetType sent after the update (or alone).
     type: str
-    choices: [On, ForceOff, GracefulShutdown, GracefulRestart, ForceRestart, ForceOn, PushPowerButton, PowerCycle,
+    choices: ["On", ForceOff, GracefulShutdown, GracefulRestart, ForceRestart, ForceOn, PushPowerButton, PowerCycle,
               FullPowerCycle, Nmi]
   system_id: {description: "Systems member for the reset; default the only one (or the first).", type: str}
   timeout: {description: Seconds the update task may take., type: float, default: 1800}
