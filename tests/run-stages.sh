@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: run every stage, print each stage's wall time, fail if any stage failed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 stages=(ruff ansible-lint sanity docs-lint unit integration)
 [ "$#" -gt 0 ] && stages=("$@")
 failed=()

@@ -201,7 +201,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
-        _, args = self.validate_argument_spec(argument_spec=ARGS)
+        _validation, args = self.validate_argument_spec(argument_spec=ARGS)
         check_mode = bool(self._play_context.check_mode)  # the task's check_mode keyword is folded in here
         hostvars = task_vars.get("hostvars", {})
         hosts = args.get("hosts")

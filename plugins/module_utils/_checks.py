@@ -307,7 +307,8 @@ def _check_ecc(ctx: _Ctx, g: Dict[str, Any], xids_here: set) -> None:
             sev,
             comp,
             "volatile_uncorrected",
-            "%s: %d uncorrectable ECC errors since the driver loaded, %s" % (_gpu_label(g), vu, why.split(" (")[0]),
+            "%s: %d uncorrectable ECC errors since the driver loaded, %s"
+            % (_gpu_label(g), vu, why.split(" (", maxsplit=1)[0]),
             action,
             "gpu.ecc: volatile uncorrected >= %s, %s" % (th["volatile_uncorrected"], why),
             {"volatile": vol, "aggregate": agg, "xids": sorted(xids_here)},
@@ -1095,7 +1096,7 @@ def _check_ib_ports(ctx: _Ctx, facts: Dict[str, Any], profile: Optional[Dict[str
     if not ports and not (profile or {}).get("ib_ports"):
         return
     want = (profile or {}).get("ib_ports")
-    names = {n for n, _, _ in ports}
+    names = {n for n, _hca, _port in ports}
     if isinstance(want, list):
         expected = [str(x) for x in want]
         for name in expected:
@@ -1127,7 +1128,7 @@ def _check_ib_ports(ctx: _Ctx, facts: Dict[str, Any], profile: Optional[Dict[str
                 "%d of %d expected IB ports found" % (len(checked), want),
                 "isolate",
                 "ib.port_state: profile ib_ports=%d (AzNHC NHC2002)" % want,
-                {"found": sorted(n for n, _, _ in checked), "expected": want},
+                {"found": sorted(n for n, _hca, _port in checked), "expected": want},
             )
     else:
         checked = []
@@ -1135,7 +1136,7 @@ def _check_ib_ports(ctx: _Ctx, facts: Dict[str, Any], profile: Optional[Dict[str
     for name, _hca, p in ports:
         state, phys = p.get("state"), p.get("phys_state")
         ev = {"state": state, "phys_state": phys, "rate_gbps": p.get("rate_gbps"), "sm_lid": p.get("sm_lid")}
-        expected_here = any(name == n for n, _, _ in checked)
+        expected_here = any(name == n for n, _hca, _port in checked)
         if state in ("INIT", "ARMED"):
             # cabled and trained but the subnet manager did not bring it up (many nodes: one P0 about the SM)
             ctx.add(

@@ -227,7 +227,7 @@ def decide(
         "overridden": bool(override_reason) and bool(would_refuse),
         "override_reason": override_reason or None,
         "would_refuse": would_refuse,
-        "limits": {k: v for k, v in sorted(limits.items())},
+        "limits": dict(sorted(limits.items())),
         "out_of_service": sorted(out_now),
         "recently_isolated": sorted(flapping),
     }

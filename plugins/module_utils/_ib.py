@@ -345,7 +345,7 @@ def snapshot_sysfs(class_dir: str) -> Tuple[Dict[str, str], List[Dict[str, Any]]
             prefix = f"{hca}/ports/{pn}/"
             in_port = set(_listdir(pdir) or ())
             for attr in PORT_ATTRS + (GID0,):
-                v = read_attr(os.path.join(pdir, attr)) if attr.split("/")[0] in in_port else None
+                v = read_attr(os.path.join(pdir, attr)) if attr.split("/", maxsplit=1)[0] in in_port else None
                 if v is not None:
                     snap[prefix + attr] = v
                     found = True

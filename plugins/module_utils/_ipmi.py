@@ -599,7 +599,7 @@ def _kv_lines(text: str) -> List[Tuple[int, int, str, str]]:
             continue
         indent = len(line) - len(line.lstrip())
         if ":" in line:
-            key, _, value = line.partition(":")
+            key, _sep, value = line.partition(":")
             out.append((lineno, indent, key.strip(), value.strip()))
         else:
             out.append((lineno, indent, "", line.strip()))

@@ -78,7 +78,7 @@ def parse_os_release(text: str) -> Dict[str, str]:
         line = line.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
-        key, _, value = line.partition("=")
+        key, _sep, value = line.partition("=")
         key = key.strip()
         if not re.match(r"^[A-Z][A-Z0-9_]*$", key):
             continue
@@ -399,7 +399,7 @@ def check_services(
     use_systemd = bool(systemctl) and os.path.isdir(os.path.join(root, "run", "systemd", "system"))
     states: Dict[str, str] = {}
     if use_systemd:
-        units = list(dict.fromkeys(u for _, spec in specs for u in spec["units"]))
+        units = list(dict.fromkeys(u for _name, spec in specs for u in spec["units"]))
         res = run_command([systemctl, "is-active", "--", *units], timeout=timeout)  # rc 3 when any is inactive
         if res.timed_out or res.error:
             kind = "timeout" if res.timed_out else "tool_error"

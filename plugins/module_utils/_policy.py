@@ -573,7 +573,7 @@ def respond_by(severity: str, now: Any, policy: Dict[str, Any]) -> Optional[str]
     while t.weekday() >= 5:
         t = (t + datetime.timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
     whole = int(amount)
-    for _ in range(whole):
+    for _day in range(whole):
         t += datetime.timedelta(days=1)
         while t.weekday() >= 5:
             t += datetime.timedelta(days=1)

@@ -26,7 +26,8 @@ options:
     description:
       - The expected head - a C(head.json) path or a sha256 hex digest (for example from syslog).
       - Default C(head.json) in the log's directory when it exists; otherwise only the chain is checked.
-    type: str
+      - A path has C(~) expanded; a hex digest passes through unchanged.
+    type: path
   fail_on_broken:
     description: Fail the task when the log does not verify.
     type: bool
@@ -116,16 +117,14 @@ def main():
     module = AnsibleModule(
         argument_spec={
             "path": {"type": "path", "required": True},
-            "head": {"type": "str"},
+            "head": {"type": "path"},
             "fail_on_broken": {"type": "bool", "default": True},
         },
         supports_check_mode=True,
     )
     path = module.params["path"]
-    head = module.params["head"]
-    if head:
-        head = os.path.expanduser(head)
-    else:
+    head = module.params["head"]  # type path: "~" already expanded
+    if not head:
         guess = default_head_path(path)
         head = guess if os.path.exists(guess) else None
     res = verify(path, head)

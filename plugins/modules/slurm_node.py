@@ -83,16 +83,34 @@ EXAMPLES = r"""
 
 RETURN = r"""
 node: {description: Node name., returned: always, type: str, sample: gpu-node-01}
-slurm_state: {description: State as scontrol prints it, after the change., returned: always, type: str, sample: IDLE+DRAIN}
+slurm_state:
+  description: State as scontrol prints it, after the change.
+  returned: always
+  type: str
+  sample: IDLE+DRAIN
 reason: {description: Node reason after the change (user and time stripped)., returned: always, type: str, sample: "gpuops: gpu.xid 79"}
 drained: {description: DRAIN flag set and nothing left running., returned: always, type: bool, sample: true}
 draining: {description: DRAIN flag set and jobs still running or completing., returned: always, type: bool, sample: false}
-jobs: {description: Active jobs on the node., returned: always, type: list, elements: dict, sample: [{job_id: 12, state: RUNNING, requeueable: true, other_nodes: []}]}
+jobs:
+  description: Active jobs on the node.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{job_id: 12, state: RUNNING, requeueable: true, other_nodes: []}]
 requeued: {description: Job ids requeued (or that would be in check mode)., returned: always, type: list, elements: int, sample: [12]}
-not_requeueable: {description: Running jobs that could not be requeued., returned: always, type: list, elements: dict, sample: [{job_id: 13, other_nodes: [gpu-node-02]}]}
+not_requeueable:
+  description: Running jobs that could not be requeued.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{job_id: 13, other_nodes: [gpu-node-02]}]
 message: {description: What was (or would be) done., returned: always, type: str, sample: "drain gpu-node-01: gpuops: gpu.xid 79"}
 commands: {description: scontrol command lines run., returned: always, type: list, elements: list, sample: [[scontrol, show, node, gpu-node-01]]}
-diff: {description: Node state and reason before and after., returned: when diff mode, type: dict, sample: {before: {reason: null}, after: {reason: "gpuops: x"}}}
+diff:
+  description: Node state and reason before and after.
+  returned: when diff mode
+  type: dict
+  sample: {before: {reason: null}, after: {reason: "gpuops: x"}}
 """
 
 import time

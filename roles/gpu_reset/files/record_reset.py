@@ -13,7 +13,7 @@ import sys
 
 def main() -> int:
     root = os.path.abspath(__file__)
-    for _ in range(7):
+    for _level in range(7):
         root = os.path.dirname(root)
     sys.path.insert(0, root)
     from ansible_collections.gpuops.cluster.plugins.module_utils._state import StateError, record_gpu_reset_file

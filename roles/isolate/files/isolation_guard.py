@@ -20,7 +20,7 @@ def _import_path() -> None:
     # <root>/ansible_collections/gpuops/cluster/roles/isolate/files/isolation_guard.py
     here = os.path.abspath(__file__)
     root = here
-    for _ in range(7):
+    for _level in range(7):
         root = os.path.dirname(root)
     if root not in sys.path:
         sys.path.insert(0, root)

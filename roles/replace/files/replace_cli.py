@@ -17,7 +17,7 @@ import sys
 def _import_path() -> None:
     # <root>/ansible_collections/gpuops/cluster/roles/replace/files/replace_cli.py
     root = os.path.abspath(__file__)
-    for _ in range(7):
+    for _level in range(7):
         root = os.path.dirname(root)
     if root not in sys.path:
         sys.path.insert(0, root)

@@ -450,7 +450,7 @@ def fw_inventory():
 
 @app.route("/redfish/v1/UpdateService/FirmwareInventory/<item>", methods=["GET"])
 def fw_item(item):
-    system, _, comp = item.rpartition("-")
+    system, _sep, comp = item.rpartition("-")
     if system not in _systems() or comp not in COMPONENTS:
         return _not_found()
     with LOCK:
@@ -474,7 +474,7 @@ def _targets(body):
     for t in body.get("Targets") or []:
         last = str(t).rstrip("/").rsplit("/", 1)[-1]
         if "/FirmwareInventory/" in str(t):
-            system, _, comp = last.rpartition("-")
+            system, _sep, comp = last.rpartition("-")
             out.append((system, comp))
         elif "/Systems/" in str(t):
             out.append((_name(last), "BIOS"))

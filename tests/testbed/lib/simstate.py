@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Test-bed glue to the node simulator (tools/simnode) for testbed.sh and gpuops-sim-reboot.
 
     simstate.py init STATE HOSTNAME SYSFS_ROOT BOOT_ID_FILE   default state (boot id from the file) + IB sysfs
