@@ -81,6 +81,25 @@ def accepted(status: int, headers: Any, body: Any) -> Dict[str, Any]:
     raise UpdateError("SimpleUpdate refused: HTTP %s%s" % (status, _error_message(body)), task)
 
 
+def reset_sequence(reset_type: str, allowable: Any) -> List[str]:
+    """ResetTypes to send for ``reset_type`` given the system's AllowableValues (None/garbage = trust the ask).
+
+    A power cycle the BMC does not offer is done as ForceOff then On; any other type it does not offer raises.
+    """
+    if reset_type not in RESET_TYPES:
+        raise UpdateError("unknown ResetType %r" % (reset_type,))
+    allowed = [a for a in allowable if isinstance(a, str)] if isinstance(allowable, list) else []
+    if not allowed or reset_type in allowed:
+        return [reset_type]
+    if reset_type in ("PowerCycle", "FullPowerCycle") and "ForceOff" in allowed and "On" in allowed:
+        return ["ForceOff", "On"]
+    raise UpdateError("the BMC does not offer ResetType %s (allowed: %s)" % (reset_type, ", ".join(allowed)))
+
+
+def error_message(body: Any) -> str:
+    return _error_message(body)
+
+
 def _error_message(body: Any) -> str:
     if isinstance(body, dict):
         err = body.get("error")

@@ -36,6 +36,12 @@ options:
   system_id: {description: "Systems member for the reset; default the only one (or the first).", type: str}
   timeout: {description: Seconds the update task may take., type: float, default: 1800}
   request_timeout: {description: Seconds per HTTP request., type: float, default: 30}
+  power_off_s:
+    description:
+      - Seconds between C(ForceOff) and C(On) when the BMC does not offer the power cycle asked for (its
+        C(ResetType@Redfish.AllowableValues)); the cycle is then done as C(ForceOff), wait, C(On).
+    type: float
+    default: 5
 attributes:
   check_mode: {support: full, details: Nothing is sent but GETs; reports what would be done.}
   diff_mode: {support: none}
@@ -69,10 +75,10 @@ monitor:
   type: str
   sample: /redfish/v1/TaskService/TaskMonitors/1000
 reset:
-  description: "The reset sent: system URI and ResetType."
+  description: "The reset: system URI, ResetType asked for, the ResetTypes sent in order."
   returned: when reset_type
   type: dict
-  sample: {system: /redfish/v1/Systems/1, type: PowerCycle}
+  sample: {system: /redfish/v1/Systems/1, type: PowerCycle, sequence: [ForceOff, "On"]}
 """
 
 import time  # noqa: E402
@@ -106,6 +112,7 @@ def main():
             "system_id": {"type": "str"},
             "timeout": {"type": "float", "default": 1800},
             "request_timeout": {"type": "float", "default": 30},
+            "power_off_s": {"type": "float", "default": 5},
         },
         required_one_of=[["image_uri", "reset_type"]],
         supports_check_mode=True,
@@ -132,11 +139,18 @@ def main():
                     result.update(task=polled["task"], outcome=polled["outcome"], polls=polled["polls"])
         if p["reset_type"]:
             system = _system(http, p["system_id"])
-            result.update(changed=True, reset={"system": system, "type": p["reset_type"]})
-            if not module.check_mode:
-                r = http.post_json(system + "/Actions/ComputerSystem.Reset", {"ResetType": p["reset_type"]})
+            doc = http.get_json(system)
+            action = (doc.get("Actions") or {}).get("#ComputerSystem.Reset") or {}
+            target = action.get("target") or system + "/Actions/ComputerSystem.Reset"
+            seq = F.reset_sequence(p["reset_type"], action.get("ResetType@Redfish.AllowableValues"))
+            result.update(changed=True, reset={"system": system, "type": p["reset_type"], "sequence": seq})
+            for i, step in enumerate([] if module.check_mode else seq):
+                if i:
+                    time.sleep(p["power_off_s"])
+                r = http.post_json(target, {"ResetType": step})
                 if not 200 <= r.status < 300:
-                    module.fail_json(msg="reset %s refused: HTTP %s" % (p["reset_type"], r.status), **result)
+                    module.fail_json(msg="reset %s refused: HTTP %s%s" % (step, r.status, F.error_message(r.json)),
+                                     **result)  # fmt: skip
     except F.UpdateError as exc:
         result.update(task=exc.task, timed_out=exc.timed_out)
         module.fail_json(msg=exc.message, **result)

@@ -87,9 +87,10 @@ def main():
     try:
         os.makedirs(p["run_dir"], exist_ok=True)
         for path, text in ((jpath, F.render_json(report)), (mpath, F.render_markdown(report))):
-            with open(path + ".tmp", "w", encoding="utf-8") as fh:
+            tmp = "%s.%d.tmp" % (path, os.getpid())
+            with open(tmp, "w", encoding="utf-8") as fh:
                 fh.write(text)
-            os.replace(path + ".tmp", path)
+            os.replace(tmp, path)
     except OSError as exc:
         module.fail_json(msg="cannot write the report: %s" % exc, report=report)
     module.exit_json(changed=True, report=report, json_path=jpath, markdown_path=mpath)

@@ -238,3 +238,16 @@ def test_fuzz_report_never_raises_on_odd_records(records):
         F.render_json(rep)
     except ParseError:
         pass
+
+
+def test_reset_sequence_falls_back_to_off_on_for_power_cycles():
+    sushy = ["On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "Nmi", "ForceOn"]
+    assert F.reset_sequence("PowerCycle", sushy) == ["ForceOff", "On"]
+    assert F.reset_sequence("FullPowerCycle", sushy) == ["ForceOff", "On"]
+    assert F.reset_sequence("ForceRestart", sushy) == ["ForceRestart"]
+    assert F.reset_sequence("PowerCycle", None) == ["PowerCycle"] == F.reset_sequence("PowerCycle", "junk")
+    assert F.reset_sequence("PowerCycle", ["PowerCycle", "On"]) == ["PowerCycle"]
+    with pytest.raises(F.UpdateError, match="does not offer ResetType PowerCycle"):
+        F.reset_sequence("PowerCycle", ["ForceRestart"])
+    with pytest.raises(F.UpdateError, match="unknown ResetType"):
+        F.reset_sequence("Explode", sushy)
