@@ -1,6 +1,7 @@
 """Session-scoped pytest fixtures for the BMC emulators (tests/testbed/bmc/bmc.sh).
 
-Import into a conftest (or a test module) with ``from bmc_fixtures import bmc_emulators  # noqa: F401``.
+tests/integration/conftest.py loads this module's fixtures into its namespace: a test just names
+``bmc_emulators`` as a parameter (no import).
 When ``bmc.sh up`` already runs with its defaults (tests/testbed/run-integration.sh starts it), that pair is
 used and left running. Otherwise the session starts its own pair in its own work dir on free ports, so
 parallel sessions do not collide, and ``bmc.sh down`` stops both by PID and removes the work dir.
@@ -24,7 +25,7 @@ DEFAULT_PASSWORD = "gpuops-Emul4ted-pw"  # bmc.sh's default
 
 
 def free_port(avoid=()):
-    for _ in range(50):
+    for _unused in range(50):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
@@ -47,7 +48,7 @@ class BMCs:
 
     def sh(self, *args, timeout=180):
         return subprocess.run(
-            ["bash", BMC_SH] + list(args), env=self.env, capture_output=True, text=True, timeout=timeout
+            ["bash", BMC_SH] + list(args), env=self.env, capture_output=True, text=True, timeout=timeout, check=False
         )
 
     def inject(self, command):
@@ -60,12 +61,14 @@ def _running_default():
     """The pair ``bmc.sh up`` started with its defaults (e.g. by run-integration.sh), or None."""
     if os.environ.get("GPUOPS_BMC_REUSE", "1") == "0":
         return None
-    res = subprocess.run(["bash", BMC_SH, "status"], capture_output=True, text=True, timeout=60)
+    res = subprocess.run(["bash", BMC_SH, "status"], capture_output=True, text=True, timeout=60, check=False)
     if res.returncode != 0:
         return None
     env = dict(
         line.split("=", 1)
-        for line in subprocess.run(["bash", BMC_SH, "env"], capture_output=True, text=True, timeout=30).stdout.split()
+        for line in subprocess.run(
+            ["bash", BMC_SH, "env"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout.split()
         if "=" in line
     )
     return BMCs(

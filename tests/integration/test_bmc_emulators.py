@@ -9,7 +9,7 @@ import textwrap
 import time
 
 import pytest
-from bmc_fixtures import ROOT, BMCs, bmc_emulators, free_port  # noqa: F401
+from bmc_fixtures import ROOT, BMCs, free_port
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _bmc
 from ansible_collections.gpuops.cluster.plugins.module_utils._http import Http
@@ -48,13 +48,13 @@ def playbook(tmp_path, bmcs, module_args, env=None):
     full_env.update(env or {})
     res = subprocess.run(
         [os.path.join(bin_dir, "ansible-playbook"), "-i", "localhost,", "-c", "local", "-vvv", str(pb)],
-        env=full_env, capture_output=True, text=True, timeout=300, cwd=str(tmp_path),
+        env=full_env, capture_output=True, text=True, timeout=300, cwd=str(tmp_path), check=False,
     )  # fmt: skip
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return json.loads(out.read_text()), res.stdout + res.stderr
 
 
-def test_redfish_through_playbook_password_hidden(tmp_path, bmc_emulators):  # noqa: F811
+def test_redfish_through_playbook_password_hidden(tmp_path, bmc_emulators):
     b = bmc_emulators
     args = {"bmc_host": "127.0.0.1", "port": b.redfish_port, "bmc_user": b.user, "bmc_password": b.password,
             "validate_certs": False, "timeout": 20}  # fmt: skip
@@ -71,7 +71,7 @@ def test_redfish_through_playbook_password_hidden(tmp_path, bmc_emulators):  # n
     assert len(red["log_entries"]) == 2 * 3  # paginated, 2 per page
 
 
-def test_redfish_validate_certs_refuses_self_signed(bmc_emulators):  # noqa: F811
+def test_redfish_validate_certs_refuses_self_signed(bmc_emulators):
     b = bmc_emulators
     r = _bmc.collect(
         mode="redfish", host="127.0.0.1", port=b.redfish_port, user=b.user, password=b.password, timeout=10
@@ -79,7 +79,7 @@ def test_redfish_validate_certs_refuses_self_signed(bmc_emulators):  # noqa: F81
     assert r["errors"] and "CERTIFICATE_VERIFY_FAILED" in r["errors"][0]["message"]
 
 
-def test_ipmi_lan_through_playbook_env_credentials(tmp_path, bmc_emulators):  # noqa: F811
+def test_ipmi_lan_through_playbook_env_credentials(tmp_path, bmc_emulators):
     b = bmc_emulators
     args = {"bmc_host": "127.0.0.1", "protocol": "ipmi", "port": b.ipmi_port, "timeout": 20}
     result, output = playbook(tmp_path, b, args, env={"GPUOPS_BMC_USER": b.user, "GPUOPS_BMC_PASSWORD": b.password})
@@ -107,7 +107,7 @@ def test_ipmi_lan_through_playbook_env_credentials(tmp_path, bmc_emulators):  # 
     assert bmc["sel_info"]["entries"] >= 2 and bmc["sel_info"]["overflow"] is False
 
 
-def test_ipmi_injected_psu_failure_and_leak(bmc_emulators):  # noqa: F811
+def test_ipmi_injected_psu_failure_and_leak(bmc_emulators):
     b = bmc_emulators
     kw = {
         "mode": "ipmi_lan",
@@ -144,7 +144,7 @@ def test_ipmi_injected_psu_failure_and_leak(bmc_emulators):  # noqa: F811
     assert all(x["status"] == "ok" for x in r["sensors"])
 
 
-def test_redfish_injected_psu_failure_and_leak(bmc_emulators):  # noqa: F811
+def test_redfish_injected_psu_failure_and_leak(bmc_emulators):
     b = bmc_emulators
     http = Http(b.redfish_url, b.user, b.password, validate_certs=False, timeout=10)
     assert (
@@ -166,7 +166,7 @@ def test_redfish_injected_psu_failure_and_leak(bmc_emulators):  # noqa: F811
 
 def _poll(http, monitor, limit=20):
     states = []
-    for _ in range(limit):
+    for _unused in range(limit):
         r = http.request("GET", monitor)
         states.append(r.json["TaskState"])
         if r.status != 202:
@@ -181,7 +181,7 @@ def _bios(http):
     )["Version"]
 
 
-def test_simple_update_task_and_reset(bmc_emulators):  # noqa: F811
+def test_simple_update_task_and_reset(bmc_emulators):
     b = bmc_emulators
     http = Http(b.redfish_url, b.user, b.password, validate_certs=False, timeout=10)
     before = _bios(http)
@@ -200,7 +200,7 @@ def test_simple_update_task_and_reset(bmc_emulators):  # noqa: F811
     assert before != (new, new) and _bios(http) == (new, new)
 
 
-def test_simple_update_failure(bmc_emulators):  # noqa: F811
+def test_simple_update_failure(bmc_emulators):
     b = bmc_emulators
     http = Http(b.redfish_url, b.user, b.password, validate_certs=False, timeout=10)
     before = _bios(http)
@@ -218,7 +218,7 @@ def test_simple_update_failure(bmc_emulators):  # noqa: F811
     assert anon.status == 401
 
 
-def test_bmc_sh_idempotent_and_leaves_nothing(tmp_path, bmc_emulators):  # noqa: F811
+def test_bmc_sh_idempotent_and_leaves_nothing(tmp_path, bmc_emulators):
     rf = free_port(avoid=(bmc_emulators.redfish_port, bmc_emulators.ipmi_port))
     ipmi = free_port(avoid=(rf, rf + 1000, bmc_emulators.redfish_port, bmc_emulators.ipmi_port))
     work = tmp_path / "bmc"
@@ -238,13 +238,13 @@ def test_bmc_sh_idempotent_and_leaves_nothing(tmp_path, bmc_emulators):  # noqa:
     assert b.sh("status").returncode == 1
 
 
-def test_ipmi_chassis_power_is_stateful(bmc_emulators):  # noqa: F811
+def test_ipmi_chassis_power_is_stateful(bmc_emulators):
     b = bmc_emulators
     argv = ["ipmitool", "-I", "lanplus", "-C", "3", "-H", "127.0.0.1", "-p", str(b.ipmi_port), "-U", b.user, "-E"]
     env = dict(os.environ, IPMI_PASSWORD=b.password)
 
     def ipmi(*args):
-        res = subprocess.run(argv + list(args), env=env, capture_output=True, text=True, timeout=30)
+        res = subprocess.run(argv + list(args), env=env, capture_output=True, text=True, timeout=30, check=False)
         assert res.returncode == 0, res.stderr
         return res.stdout.strip()
 
@@ -305,7 +305,7 @@ CG_FLOW = """\
 """
 
 
-def test_community_general_redfish_update_flow(tmp_path, bmc_emulators):  # noqa: F811
+def test_community_general_redfish_update_flow(tmp_path, bmc_emulators):
     """The later upgrade role drives community.general.redfish_*: the emulator must satisfy them."""
     b = bmc_emulators
     version = "4.%d.%d" % (int(time.time()) % 1000, os.getpid() % 100)
@@ -317,7 +317,7 @@ def test_community_general_redfish_update_flow(tmp_path, bmc_emulators):  # noqa
                PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))  # fmt: skip
     res = subprocess.run(
         [os.path.join(bin_dir, "ansible-playbook"), "-i", "localhost,", "-c", "local", str(pb)],
-        env=env, capture_output=True, text=True, timeout=300, cwd=str(tmp_path),
+        env=env, capture_output=True, text=True, timeout=300, cwd=str(tmp_path), check=False,
     )  # fmt: skip
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     got = json.loads(out.read_text())

@@ -174,7 +174,7 @@ def playbook(tmp_path, name, *extra, audit=True, check=False, state="state"):
         cmd.append("--check")
     for e in extra:
         cmd += ["-e", e]
-    p = subprocess.run(cmd, cwd=TARGET, env=env, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(cmd, cwd=TARGET, env=env, capture_output=True, text=True, timeout=120, check=False)
     return p.returncode, p.stdout + p.stderr
 
 
@@ -356,7 +356,7 @@ def test_concurrent_playbook_runs_keep_one_chain(tmp_path):
             for d in env_runs
         ]
         results = [f.result() for f in futs]
-    assert all(rc == 0 for rc, _ in results), results
+    assert all(rc == 0 for rc, _unused in results), results
     log = str(tmp_path / "shared" / "audit" / "audit.log")
     res = A.verify(log, str(tmp_path / "shared" / "audit" / "head.json"))
     assert res["ok"] and len(res["runs"]) == 2, res

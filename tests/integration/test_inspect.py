@@ -43,7 +43,18 @@ def _env(**extra):
 
 def generate(out: Path, nodes: int, faults: str = "default", seed: int = 7) -> Path:
     subprocess.run(
-        [sys.executable, str(GENERATE), "--nodes", str(nodes), "--out", str(out), "--seed", str(seed), "--faults", faults],
+        [
+            sys.executable,
+            str(GENERATE),
+            "--nodes",
+            str(nodes),
+            "--out",
+            str(out),
+            "--seed",
+            str(seed),
+            "--faults",
+            faults,
+        ],
         check=True,
         capture_output=True,
         text=True,
@@ -54,8 +65,15 @@ def generate(out: Path, nodes: int, faults: str = "default", seed: int = 7) -> P
 
 def inspect(inventory: Path, report_dir: Path, *extra: str, check: bool = True) -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        [str(VENV_BIN / "ansible-playbook"), "-i", str(inventory), str(REPO / "playbooks" / "inspect.yml"),
-         "-e", "gpuops_report_dir=%s" % report_dir, *extra],
+        [
+            str(VENV_BIN / "ansible-playbook"),
+            "-i",
+            str(inventory),
+            str(REPO / "playbooks" / "inspect.yml"),
+            "-e",
+            "gpuops_report_dir=%s" % report_dir,
+            *extra,
+        ],
         capture_output=True,
         text=True,
         env=_env(),
@@ -121,7 +139,17 @@ def test_report_fields_and_capture_hosts_never_contacted(sim64):
     assert node["facts"]["mode"] == "capture"
     for n in report["nodes"].values():
         for f in n["findings"]:
-            assert set(f) >= {"check", "severity", "component", "code", "message", "action", "rule", "respond_by", "evidence"}
+            assert set(f) >= {
+                "check",
+                "severity",
+                "component",
+                "code",
+                "message",
+                "action",
+                "rule",
+                "respond_by",
+                "evidence",
+            }
             assert f["respond_by"]
     # hosts have an unroutable ansible_host: the play never connected to them (no UNREACHABLE, no ssh)
     assert "UNREACHABLE" not in sim64["stdout"]
@@ -133,9 +161,19 @@ def test_report_fields_and_capture_hosts_never_contacted(sim64):
 def test_html_report_renders_one_cell_per_node(sim64, tmp_path):
     html = sim64["root"] / "report" / "report.html"
     proc = subprocess.run(
-        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=%s" % tmp_path,
-         "--dump-dom", "file://%s" % html],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--user-data-dir=%s" % tmp_path,
+            "--dump-dom",
+            "file://%s" % html,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     dom = proc.stdout
@@ -160,7 +198,9 @@ def _prom_samples(text: str):
 @pytest.mark.skipif(not shutil.which("promtool"), reason="promtool not installed (make deps)")
 def test_prometheus_textfile_valid_and_equal_to_json(sim64):
     prom = (sim64["root"] / "report" / "gpuops.prom").read_text()
-    proc = subprocess.run(["promtool", "check", "metrics"], input=prom, capture_output=True, text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        ["promtool", "check", "metrics"], input=prom, capture_output=True, text=True, timeout=60, check=False
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     samples = _prom_samples(prom)
     summary = sim64["report"]["summary"]
@@ -199,14 +239,30 @@ def test_every_catalogue_fault(tmp_path):
 
 def test_unreachable_hosts_get_findings_and_a_rack_finding(tmp_path):
     hosts = {
-        "dead-%02d" % i: {"ansible_host": "127.0.0.1", "ansible_port": 9, "gpuops_rack": "rack-x",
-                          "gpuops_leaf_switch": "leaf-%d" % i, "gpuops_power_domain": "pdu-%d" % i}
+        "dead-%02d" % i: {
+            "ansible_host": "127.0.0.1",
+            "ansible_port": 9,
+            "gpuops_rack": "rack-x",
+            "gpuops_leaf_switch": "leaf-%d" % i,
+            "gpuops_power_domain": "pdu-%d" % i,
+        }
         for i in range(1, 5)
     }
     inv = tmp_path / "hosts.yml"
-    inv.write_text(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": hosts}},
-                                           "vars": {"ansible_connection": "ssh", "ansible_user": "nobody",
-                                                    "ansible_ssh_common_args": "-o ConnectTimeout=3"}}}))
+    inv.write_text(
+        yaml.safe_dump(
+            {
+                "all": {
+                    "children": {"gpu_nodes": {"hosts": hosts}},
+                    "vars": {
+                        "ansible_connection": "ssh",
+                        "ansible_user": "nobody",
+                        "ansible_ssh_common_args": "-o ConnectTimeout=3",
+                    },
+                }
+            }
+        )
+    )
     inspect(inv, tmp_path / "report")
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     assert report["summary"]["status"]["unreachable"] == 4
@@ -220,8 +276,13 @@ def test_unreachable_hosts_get_findings_and_a_rack_finding(tmp_path):
 
 def test_policy_typo_fails_the_run_naming_the_key(tmp_path):
     generate(tmp_path / "sim", 4, faults="none")
-    proc = inspect(tmp_path / "sim" / "inventory", tmp_path / "report",
-                   "-e", '{"gpuops_policy_overrides": {"thresholds": {"temprature": {"memory_p2_c": 90}}}}', check=False)
+    proc = inspect(
+        tmp_path / "sim" / "inventory",
+        tmp_path / "report",
+        "-e",
+        '{"gpuops_policy_overrides": {"thresholds": {"temprature": {"memory_p2_c": 90}}}}',
+        check=False,
+    )
     assert proc.returncode != 0
     assert "temprature" in proc.stdout + proc.stderr
 
@@ -232,8 +293,12 @@ def test_one_override_changes_only_that_threshold(tmp_path):
     inspect(tmp_path / "sim" / "inventory", tmp_path / "r0")
     base = json.loads((tmp_path / "r0" / "report.json").read_text())
     assert all(n["status"] == "healthy" for n in base["nodes"].values())
-    inspect(tmp_path / "sim" / "inventory", tmp_path / "r1",
-            "-e", '{"gpuops_policy_overrides": {"thresholds": {"temperature": {"memory_p2_c": 1}}}}')
+    inspect(
+        tmp_path / "sim" / "inventory",
+        tmp_path / "r1",
+        "-e",
+        '{"gpuops_policy_overrides": {"thresholds": {"temperature": {"memory_p2_c": 1}}}}',
+    )
     over = json.loads((tmp_path / "r1" / "report.json").read_text())
     assert over["policy"]["hash"] != base["policy"]["hash"]
     for node in over["nodes"].values():
@@ -263,7 +328,8 @@ def test_runner_two_private_dirs_share_one_state_dir(tmp_path):
         pdd = tmp_path / ("pdd%d" % i)
         (pdd / "inventory").mkdir(parents=True)
         (pdd / "inventory" / "hosts.yml").write_text(
-            yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": run_hosts}}}}))
+            yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": run_hosts}}}})
+        )
         shutil.copytree(sim / "inventory" / "group_vars", pdd / "inventory" / "group_vars")
         os.environ["PATH"] = "%s:%s" % (VENV_BIN, os.environ.get("PATH", ""))
         r = ansible_runner.run(

@@ -13,7 +13,6 @@ from base64 import b64encode
 from pathlib import Path
 
 import pytest
-from bmc_fixtures import bmc_emulators  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 SYSTEM = "00000000-0000-0000-0000-0000000000%02d"
@@ -35,7 +34,7 @@ def power_state(b, i):
 
 
 @pytest.fixture(scope="module")
-def leak(testbed, bmc_emulators, tmp_path_factory):  # noqa: F811
+def leak(testbed, bmc_emulators, tmp_path_factory):
     b = bmc_emulators
     tmp = tmp_path_factory.mktemp("leak")
     n = testbed.nodes

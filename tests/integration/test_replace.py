@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from bmc_fixtures import bmc_emulators  # noqa: F401
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _inspect, _replace
 
@@ -24,7 +23,7 @@ GPU = 2  # the failed GPU's index
 
 
 @pytest.fixture(scope="module")
-def bed(testbed, bmc_emulators, tmp_path_factory):  # noqa: F811
+def bed(testbed, bmc_emulators, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("replace")
     b = bmc_emulators
     inv = tmp / "bmc-inventory.yml"

@@ -25,13 +25,13 @@ def _slurm_up():
     if not os.access(SCONTROL, os.X_OK):
         return False
     try:
-        return subprocess.run([SCONTROL, "ping"], capture_output=True, timeout=10).returncode == 0
+        return subprocess.run([SCONTROL, "ping"], capture_output=True, timeout=10, check=False).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 
 
 def _tool(name, *args):
-    p = subprocess.run([os.path.join(TB, "bin", name), *args], capture_output=True, text=True, timeout=30)
+    p = subprocess.run([os.path.join(TB, "bin", name), *args], capture_output=True, text=True, timeout=30, check=False)
     return p.returncode, p.stdout + p.stderr
 
 
@@ -53,12 +53,12 @@ def _apply(tmp_path, states, start="now", minutes=30):
         "resv_states": states,
     }
     cmd = [os.path.join(BIN, "ansible-playbook"), "-i", "inventory.yml", "reservation.yml", "-e", json.dumps(extra)]
-    p = subprocess.run(cmd, cwd=TARGET, env=env, capture_output=True, text=True, timeout=180)
+    p = subprocess.run(cmd, cwd=TARGET, env=env, capture_output=True, text=True, timeout=180, check=False)
     return p.returncode, p.stdout + p.stderr
 
 
 def _job_state(job):
-    _, out = _tool("scontrol", "show", "job", job)
+    _unused, out = _tool("scontrol", "show", "job", job)
     for word in out.split():
         if word.startswith("JobState="):
             return word.split("=", 1)[1]
@@ -83,7 +83,7 @@ def test_maintenance_reservation_holds_back_crossing_jobs(tmp_path):
             time.sleep(2)
         assert _job_state(jobs[1]) in ("RUNNING", "COMPLETING", "COMPLETED", "GONE")
         assert _job_state(jobs[0]) == "PENDING"
-        _, out = _tool("scontrol", "show", "job", jobs[0])
+        _unused, out = _tool("scontrol", "show", "job", jobs[0])
         reason = [w for w in out.split() if w.startswith("Reason=")]
         assert reason and "ReqNodeNotAvail" in reason[0], out  # held back by the reservation, not merely unseen
     finally:

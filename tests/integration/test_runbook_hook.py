@@ -138,6 +138,6 @@ def test_two_hooks_for_one_node_serialize(sim, tmp_path):
         payload = {"_inventory": sim["inventory"], "ticket": t, "runbook": "inspect", "nodes": [node]}
         procs.append(run_hook(payload, tmp_path, "--lock-timeout", "120", wait=False))
     results = [finish(p) for p in procs]
-    assert [rc for rc, _ in results] == [0, 0]
-    spans = sorted((r["started_at"], r["finished_at"]) for _, r in results)
+    assert [rc for rc, _unused in results] == [0, 0]
+    spans = sorted((r["started_at"], r["finished_at"]) for _unused, r in results)
     assert spans[0][1] <= spans[1][0], "the two runs overlapped: %s" % spans

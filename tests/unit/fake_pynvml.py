@@ -368,4 +368,23 @@ def nvmlSystemGetProcessName(pid):
     _raise(_real.NVML_ERROR_NOT_FOUND)
 
 
-__all__ = ["A100_535", "LOST", "NS", "STATE", "NVMLError", "c_nvmlGpuFabricInfo_t", "reset"]
+__all__ = [
+    "A100_535",
+    "LOST",
+    "NS",
+    "STATE",
+    "NVMLError",
+    "c_nvmlGpuFabricInfo_t",
+    "reset",
+    # constants the code under test reads from ``pynvml``, re-exported from the real module
+    "NVML_ERROR_UNKNOWN",
+    "NVML_FI_DEV_GET_GPU_RECOVERY_ACTION",
+    "NVML_GPU_FABRIC_STATE_COMPLETED",
+    "NVML_NVLINK_ERROR_DL_CRC_DATA",
+    "NVML_NVLINK_ERROR_DL_CRC_FLIT",
+    "NVML_NVLINK_ERROR_DL_RECOVERY",
+    "NVML_NVLINK_ERROR_DL_REPLAY",
+    "NVML_NVLINK_MAX_LINKS",
+    "NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR",
+    "NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS",
+]

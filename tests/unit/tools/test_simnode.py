@@ -296,7 +296,7 @@ def test_throttle_faults_in_xml_and_csv():
     assert g.findtext("clocks_event_reasons/clocks_event_reason_hw_slowdown") == "Active"
     assert g.findtext("clocks_event_reasons/clocks_event_reason_gpu_idle") == "Not Active"
     assert g.findtext("temperature/gpu_temp") == "89 C"
-    out, _ = render_gpu.nvidia_smi_query(st, ["index", "clocks_event_reasons.active"], "csv,noheader")
+    out, _unused = render_gpu.nvidia_smi_query(st, ["index", "clocks_event_reasons.active"], "csv,noheader")
     assert out.splitlines()[4] == "4, 0x0000000000000048"
     st2 = _state()
     faults.apply(st2, "power_brake", random.Random(0))

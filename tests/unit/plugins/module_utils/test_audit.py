@@ -52,14 +52,14 @@ def test_chain_and_head(tmp_path):
 
 
 def test_chain_spans_runs(tmp_path):
-    log, head_path, _ = _write(tmp_path, 3, "r1")
+    log, head_path, _unused = _write(tmp_path, 3, "r1")
     A.append(log, {"event": "run_start", "run_id": "r2"})
     res = A.verify(log, head_path)
     assert res["ok"] and res["records"] == 4 and res["runs"] == ["r1", "r2"]
 
 
 def test_edit_of_a_middle_line_is_detected(tmp_path):
-    log, head_path, _ = _write(tmp_path, 6)
+    log, head_path, _unused = _write(tmp_path, 6)
     lines = _lines(log)
     rec = json.loads(lines[2])
     rec["i"] = 999  # still valid JSON, seq intact
@@ -72,7 +72,7 @@ def test_edit_of_a_middle_line_is_detected(tmp_path):
 
 
 def test_edit_of_the_last_line_is_detected_by_the_head(tmp_path):
-    log, head_path, _ = _write(tmp_path, 4)
+    log, head_path, _unused = _write(tmp_path, 4)
     lines = _lines(log)
     lines[-1] = lines[-1].replace(b'"i":3', b'"i":7')
     _put(log, lines)
@@ -82,7 +82,7 @@ def test_edit_of_the_last_line_is_detected_by_the_head(tmp_path):
 
 
 def test_deleting_a_middle_line_is_detected(tmp_path):
-    log, head_path, _ = _write(tmp_path, 6)
+    log, head_path, _unused = _write(tmp_path, 6)
     lines = _lines(log)
     del lines[3]
     _put(log, lines)
@@ -93,14 +93,14 @@ def test_deleting_a_middle_line_is_detected(tmp_path):
 
 
 def test_deleting_the_first_line_is_detected(tmp_path):
-    log, head_path, _ = _write(tmp_path, 3)
+    log, head_path, _unused = _write(tmp_path, 3)
     _put(log, _lines(log)[1:])
     res = A.verify(log, head_path)
     assert not res["ok"] and res["first_bad_line"] == 1
 
 
 def test_truncating_the_last_line_is_detected(tmp_path):
-    log, head_path, _ = _write(tmp_path, 5)
+    log, head_path, _unused = _write(tmp_path, 5)
     lines = _lines(log)
     _put(log, lines[:-1])  # the last record removed entirely: the chain itself is fine ...
     assert A.verify(log)["ok"]
@@ -112,7 +112,7 @@ def test_truncating_the_last_line_is_detected(tmp_path):
 
 
 def test_reordered_and_inserted_lines(tmp_path):
-    log, head_path, _ = _write(tmp_path, 4)
+    log, head_path, _unused = _write(tmp_path, 4)
     lines = _lines(log)
     _put(log, [lines[0], lines[2], lines[1], lines[3]])
     assert not A.verify(log, head_path)["ok"]
@@ -123,7 +123,7 @@ def test_reordered_and_inserted_lines(tmp_path):
 
 @pytest.mark.parametrize("garbage", [b"not json\n", b"[1,2]\n", b'{"seq": "x"}\n', b"\xff\xfe\n", b"\n"])
 def test_garbage_lines(tmp_path, garbage):
-    log, head_path, _ = _write(tmp_path, 3)
+    log, head_path, _unused = _write(tmp_path, 3)
     lines = _lines(log)
     _put(log, lines[:1] + [garbage] + lines[1:])
     res = A.verify(log, head_path)
@@ -143,7 +143,7 @@ def test_missing_log_empty_log_and_bad_head(tmp_path):
 
 
 def test_crash_mid_write_leaves_a_valid_prefix_and_later_appends_chain_on(tmp_path):
-    log, head_path, _ = _write(tmp_path, 3)
+    log, head_path, _unused = _write(tmp_path, 3)
     with open(log, "ab") as f:
         f.write(b'{"event":"task","i":3,"prev":"abc')  # a torn write, no newline, head.json not updated
     res = A.verify(log, head_path)
@@ -233,7 +233,7 @@ def test_state_dir_and_default_log(monkeypatch, tmp_path):
 
 
 def test_cli(tmp_path, capsys):
-    log, head_path, _ = _write(tmp_path, 3)
+    log, head_path, _unused = _write(tmp_path, 3)
     assert A.main([log]) == 0  # finds head.json beside the log
     assert json.loads(capsys.readouterr().out)["ok"] is True
     _put(log, _lines(log)[:-1])

@@ -218,7 +218,7 @@ def test_finding_shape_and_catalogue_matches_docs():
 
 def test_profile_by_name_and_bad_profile():
     pol = P.merge_policy(None, {"profiles": {"h100": PROFILE}})
-    fs, _ = C.evaluate_node(facts(gpus=[gpu(i) for i in range(7)]), "h100", pol, None, NOW, HOST)
+    fs, _unused = C.evaluate_node(facts(gpus=[gpu(i) for i in range(7)]), "h100", pol, None, NOW, HOST)
     assert only(fs, "gpu.missing", "node", "count")
     with pytest.raises(P.PolicyError):
         run(facts(), {"gpu_cnt": 8})
@@ -254,9 +254,9 @@ def test_garbage_facts_never_raise(garbage):
 def test_state_argument_is_not_mutated_and_whole_cluster_shape_works():
     st = S.empty_host_state(HOST)
     before = copy.deepcopy(st)
-    _, new = run(facts(events=[xid(79)]), state=st)
+    _unused, new = run(facts(events=[xid(79)]), state=st)
     assert st == before and new["active_faults"]
-    _, new2 = run(facts(), state={"hosts": {HOST: new}})
+    _unused, new2 = run(facts(), state={"hosts": {HOST: new}})
     assert only(run(facts(), state={"hosts": {HOST: new}})[0], "gpu.xid")
     assert new2["active_faults"]
 
@@ -302,13 +302,13 @@ def test_xid79_first_reboot_then_replace_within_30_days():
 
 
 def test_xid79_after_window_starts_again_and_other_serial_is_independent():
-    _, st = run(facts(events=[xid(79, index=3)]))
-    _, st = run(facts(boot="b2"), state=st, now="2026-12-03T10:00:00Z")
-    fs, _ = run(
+    _unused, st = run(facts(events=[xid(79, index=3)]))
+    _unused, st = run(facts(boot="b2"), state=st, now="2026-12-03T10:00:00Z")
+    fs, _unused = run(
         facts(boot="b2", events=[xid(79, index=3, ts="2027-01-10T09:59:00Z")]), state=st, now="2027-01-10T10:00:00Z"
     )
     assert only(fs, "gpu.xid", "gpu3")[0]["action"] == "reboot"
-    fs, _ = run(
+    fs, _unused = run(
         facts(boot="b2", events=[xid(79, index=4, ts="2026-12-04T09:59:00Z")]), state=st, now="2026-12-04T10:00:00Z"
     )
     assert only(fs, "gpu.xid", "gpu4")[0]["action"] == "reboot"
@@ -316,7 +316,7 @@ def test_xid79_after_window_starts_again_and_other_serial_is_independent():
 
 @pytest.mark.parametrize("code", [13, 31, 43])
 def test_user_caused_xids_do_not_raise_node_alarms(code):
-    fs, _ = run(facts(events=[xid(code, pid=4242, process="python")] * 30))
+    fs, _unused = run(facts(events=[xid(code, pid=4242, process="python")] * 30))
     f = only(fs, "gpu.xid", "gpu0", code)[0]
     assert f["severity"] == "P3" and f["evidence"]["count"] == 30
     assert node_status(fs) == "healthy"
@@ -336,7 +336,7 @@ def test_xid_window_lookback_boot_clear_dedupe_and_undated():
         xid(94, index=2, ts="2026-12-02T09:20:00Z"),
         xid(119, index=5, ts=None),  # no placeable time: counts as this boot
     ]
-    fs, _ = run(facts(events=evs))
+    fs, _unused = run(facts(events=evs))
     assert not only(fs, "gpu.xid", "gpu0")
     assert only(fs, "gpu.xid", "gpu1", 94)[0]["evidence"]["count"] == 2  # deduped per (code, bus id)
     assert only(fs, "gpu.xid", "gpu2", 94)[0]["evidence"]["count"] == 1
@@ -349,14 +349,14 @@ def test_xid_window_lookback_boot_clear_dedupe_and_undated():
     assert not only(run(f2)[0], "gpu.xid")
     # a recorded clear for that GPU after the event: ignored; other GPUs unaffected
     st = S.record_clear(S.empty_host_state(HOST), HOST, BUS[1], "2026-12-02T09:15:00Z")
-    fs, _ = run(facts(events=evs), state=st)
+    fs, _unused = run(facts(events=evs), state=st)
     assert only(fs, "gpu.xid", "gpu1", 94)[0]["evidence"]["count"] == 1
     assert only(fs, "gpu.xid", "gpu2", 94)
 
 
 def test_xid45_caused_by_reports_root_and_154_acts_on_new_action():
     evs = [xid(45, caused_by=149), xid(154, index=1, recovery_action="0x2 (Node Reboot Required)")]
-    fs, _ = run(facts(events=evs))
+    fs, _unused = run(facts(events=evs))
     assert not only(fs, "gpu.xid", code=45)
     f = only(fs, "gpu.xid", "gpu1", 154)[0]
     assert (f["severity"], f["action"]) == ("P1", "reboot")
@@ -397,7 +397,7 @@ def test_reset_class_fault_survives_aging_out_until_reset_recorded():
 
 
 def test_reboot_class_fault_needs_new_boot_not_a_reset():
-    _, st = run(facts(events=[xid(79)]))
+    _unused, st = run(facts(events=[xid(79)]))
     S.record_gpu_reset(st, HOST, BUS[0], "S0", "2026-12-02T10:10:00Z")
     fs, st = run(facts(), state=st, now="2026-12-02T13:00:00Z")
     assert only(fs, "gpu.xid", "gpu0", 79)
@@ -421,11 +421,11 @@ def test_remap_failure_clears_only_when_serial_changes():
 
 
 def test_unreachable_node_keeps_active_faults():
-    _, st = run(facts(events=[xid(79)]))
+    _unused, st = run(facts(events=[xid(79)]))
     fs, st2 = run(None, state=st, now="2026-12-03T10:00:00Z")
     assert only(fs, "node.unreachable")[0]["severity"] == "P1"
     assert only(fs, "gpu.xid", "gpu0", 79) and st2["active_faults"]
-    fs, _ = run({"unreachable": True, "unreachable_reason": "ssh timeout"}, state=st)
+    fs, _unused = run({"unreachable": True, "unreachable_reason": "ssh timeout"}, state=st)
     assert "ssh timeout" in only(fs, "node.unreachable")[0]["message"]
     assert node_status(fs) == "unreachable"
 
@@ -435,7 +435,7 @@ def test_unreachable_node_keeps_active_faults():
 
 def test_aggregate_ecc_alone_is_at_most_p3_volatile_is_an_alarm():
     agg = [gpu(0, ecc={"aggregate": {"corrected": 10**9, "uncorrected": 7}})] + [gpu(i) for i in range(1, 8)]
-    fs, _ = run(facts(gpus=agg))
+    fs, _unused = run(facts(gpus=agg))
     assert [f["severity"] for f in only(fs, "gpu.ecc")] == ["P3"]
     vol = [gpu(0, ecc={"volatile": {"uncorrected": 2}})] + [gpu(i) for i in range(1, 8)]
     f = only(run(facts(gpus=vol))[0], "gpu.ecc", "gpu0", "volatile_uncorrected")[0]
@@ -543,7 +543,7 @@ def test_pcie_width_needs_profile():
 
 
 def test_pcie_replay_rate_from_two_readings():
-    _, st = run(facts(gpus=[gpu(0)]))
+    _unused, st = run(facts(gpus=[gpu(0)]))
     # 600 replays in 10 minutes = 60/min > 1.92*16 = 30.72/min
     fs, st = run(
         facts(gpus=[gpu(0, pcie={"replay_counter": 600})], collected_at="2026-12-02T10:10:00Z"),
@@ -553,7 +553,7 @@ def test_pcie_replay_rate_from_two_readings():
     f = only(fs, "gpu.pcie", "gpu0", "replay")[0]
     assert f["evidence"]["delta"] == 600
     # driver reload (counter went down): new baseline, no finding
-    fs, _ = run(
+    fs, _unused = run(
         facts(gpus=[gpu(0, pcie={"replay_counter": 5})], collected_at="2026-12-02T10:20:00Z"),
         state=st,
         now="2026-12-02T10:20:00Z",
@@ -579,10 +579,10 @@ def test_nvlink_down_per_link_missing_needs_profile_and_crc_rate():
     few = [gpu(0, nvlink={"links": links[:12]})]
     assert not only(run(facts(gpus=few))[0], "gpu.nvlink")
     assert only(run(facts(gpus=few), PROFILE)[0], "gpu.nvlink", "gpu0", "missing")[0]["evidence"]["listed"] == 12
-    _, st = run(facts(gpus=[gpu(0)]))
+    _unused, st = run(facts(gpus=[gpu(0)]))
     bad = gpu(0)
     bad["nvlink"]["links"][5]["errors"] = {"replay": 0, "recovery": 2, "crc_flit": 70000, "crc_data": 0}
-    fs, _ = run(facts(gpus=[bad], collected_at="2026-12-02T10:10:00Z"), state=st, now="2026-12-02T10:10:00Z")
+    fs, _unused = run(facts(gpus=[bad], collected_at="2026-12-02T10:10:00Z"), state=st, now="2026-12-02T10:10:00Z")
     assert only(fs, "gpu.nvlink", "gpu0/nvlink5", "crc")[0]["severity"] == "P2"
     assert only(fs, "gpu.nvlink", "gpu0/nvlink5", "recovery")
 
@@ -662,14 +662,14 @@ def test_ib_error_rate_from_two_readings_and_baselines():
     assert f["evidence"]["delta"] == 500 and f["evidence"]["per_hour"] == pytest.approx(500)
     assert f["action"] == "reseat"
     # below the threshold: 100/h < 120/h
-    fs, _ = run(facts(hcas=_ib(dict(base, symbol_error=110)), ib_at=t1), state=st)
+    fs, _unused = run(facts(hcas=_ib(dict(base, symbol_error=110)), ib_at=t1), state=st)
     assert not only(fs, "ib.errors")
     # counters cleared (negative delta): new baseline, no finding
     fs, st2 = run(facts(hcas=_ib({"symbol_error": 0, "link_downed": 0}), ib_at=t1), state=st)
     assert not only(fs, "ib.errors") and not only(fs, "ib.link_flap")
     assert st2["ib"]["ports"]["mlx5_0/1"]["counters"]["symbol_error"] == 0
     # a new boot id: new baseline without a finding
-    fs, _ = run(facts(boot="b2", hcas=_ib(dict(base, symbol_error=9999, link_downed=50)), ib_at=t1), state=st)
+    fs, _unused = run(facts(boot="b2", hcas=_ib(dict(base, symbol_error=9999, link_downed=50)), ib_at=t1), state=st)
     assert not only(fs, "ib.errors") and not only(fs, "ib.link_flap")
     # new HCA firmware: new baseline without a finding
     fs, st3 = run(facts(hcas=_ib(dict(base, symbol_error=9999), fw="28.40.1000"), ib_at=t1), state=st)
@@ -678,7 +678,7 @@ def test_ib_error_rate_from_two_readings_and_baselines():
 
 def test_ib_short_interval_keeps_older_baseline():
     base = {"symbol_error": 10, "link_downed": 0}
-    _, st = run(facts(hcas=_ib(base)))
+    _unused, st = run(facts(hcas=_ib(base)))
     fs, st1 = run(facts(hcas=_ib(dict(base, symbol_error=11)), ib_at=1764669600.0 + 30), state=st)
     assert not only(fs, "ib.errors")
     assert st1["ib"]["ports"]["mlx5_0/1"]["counters"]["symbol_error"] == 10
@@ -686,8 +686,8 @@ def test_ib_short_interval_keeps_older_baseline():
 
 def test_ib_saturated_counter_is_delta_unknown():
     sat = {"symbol_error": 0, "link_downed": 255}
-    _, st = run(facts(hcas=_ib(sat, saturated=["link_downed"])))
-    fs, _ = run(facts(hcas=_ib(sat, saturated=["link_downed"]), ib_at=1764669600.0 + 3600), state=st)
+    _unused, st = run(facts(hcas=_ib(sat, saturated=["link_downed"])))
+    fs, _unused = run(facts(hcas=_ib(sat, saturated=["link_downed"]), ib_at=1764669600.0 + 3600), state=st)
     f = only(fs, "ib.link_flap", "mlx5_0/1", "link_downed")
     assert len(f) == 1 and f[0]["severity"] == "P2" and "delta unknown" in f[0]["message"]
     # without a previous reading too
@@ -699,8 +699,8 @@ def test_ib_saturated_counter_is_delta_unknown():
 
 @pytest.mark.parametrize("downs, sev", [(1, "P2"), (5, "P1")])
 def test_ib_link_flap_within_one_boot(downs, sev):
-    _, st = run(facts(hcas=_ib({"link_downed": 2})))
-    fs, _ = run(facts(hcas=_ib({"link_downed": 2 + downs}), ib_at=1764669600.0 + 600), state=st)
+    _unused, st = run(facts(hcas=_ib({"link_downed": 2})))
+    fs, _unused = run(facts(hcas=_ib({"link_downed": 2 + downs}), ib_at=1764669600.0 + 600), state=st)
     assert only(fs, "ib.link_flap", "mlx5_0/1", "link_downed")[0]["severity"] == sev
 
 
@@ -926,7 +926,7 @@ def test_leak_sensor_from_ipmi_and_profile_extra_keys():
 
 def test_capture_analysed_later_uses_collected_at_for_windows():
     f = facts(events=[xid(79)], collected_at="2026-12-02T10:00:00Z")
-    fs, _ = C.evaluate_node(f, None, P.DEFAULT_POLICY, None, "2026-12-09T08:00:00Z", HOST)
+    fs, _unused = C.evaluate_node(f, None, P.DEFAULT_POLICY, None, "2026-12-09T08:00:00Z", HOST)
     assert only(fs, "gpu.xid", "gpu0", 79)
     assert only(fs, "gpu.xid")[0]["respond_by"] == "2026-12-09T08:30:00Z"
 
@@ -943,7 +943,7 @@ def test_nvswitch_index_from_the_line_and_unreachable_message():
     }
     f = only(run(facts(events=[ev]))[0], "nvswitch.sxid")[0]
     assert f["component"] == "nvswitch3" and f["severity"] == "P1"
-    fs, _ = run({"unreachable": True, "unreachable_message": "no route"})
+    fs, _unused = run({"unreachable": True, "unreachable_message": "no route"})
     assert "no route" in fs[0]["message"]
 
 
@@ -996,11 +996,11 @@ def test_ib_and_bmc_drift():
 
 
 def test_escalation_history_is_pruned_and_counted_once_per_incident():
-    _, st = run(facts(events=[xid(79)]))
+    _unused, st = run(facts(events=[xid(79)]))
     for minute in (5, 10, 15):
-        _, st = run(facts(events=[xid(79)]), state=st, now="2026-12-02T10:%02d:00Z" % minute)
+        _unused, st = run(facts(events=[xid(79)]), state=st, now="2026-12-02T10:%02d:00Z" % minute)
     assert len(st["escalation"]) == 1
-    _, st = run(facts(boot="b2"), state=st, now="2027-03-01T10:00:00Z")
+    _unused, st = run(facts(boot="b2"), state=st, now="2027-03-01T10:00:00Z")
     assert st["escalation"] == []  # older than the longest window
 
 
@@ -1087,5 +1087,5 @@ def test_damaged_active_faults_in_the_state_are_dropped_not_raised(fault):
     fs, new = run(facts(events=[xid(79)]), state=st)
     assert only(fs, "gpu.xid", "gpu0", 79)[0]["action"] == "reboot"  # the undated history entry is dropped
     assert isinstance(new["active_faults"], dict) and len(new["escalation"]) == 1
-    fs, _ = run(None, state=st)
+    fs, _unused = run(None, state=st)
     assert [f["check"] for f in fs] == ["node.unreachable"]

@@ -270,7 +270,7 @@ def test_deterministic_under_input_order():
     ref = P.plan_batches(nodes, c)
     assert_invariants(nodes, ref, c)
     rng = random.Random(3)
-    for _ in range(3):
+    for _unused in range(3):
         shuffled = list(nodes)
         rng.shuffle(shuffled)
         assert P.plan_batches(shuffled, c) == ref

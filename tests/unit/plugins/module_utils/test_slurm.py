@@ -113,7 +113,7 @@ NODE_IDLE = NODE_MIXED_DRAIN.replace("State=MIXED+DRAIN", "State=IDLE").replace(
 
 
 def status(state, reason=None, jobs=()):
-    base, _, rest = state.partition("+")
+    base, _unused, rest = state.partition("+")
     flags = [f for f in rest.split("+") if f]
     node = {"name": "n1", "state": state, "base_state": base, "flags": flags, "reason": reason}
     return node_status(node, list(jobs), P)
@@ -254,7 +254,7 @@ PLAN_CASES = [
         (),
         [],
         [],
-        "already drained by someone else" if False else None,
+        None,
     ),
     (
         "busy node drains, requeue",

@@ -22,7 +22,7 @@ def fixture(name):
 def test_multi_record_with_trailing_spaces_and_blank_separators():
     nodes = sp.parse_show_node(fixture("cshuji-slurm-4nodes-gpu-m60-rtx2080-drain.txt"))
     assert [n["name"] for n in nodes] == ["cortex-01", "dumfries-002", "oxygen-04", "cricket"]
-    cortex, _, oxygen, cricket = nodes
+    cortex, _unused, oxygen, cricket = nodes
     assert cortex["raw"]["OS"] == "Linux 4.14.61-aufs-1 #1 SMP Tue Aug 7 18:13:22 IDT 2018"
     assert cortex["partitions"] == ["short", "killable"]
     assert (cortex["gres"], cortex["gres_gpus"], cortex["base_state"], cortex["flags"]) == (

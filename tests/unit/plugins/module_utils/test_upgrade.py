@@ -58,7 +58,7 @@ def keys(problems):
 
 # ---- versions ---------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    "a,b,want",
+    "left,right,want",
     [
         ("550.127.05", "550.54.15", 1),
         ("550.127.05", "550.127.5", 0),
@@ -69,9 +69,9 @@ def keys(problems):
         ("1.a", "1.2", 1),  # text after numbers: no TypeError
     ],
 )
-def test_compare_versions(a, b, want):
-    assert U.compare_versions(a, b) == want
-    assert U.compare_versions(b, a) == -want
+def test_compare_versions(left, right, want):
+    assert U.compare_versions(left, right) == want
+    assert U.compare_versions(right, left) == -want
 
 
 def test_in_range_compares_on_the_bounds_length():
