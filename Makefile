@@ -70,6 +70,7 @@ sanity: stage
 
 docs-lint:
 	$(BIN)/antsibull-docs lint-collection-docs --plugin-docs --skip-rstcheck $(COLL)
+	$(BIN)/antsibull-changelog lint
 
 unit:
 	$(BIN)/pytest tests/unit -n 2 $(PYTEST_ARGS)
