@@ -21,23 +21,14 @@ import json
 import re
 from typing import Any, Dict, Optional, Tuple
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _xid_catalog
+
 #: Bump when a default changes meaning (report.json carries it next to the hash).
 POLICY_VERSION = "2026.12.1"
 
 SEVERITIES = ("P0", "P1", "P2", "P3")
-ACTIONS = (
-    "none",
-    "monitor",
-    "restart_app",
-    "reset_gpu",
-    "reboot",
-    "isolate",
-    "reseat",
-    "replace",
-    "tune",
-    "emergency_shutdown",
-    "contact_vendor",
-)
+#: The action vocabulary (docs/findings.md) is defined once, with the Xid catalogue that uses it first.
+ACTIONS = _xid_catalog.ACTIONS
 #: How an active (remembered) fault clears; see docs/checks.md "Clearing".
 CLEAR_RULES = ("facts", "needs_new_boot", "needs_reset_record", "needs_serial_change")
 DOMAIN_KINDS = ("rack", "leaf", "power")
