@@ -80,6 +80,7 @@ write_inventory() {  # $1 = node count
     echo "    ansible_ssh_common_args: >-"
     echo "      -o ProxyCommand=\"ip netns exec $HUB nc -q0 %h %p\""
     echo "      -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+    echo "      -o ServerAliveInterval=2 -o ServerAliveCountMax=3"
     echo "    ansible_control_path_dir: $TB/cp   # ssh ControlMaster sockets per bed (several beds share 10.200.0.x)"
     echo "    gpuops_slurm_controller:"
     echo "      host: slurm_head"

@@ -21,6 +21,9 @@ for d in etc var usr opt root srv; do
   mkdir -p "$nd/rw/$d/upper" "$nd/rw/$d/work"
   mount -t overlay "gpuops-$d" -o "lowerdir=/$d,upperdir=$nd/rw/$d/upper,workdir=$nd/rw/$d/work" "/$d"
 done
+# root's shell start-up files are the node's own: the host's (pyenv init) would run `pyenv rehash` in every ssh
+# session, and a session cut by a simulated reboot leaves its lock behind so that every later ssh hangs
+for f in .bashrc .profile .bash_profile; do printf '# gpuops test-bed node\n' > "/root/$f"; done
 # /run is per boot: a fresh tmpfs (the test bed's munged socket lives under $TB, see slurm.sh)
 mount -t tmpfs -o mode=755 "gpuops-run-$name" /run
 mkdir -p /run/sshd /run/lock /run/gpuops-sim
