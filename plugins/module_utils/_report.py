@@ -82,7 +82,8 @@ def build_report(
 
 
 def to_json(report: Dict[str, Any]) -> str:
-    return json.dumps(report, indent=1, sort_keys=True, default=str) + "\n"
+    # compact on purpose: with indent, json falls back to its pure-Python encoder (8x slower on 1,000 nodes)
+    return json.dumps(report, sort_keys=True, separators=(",", ":"), default=str) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------- Prometheus
