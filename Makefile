@@ -17,7 +17,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 PYTEST_ARGS ?=
 DEMO_NODES ?= 64
 
-.PHONY: help deps setup lint ruff ansible-lint sanity docs-lint unit integration test demo testbed-up testbed-down bench clean stage
+.PHONY: help deps setup lint ruff ansible-lint sanity docs-lint unit integration molecule test demo testbed-up testbed-down bench clean stage
 
 help:
 	@echo "make deps       install Debian packages the tests need (root; apt)"
@@ -81,6 +81,11 @@ integration:
 # Every stage runs (and is timed) even when an earlier one failed; the exit status says whether all passed.
 test: setup
 	bash tests/run-stages.sh
+
+# molecule scenarios for the isolate and onboard roles, each on its own 4-node test bed (create/destroy)
+molecule:
+	env -u GPUOPS_TB -u GPUOPS_TB_PREFIX $(BIN)/molecule test -s isolate
+	env -u GPUOPS_TB -u GPUOPS_TB_PREFIX $(BIN)/molecule test -s onboard
 
 DEMO_REPORT ?= $(ROOT)/reports/demo
 demo: setup
