@@ -79,7 +79,9 @@ def test_inspect_through_the_hook(sim, tmp_path):
     assert res["status"] == "successful" and res["rc"] == 0 and res["errors"] == []
     assert res["ticket"] == "OPS-4711" and res["playbook"] == "playbooks/inspect.yml"
     for n in nodes:
+        # capture hosts are analysed on the controller: their outcome is what the inspection found
         assert res["nodes"][n]["status"] == "ok" and res["nodes"][n]["failed"] == 0
+    assert res["nodes"][sim["faulty"]]["inspection"] == "faulty"
     assert res["nodes"]["localhost"]["ok"] >= 1
     # only the requested nodes were inspected
     report = [p for p in res["reports"] if p.endswith("report.json")]

@@ -320,6 +320,17 @@ def node_outcomes(events: List[Dict[str, Any]], stats: Optional[Dict[str, Any]],
     ):
         for host, count in ((stats or {}).get(key) or {}).items():
             rec(host)[field] = int(count or 0)
+    # An inspection analyses capture hosts on the controller: they get no task events of their own, but the
+    # inspect_cluster result says what was found on each node; that is their outcome.
+    for ev in events:
+        if ev.get("event") != "runner_on_ok":
+            continue
+        res = (ev.get("event_data") or {}).get("res") or {}
+        if not (isinstance(res, dict) and isinstance(res.get("nodes"), dict) and "summary" in res):
+            continue
+        for host, node in res["nodes"].items():
+            if isinstance(node, dict) and (host in nodes or host in out):
+                rec(host)["inspection"] = node.get("status")
     for r in out.values():
         if r["unreachable"]:
             r["status"] = "unreachable"
@@ -327,7 +338,7 @@ def node_outcomes(events: List[Dict[str, Any]], stats: Optional[Dict[str, Any]],
             r["status"] = "failed"
         elif r["changed"]:
             r["status"] = "changed"
-        elif r["ok"]:
+        elif r["ok"] or (r.get("inspection") and r["inspection"] != "unreachable"):
             r["status"] = "ok"
         elif r["skipped"]:
             r["status"] = "skipped"
