@@ -114,8 +114,13 @@ def collect_capture(capture_dir: str) -> Dict[str, Any]:
         found = True
         _apply(result, key, text, path)
     rdir = _capture.path(capture_dir, _capture.REDFISH_DIR)
-    if os.path.isdir(rdir):
-        for fname in sorted(os.listdir(rdir)):
+    try:  # redfish/ must be a real directory of the capture: a link is refused, never followed
+        rnames = _capture.list_dir(capture_dir, _capture.REDFISH_DIR)
+    except ParseError as exc:
+        result["errors"].append(exc.to_error(DOMAIN))
+        rnames = None
+    if rnames is not None:
+        for fname in rnames:
             if not fname.endswith(".json"):
                 continue
             path = os.path.join(rdir, fname)

@@ -3,6 +3,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The capture directory: one format for live and offline evidence (docs/capture.md).
 
+Every file of a capture is read through :func:`_common.read_capture_bytes` (``read``/``read_text``): plain
+files only, no link followed, the size cap enforced while reading. The capture directory itself may be a
+link (the operator named it in ``gpuops_capture_dir``); nothing inside it is followed out of it.
+
 Runs on managed nodes (Python 3.8+) and on the controller. No Ansible imports.
 """
 
@@ -10,9 +14,17 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Optional
+import stat
+from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, read_text
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
+    ParseError,
+    UnsafeFileError,
+    _file_kind,
+    is_capture_file,
+    list_capture_dir,
+    read_text,
+)
 
 #: File name in a capture directory -> the command whose output it holds.
 FILES = {
@@ -44,8 +56,50 @@ def path(capture_dir: str, name: str) -> str:
 
 
 def read(capture_dir: str, name: str) -> Optional[str]:
-    """Text of one capture file, or None when it is absent. Raises ParseError when unreadable/huge."""
+    """Text of one capture file, or None when it is absent. Raises ParseError (UnsafeFileError, kind
+    ``unreadable``) for a link, a FIFO, a device, a directory, a file over the cap or an OS error."""
     return read_text(os.path.join(capture_dir, name))
+
+
+def has_file(capture_dir: str, name: str) -> bool:
+    """True when the capture holds ``name`` as a plain file (a link, even to a file, is not one)."""
+    return is_capture_file(os.path.join(capture_dir, name))
+
+
+def subdir(capture_dir: str, rel: str) -> Optional[str]:
+    """``capture_dir/rel`` when every component of ``rel`` is a real directory of the capture; None when a
+    component is absent. Raises UnsafeFileError when one is a link or not a directory: a walk never leaves
+    the capture through a link (``sys -> /`` would read the controller's own sysfs)."""
+    cur = capture_dir
+    for part in rel.split(os.sep):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            raise UnsafeFileError("refused: %r leaves the capture" % rel, os.path.join(capture_dir, rel), "outside")
+        cur = os.path.join(cur, part)
+        try:
+            mode = os.lstat(cur).st_mode
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise UnsafeFileError("cannot read %s: %s" % (cur, exc.strerror or exc), cur, "os_error") from None
+        if not stat.S_ISDIR(mode):
+            reason, what = _file_kind(mode)
+            raise UnsafeFileError("refused: %s is %s, not a directory of the capture" % (cur, what), cur, reason)
+    return cur
+
+
+def list_dir(capture_dir: str, rel: str) -> Optional[List[str]]:
+    """Sorted names in the capture sub-directory ``rel``; None when it is absent. Raises UnsafeFileError
+    when it (or a directory above it inside the capture) is a link or not a directory. Entries may still be
+    links or special files: :func:`read` refuses those when they are read."""
+    d = subdir(capture_dir, rel)
+    if d is None:
+        return None
+    names = list_capture_dir(d)
+    if names is None:
+        raise UnsafeFileError("cannot list %s" % d, d, "os_error")
+    return names
 
 
 def load_meta(capture_dir: str) -> Dict[str, Any]:

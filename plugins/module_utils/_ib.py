@@ -24,14 +24,17 @@ import os
 import re
 import stat
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _capture
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
+    UnsafeFileError,
     clean,
     decode,
     error_record,
+    list_capture_dir,
+    read_capture_bytes,
     to_float,
     to_int,
 )
@@ -305,16 +308,35 @@ def _listdir(path: str) -> Optional[List[str]]:
         return None
 
 
-def snapshot_sysfs(class_dir: str) -> Tuple[Dict[str, str], List[Dict[str, Any]]]:
+def _capture_attr_reader(errors: List[Dict[str, Any]]) -> Callable[[str], Optional[str]]:
+    """read_attr for a capture tree: the capture reader (no link, regular files only, capped), and a refused
+    entry is an error naming it rather than a silent gap."""
+
+    def read(path: str) -> Optional[str]:
+        try:
+            data = read_capture_bytes(path, MAX_ATTR_BYTES, "sysfs")
+        except UnsafeFileError as exc:
+            errors.append(exc.to_error(DOMAIN))
+            return None
+        return None if data is None else decode(data).strip()
+
+    return read
+
+
+def snapshot_sysfs(class_dir: str, confine: bool = False) -> Tuple[Dict[str, str], List[Dict[str, Any]]]:
     """Read the allowlisted attributes below ``class_dir`` (``.../sys/class/infiniband``).
 
     Returns ``({"mlx5_0/fw_ver": "28.41.1000", "mlx5_0/ports/1/counters/link_downed": "255", ...}, errors)``.
     Never walks: only the class directory, ``<hca>/ports``, ``<hca>/ports/<n>/{counters,hw_counters}`` are
     listed; entries are filtered by name; HCAs reached twice (two links to one device) are read once.
+    ``confine`` (a capture tree, not the live sysfs): no directory or file that is a link is entered or read
+    (the walk never leaves the capture), and each refused entry is an ``unreadable`` error naming it.
     """
     snap: Dict[str, str] = {}
     errors: List[Dict[str, Any]] = []
-    names = _listdir(class_dir)
+    listdir = list_capture_dir if confine else _listdir
+    read = _capture_attr_reader(errors) if confine else read_attr
+    names = listdir(class_dir)
     if names is None:
         if os.path.lexists(class_dir):
             errors.append(error_record(DOMAIN, "unreadable", f"cannot list {class_dir}", source="sysfs"))
@@ -329,30 +351,30 @@ def snapshot_sysfs(class_dir: str) -> Tuple[Dict[str, str], List[Dict[str, Any]]
         if real in seen:
             continue
         seen.add(real)
-        if not os.path.isdir(hdir):  # a dangling or looping link, or a stray file
+        if not os.path.isdir(hdir) or (confine and os.path.islink(hdir)):  # a dangling or looping link, a file
             errors.append(error_record(DOMAIN, "unreadable", f"{hdir} is not a readable HCA directory", "sysfs"))
             continue
         found = False
-        present = set(_listdir(hdir) or ())  # list first: no failed open() per absent attribute
+        present = set(listdir(hdir) or ())  # list first: no failed open() per absent attribute
         for attr in HCA_ATTRS:
-            v = read_attr(os.path.join(hdir, attr)) if attr in present else None
+            v = read(os.path.join(hdir, attr)) if attr in present else None
             if v is not None:
                 snap[f"{hca}/{attr}"] = v
                 found = True
-        ports = _listdir(os.path.join(hdir, "ports")) if "ports" in present else None
+        ports = listdir(os.path.join(hdir, "ports")) if "ports" in present else None
         for pn in sorted((p for p in ports or () if p.isdigit() and len(p) < 6), key=int)[:MAX_PORTS]:
             pdir = os.path.join(hdir, "ports", pn)
             prefix = f"{hca}/ports/{pn}/"
-            in_port = set(_listdir(pdir) or ())
+            in_port = set(listdir(pdir) or ())
             for attr in PORT_ATTRS + (GID0,):
-                v = read_attr(os.path.join(pdir, attr)) if attr.split("/", maxsplit=1)[0] in in_port else None
+                v = read(os.path.join(pdir, attr)) if attr.split("/", maxsplit=1)[0] in in_port else None
                 if v is not None:
                     snap[prefix + attr] = v
                     found = True
             for cdir in COUNTER_DIRS:
-                entries = (_listdir(os.path.join(pdir, cdir)) if cdir in in_port else None) or []
+                entries = (listdir(os.path.join(pdir, cdir)) if cdir in in_port else None) or []
                 for cname in sorted(e for e in entries if _SAFE_COUNTER.match(e))[:MAX_COUNTERS]:
-                    v = read_attr(os.path.join(pdir, cdir, cname))
+                    v = read(os.path.join(pdir, cdir, cname))
                     if v is not None:
                         snap[f"{prefix}{cdir}/{cname}"] = v
         if not found:
@@ -427,9 +449,9 @@ def hcas_from_snapshot(snap: Dict[str, str]) -> List[Dict[str, Any]]:
     return hcas
 
 
-def read_sysfs_class(class_dir: str) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
-    """HCA records and error records from a sysfs class directory (live or in a capture)."""
-    snap, errors = snapshot_sysfs(class_dir)
+def read_sysfs_class(class_dir: str, confine: bool = False) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """HCA records and error records from a sysfs class directory (live, or in a capture: ``confine``)."""
+    snap, errors = snapshot_sysfs(class_dir, confine)
     return hcas_from_snapshot(snap), errors
 
 
@@ -685,10 +707,14 @@ def _collect_capture(capture_dir: str) -> Dict[str, Any]:
                 out["boot_id"] = clean(node["boot_id"])
         except (ParseError, ValueError):
             pass  # node.json is node_info's to report
-    class_dir = os.path.join(capture_dir, _capture.SYSFS_IB)
-    have_ibstat = os.path.isfile(_capture.path(capture_dir, "ibstat.txt"))
-    if os.path.isdir(class_dir):
-        hcas, errors = read_sysfs_class(class_dir)
+    try:  # sys/class/infiniband must be real directories of the capture: a link out of it is refused
+        class_dir = _capture.subdir(capture_dir, _capture.SYSFS_IB)
+    except ParseError as exc:
+        class_dir = None
+        out["errors"].append(exc.to_error(DOMAIN))
+    have_ibstat = _capture.has_file(capture_dir, "ibstat.txt")
+    if class_dir is not None:
+        hcas, errors = read_sysfs_class(class_dir, confine=True)
         if hcas or not have_ibstat:
             out.update(source="capture:sysfs", hcas=hcas)
             out["errors"].extend(errors)
