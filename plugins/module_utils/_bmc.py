@@ -63,17 +63,32 @@ def empty_result(source: Optional[str] = None) -> Dict[str, Any]:
     }
 
 
+#: Parsers that take an ``errors`` list: a malformed record there costs that record, not the listing.
+_RECORD_PARSERS = ("sensors", "sel", "fru")
+
+
 def _apply(result: Dict[str, Any], key: str, text: str, source: str) -> None:
+    """Parse one ipmitool listing into ``result``. Whatever one listing does wrong (a malformed record, a
+    truncation, a parser bug) is an error record next to what it did parse; the other listings are untouched."""
     try:
-        value = _PARSERS[key](text, source)
+        if key in _RECORD_PARSERS:
+            value = _PARSERS[key](text, source, result["errors"])  # type: ignore[call-arg]
+        else:
+            value = _PARSERS[key](text, source)
     except ParseError as exc:
         if exc.source is None:
             exc.source = source
         result["errors"].append(exc.to_error(DOMAIN))
+        value = exc.partial
+        if value is None:
+            return
+    except Exception as exc:  # noqa: BLE001 - one listing's parser bug must not cost the bmc domain
+        msg = "%s: %s" % (type(exc).__name__, exc)
+        result["errors"].append(error_record(DOMAIN, "internal", msg[:300], source, "ipmitool_" + key))
         return
     if isinstance(value, list):
         result[key].extend(value)
-    else:
+    elif isinstance(value, dict):
         result[key] = value
 
 
@@ -139,7 +154,7 @@ def collect_capture(capture_dir: str) -> Dict[str, Any]:
                 continue
             for d in doc if isinstance(doc, list) else [doc]:
                 try:
-                    _merge_redfish(result, _redfish.parse_document(d, path))
+                    _merge_redfish(result, _redfish.parse_document(d, path, result["errors"]))
                 except ParseError as exc:
                     result["errors"].append(exc.to_error(DOMAIN))
     if not found:
@@ -252,7 +267,7 @@ class _Walker:
         if doc is None:
             return
         try:
-            _merge_redfish(self.result, _redfish.parse_document(doc, path))
+            _merge_redfish(self.result, _redfish.parse_document(doc, path, self.result["errors"]))
         except ParseError as exc:
             self.result["errors"].append(exc.to_error(DOMAIN))
 
@@ -315,7 +330,7 @@ class _Walker:
             if power is not None and (ps is None or not self.result["redfish"]["psus"]):
                 self.parse(power)
             elif power is not None:
-                frag = _redfish.parse_document(power)
+                frag = _redfish.parse_document(power, None, self.result["errors"])
                 frag.pop("psus", None)
                 frag["sensors"] = [s for s in frag["sensors"] if s["type"] != "power_supply"]
                 _merge_redfish(self.result, frag)

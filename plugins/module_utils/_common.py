@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import errno
+import math
 import os
 import re
 import stat
@@ -45,7 +46,15 @@ SENTINELS = frozenset(
     )
 )
 
-_NUM_UNIT = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(\S.*)?$")
+# ASCII digits only: ``\\d`` and ``str.isdigit()`` also accept ``²`` or ``٣``, which no tool prints as a number.
+_NUM_UNIT = re.compile(r"^\s*([-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*(\S.*)?$")
+_ASCII_INT = re.compile(r"[-+]?[0-9]+")
+_ASCII_HEX = re.compile(r"0[xX][0-9a-fA-F]+")
+
+#: Longest number token the helpers convert (a 64-bit counter has 20 digits; 5,000 digits is not a reading).
+MAX_NUMBER_CHARS = 64
+#: Parse-error entries one parse call lists; further malformed records are counted in one more entry.
+MAX_RECORD_ERRORS = 20
 
 #: Limit on what a collector reads from one file or one command (a 'huge' input is an error, not an OOM).
 MAX_INPUT_BYTES = 64 * 1024 * 1024
@@ -124,28 +133,41 @@ def clean(value: Any) -> Any:
 
 
 def num_unit(value: Any) -> Tuple[Optional[float], Optional[str]]:
-    """Split ``"67.03 W"`` into ``(67.03, "W")``; sentinels and garbage give ``(None, None)``."""
+    """Split ``"67.03 W"`` into ``(67.03, "W")``; sentinels and garbage give ``(None, None)``.
+
+    Only ASCII digits make a number, and only a finite one: ``inf``, ``nan``, ``1e999`` and over-long digit
+    runs are garbage here (a counter, a reading or a bandwidth is never infinite).
+    """
     v = clean(value)
     if v is None:
         return None, None
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return float(v), None
+    if isinstance(v, bool):
+        return None, None
+    if isinstance(v, (int, float)):
+        try:
+            f = float(v)
+        except OverflowError:
+            return None, None
+        return (f, None) if math.isfinite(f) else (None, None)
     m = _NUM_UNIT.match(str(v))
-    if not m:
+    if not m or len(m.group(1)) > MAX_NUMBER_CHARS:
         return None, None
     try:
-        return float(m.group(1)), (m.group(2).strip() if m.group(2) else None)
+        f = float(m.group(1))
     except ValueError:
         return None, None
+    if not math.isfinite(f):
+        return None, None
+    return f, (m.group(2).strip() if m.group(2) else None)
 
 
 def to_float(value: Any) -> Optional[float]:
-    """Number from a value that may carry a unit or be a sentinel."""
+    """Number from a value that may carry a unit or be a sentinel (finite, ASCII digits only)."""
     return num_unit(value)[0]
 
 
 def to_int(value: Any) -> Optional[int]:
-    """Integer from a value that may carry a unit, be hex (``0x1f``) or be a sentinel."""
+    """Integer from a value that may carry a unit, be hex (``0x1f``) or be a sentinel (ASCII digits only)."""
     v = clean(value)
     if v is None:
         return None
@@ -154,10 +176,11 @@ def to_int(value: Any) -> Optional[int]:
     if isinstance(v, int):
         return v
     s = str(v).strip()
-    if s.isdigit():  # the common case, without a regex
-        return int(s)
-    if re.match(r"^0[xX][0-9a-fA-F]+$", s):
-        return int(s, 16)
+    if len(s) <= MAX_NUMBER_CHARS:
+        if _ASCII_INT.fullmatch(s):  # the common case, without float rounding
+            return int(s)
+        if _ASCII_HEX.fullmatch(s):
+            return int(s, 16)
     f = to_float(s)
     if f is None:
         return None
@@ -167,16 +190,99 @@ def to_int(value: Any) -> Optional[int]:
         return None
 
 
+def parse_int(text: str, base: int = 10) -> int:
+    """Strict integer from a token a parser's pattern matched (``[0-9]+``, or hex digits with base 16).
+
+    Raises ParseError for anything but ASCII digits, or more than MAX_NUMBER_CHARS of them: inside a
+    parser's record boundary (``Records``) that costs the one record, not the domain.
+    """
+    s = text.strip() if isinstance(text, str) else ""
+    rx = _ASCII_INT if base == 10 else re.compile(r"[0-9a-fA-F]+")
+    if not s or len(s) > MAX_NUMBER_CHARS or not rx.fullmatch(s):
+        raise ParseError("not a number: %r" % (text[:40] if isinstance(text, str) else text,))
+    return int(s, base)
+
+
 def to_bool(value: Any) -> Optional[bool]:
     """Enabled/Disabled, Yes/No, Active/Not Active, On/Off, True/False -> bool; else None."""
     v = value.strip().lower() if isinstance(value, str) else value
     if isinstance(v, bool):
         return v
+    if not isinstance(v, str):
+        return None
     if v in ("enabled", "enable", "yes", "active", "on", "true", "1", "pending"):
         return True
     if v in ("disabled", "disable", "no", "not active", "off", "false", "0", "inactive"):
         return False
     return None
+
+
+class Records:
+    """The per-record error boundary of a parser: a malformed record costs that record, never the domain.
+
+    ``with rec.at(lineno): ...`` around one record (a line, a GPU block, a port, a SEL entry, a test row):
+    a ParseError or any other exception raised inside becomes a ``parse`` error entry (error_record shape,
+    with the line) in ``errors`` and the parser goes on with the next record. At most MAX_RECORD_ERRORS
+    entries are listed; one more entry counts the rest. ``finish(result)`` returns the result, or, when the
+    caller passed no ``errors`` list, raises ParseError with the result as ``partial`` (never a silent pass).
+    """
+
+    __slots__ = ("count", "domain", "errors", "external", "line", "parser", "source", "_more")
+
+    def __init__(self, parser: str, source: Optional[str], domain: str, errors: Optional[list] = None) -> None:
+        self.parser = parser
+        self.source = source
+        self.domain = domain
+        self.external = errors is not None
+        self.errors: list = errors if errors is not None else []
+        self.count = 0
+        self.line: Optional[int] = None
+        self._more: Optional[Dict[str, Any]] = None
+
+    def add(self, message: str, line: Optional[int] = None) -> None:
+        self.count += 1
+        if self.count <= MAX_RECORD_ERRORS:
+            self.errors.append(error_record(self.domain, "parse", message[:300], self.source, self.parser, line))
+            return
+        extra = self.count - MAX_RECORD_ERRORS
+        msg = "%d more malformed record%s (only the first %d are listed)" % (
+            extra,
+            "" if extra == 1 else "s",
+            MAX_RECORD_ERRORS,
+        )
+        if self._more is None:
+            self._more = error_record(self.domain, "parse", msg, self.source, self.parser, line)
+            self.errors.append(self._more)
+        else:
+            self._more["message"] = msg
+
+    def at(self, line: Optional[int]) -> Records:
+        self.line = line
+        return self
+
+    def __enter__(self) -> Records:
+        return self
+
+    def __exit__(self, etype: Any, exc: Any, tb: Any) -> bool:
+        if exc is None or not isinstance(exc, Exception):
+            return False
+        if isinstance(exc, ParseError):
+            self.add("malformed record: %s" % exc.message, exc.line or self.line)
+        else:
+            self.add("malformed record: %s: %s" % (type(exc).__name__, str(exc)[:200]), self.line)
+        return True
+
+    def finish(self, result: Any) -> Any:
+        if self.errors and not self.external:
+            first = self.errors[0]
+            raise ParseError(
+                "%s (%d malformed record%s)" % (first["message"], max(self.count, 1), "" if self.count < 2 else "s"),
+                self.parser,
+                self.source,
+                first["line"],
+                partial=result,
+            )
+        return result
 
 
 def decode(data: bytes) -> str:

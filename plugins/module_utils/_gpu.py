@@ -91,7 +91,7 @@ def _merge_nvlink(result: Dict[str, Any], texts: Dict[str, Optional[str]]) -> No
         if text is None or not text.strip():
             continue
         try:
-            parsed.append(_nvlink.parse(text, source))
+            parsed.append(_nvlink.parse(text, source, result["errors"]))
             sources.append(source)
         except ParseError as exc:
             result["errors"].append(exc.to_error(DOMAIN))

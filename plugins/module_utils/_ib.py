@@ -29,11 +29,13 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ansible_collections.gpuops.cluster.plugins.module_utils import _capture
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
+    Records,
     UnsafeFileError,
     clean,
     decode,
     error_record,
     list_capture_dir,
+    parse_int,
     read_capture_bytes,
     to_float,
     to_int,
@@ -103,10 +105,11 @@ _PHYS_NAMES = {
     "phytest": "PhyTest",
 }
 
-_RATE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(?:Gb/sec)?\s*(?:\(\s*(?:(\d+)X)?\s*([A-Za-z0-9]*)\s*\))?")
+_RATE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(?:Gb/sec)?\s*(?:\(\s*(?:([0-9]+)X)?\s*([A-Za-z0-9]*)\s*\))?")
 _CA_RE = re.compile(r"^\s*CA\s+'([^']*)'\s*$")
-_PORT_RE = re.compile(r"^\s*Port\s+(\d+)\s*:\s*$")
-_IBSTATUS_RE = re.compile(r"^\s*Infiniband device\s+'([^']*)'\s+port\s+(\d+)\s+status:\s*$")
+_PORT_RE = re.compile(r"^\s*Port\s+([0-9]+)\s*:\s*$")
+_IBSTATUS_RE = re.compile(r"^\s*Infiniband device\s+'([^']*)'\s+port\s+([0-9]+)\s+status:\s*$")
+_PORT_NUM = re.compile(r"[0-9]{1,5}\Z")
 _HEX_GUID = re.compile(r"^(?:0x)?([0-9a-fA-F]{1,16})$")
 _COLON_GUID = re.compile(r"^([0-9a-fA-F]{1,4}):([0-9a-fA-F]{1,4}):([0-9a-fA-F]{1,4}):([0-9a-fA-F]{1,4})$")
 
@@ -146,8 +149,17 @@ _IBSTATUS_KEYS = {
 
 
 def natural_key(name: str) -> List[Any]:
-    """Sort ``mlx5_2`` before ``mlx5_10``."""
-    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", name) if t]
+    """Sort ``mlx5_2`` before ``mlx5_10`` (ASCII digit runs compare by value, whatever their length)."""
+    out: List[Any] = []
+    for t in re.split(r"([0-9]+)", name):
+        if not t:
+            continue
+        if "0" <= t[0] <= "9":
+            v = t.lstrip("0")
+            out.append((0, len(v), v))
+        else:
+            out.append((1, 0, t))
+    return out
 
 
 def _strip_code(value: Optional[str]) -> Optional[str]:
@@ -155,7 +167,7 @@ def _strip_code(value: Optional[str]) -> Optional[str]:
     if not isinstance(value, str) or not value.strip():
         return None
     v = value.strip()
-    m = re.match(r"^\d+\s*:\s*(.*)$", v)
+    m = re.match(r"^[0-9]+\s*:\s*(.*)$", v)
     return m.group(1).strip() if m else v
 
 
@@ -406,8 +418,15 @@ def parse_sysfs_flat(text: str, source: Optional[str] = None) -> Dict[str, str]:
     return snap
 
 
-def hcas_from_snapshot(snap: Dict[str, str]) -> List[Dict[str, Any]]:
-    """HCA records (docs/facts.md ``ib.hcas``) from a snapshot mapping."""
+def hcas_from_snapshot(
+    snap: Dict[str, str], source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
+) -> List[Dict[str, Any]]:
+    """HCA records (docs/facts.md ``ib.hcas``) from a snapshot mapping.
+
+    A port whose attributes cannot be read into a record is a ``parse`` entry in ``errors`` (the other ports
+    and HCAs are kept); without an ``errors`` list it raises ParseError with the HCAs as ``partial``.
+    """
+    rec = Records("sysfs", source, DOMAIN, errors)
     hca_raw: Dict[str, Dict[str, Any]] = {}
     port_raw: Dict[Tuple[str, int], Dict[str, Any]] = {}
     counters: Dict[Tuple[str, int], Dict[str, Dict[str, int]]] = {}
@@ -421,7 +440,7 @@ def hcas_from_snapshot(snap: Dict[str, str]) -> List[Dict[str, Any]]:
         if len(parts) == 2 and parts[1] in attr_map:
             raw[attr_map[parts[1]]] = value
             continue
-        if len(parts) < 4 or parts[1] != "ports" or not parts[2].isdigit() or len(parts[2]) > 5:
+        if len(parts) < 4 or parts[1] != "ports" or not _PORT_NUM.match(parts[2]):
             continue
         key = (hca, int(parts[2]))
         praw = port_raw.setdefault(key, {})
@@ -431,7 +450,7 @@ def hcas_from_snapshot(snap: Dict[str, str]) -> List[Dict[str, Any]]:
         elif rest == ["gids", "0"]:
             praw["gid0"] = value
         elif len(rest) == 2 and rest[0] in COUNTER_DIRS:
-            n = int(value) if value.isdigit() else to_int(value)
+            n = to_int(value)
             if n is not None:
                 counters.setdefault(key, {}).setdefault(rest[0], {})[rest[1]] = n
     hcas = []
@@ -444,15 +463,17 @@ def hcas_from_snapshot(snap: Dict[str, str]) -> List[Dict[str, Any]]:
             merged = dict(by_dir.get("counters", {}))
             for name, val in by_dir.get("hw_counters", {}).items():
                 merged["hw_" + name if name in merged else name] = val
-            ports.append(_port_record(pn, praw, dict(sorted(merged.items()))))
-        hcas.append(_hca_record(hca, hca_raw[hca], ports))
-    return hcas
+            with rec.at(None):
+                ports.append(_port_record(pn, praw, dict(sorted(merged.items()))))
+        with rec.at(None):
+            hcas.append(_hca_record(hca, hca_raw[hca], ports))
+    return rec.finish(hcas)
 
 
 def read_sysfs_class(class_dir: str, confine: bool = False) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """HCA records and error records from a sysfs class directory (live, or in a capture: ``confine``)."""
     snap, errors = snapshot_sysfs(class_dir, confine)
-    return hcas_from_snapshot(snap), errors
+    return hcas_from_snapshot(snap, class_dir, errors), errors
 
 
 def capture_sysfs(sysfs_root: str, dest_dir: str, timeout: Optional[float] = 30.0) -> Dict[str, Any]:
@@ -513,12 +534,17 @@ def find_ibpanic(text: str) -> Optional[Tuple[int, str]]:
     return None
 
 
-def parse_ibstat(text: str, source: Optional[str] = None) -> List[Dict[str, Any]]:
+def parse_ibstat(
+    text: str, source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
+) -> List[Dict[str, Any]]:
     """Parse ``ibstat`` output (TAB- or space-indented) into HCA records.
 
     ``ibpanic:`` and other unrecognised lines are skipped (see :func:`find_ibpanic`). Raises ParseError when
     non-empty text holds no ``CA '...'`` block, or when the last block is cut short (``partial`` = the HCAs).
+    A malformed port (``Port 99999999999:``) is a ``parse`` entry in ``errors``, its lines are not given to
+    another port, and the rest is kept; without an ``errors`` list it raises ParseError with ``partial``.
     """
+    rec = Records("ibstat", source, DOMAIN, errors)
     hcas: List[Tuple[str, Dict[str, Any], Dict[int, Dict[str, Any]]]] = []
     cur_hca: Optional[Tuple[str, Dict[str, Any], Dict[int, Dict[str, Any]]]] = None
     cur_port: Optional[Dict[str, Any]] = None
@@ -534,8 +560,10 @@ def parse_ibstat(text: str, source: Optional[str] = None) -> List[Dict[str, Any]
             continue
         m = _PORT_RE.match(line)
         if m:
-            pn = int(m.group(1))
-            cur_port = cur_hca[2].setdefault(pn, {"_line": lineno})
+            cur_port = None
+            with rec.at(lineno):
+                pn = parse_int(m.group(1))
+                cur_port = cur_hca[2].setdefault(pn, {"_line": lineno})
             continue
         key, sep, value = line.partition(":")
         if not sep:
@@ -548,27 +576,40 @@ def parse_ibstat(text: str, source: Optional[str] = None) -> List[Dict[str, Any]
     if not hcas:
         if any(line.strip() and "ibpanic:" not in line for line in text.splitlines()):
             raise ParseError("no CA block found", "ibstat", source, None)
-        return []
+        return rec.finish([])
     out = []
     for name, raw, ports in sorted(hcas, key=lambda h: natural_key(h[0])):
-        recs = [_port_record(pn, praw) for pn, praw in ports.items()]
-        out.append(_hca_record(name, raw, recs))
+        recs = []
+        for pn, praw in ports.items():
+            with rec.at(praw.get("_line")):
+                recs.append(_port_record(pn, praw))
+        with rec.at(raw.get("_line")):
+            out.append(_hca_record(name, raw, recs))
     name, raw, ports = hcas[-1]  # the last one printed is the one a truncation cuts
     announced = to_int(raw.get("num_ports"))
     last_port = ports[max(ports)] if ports else None
     if (announced is not None and len(ports) < announced) or (last_port is not None and "link_layer" not in last_port):
         raise ParseError(f"output ends inside CA '{name}' (truncated)", "ibstat", source, lineno or None, partial=out)
-    return out
+    return rec.finish(out)
 
 
-def parse_ibstatus(text: str, source: Optional[str] = None) -> List[Dict[str, Any]]:
-    """Parse ``ibstatus`` output (one block per port, ``Infiniband device 'mlx5_0' port 1 status:``)."""
+def parse_ibstatus(
+    text: str, source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
+) -> List[Dict[str, Any]]:
+    """Parse ``ibstatus`` output (one block per port, ``Infiniband device 'mlx5_0' port 1 status:``).
+
+    A malformed port block is a ``parse`` entry in ``errors`` and the other ports are kept; without an
+    ``errors`` list it raises ParseError with the HCAs as ``partial``.
+    """
+    rec = Records("ibstatus", source, DOMAIN, errors)
     blocks: Dict[str, Dict[int, Dict[str, Any]]] = {}
     cur: Optional[Dict[str, Any]] = None
-    for line in text.splitlines():
+    for lineno, line in enumerate(text.splitlines(), 1):
         m = _IBSTATUS_RE.match(line)
         if m:
-            cur = blocks.setdefault(m.group(1), {}).setdefault(int(m.group(2)), {})
+            cur = None
+            with rec.at(lineno):
+                cur = blocks.setdefault(m.group(1), {}).setdefault(parse_int(m.group(2)), {"_line": lineno})
             continue
         if cur is None:
             continue
@@ -579,10 +620,14 @@ def parse_ibstatus(text: str, source: Optional[str] = None) -> List[Dict[str, An
             cur[_IBSTATUS_KEYS[k]] = None if v.lower() == "unknown" else v
     if not blocks and text.strip():
         raise ParseError("no 'Infiniband device ... status:' block found", "ibstatus", source, None)
-    return [
-        _hca_record(name, {}, [_port_record(pn, praw) for pn, praw in ports.items()])
-        for name, ports in sorted(blocks.items(), key=lambda kv: natural_key(kv[0]))
-    ]
+    out = []
+    for name, ports in sorted(blocks.items(), key=lambda kv: natural_key(kv[0])):
+        recs = []
+        for pn, praw in ports.items():
+            with rec.at(praw.get("_line")):
+                recs.append(_port_record(pn, praw))
+        out.append(_hca_record(name, {}, recs))
+    return rec.finish(out)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -677,7 +722,7 @@ def _epoch(value: Any) -> Optional[float]:
 def _ibstat_into(out: Dict[str, Any], text: str, stderr: str, source: str) -> None:
     """Parse ibstat text into ``out``, keeping partial results and reporting ibpanic / truncation."""
     try:
-        out["hcas"] = parse_ibstat(text, source)
+        out["hcas"] = parse_ibstat(text, source, out["errors"])
     except ParseError as exc:
         out["hcas"] = exc.partial or []
         out["errors"].append(exc.to_error(DOMAIN))
@@ -735,7 +780,7 @@ def _collect_capture(capture_dir: str) -> Dict[str, Any]:
             _ibstat_into(out, text, stderr, name)
         else:
             try:
-                out["hcas"] = parse_ibstatus(text, name)
+                out["hcas"] = parse_ibstatus(text, name, out["errors"])
             except ParseError as exc:
                 out["errors"].append(exc.to_error(DOMAIN))
         if status.get("timed_out"):

@@ -16,7 +16,17 @@ import datetime
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, clean, num_unit, to_int
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
+    ParseError,
+    Records,
+    clean,
+    num_unit,
+    parse_int,
+    to_float,
+    to_int,
+)
+
+DOMAIN = "bmc"
 
 #: Sensor status vocabulary (docs/facts.md), worst last.
 STATUS_ORDER = ("ok", "unknown", "not_present", "non_critical", "critical", "non_recoverable")
@@ -291,20 +301,25 @@ def _sensor(name: str, stype: str, reading, unit, status, states, thresholds, nu
 
 
 _SENSOR_NUM = re.compile(r"^([0-9A-Fa-f]{1,2})h$")
-_ENTITY = re.compile(r"^\d+\.\d+$")
+_ENTITY = re.compile(r"^[0-9]+\.[0-9]+$")
 
 
-def parse_sdr(text: str, source: Optional[str] = None) -> List[Dict[str, Any]]:
+def parse_sdr(
+    text: str, source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
+) -> List[Dict[str, Any]]:
     """``ipmitool sdr`` / ``sdr list`` (3 columns), ``sdr elist`` (5 columns) or ``sensor`` (10 columns).
 
     The layout is detected per line, so a file with stray lines of another layout still parses.
-    Raises ParseError only when the text has content but not a single sensor row.
+    Raises ParseError only when the text has content but not a single sensor row (and no malformed one).
+    A malformed sensor row is a ``parse`` entry in ``errors`` and the other sensors are kept; without an
+    ``errors`` list it raises ParseError with the sensors as ``partial``.
     """
     if not isinstance(text, str):
         raise ParseError("input is not text", "ipmitool_sdr", source)
+    rec = Records("ipmitool_sdr", source, DOMAIN, errors)
     sensors: List[Dict[str, Any]] = []
     content = False
-    for line in text.splitlines():
+    for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         content = True
@@ -314,17 +329,16 @@ def parse_sdr(text: str, source: Optional[str] = None) -> List[Dict[str, Any]]:
         name = cols[0]
         if not name:
             continue
-        if len(cols) >= 10:
-            sensors.append(_sensor_row(cols))
-        elif len(cols) >= 5 and _SENSOR_NUM.match(cols[1]) and _ENTITY.match(cols[3]):
-            sensors.append(_elist_row(cols[0], cols[1], cols[2], cols[3], "|".join(cols[4:]).strip()))
-        elif len(cols) == 3:
-            sensors.append(_sdr_row(cols[0], cols[1], cols[2]))
-        else:
-            continue
-    if content and not sensors:
+        with rec.at(lineno):
+            if len(cols) >= 10:
+                sensors.append(_sensor_row(cols))
+            elif len(cols) >= 5 and _SENSOR_NUM.match(cols[1]) and _ENTITY.match(cols[3]):
+                sensors.append(_elist_row(cols[0], cols[1], cols[2], cols[3], "|".join(cols[4:]).strip()))
+            elif len(cols) == 3:
+                sensors.append(_sdr_row(cols[0], cols[1], cols[2]))
+    if content and not sensors and not rec.count:
         raise ParseError("no sensor rows found", "ipmitool_sdr", source, 1)
-    return sensors
+    return rec.finish(sensors)
 
 
 def _sdr_row(name: str, value: str, status_col: str) -> Dict[str, Any]:
@@ -423,12 +437,12 @@ _TZ_OFFSETS = {
 }
 
 _DATE_PATTERNS = (
-    (re.compile(r"^(\d{1,2})/(\d{1,2})/(\d{4})$"), ("m", "d", "Y")),
-    (re.compile(r"^(\d{1,2})/(\d{1,2})/(\d{2})$"), ("m", "d", "y")),
-    (re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})$"), ("Y", "m", "d")),
-    (re.compile(r"^(\d{1,2})\.(\d{1,2})\.(\d{4})$"), ("d", "m", "Y")),
+    (re.compile(r"^([0-9]{1,2})/([0-9]{1,2})/([0-9]{4})$"), ("m", "d", "Y")),
+    (re.compile(r"^([0-9]{1,2})/([0-9]{1,2})/([0-9]{2})$"), ("m", "d", "y")),
+    (re.compile(r"^([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})$"), ("Y", "m", "d")),
+    (re.compile(r"^([0-9]{1,2})\.([0-9]{1,2})\.([0-9]{4})$"), ("d", "m", "Y")),
 )
-_TIME = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\s*([AaPp][Mm]))?(?:\s+([A-Za-z][A-Za-z0-9+:-]*))?$")
+_TIME = re.compile(r"^([0-9]{1,2}):([0-9]{2})(?::([0-9]{2}))?(?:\s*([AaPp][Mm]))?(?:\s+([A-Za-z][A-Za-z0-9+:-]*))?$")
 
 
 def sel_time(date_s: str, time_s: str) -> Optional[str]:
@@ -462,7 +476,7 @@ def sel_time(date_s: str, time_s: str) -> Optional[str]:
     if tz:
         tz_u = tz.upper()
         off = _TZ_OFFSETS.get(tz_u)
-        om = re.match(r"^(?:UTC|GMT)?([+-])(\d{1,2}):?(\d{2})?$", tz_u)
+        om = re.match(r"^(?:UTC|GMT)?([+-])([0-9]{1,2}):?([0-9]{2})?$", tz_u)
         if off is not None:
             if off == 0:
                 return dt.strftime("%Y-%m-%dT%H:%M:%S") + "Z"
@@ -484,24 +498,32 @@ def split_sel_sensor(col: str) -> Tuple[Optional[str], Optional[str], Optional[i
             rest = col[len(t) :].strip()
             m = re.match(r"^#0x([0-9a-fA-F]+)$", rest)
             if m:
-                return t, "#0x%02x" % int(m.group(1), 16), int(m.group(1), 16)
+                return t, "#0x%02x" % parse_int(m.group(1), 16), parse_int(m.group(1), 16)
             return t, rest or None, None
     m = re.match(r"^(.*?)\s*#0x([0-9a-fA-F]+)$", col)
     if m:
-        return (m.group(1) or None), "#0x%02x" % int(m.group(2), 16), int(m.group(2), 16)
+        return (m.group(1) or None), "#0x%02x" % parse_int(m.group(2), 16), parse_int(m.group(2), 16)
     return None, col or None, None
 
 
 _SEL_READING = re.compile(
-    r"Reading\s+([-+]?[\d.]+)\s*(?:[<>]|!=|=)\s*Threshold\s+([-+]?[\d.]+)\s*(.*)$",
+    r"Reading\s+([-+]?[0-9.]+)\s*(?:[<>]|!=|=)\s*Threshold\s+([-+]?[0-9.]+)\s*(.*)$",
     re.I,
 )
 
 
-def parse_sel(text: str, source: Optional[str] = None) -> List[Dict[str, Any]]:
-    """``ipmitool sel list`` / ``sel elist``. Record ids are hex. Pre-Init and Unspecified times are None."""
+def parse_sel(
+    text: str, source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
+) -> List[Dict[str, Any]]:
+    """``ipmitool sel list`` / ``sel elist``. Record ids are hex. Pre-Init and Unspecified times are None.
+
+    A malformed entry is a ``parse`` entry in ``errors`` and the other entries are kept; an entry whose only
+    flaw is its reading (``Reading 2.7.1 > Threshold 2.5``) is kept with reading and threshold null, plus
+    that entry. Without an ``errors`` list it raises ParseError with the events as ``partial``.
+    """
     if not isinstance(text, str):
         raise ParseError("input is not text", "ipmitool_sel", source)
+    rec = Records("ipmitool_sel", source, DOMAIN, errors)
     events: List[Dict[str, Any]] = []
     content = False
     for lineno, line in enumerate(text.splitlines(), 1):
@@ -514,78 +536,90 @@ def parse_sel(text: str, source: Optional[str] = None) -> List[Dict[str, Any]]:
         cols = [c.strip() for c in s.split("|")]
         if len(cols) < 4 or not re.match(r"^[0-9a-fA-F]{1,8}$", cols[0]):
             continue
-        rec_id = int(cols[0], 16)
-        date_s, time_s = cols[1], cols[2]
-        rest = cols[3:]
-        time_iso = sel_time(date_s, time_s)
-        preinit = None
-        if date_s.lower().replace("-", "") == "preinit":
-            preinit = to_int(time_s)
-        if rest and rest[0].startswith("OEM record"):
-            events.append(
-                {
-                    "id": rec_id,
-                    "time": time_iso,
-                    "sensor_type": "OEM",
-                    "sensor": rest[0],
-                    "sensor_number": None,
-                    "event": " | ".join(rest[1:]) or None,
-                    "direction": None,
-                    "severity": "ok",
-                    "reading": None,
-                    "threshold": None,
-                    "preinit_seconds": preinit,
-                    "line": lineno,
-                }
-            )
-            continue
-        sensor_col = rest[0] if rest else ""
-        event = rest[1] if len(rest) > 1 else ""
-        direction_raw = rest[2] if len(rest) > 2 else ""
-        extra = " | ".join(rest[3:]) if len(rest) > 3 else ""
-        stype, sname, snum = split_sel_sensor(sensor_col)
-        direction = None
-        d = direction_raw.lower()
-        if d.startswith("deasserted"):
-            direction = "deasserted"
-        elif d.startswith("asserted"):
-            direction = "asserted"
-        event_clean = re.sub(r"\s*\(\)\s*$", "", event).strip() or None
-        severity = state_severity(event_clean or "")
-        if (
-            direction == "asserted"
-            and _LEAK_NAME.search(sname or sensor_col)
-            and (event_clean or "").lower()
-            in ("state asserted", "device present", "transition to critical from less severe")
-        ):
-            severity = "critical"  # a leak sensor is a generic discrete sensor: its asserted state is the leak
-        if direction == "deasserted":
-            low = (event_clean or "").lower()
-            severity = "non_critical" if low in ("fully redundant", "presence detected", "device present") else "ok"
-        reading = threshold = None
-        m = _SEL_READING.search(extra)
-        if m:
-            reading, threshold = float(m.group(1)), float(m.group(2))
-        events.append(
-            {
-                "id": rec_id,
-                "time": time_iso,
-                "sensor_type": stype,
-                "sensor": sname,
-                "sensor_number": snum,
-                "event": event_clean,
-                "direction": direction,
-                "severity": severity,
-                "reading": reading,
-                "threshold": threshold,
-                "preinit_seconds": preinit,
-                "line": lineno,
-            }
-        )
-    if content and not events and not re.search(r"no entries", text, re.I):
+        with rec.at(lineno):
+            ev = _sel_entry(cols, lineno, rec)
+            events.append(ev)
+    if content and not events and not rec.count and not re.search(r"no entries", text, re.I):
         if any("|" in ln for ln in text.splitlines()):
             raise ParseError("no SEL records found", "ipmitool_sel", source, 1)
-    return events
+    return rec.finish(events)
+
+
+def _sel_entry(cols: List[str], lineno: int, rec: Records) -> Dict[str, Any]:
+    """One ``sel list``/``elist`` row (``cols``: the ``|`` columns, the first a hex record id)."""
+    rec_id = int(cols[0], 16)
+    date_s, time_s = cols[1], cols[2]
+    rest = cols[3:]
+    time_iso = sel_time(date_s, time_s)
+    preinit = None
+    if date_s.lower().replace("-", "") == "preinit":
+        preinit = to_int(time_s)
+    if rest and rest[0].startswith("OEM record"):
+        return {
+            "id": rec_id,
+            "time": time_iso,
+            "sensor_type": "OEM",
+            "sensor": rest[0],
+            "sensor_number": None,
+            "event": " | ".join(rest[1:]) or None,
+            "direction": None,
+            "severity": "ok",
+            "reading": None,
+            "threshold": None,
+            "preinit_seconds": preinit,
+            "line": lineno,
+        }
+    sensor_col = rest[0] if rest else ""
+    event = rest[1] if len(rest) > 1 else ""
+    direction_raw = rest[2] if len(rest) > 2 else ""
+    extra = " | ".join(rest[3:]) if len(rest) > 3 else ""
+    stype, sname, snum = split_sel_sensor(sensor_col)
+    direction = None
+    d = direction_raw.lower()
+    if d.startswith("deasserted"):
+        direction = "deasserted"
+    elif d.startswith("asserted"):
+        direction = "asserted"
+    event_clean = re.sub(r"\s*\(\)\s*$", "", event).strip() or None
+    severity = state_severity(event_clean or "")
+    if (
+        direction == "asserted"
+        and _LEAK_NAME.search(sname or sensor_col)
+        and (event_clean or "").lower()
+        in ("state asserted", "device present", "transition to critical from less severe")
+    ):
+        severity = "critical"  # a leak sensor is a generic discrete sensor: its asserted state is the leak
+    if direction == "deasserted":
+        low = (event_clean or "").lower()
+        severity = "non_critical" if low in ("fully redundant", "presence detected", "device present") else "ok"
+    reading = threshold = None
+    m = _SEL_READING.search(extra)
+    if m:
+        reading, threshold = _sel_number(m.group(1)), _sel_number(m.group(2))
+        if reading is None or threshold is None:
+            rec.add(
+                "SEL entry %s: reading %r / threshold %r is not a number" % (cols[0], m.group(1), m.group(2)), lineno
+            )
+            reading = threshold = None
+    return {
+        "id": rec_id,
+        "time": time_iso,
+        "sensor_type": stype,
+        "sensor": sname,
+        "sensor_number": snum,
+        "event": event_clean,
+        "direction": direction,
+        "severity": severity,
+        "reading": reading,
+        "threshold": threshold,
+        "preinit_seconds": preinit,
+        "line": lineno,
+    }
+
+
+def _sel_number(token: str) -> Optional[float]:
+    """A SEL reading or threshold: one plain decimal number (``2.7.1`` is not one)."""
+    return to_float(token) if re.fullmatch(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)", token) else None
 
 
 # ---------------------------------------------------------------------------------------------------- key/value
@@ -685,20 +719,27 @@ def parse_sel_info(text: str, source: Optional[str] = None) -> Dict[str, Any]:
     }
 
 
-def parse_fru(text: str, source: Optional[str] = None) -> List[Dict[str, Any]]:
-    """``ipmitool fru print``: one entry per ``FRU Device Description`` block."""
+def parse_fru(
+    text: str, source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
+) -> List[Dict[str, Any]]:
+    """``ipmitool fru print``: one entry per ``FRU Device Description`` block.
+
+    A malformed block is a ``parse`` entry in ``errors`` and the other blocks are kept; without an ``errors``
+    list it raises ParseError with the entries as ``partial``.
+    """
     if not isinstance(text, str):
         raise ParseError("input is not text", "ipmitool_fru", source)
+    rec = Records("ipmitool_fru", source, DOMAIN, errors)
     blocks: List[Dict[str, Any]] = []
     cur: Optional[Dict[str, str]] = None
-    for _lineno, _indent, key, value in _kv_lines(text):
+    for lineno, _indent, key, value in _kv_lines(text):
         if key == "FRU Device Description":
-            cur = {"_desc": value}
+            cur = {"_desc": value, "_line": lineno}
             blocks.append(cur)  # type: ignore[arg-type]
             continue
         if cur is None:
             if key:
-                cur = {"_desc": ""}
+                cur = {"_desc": "", "_line": lineno}
                 blocks.append(cur)  # type: ignore[arg-type]
             else:
                 continue
@@ -708,38 +749,42 @@ def parse_fru(text: str, source: Optional[str] = None) -> List[Dict[str, Any]]:
             cur["_absent"] = value
     if text.strip() and not blocks:
         raise ParseError("no FRU blocks found", "ipmitool_fru", source, 1)
-    out = []
+    out: List[Dict[str, Any]] = []
     for b in blocks:
-        desc = b.get("_desc", "")
-        m = re.match(r"^(.*?)\s*\(ID\s*(\d+)\)\s*$", desc)
-        name = (m.group(1) if m else desc).strip() or None
-        fru_id = int(m.group(2)) if m else None
+        with rec.at(b.get("_line")):
+            out.append(_fru_entry(b))
+    return rec.finish(out)
 
-        def g(*keys: str, b: Dict[str, str] = b) -> Optional[str]:
-            for k in keys:
-                v = clean(b.get(k))
-                if v is not None:
-                    return v
-            return None
 
-        out.append(
-            {
-                "name": name,
-                "id": fru_id,
-                "present": "_absent" not in b,
-                "product": g("Product Name", "Board Product"),
-                "manufacturer": g("Product Manufacturer", "Board Mfg"),
-                "serial": g("Product Serial", "Board Serial", "Chassis Serial"),
-                "part": g("Product Part Number", "Board Part Number", "Chassis Part Number"),
-                "version": g("Product Version"),
-                "board_serial": g("Board Serial"),
-                "board_product": g("Board Product"),
-                "board_part": g("Board Part Number"),
-                "chassis_serial": g("Chassis Serial"),
-                "asset_tag": g("Product Asset Tag"),
-            }
-        )
-    return out
+def _fru_entry(b: Dict[str, Any]) -> Dict[str, Any]:
+    """One FRU block (``Key: value`` pairs, ``_desc`` the description line) -> a ``fru`` entry."""
+    desc = b.get("_desc", "")
+    m = re.match(r"^(.*?)\s*\(ID\s*([0-9]+)\)\s*$", desc)
+    name = (m.group(1) if m else desc).strip() or None
+    fru_id = parse_int(m.group(2)) if m else None
+
+    def g(*keys: str, b: Dict[str, str] = b) -> Optional[str]:
+        for k in keys:
+            v = clean(b.get(k))
+            if v is not None:
+                return v
+        return None
+
+    return {
+        "name": name,
+        "id": fru_id,
+        "present": "_absent" not in b,
+        "product": g("Product Name", "Board Product"),
+        "manufacturer": g("Product Manufacturer", "Board Mfg"),
+        "serial": g("Product Serial", "Board Serial", "Chassis Serial"),
+        "part": g("Product Part Number", "Board Part Number", "Chassis Part Number"),
+        "version": g("Product Version"),
+        "board_serial": g("Board Serial"),
+        "board_product": g("Board Product"),
+        "board_part": g("Board Part Number"),
+        "chassis_serial": g("Chassis Serial"),
+        "asset_tag": g("Product Asset Tag"),
+    }
 
 
 def looks_like(text: str) -> str:

@@ -27,8 +27,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
+    Records,
     error_record,
     normalize_bus_id,
+    parse_int,
     read_text,
 )
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
@@ -70,29 +72,31 @@ _FACILITY = re.compile(
     r"(?:emerg|alert|crit|err|warn|notice|info|debug)\s*:\s?"
 )
 _ISO = re.compile(
-    r"^\s*(?:[^\W\d_]{2,4}\.?\s+)?(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
-    r"\s?(Z|UTC|GMT|[+-]\d{2}:?\d{2})?(?=\s|$)"
+    r"^\s*(?:[^\W\d_]{2,4}\.?\s+)?([0-9]{4})-([0-9]{2})-([0-9]{2})[T ]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:[.,]([0-9]{1,9}))?"
+    r"\s?(Z|UTC|GMT|[+-][0-9]{2}:?[0-9]{2})?(?=\s|$)"
 )
 _CTIME = re.compile(
-    r"^\s*\[\s*(?:[^\W\d_]{2,4}\.?\s+)?([^\W\d_]{3,5})\.?\s+(\d{1,2})\s+(\d{2}):(\d{2}):(\d{2})\s+(\d{4})\s*\]"
+    r"^\s*\[\s*(?:[^\W\d_]{2,4}\.?\s+)?([^\W\d_]{3,5})\.?\s+([0-9]{1,2})\s+([0-9]{2}):([0-9]{2}):([0-9]{2})\s+([0-9]{4})\s*\]"
 )
-_MONO = re.compile(r"^\s*\[\s*(\d+\.\d+)\s*\]")
-_SYSLOG = re.compile(r"^\s*([^\W\d_]{3,5})\.?\s+(\d{1,2})\s+(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?=\s)")
+_MONO = re.compile(r"^\s*\[\s*([0-9]+\.[0-9]+)\s*\]")
+_SYSLOG = re.compile(
+    r"^\s*([^\W\d_]{3,5})\.?\s+([0-9]{1,2})\s+([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,9}))?(?=\s)"
+)
 
-_XID = re.compile(r"NVRM: Xid \(\s*(?:PCI:)?([^)]*)\)[^:]*:\s*(\d+)\s*(?:,\s*(.*))?$")
-_SXID = re.compile(r"SXid \(\s*(?:PCI:)?([^)]*)\)[^:]*:\s*(\d+)\s*(?:,\s*(.*))?$")
+_XID = re.compile(r"NVRM: Xid \(\s*(?:PCI:)?([^)]*)\)[^:]*:\s*([0-9]+)\s*(?:,\s*(.*))?$")
+_SXID = re.compile(r"SXid \(\s*(?:PCI:)?([^)]*)\)[^:]*:\s*([0-9]+)\s*(?:,\s*(.*))?$")
 _PID_NAME = re.compile(r"^pid\s*=\s*('?<?[^,>']*>?'?)\s*,\s*name\s*=\s*(.*?)(?:,\s*(.*))?$")
-_CAUSED = re.compile(r"caused by (?:a )?previous Xid(?:\(s\)|s)?\s*:?\s*(\d+)", re.IGNORECASE)
+_CAUSED = re.compile(r"caused by (?:a )?previous Xid(?:\(s\)|s)?\s*:?\s*([0-9]+)", re.IGNORECASE)
 _RECOVERY = re.compile(
-    r"recovery action changed from\s+(?:(0x[0-9a-fA-F]+|\d+)\s*)?(?:\(([^)]*)\))?\s*to\s+"
-    r"(?:(0x[0-9a-fA-F]+|\d+)\s*)?(?:\(([^)]*)\))?",
+    r"recovery action changed from\s+(?:(0x[0-9a-fA-F]+|[0-9]+)\s*)?(?:\(([^)]*)\))?\s*to\s+"
+    r"(?:(0x[0-9a-fA-F]+|[0-9]+)\s*)?(?:\(([^)]*)\))?",
     re.IGNORECASE,
 )
 _SEVERITY_WORD = re.compile(r"\b(Non-?fatal|Fatal)\b", re.IGNORECASE)
 _FALLEN = re.compile(r"fallen off the bus", re.IGNORECASE)
 _FALLEN_ADDR = (
     re.compile(r"NVRM: GPU at (?:PCI:)?([0-9A-Fa-f:.]+)\s+has fallen off the bus"),
-    re.compile(r"NVRM: GPU (?:at )?(?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?):"),
+    re.compile(r"NVRM: GPU (?:at )?(?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-9])?):"),
     re.compile(r"NVRM: The NVIDIA GPU (?:at PCI:)?([0-9A-Fa-f:.]+)"),
 )
 _THE_NVIDIA_GPU = re.compile(r"NVRM: The NVIDIA GPU (?:at PCI:)?([0-9A-Fa-f:.]+)")
@@ -110,11 +114,11 @@ _MLX5_LINK = re.compile(
 )
 _MLX5_POWER = re.compile(
     r"mlx5_core ([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]).*?insufficient power on the PCIe slot"
-    r"(?:\s*\((\d+)W\))?",
+    r"(?:\s*\(([0-9]+)W\))?",
     re.IGNORECASE,
 )
 _MCE_BANK = re.compile(
-    r"mce: \[Hardware Error\]: CPU (\d+): Machine Check(?: Exception)?:\s*(\d+) Bank (\d+):\s*([0-9a-fA-F]+)"
+    r"mce: \[Hardware Error\]: CPU ([0-9]+): Machine Check(?: Exception)?:\s*([0-9]+) Bank ([0-9]+):\s*([0-9a-fA-F]+)"
 )
 _MCE_LOGGED = re.compile(r"mce: \[Hardware Error\]: Machine check events logged")
 _MCE_OTHER = re.compile(
@@ -122,7 +126,7 @@ _MCE_OTHER = re.compile(
     r"Fatal machine check|\[Hardware Error\]: event severity: (corrected|recoverable|fatal))",
     re.IGNORECASE,
 )
-_EDAC = re.compile(r"EDAC (?:\S+ )?MC(\d+): (?:(\d+) )?(CE|UE)\b\s*(.*)$")
+_EDAC = re.compile(r"EDAC (?:\S+ )?MC([0-9]+): (?:([0-9]+) )?(CE|UE)\b\s*(.*)$")
 
 #: Cheap pre-filter: a line without any of these cannot be an event.
 _INTERESTING = re.compile(
@@ -130,7 +134,7 @@ _INTERESTING = re.compile(
 )
 _ALIGN_SPACES = re.compile(r",\s{2,}")
 _QUOTES = "\"'`"
-_SXID_DETAIL = re.compile(r"^(Severity\s+(\d+)|Data\s*\{)")
+_SXID_DETAIL = re.compile(r"^(Severity\s+([0-9]+)|Data\s*\{)")
 _CARRIER = re.compile(r"(?:^|\s)([A-Za-z][\w.-]*): (Lost|Gained) carrier\b")
 
 
@@ -174,14 +178,14 @@ def split_time(line: str, ref: Optional[datetime.datetime] = None) -> Tuple[Opti
         rest = rest[m.end() :]
     m = _ISO.match(rest)
     if m:
-        y, mo, d, hh, mi, ss = (int(g) for g in m.groups()[:6])
+        y, mo, d, hh, mi, ss = (parse_int(g) for g in m.groups()[:6])
         if _valid(y, mo, d, hh, mi, ss):
             return _fmt(y, mo, d, hh, mi, ss, m.group(7) or "", _tz(m.group(8))), rest[m.end() :]
         return None, rest[m.end() :]
     m = _CTIME.match(rest)
     if m:
         month = _MONTHS.get(m.group(1).lower())
-        day, hh, mi, ss, y = (int(g) for g in m.groups()[1:])
+        day, hh, mi, ss, y = (parse_int(g) for g in m.groups()[1:])
         if month and _valid(y, month, day, hh, mi, ss):
             return _fmt(y, month, day, hh, mi, ss), rest[m.end() :]
         return None, rest[m.end() :]
@@ -191,7 +195,7 @@ def split_time(line: str, ref: Optional[datetime.datetime] = None) -> Tuple[Opti
     m = _SYSLOG.match(rest)
     if m:
         month = _MONTHS.get(m.group(1).lower())
-        day, hh, mi, ss = (int(g) for g in m.groups()[1:5])
+        day, hh, mi, ss = (parse_int(g) for g in m.groups()[1:5])
         if month and ref is not None:
             year = ref.year
             if _valid(year, month, day, hh, mi, ss):
@@ -206,7 +210,7 @@ def split_time(line: str, ref: Optional[datetime.datetime] = None) -> Tuple[Opti
 
 def _pid(value: str) -> Optional[int]:
     v = value.strip().strip("'\"")
-    return int(v) if v.isdigit() else None
+    return parse_int(v) if v.isascii() and v.isdigit() else None
 
 
 def _process(value: str) -> Optional[str]:
@@ -245,7 +249,7 @@ def _event(kind: str, lineno: int, raw: str, ts: Optional[str], **kw: Any) -> Di
 
 
 def _xid_event(kind: str, m: re.Match[str], lineno: int, raw: str, ts: Optional[str]) -> Dict[str, Any]:
-    addr, code, tail = m.group(1), int(m.group(2)), (m.group(3) or "").strip()
+    addr, code, tail = m.group(1), parse_int(m.group(2)), (m.group(3) or "").strip()
     tail = _ALIGN_SPACES.sub(", ", tail)
     pid = process = None
     msg = tail
@@ -259,7 +263,7 @@ def _xid_event(kind: str, m: re.Match[str], lineno: int, raw: str, ts: Optional[
     ev["severity"] = _severity_word(msg)
     cm = _CAUSED.search(msg)
     if cm:
-        ev["caused_by"] = int(cm.group(1))
+        ev["caused_by"] = parse_int(cm.group(1))
     rm = _RECOVERY.search(msg)
     if rm:
         # The driver's words win over the number when both are there and known.
@@ -292,115 +296,134 @@ def parse_kernel_log(
     text: str,
     source: Optional[str] = None,
     ref_time: Optional[datetime.datetime] = None,
+    errors: Optional[List[Dict[str, Any]]] = None,
 ) -> List[Dict[str, Any]]:
     """Parse a kernel log into events (docs/facts.md ``kernel.events``), in log order.
 
-    Unrecognised lines are skipped. Raises ParseError only when ``text`` is not a string.
+    Unrecognised lines are skipped. A line that looks like an event but is malformed (a 5,000-digit Xid code)
+    is a ``parse`` entry in ``errors`` and the lines after it still count; without an ``errors`` list it
+    raises ParseError with the events as ``partial``. Raises ParseError when ``text`` is not a string.
     """
     if not isinstance(text, str):
         raise ParseError("kernel log is not text", PARSER, source)
+    rec = Records(PARSER, source, DOMAIN, errors)
     lines = text.splitlines()
     events: List[Dict[str, Any]] = []
-    last_aer: Optional[Dict[str, Any]] = None
-    consumed = set()
+    box: List[Optional[Dict[str, Any]]] = [None]  # the last AER event (an 'error received' line's detail follows)
+    consumed: set = set()
     for idx, line in enumerate(lines):
         if idx in consumed or not line.strip():
             continue
-        lineno = idx + 1
         if not _INTERESTING.search(line):
             continue
-        ts = split_time(line, ref_time)[0]
-        m = _XID.search(line)
-        if m and "SXid" not in line:
-            events.append(_xid_event("xid", m, lineno, line, ts))
-            continue
-        m = _SXID.search(line)
-        if m:
-            ev = _xid_event("sxid", m, lineno, line, ts)
-            prev = events[-1] if events else None
-            dm = _SXID_DETAIL.match(ev["message"])
-            if (
-                dm
-                and prev is not None
-                and prev["kind"] == "sxid"
-                and (prev["code"], prev["bus_id"]) == (ev["code"], ev["bus_id"])
-                and lineno - prev["line"] <= 3
-            ):
-                # "Severity N Engine instance ..." and "Data {...}" lines detail the SXid just above.
-                prev["detail"]["severity_level" if dm.group(2) else "data"] = (
-                    int(dm.group(2)) if dm.group(2) else ev["message"]
-                )
-                continue
-            events.append(ev)
-            continue
-        if "NVRM:" in line:
-            ev = _fallen(lines, idx, line, ts, consumed)
-            if ev is not None:
-                # Newer drivers print "GPU ...: GPU has fallen off the bus." right after the Xid 79 line.
-                for prev in reversed(events[-3:]):
-                    if prev["kind"] == "xid" and prev["code"] == 79 and prev["bus_id"] == ev["bus_id"]:
-                        if lineno - prev["line"] <= 5:
-                            ev["detail"]["xid79_line"] = prev["line"]
-                        break
-                events.append(ev)
-            continue
-        if "AER" in line or "PCIe Bus Error" in line:
-            ev = _aer(line, lineno, ts, last_aer)
-            if ev is not None:
-                if ev is not last_aer:
-                    events.append(ev)
-                last_aer = ev
-            continue
-        if "mlx5_core" in line:
-            m = _MLX5_LINK.search(line)
-            if m:
-                state = m.group(3)
-                events.append(
-                    _event(
-                        "mlx5_link",
-                        lineno,
-                        line,
-                        ts,
-                        bus_id=normalize_bus_id(m.group(1)),
-                        message="Link %s" % state,
-                        detail={"state": state, "interface": m.group(2)},
-                    )
-                )
-                continue
-            m = _MLX5_POWER.search(line)
-            if m:
-                watts = int(m.group(2)) if m.group(2) else None
-                events.append(
-                    _event(
-                        "mlx5_power",
-                        lineno,
-                        line,
-                        ts,
-                        bus_id=normalize_bus_id(m.group(1)),
-                        message=line[max(line.lower().find("detected insufficient"), m.start()) :].strip(),
-                        detail={"slot_power_w": watts},
-                    )
-                )
-            continue
-        if "carrier" in line:
-            m = _CARRIER.search(line)
-            if m:
-                state = "down" if m.group(2) == "Lost" else "up"
-                events.append(
-                    _event(
-                        "mlx5_link",
-                        lineno,
-                        line,
-                        ts,
-                        message="%s carrier" % m.group(2),
-                        detail={"state": state, "interface": m.group(1), "via": "carrier"},
-                    )
-                )
-                continue
-        ev = _mce_edac(line, lineno, ts)
+        with rec.at(idx + 1):
+            _line_event(lines, idx, line, ref_time, events, box, consumed)
+    return rec.finish(events)
+
+
+def _line_event(
+    lines: Sequence[str],
+    idx: int,
+    line: str,
+    ref_time: Optional[datetime.datetime],
+    events: List[Dict[str, Any]],
+    box: List[Optional[Dict[str, Any]]],
+    consumed: set,
+) -> None:
+    """The event (if any) of one kernel log line, appended to ``events``."""
+    lineno = idx + 1
+    last_aer = box[0]
+    ts = split_time(line, ref_time)[0]
+    m = _XID.search(line)
+    if m and "SXid" not in line:
+        events.append(_xid_event("xid", m, lineno, line, ts))
+        return
+    m = _SXID.search(line)
+    if m:
+        ev = _xid_event("sxid", m, lineno, line, ts)
+        prev = events[-1] if events else None
+        dm = _SXID_DETAIL.match(ev["message"])
+        if (
+            dm
+            and prev is not None
+            and prev["kind"] == "sxid"
+            and (prev["code"], prev["bus_id"]) == (ev["code"], ev["bus_id"])
+            and lineno - prev["line"] <= 3
+        ):
+            # "Severity N Engine instance ..." and "Data {...}" lines detail the SXid just above.
+            prev["detail"]["severity_level" if dm.group(2) else "data"] = (
+                parse_int(dm.group(2)) if dm.group(2) else ev["message"]
+            )
+            return
+        events.append(ev)
+        return
+    if "NVRM:" in line:
+        ev = _fallen(lines, idx, line, ts, consumed)
         if ev is not None:
+            # Newer drivers print "GPU ...: GPU has fallen off the bus." right after the Xid 79 line.
+            for prev in reversed(events[-3:]):
+                if prev["kind"] == "xid" and prev["code"] == 79 and prev["bus_id"] == ev["bus_id"]:
+                    if lineno - prev["line"] <= 5:
+                        ev["detail"]["xid79_line"] = prev["line"]
+                    break
             events.append(ev)
-    return events
+        return
+    if "AER" in line or "PCIe Bus Error" in line:
+        ev = _aer(line, lineno, ts, last_aer)
+        if ev is not None:
+            if ev is not last_aer:
+                events.append(ev)
+            box[0] = ev
+        return
+    if "mlx5_core" in line:
+        m = _MLX5_LINK.search(line)
+        if m:
+            state = m.group(3)
+            events.append(
+                _event(
+                    "mlx5_link",
+                    lineno,
+                    line,
+                    ts,
+                    bus_id=normalize_bus_id(m.group(1)),
+                    message="Link %s" % state,
+                    detail={"state": state, "interface": m.group(2)},
+                )
+            )
+            return
+        m = _MLX5_POWER.search(line)
+        if m:
+            watts = parse_int(m.group(2)) if m.group(2) else None
+            events.append(
+                _event(
+                    "mlx5_power",
+                    lineno,
+                    line,
+                    ts,
+                    bus_id=normalize_bus_id(m.group(1)),
+                    message=line[max(line.lower().find("detected insufficient"), m.start()) :].strip(),
+                    detail={"slot_power_w": watts},
+                )
+            )
+        return
+    if "carrier" in line:
+        m = _CARRIER.search(line)
+        if m:
+            state = "down" if m.group(2) == "Lost" else "up"
+            events.append(
+                _event(
+                    "mlx5_link",
+                    lineno,
+                    line,
+                    ts,
+                    message="%s carrier" % m.group(2),
+                    detail={"state": state, "interface": m.group(1), "via": "carrier"},
+                )
+            )
+            return
+    ev = _mce_edac(line, lineno, ts)
+    if ev is not None:
+        events.append(ev)
 
 
 def _fallen(lines: Sequence[str], idx: int, line: str, ts: Optional[str], consumed: set) -> Optional[Dict[str, Any]]:
@@ -486,11 +509,11 @@ def _mce_edac(line: str, lineno: int, ts: Optional[str]) -> Optional[Dict[str, A
             ts,
             severity="corrected" if m.group(3) == "CE" else "uncorrected",
             message=line[m.start() :].strip(),
-            detail={"mc": int(m.group(1)), "count": int(m.group(2)) if m.group(2) else None},
+            detail={"mc": parse_int(m.group(1)), "count": parse_int(m.group(2)) if m.group(2) else None},
         )
     m = _MCE_BANK.search(line)
     if m:
-        status = int(m.group(4), 16)
+        status = parse_int(m.group(4), 16)
         return _event(
             "mce",
             lineno,
@@ -498,7 +521,7 @@ def _mce_edac(line: str, lineno: int, ts: Optional[str]) -> Optional[Dict[str, A
             ts,
             severity="uncorrected" if (status >> 61) & 1 else "corrected",
             message=line[m.start() :].strip(),
-            detail={"cpu": int(m.group(1)), "bank": int(m.group(3)), "status": "0x%x" % status},
+            detail={"cpu": parse_int(m.group(1)), "bank": parse_int(m.group(3)), "status": "0x%x" % status},
         )
     m = _MCE_LOGGED.search(line)
     if m:
@@ -585,7 +608,7 @@ def _finish(
     filter_by_since: bool,
 ) -> None:
     try:
-        events = parse_kernel_log(text, src, ref)
+        events = parse_kernel_log(text, src, ref, result["errors"])
     except ParseError as exc:
         result["errors"].append(exc.to_error(DOMAIN))
         return

@@ -33,7 +33,9 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
+    Records,
     error_record,
+    parse_int,
     read_text,
     to_float,
     to_int,
@@ -44,12 +46,12 @@ DOMAIN = "nccl"
 PARSER = "nccl_all_reduce"
 CAPTURE_FILE = "nccl-all-reduce.txt"
 
-_HEADER = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)")
+_HEADER = re.compile(r"^#\s*nThread\s+([0-9]+)\s+nGpus\s+([0-9]+)\s+minBytes\s+([0-9]+)\s+maxBytes\s+([0-9]+)")
 _RANK = re.compile(
-    r"^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$"
+    r"^#\s*Rank\s+([0-9]+)\s+(?:Group\s+[0-9]+\s+)?Pid\s+([0-9]+)\s+on\s+(\S+)\s+device\s+([0-9]+)\s+\[([^\]]*)\]\s*(.*)$"
 )
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
-_OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)")
+_OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*([0-9]+)")
 _COLS = re.compile(r"^#\s+size\s+count\s+type\s+redop\s+(root\s+)?time\s+algbw\s+busbw\s+(#wrong|error)")
 _FAIL = re.compile(r"(Test (?:CUDA |NCCL )?failure|NCCL WARN|NCCL failure|unhandled .* error)", re.I)
 
@@ -66,9 +68,9 @@ def _half(toks: List[str], source: Optional[str], lineno: int) -> Dict[str, Any]
     wrong: Any = None
     if toks[3] not in ("N/A", "n/a"):
         w = to_float(toks[3])
-        if w is None:
+        if w is None or w < 0:
             raise ParseError("#wrong/error %r is not a number" % toks[3], PARSER, source, lineno)
-        wrong = int(w) if w == int(w) and "e" not in toks[3].lower() else w
+        wrong = int(w) if w.is_integer() and "e" not in toks[3].lower() else w
     return {
         "time_us": _num(toks[0], "time", source, lineno),
         "algbw_gbps": _num(toks[1], "algbw", source, lineno),
@@ -79,85 +81,95 @@ def _half(toks: List[str], source: Optional[str], lineno: int) -> Dict[str, Any]
 
 def parse(text: str, source: Optional[str] = None) -> Dict[str, Any]:
     """Parse ``all_reduce_perf`` output. Raises ParseError when no result row and no header is recognisable
-    (garbage), or a result row is broken (a truncated last row is dropped with an error record instead)."""
+    (garbage). A broken result or header row (``inf`` or ``nan`` bandwidth, a non-ASCII digit, a 5,000-digit
+    size) is a ``parse`` entry in ``errors`` and the other rows are kept (a truncated last row likewise)."""
     if not isinstance(text, str):
         raise ParseError("input is not text", PARSER, source)
     out = _blank(source)
-    has_root = True
-    seen_cols = False
+    rec = Records(PARSER, source, DOMAIN, out["errors"])
+    state = {"has_root": True, "seen_cols": False}
     lines = text.splitlines()
     for lineno, raw in enumerate(lines, 1):
         line = raw.strip()
         if not line:
             continue
-        if line.startswith("#"):
-            m = _HEADER.match(line)
-            if m:
-                out["nthreads"], out["ngpus"] = int(m.group(1)), int(m.group(2))
-                out["min_bytes"], out["max_bytes"] = int(m.group(3)), int(m.group(4))
-                continue
-            m = _RANK.match(line)
-            if m:
-                host = m.group(3)
-                out["ranks"].append(
-                    {
-                        "rank": int(m.group(1)),
-                        "pid": int(m.group(2)),
-                        "host": host,
-                        "device": int(m.group(4)),
-                        "bus": m.group(5).strip(),
-                        "name": m.group(6).strip() or None,
-                    }
-                )
-                if host not in out["hosts"]:
-                    out["hosts"].append(host)
-                continue
-            m = _COLS.match(line)
-            if m:
-                has_root = bool(m.group(1))
-                seen_cols = True
-                continue
-            m = _AVG.match(line)
-            if m:
-                avg = to_float(m.group(1))
-                if avg is None:
-                    raise ParseError("Avg bus bandwidth %r is not a number" % m.group(1), PARSER, source, lineno)
-                out["avg_busbw_gbps"] = avg
-                out["complete"] = True
-                continue
-            m = _OOB.match(line)
-            if m:
-                out["out_of_bounds"] = int(m.group(1))
-            continue
-        if _FAIL.search(line):
-            out["failures"].append(line[:300])
-            continue
-        toks = line.split()
-        if not toks or not toks[0].isdigit():
-            continue  # unrecognised line (NCCL INFO, launcher noise)
-        want = 13 if has_root else 12
-        if len(toks) < want:
-            if lineno == len(lines) or (lineno == len(lines) - 1 and not lines[-1].strip()):
-                out["errors"].append(
-                    ParseError("truncated result row (%d fields)" % len(toks), PARSER, source, lineno).to_error(DOMAIN)
-                )
-                continue
-            raise ParseError("result row has %d fields, expected %d" % (len(toks), want), PARSER, source, lineno)
-        base = 5 if has_root else 4
-        row = {
-            "size_b": to_int(toks[0]),
-            "count": to_int(toks[1]),
-            "type": toks[2],
-            "redop": toks[3],
-            "root": to_int(toks[4]) if has_root else None,
-            "out": _half(toks[base : base + 4], source, lineno),
-            "in": _half(toks[base + 4 : base + 8], source, lineno),
-        }
-        if row["count"] is None:
-            raise ParseError("count %r is not an integer" % toks[1], PARSER, source, lineno)
-        out["rows"].append(row)
-    if not out["rows"] and out["ngpus"] is None and not seen_cols and not out["failures"]:
+        with rec.at(lineno):
+            _line(out, state, line, lines, lineno, source)
+    if not out["rows"] and out["ngpus"] is None and not state["seen_cols"] and not out["failures"] and not rec.count:
         raise ParseError("no all_reduce_perf header or result rows", PARSER, source, None)
+    return _summarize(out, source)
+
+
+def _line(out: Dict[str, Any], state: Dict[str, Any], line: str, lines: List[str], lineno: int, source: Any) -> None:
+    """One non-blank line of ``all_reduce_perf`` output into ``out``."""
+    if line.startswith("#"):
+        m = _HEADER.match(line)
+        if m:
+            out["nthreads"], out["ngpus"] = parse_int(m.group(1)), parse_int(m.group(2))
+            out["min_bytes"], out["max_bytes"] = parse_int(m.group(3)), parse_int(m.group(4))
+            return
+        m = _RANK.match(line)
+        if m:
+            host = m.group(3)
+            out["ranks"].append(
+                {
+                    "rank": parse_int(m.group(1)),
+                    "pid": parse_int(m.group(2)),
+                    "host": host,
+                    "device": parse_int(m.group(4)),
+                    "bus": m.group(5).strip(),
+                    "name": m.group(6).strip() or None,
+                }
+            )
+            if host not in out["hosts"]:
+                out["hosts"].append(host)
+            return
+        m = _COLS.match(line)
+        if m:
+            state["has_root"] = bool(m.group(1))
+            state["seen_cols"] = True
+            return
+        m = _AVG.match(line)
+        if m:
+            avg = to_float(m.group(1))
+            if avg is None:
+                raise ParseError("Avg bus bandwidth %r is not a number" % m.group(1), PARSER, source, lineno)
+            out["avg_busbw_gbps"] = avg
+            out["complete"] = True
+            return
+        m = _OOB.match(line)
+        if m:
+            out["out_of_bounds"] = parse_int(m.group(1))
+        return
+    if _FAIL.search(line):
+        out["failures"].append(line[:300])
+        return
+    toks = line.split()
+    if not toks or not (toks[0].isascii() and toks[0].isdigit()):
+        return  # unrecognised line (NCCL INFO, launcher noise)
+    has_root = state["has_root"]
+    want = 13 if has_root else 12
+    if len(toks) < want:
+        if lineno == len(lines) or (lineno == len(lines) - 1 and not lines[-1].strip()):
+            raise ParseError("truncated result row (%d fields)" % len(toks), PARSER, source, lineno)
+        raise ParseError("result row has %d fields, expected %d" % (len(toks), want), PARSER, source, lineno)
+    base = 5 if has_root else 4
+    row = {
+        "size_b": to_int(toks[0]),
+        "count": to_int(toks[1]),
+        "type": toks[2],
+        "redop": toks[3],
+        "root": to_int(toks[4]) if has_root else None,
+        "out": _half(toks[base : base + 4], source, lineno),
+        "in": _half(toks[base + 4 : base + 8], source, lineno),
+    }
+    if row["size_b"] is None or row["count"] is None:
+        raise ParseError("size %r / count %r is not an integer" % (toks[0][:40], toks[1][:40]), PARSER, source, lineno)
+    out["rows"].append(row)
+
+
+def _summarize(out: Dict[str, Any], source: Any) -> Dict[str, Any]:
+    """Totals over the parsed rows (wrong, best busbw and its size) and the truncation note."""
     best = None
     for row in out["rows"]:
         for half in (row["out"], row["in"]):

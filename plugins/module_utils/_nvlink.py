@@ -17,14 +17,22 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, to_float, to_int
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
+    ParseError,
+    Records,
+    clean,
+    parse_int,
+    to_float,
+    to_int,
+)
 
 PARSER = "nvlink"
+DOMAIN = "gpu"
 
-_GPU_RE = re.compile(r"^GPU\s+(\d+)\s*:\s*(.*?)\s*(?:\(UUID:\s*([^)]*)\))?\s*$")
-_DCGM_GPU_RE = re.compile(r"^\|\s*GPU ID:\s*(\d+)\s*\|")
-_LINK_RE = re.compile(r"^Link\s+(\d+)\s*:\s*(.*)$")
-_DCGM_LINK_RE = re.compile(r"^\|\s*Link\s+(\d+)\s*\|\s*([^|]+?)\s*\|\s*([^|]*?)\s*\|")
+_GPU_RE = re.compile(r"^GPU\s+([0-9]+)\s*:\s*(.*?)\s*(?:\(UUID:\s*([^)]*)\))?\s*$")
+_DCGM_GPU_RE = re.compile(r"^\|\s*GPU ID:\s*([0-9]+)\s*\|")
+_LINK_RE = re.compile(r"^Link\s+([0-9]+)\s*:\s*(.*)$")
+_DCGM_LINK_RE = re.compile(r"^\|\s*Link\s+([0-9]+)\s*\|\s*([^|]+?)\s*\|\s*([^|]*?)\s*\|")
 
 #: Error counter names as printed -> normalized key.
 COUNTERS = {
@@ -74,66 +82,89 @@ def _counter_key(name: str) -> str:
     return key
 
 
-def parse(text: str, source: Optional[str] = None) -> Dict[int, Dict[str, Any]]:
+def parse(
+    text: str, source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
+) -> Dict[int, Dict[str, Any]]:
     """Parse ``nvlink -s`` and/or ``nvlink -e`` output (either or both concatenated).
 
     Returns ``{gpu_index: {index, name, uuid, links: {n: {link, state, speed_gbps, errors}}, error}}``.
-    Raises ParseError when non-empty input has no GPU header at all.
+    Raises ParseError when non-empty input has no GPU header at all. A malformed line is a ``parse`` entry
+    in ``errors`` (the lines after it still count; a malformed GPU header drops that GPU's lines, never
+    attaching them to the GPU above); without an ``errors`` list it raises ParseError with ``partial``.
     """
     if not isinstance(text, str):
         raise ParseError("input is not text", PARSER, source)
+    rec = Records(PARSER, source, DOMAIN, errors)
     out: Dict[int, Dict[str, Any]] = {}
-    cur: Optional[Dict[str, Any]] = None
-    saw_any = False
-    for raw in text.splitlines():
+    state: Dict[str, Any] = {"cur": None, "saw_any": False}
+    for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line:
             continue
-        if line.startswith("GPU"):
-            m = _GPU_RE.match(line)
-            if m:
-                cur = _gpu(out, int(m.group(1)), m.group(2), m.group(3))
-                saw_any = True
-                continue
-        if line.startswith("|"):
-            m = _DCGM_GPU_RE.match(line)
-            if m:
-                cur = _gpu(out, int(m.group(1)), None, None)
-                saw_any = True
-                continue
-            m = _DCGM_LINK_RE.match(line)
-            if m and cur is not None:
-                lk = _link(cur, int(m.group(1)))
-                lk["errors"][_counter_key(m.group(2))] = to_int(m.group(3))
-            continue
-        if cur is None:
-            continue
-        if line.startswith("NVML:") or "Unable to retrieve NVLink" in line:
-            cur["error"] = line[:300]
-            continue
-        m = _LINK_RE.match(line)
-        if not m:
-            continue
-        link = int(m.group(1))
-        rest = m.group(2).strip()
-        name, sep, value = rest.rpartition(":")
-        if sep and name.strip() and not rest.upper().endswith("GB/S"):
-            lk = _link(cur, link)
-            lk["errors"][_counter_key(name)] = to_int(value)
-            continue
-        lk = _link(cur, link)
-        if "GB/S" in rest.upper():
-            lk["state"] = "up"
-            lk["speed_gbps"] = to_float(rest)
-        else:
-            lk["state"] = "down"
-            lk["speed_gbps"] = None
-    if not saw_any and text.strip():
+        with rec.at(lineno):
+            _line(out, state, line)
+    if not state["saw_any"] and text.strip():
         if "Unable to determine the device handle" in text or "Unknown Error" in text:
             # the driver could not read a GPU: nvidia-smi printed its error instead; gpu facts report it
-            return out
+            return rec.finish(out)
         raise ParseError("no 'GPU N:' header in NVLink output: %r" % text.strip()[:120], PARSER, source, 1)
-    return out
+    return rec.finish(out)
+
+
+def _line(out: Dict[int, Dict[str, Any]], state: Dict[str, Any], line: str) -> None:
+    """One non-blank line of NVLink output into ``out`` (``state``: the current GPU, whether one was seen)."""
+    cur = state["cur"]
+    if line.startswith("GPU"):
+        m = _GPU_RE.match(line)
+        if m:
+            state["cur"] = None  # a header that fails below must not leave its links to the GPU above
+            state["cur"] = _gpu(out, parse_int(m.group(1)), m.group(2), m.group(3))
+            state["saw_any"] = True
+            return
+    if line.startswith("|"):
+        m = _DCGM_GPU_RE.match(line)
+        if m:
+            state["cur"] = None
+            state["cur"] = _gpu(out, parse_int(m.group(1)), None, None)
+            state["saw_any"] = True
+            return
+        m = _DCGM_LINK_RE.match(line)
+        if m and cur is not None:
+            lk = _link(cur, parse_int(m.group(1)))
+            lk["errors"][_counter_key(m.group(2))] = _count(m.group(3))
+        return
+    if cur is None:
+        return
+    if line.startswith("NVML:") or "Unable to retrieve NVLink" in line:
+        cur["error"] = line[:300]
+        return
+    m = _LINK_RE.match(line)
+    if not m:
+        return
+    link = parse_int(m.group(1))
+    rest = m.group(2).strip()
+    name, sep, value = rest.rpartition(":")
+    if sep and name.strip() and not rest.upper().endswith("GB/S"):
+        lk = _link(cur, link)
+        lk["errors"][_counter_key(name)] = _count(value)
+        return
+    lk = _link(cur, link)
+    if "GB/S" in rest.upper():
+        lk["state"] = "up"
+        lk["speed_gbps"] = to_float(rest)
+    else:
+        lk["state"] = "down"
+        lk["speed_gbps"] = None
+
+
+def _count(value: str) -> Optional[int]:
+    """An error counter: a non-negative integer, a sentinel (``N/A``: None), else a malformed line."""
+    if clean(value) is None:
+        return None
+    n = to_int(value)
+    if n is None:
+        raise ParseError("counter value %r is not a number" % value.strip()[:40])
+    return n
 
 
 def merge(gpus: List[Dict[str, Any]], *parsed: Dict[int, Dict[str, Any]]) -> List[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, clean, to_float
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records, clean, to_float
 
 REDFISH_KEYS = ("systems", "chassis", "firmware", "managers", "leak_detectors", "log_entries", "psus", "memory")
 
@@ -79,11 +79,10 @@ def sensor_status(doc: Dict[str, Any]) -> str:
 
 
 def _num(v: Any) -> Optional[float]:
+    """A JSON number or numeric string; finite only (JSON's ``NaN``/``Infinity``, a 400-digit integer: None)."""
     if isinstance(v, bool):
         return None
-    if isinstance(v, (int, float)):
-        return float(v)
-    return to_float(v) if isinstance(v, str) else None
+    return to_float(v) if isinstance(v, (int, float, str)) else None
 
 
 def _str(v: Any) -> Optional[str]:
@@ -208,10 +207,21 @@ def parse_manager(doc: Dict[str, Any]) -> Dict[str, Any]:
     }
 
 
-def parse_thermal(doc: Dict[str, Any]) -> Dict[str, Any]:
+def _each(doc: Dict[str, Any], key: str, rec: Optional[Records], build: Any) -> None:
+    """``build(entry)`` for each dict entry of ``doc[key]``, each inside ``rec``'s record boundary (if any)."""
+    for item in _list(doc, key):
+        if rec is None:
+            build(item)
+            continue
+        with rec.at(None):
+            build(item)
+
+
+def parse_thermal(doc: Dict[str, Any], rec: Optional[Records] = None) -> Dict[str, Any]:
     """Legacy ``Chassis/<id>/Thermal``: Temperatures[] and Fans[] (incl. iLO4 FanName/CurrentReading/Units)."""
-    sensors = []
-    for t in _list(doc, "Temperatures"):
+    sensors: List[Dict[str, Any]] = []
+
+    def temperature(t: Dict[str, Any]) -> None:
         sensors.append(
             _sensor(
                 _str(t.get("Name")) or _id(t),
@@ -223,7 +233,8 @@ def parse_thermal(doc: Dict[str, Any]) -> Dict[str, Any]:
                 source="Thermal",
             )
         )
-    for f in _list(doc, "Fans"):
+
+    def fan(f: Dict[str, Any]) -> None:
         reading = _num(f.get("Reading"))
         units = _str(f.get("ReadingUnits"))
         if reading is None:
@@ -241,6 +252,9 @@ def parse_thermal(doc: Dict[str, Any]) -> Dict[str, Any]:
                 source="Thermal",
             )
         )
+
+    _each(doc, "Temperatures", rec, temperature)
+    _each(doc, "Fans", rec, fan)
     return {"sensors": sensors}
 
 
@@ -279,13 +293,17 @@ def _psu_sensor(p: Dict[str, Any], source: str) -> Dict[str, Any]:
     )
 
 
-def parse_power(doc: Dict[str, Any]) -> Dict[str, Any]:
+def parse_power(doc: Dict[str, Any], rec: Optional[Records] = None) -> Dict[str, Any]:
     """Legacy ``Chassis/<id>/Power``: PowerSupplies[], Voltages[], PowerControl[]."""
-    sensors, psus = [], []
-    for p in _list(doc, "PowerSupplies"):
-        psus.append(_psu_entry(p))
-        sensors.append(_psu_sensor(p, "Power"))
-    for v in _list(doc, "Voltages"):
+    sensors: List[Dict[str, Any]] = []
+    psus: List[Dict[str, Any]] = []
+
+    def psu(p: Dict[str, Any]) -> None:
+        entry, sensor = _psu_entry(p), _psu_sensor(p, "Power")
+        psus.append(entry)
+        sensors.append(sensor)
+
+    def voltage(v: Dict[str, Any]) -> None:
         sensors.append(
             _sensor(
                 _str(v.get("Name")) or _id(v),
@@ -297,12 +315,17 @@ def parse_power(doc: Dict[str, Any]) -> Dict[str, Any]:
                 source="Power",
             )
         )
-    for c in _list(doc, "PowerControl"):
+
+    def control(c: Dict[str, Any]) -> None:
         watts = _num(c.get("PowerConsumedWatts"))
         if watts is not None:
             sensors.append(
                 _sensor(_str(c.get("Name")) or "Power Consumed", "power", watts, "W", sensor_status(c), source="Power")
             )
+
+    _each(doc, "PowerSupplies", rec, psu)
+    _each(doc, "Voltages", rec, voltage)
+    _each(doc, "PowerControl", rec, control)
     return {"sensors": sensors, "psus": psus}
 
 
@@ -464,25 +487,36 @@ PARSERS = {
 }
 
 
-def parse_document(doc: Any, source: Optional[str] = None) -> Dict[str, Any]:
+#: Resources with lists of sensors inside (legacy Thermal/Power): each entry is its own record.
+_PER_ENTRY = (parse_thermal, parse_power)
+
+
+def parse_document(
+    doc: Any, source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None, _depth: int = 0
+) -> Dict[str, Any]:
     """Parse one Redfish resource or collection (expanded members are parsed; links are ignored).
 
-    Unknown types give an empty fragment. Raises ParseError when ``doc`` is not a JSON object.
+    Unknown types give an empty fragment. Raises ParseError when ``doc`` is not a JSON object. A member of
+    a collection, or an entry of a legacy Thermal/Power list, that cannot be parsed is a ``parse`` entry in
+    ``errors`` and the rest of the document is kept; without an ``errors`` list a typed resource that cannot
+    be parsed raises ParseError (with the rest as ``partial``).
     """
     if not isinstance(doc, dict):
         raise ParseError("Redfish document is not a JSON object", "redfish", source)
+    rec = Records("redfish", source, "bmc", errors)
     out = empty()
     t = odata_type(doc)
     fn = PARSERS.get(t or "")
     if fn is not None:
         try:
-            merge(out, fn(doc))
-        except (AttributeError, TypeError, ValueError) as exc:
-            raise ParseError("cannot parse %s: %s" % (t, exc), "redfish", source) from exc
-        return out
+            merge(out, fn(doc, rec) if fn in _PER_ENTRY else fn(doc))  # type: ignore[call-arg]
+        except Exception as exc:  # noqa: BLE001 - one resource: a ParseError naming it, never a traceback
+            raise ParseError("cannot parse %s: %s: %s" % (t, type(exc).__name__, exc), "redfish", source) from exc
+        return rec.finish(out)
     members = doc.get("Members")
-    if isinstance(members, list):
+    if isinstance(members, list) and _depth < 8:
         for m in members:
             if isinstance(m, dict) and any(k != "@odata.id" for k in m):
-                merge(out, parse_document(m, source))
-    return out
+                with rec.at(None):
+                    merge(out, parse_document(m, source, rec.errors, _depth + 1))
+    return rec.finish(out)

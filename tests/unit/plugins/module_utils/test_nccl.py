@@ -117,24 +117,27 @@ def test_garbage_raises(text):
     assert exc.value.parser == "nccl_all_reduce"
 
 
-def test_broken_middle_row_raises_with_line():
+def test_broken_middle_row_is_an_error_entry_with_line():
+    """Issue 12 item 6: a broken row costs that row (an error entry with its line), not the whole result."""
     lines = _read("allreduce-low-busbw.txt").splitlines()
+    whole = _nccl.parse("\n".join(lines), "f")
     idx = next(i for i, ln in enumerate(lines) if ln.strip().startswith("1073741824"))
     lines[idx] = "  1073741824   268435456  float  sum  -1  12.0"
-    with pytest.raises(ParseError) as exc:
-        _nccl.parse("\n".join(lines), "f")
-    assert exc.value.line == idx + 1
+    res = _nccl.parse("\n".join(lines), "f")
+    assert [e["line"] for e in res["errors"] if e["kind"] == "parse"] == [idx + 1]
+    assert len(res["rows"]) == len(whole["rows"]) - 1
+    assert 1073741824 not in [r["size_b"] for r in res["rows"]]
 
 
-def test_non_number_busbw_raises():
-    text = _read("allreduce-low-busbw.txt").replace("   0.00 ", "   x.yz ", 1)
+def test_non_number_busbw_is_an_error_entry():
     lines = _read("allreduce-low-busbw.txt").splitlines()
     row = next(ln for ln in lines if ln.strip().startswith("1073741824"))
     bad = row.split()
     bad[7] = "abc"
     text = "\n".join(ln if ln != row else "  ".join(bad) for ln in lines)
-    with pytest.raises(ParseError):
-        _nccl.parse(text)
+    res = _nccl.parse(text)
+    assert any("busbw" in e["message"] and e["kind"] == "parse" for e in res["errors"])
+    assert res["rows"] and 1073741824 not in [r["size_b"] for r in res["rows"]]
 
 
 def test_not_text_and_huge():
