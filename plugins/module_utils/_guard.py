@@ -5,13 +5,18 @@
 
 Decides once per run, before any drain, which of the nodes a run wants to isolate it may isolate: the
 result must not take more than a configured share or count of any partition, any rack or the whole cluster
-out of service, counting the nodes that are already drained or down and the nodes gpuops isolated within a
-window (default one hour) even when they have been resumed since (a flapping node keeps counting).
+out of service, counting the nodes that are already drained or down, the nodes another run has *claimed*
+and not released yet, and the nodes gpuops isolated within ``window_s`` (default one hour) even when they
+have been resumed since (a flapping node keeps counting).
 
 ``decide`` is pure. ``guard_and_claim`` runs it under ``StateLock(state_dir, "isolation-guard")`` and, in the
 same critical section, records the allowed nodes in ``<state_dir>/isolation/history.json`` as *claims*: from
 that moment they count for every other run, so two concurrent runs (an event-driven one and an on-call one)
-cannot both pass the cap, whichever drains first.
+cannot both pass the cap, whichever drains first. A claim counts until it is released
+(``release_claims``: ``done`` once the drain went through, after which Slurm's view and the flap window
+count the node; ``failed`` when the drain did not happen, after which the claim counts for nothing), or
+until it expires after ``claim_ttl_s`` (default 24 h) when its run died before releasing it. Neither
+depends on ``window_s``: ``window_s: 0`` turns off the flap window, never the cap.
 """
 
 from __future__ import annotations
@@ -21,11 +26,8 @@ import os
 import time
 from typing import Any, Dict, Iterable, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._state import (
-    StateError,
-    StateLock,
-    atomic_write_json,
-)
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils._state import StateError, StateLock
 
 HISTORY_SCHEMA = "gpuops.isolation-history/v1"
 LOCK_NAME = "isolation-guard"
@@ -38,8 +40,14 @@ DEFAULT_POLICY: Dict[str, Any] = {
     "max_share_cluster": 0.25,
     "max_count_cluster": None,
     "min_allowed": 1,  # a share that rounds down below this still allows this many (0: strict)
-    "window_s": 3600,
+    "window_s": 3600,  # flap window: a node isolated this recently counts even when resumed since
+    "claim_ttl_s": 86400,  # safety expiry of a claim its run never released (crashed); not the flap window
 }
+
+#: Claim states in the history. ``claimed``: counts until released or expired. ``done``: the drain went through
+#: (Slurm's view counts the node; the flap window counts it after a resume). ``failed``: no drain happened.
+CLAIMED, DONE, FAILED = "claimed", "done", "failed"
+CLAIM_OUTCOMES = (DONE, FAILED)
 
 _SEVERITY_RANK = {"P0": 0, "P1": 1, "P2": 2, "P3": 3}
 _UNAVAILABLE_FLAGS = ("DRAIN", "DRAINED", "DRAINING", "DOWN", "FAIL", "FAILING", "MAINT", "REBOOT_REQUESTED")
@@ -68,20 +76,39 @@ def slurm_unavailable(state: Optional[str]) -> bool:
 
 
 def normalize_policy(policy: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """Guard settings over the defaults; every bad value is refused with a GuardError naming the key.
+
+    ``max_share_*``: a number in (0, 1], or null (no share limit for that scope). ``max_count_*``: an integer
+    >= 0, or null. ``min_allowed`` and ``window_s``: integers >= 0. ``claim_ttl_s``: an integer > 0. Booleans,
+    strings and fractional counts are refused, as are unknown keys (a typo must not silently drop a limit).
+    """
+    if policy is None:
+        policy = {}
+    if not isinstance(policy, dict):
+        raise GuardError("guard settings must be a mapping, got %s" % type(policy).__name__)
     out = dict(DEFAULT_POLICY)
-    for key, value in (policy or {}).items():
+    for key, value in policy.items():
         if key not in DEFAULT_POLICY:
             raise GuardError("unknown guard setting %r (known: %s)" % (key, ", ".join(sorted(DEFAULT_POLICY))))
-        if value is None or value == "":
+        nullable = key.startswith("max_")
+        if value is None and nullable:
             out[key] = None
             continue
-        try:
-            num = float(value)
-        except (TypeError, ValueError):
-            raise GuardError("guard setting %s must be a number, got %r" % (key, value)) from None
-        if math.isnan(num) or num < 0 or (key.startswith("max_share") and num > 1):
-            raise GuardError("guard setting %s out of range: %r" % (key, value))
-        out[key] = num if key.startswith("max_share") else int(num)
+        if key.startswith("max_share"):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise GuardError("guard setting %s must be a number in (0, 1] or null, got %r" % (key, value))
+            if not (0 < float(value) <= 1):  # NaN fails this too
+                raise GuardError("guard setting %s must be in (0, 1], got %r" % (key, value))
+            out[key] = float(value)
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise GuardError(
+                "guard setting %s must be an integer%s, got %r" % (key, " or null" if nullable else "", value)
+            )
+        low = 1 if key == "claim_ttl_s" else 0
+        if value < low:
+            raise GuardError("guard setting %s must be >= %d, got %r" % (key, low, value))
+        out[key] = value
     return out
 
 
@@ -131,15 +158,35 @@ def _limit(size: int, share: Optional[float], count: Optional[int], min_allowed:
     return min(limits) if limits else None
 
 
+def _entry_time(entry: Any) -> Optional[float]:
+    try:
+        when = float(entry.get("time"))
+    except (TypeError, ValueError, AttributeError):
+        return None
+    return when if math.isfinite(when) else None
+
+
 def recent_nodes(history: Iterable[Dict[str, Any]], now: float, window_s: float) -> List[str]:
-    """Nodes gpuops isolated (or claimed) within the window before ``now``."""
+    """Nodes gpuops isolated (or claimed) within the flap window before ``now`` (failed claims excepted)."""
     out = set()
     for entry in history or []:
-        try:
-            when = float(entry.get("time"))
-        except (TypeError, ValueError, AttributeError):
+        when = _entry_time(entry)
+        if when is None or not isinstance(entry.get("node"), str) or entry.get("state") == FAILED:
             continue
-        if now - window_s <= when <= now + 60 and isinstance(entry.get("node"), str):
+        if now - window_s <= when <= now + 60:
+            out.add(entry["node"])
+    return sorted(out)
+
+
+def claimed_nodes(history: Iterable[Dict[str, Any]], now: float, ttl_s: float) -> List[str]:
+    """Nodes with a claim not yet released (state ``claimed``, or none in an older history) and not older than
+    the safety TTL. Independent of the flap window. A claim time in the future (clock step) counts too."""
+    out = set()
+    for entry in history or []:
+        when = _entry_time(entry)
+        if when is None or not isinstance(entry.get("node"), str):
+            continue
+        if entry.get("state", CLAIMED) == CLAIMED and now - when < ttl_s:
             out.add(entry["node"])
     return sorted(out)
 
@@ -155,10 +202,11 @@ def decide(
     """Decide which targets may be isolated.
 
     ``cluster``: ``{node: {partitions: [..], rack: str|None, state: "IDLE+DRAIN"}}`` for every node of the
-    cluster (Slurm's view plus the rack from the inventory). ``history``: ``[{node, time (epoch)}]`` of
-    earlier gpuops isolations. Targets are taken worst severity first; each is allowed only if, counting it,
+    cluster (Slurm's view plus the rack from the inventory). ``history``: ``[{node, time (epoch), state}]`` of
+    earlier gpuops claims and isolations (see ``claimed_nodes`` / ``recent_nodes``). Targets are taken worst severity first; each is allowed only if, counting it,
     every scope it belongs to stays within its limit. Returns ``{allowed, already_isolated,
-    refused_by_guard: [{node, reason}], overridden, would_refuse, limits, out_of_service}``.
+    refused_by_guard: [{node, reason}], overridden, would_refuse, limits, out_of_service, recently_isolated,
+    claimed}``.
     """
     pol = normalize_policy(policy)
     now = time.time() if now is None else float(now)
@@ -178,8 +226,9 @@ def decide(
         limits[scope] = _limit(len(members), pol["max_share_" + kind], pol["max_count_" + kind], min_allowed)
 
     out_now = {n for n, info in cluster.items() if slurm_unavailable(info.get("state"))}
-    flapping = set(recent_nodes(history or [], now, pol["window_s"] or 0)) & set(cluster)
-    counted = out_now | flapping
+    flapping = set(recent_nodes(history or [], now, pol["window_s"])) & set(cluster)
+    claimed = set(claimed_nodes(history or [], now, pol["claim_ttl_s"])) & set(cluster)
+    counted = out_now | flapping | claimed
 
     def scopes_of(node: str) -> List[str]:
         info = cluster.get(node) or {}
@@ -230,6 +279,7 @@ def decide(
         "limits": dict(sorted(limits.items())),
         "out_of_service": sorted(out_now),
         "recently_isolated": sorted(flapping),
+        "claimed": sorted(claimed),
     }
 
 
@@ -267,12 +317,23 @@ def load_history(state_dir: str) -> List[Dict[str, Any]]:
 def prune_history(history: Iterable[Dict[str, Any]], now: float, keep_s: float) -> List[Dict[str, Any]]:
     out = []
     for e in history:
-        try:
-            if float(e.get("time")) >= now - keep_s:
-                out.append(e)
-        except (TypeError, ValueError):
-            continue
+        when = _entry_time(e)
+        if when is not None and when >= now - keep_s:
+            out.append(e)
     return out
+
+
+def _keep_s(pol: Dict[str, Any]) -> float:
+    return max(pol["window_s"], pol["claim_ttl_s"], 86400)
+
+
+def save_history(state_dir: str, history: List[Dict[str, Any]]) -> None:
+    """Write the history privately (0600 in a 0700 directory, whatever the umask; never through a link)."""
+    import json
+
+    ensure_private_dir(os.path.dirname(history_path(state_dir)))
+    data = json.dumps({"schema": HISTORY_SCHEMA, "entries": history}, sort_keys=True, indent=1, default=str)
+    write_private_atomic(history_path(state_dir), data + "\n")
 
 
 def guard_and_claim(
@@ -287,16 +348,62 @@ def guard_and_claim(
     lock_timeout: float = 60.0,
     now: Optional[float] = None,
 ) -> Dict[str, Any]:
-    """``decide`` under the isolation-guard lock, recording the allowed nodes as claims in the same
-    critical section (skipped with ``claim=False``, e.g. in check mode)."""
+    """``decide`` under the isolation-guard lock, recording the allowed nodes as claims (state ``claimed``)
+    in the same critical section (skipped with ``claim=False``, e.g. in check mode). Release them with
+    ``release_claims`` and the same ``run_id``."""
     pol = normalize_policy(policy)
+    if not isinstance(state_dir, str) or not state_dir:
+        raise GuardError("the guard needs a state directory (gpuops_state_dir) to keep its claims")
+    ensure_private_dir(state_dir)
     with StateLock(state_dir, LOCK_NAME, timeout=lock_timeout):
         t = time.time() if now is None else float(now)
         history = load_history(state_dir)
         result = decide(targets, cluster, history, pol, t, override_reason)
         if claim and result["allowed"]:
-            history = prune_history(history, t, max(pol["window_s"] or 0, 86400))
+            history = prune_history(history, t, _keep_s(pol))
             for node in result["allowed"]:
-                history.append({"node": node, "time": t, "run_id": run_id, "ticket": ticket})
-            atomic_write_json(history_path(state_dir), {"schema": HISTORY_SCHEMA, "entries": history})
+                entry = {"node": node, "time": t, "run_id": run_id, "ticket": ticket, "state": CLAIMED}
+                if override_reason:
+                    entry["override_reason"] = override_reason
+                history.append(entry)
+            save_history(state_dir, history)
+    result["claim_ttl_s"] = pol["claim_ttl_s"]
     return result
+
+
+def release_claims(
+    state_dir: str,
+    run_id: str,
+    outcomes: Dict[str, str],
+    lock_timeout: float = 60.0,
+    now: Optional[float] = None,
+) -> Dict[str, Any]:
+    """Release this run's open claims: ``outcomes`` maps node -> ``done`` (the drain went through: from now on
+    Slurm's view counts the node, and the flap window after a resume) or ``failed`` (no drain happened: the
+    claim stops counting at once). Only claims of ``run_id`` in state ``claimed`` change. Returns
+    ``{released: {node: outcome}, not_claimed: [nodes without an open claim of this run]}``."""
+    if not isinstance(run_id, str) or not run_id:
+        raise GuardError("releasing claims needs the run_id that made them")
+    if not isinstance(outcomes, dict):
+        raise GuardError("outcomes must be a mapping node -> done|failed")
+    for node, outcome in outcomes.items():
+        if not isinstance(node, str) or not node or outcome not in CLAIM_OUTCOMES:
+            raise GuardError("bad claim outcome %r -> %r (done or failed)" % (node, outcome))
+    released: Dict[str, str] = {}
+    with StateLock(state_dir, LOCK_NAME, timeout=lock_timeout):
+        t = time.time() if now is None else float(now)
+        history = load_history(state_dir)
+        for entry in history:
+            node = entry.get("node")
+            if (
+                entry.get("run_id") == run_id
+                and entry.get("state", CLAIMED) == CLAIMED
+                and isinstance(node, str)
+                and node in outcomes
+            ):
+                entry["state"] = outcomes[node]
+                entry["released_at"] = t
+                released[node] = outcomes[node]
+        if released:
+            save_history(state_dir, history)
+    return {"released": released, "not_claimed": sorted(n for n in outcomes if n not in released)}

@@ -5,6 +5,12 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -60,10 +66,13 @@ def test_already_drained_and_down_nodes_count():
 
 def test_flapping_nodes_count_within_the_window_only():
     c = cluster()
-    hist = [{"node": "gpu-node-03", "time": NOW - 600}, {"node": "gpu-node-04", "time": NOW - 1200}]
+    # released ("done") isolations, the nodes resumed since: they count within the flap window only
+    hist = [{"node": "gpu-node-03", "time": NOW - 600, "state": "done"},
+            {"node": "gpu-node-04", "time": NOW - 1200, "state": "done"}]  # fmt: skip
     r = _guard.decide(["gpu-node-05"], c, hist, None, NOW)
     assert r["allowed"] == [] and r["recently_isolated"] == ["gpu-node-03", "gpu-node-04"]
-    old = [{"node": "gpu-node-03", "time": NOW - 7200}, {"node": "gpu-node-04", "time": NOW - 4000}]
+    old = [{"node": "gpu-node-03", "time": NOW - 7200, "state": "done"},
+           {"node": "gpu-node-04", "time": NOW - 4000, "state": "done"}]  # fmt: skip
     assert _guard.decide(["gpu-node-05"], c, old, None, NOW)["allowed"] == ["gpu-node-05"]
     # the flapping node itself failing again does not count twice
     assert _guard.decide(["gpu-node-03"], c, hist, None, NOW)["allowed"] == ["gpu-node-03"]
@@ -174,7 +183,7 @@ def test_concurrent_runs_stay_within_the_cap(tmp_path):
 @given(
     st.lists(st.sampled_from(["gpu-node-0%d" % i for i in range(1, 9)] + ["x"]), max_size=10),
     st.lists(st.sampled_from(["IDLE", "IDLE+DRAIN", "DOWN", "MIXED", "ALLOCATED+DRAIN"]), min_size=8, max_size=8),
-    st.floats(min_value=0, max_value=1),
+    st.floats(min_value=0, max_value=1, exclude_min=True),
 )
 def test_fuzz_never_exceeds_the_cap(targets, states, share):
     c = cluster()
@@ -198,3 +207,159 @@ def test_targets_from_findings_worst_severity():
         _guard.targets_from_findings("ab", [])
     with pytest.raises(_guard.GuardError):
         _guard.normalize_targets("gpu-node-01")
+
+
+# ------------------------------------------------------------------ issue 12 item 8: the cap is a cap
+REPO = Path(__file__).resolve().parents[4]
+ENTRY = REPO / "roles" / "isolate" / "files" / "isolation_guard.py"
+STALE = "\n".join("NodeName=gpu-node-%02d State=IDLE Partitions=gpu Gres=gpu:8" % i for i in range(1, 9))
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"window_s": -1},
+        {"window_s": 1.5},
+        {"window_s": "0"},
+        {"window_s": True},
+        {"window_s": None},
+        {"max_share_cluster": 0},
+        {"max_share_cluster": 1.01},
+        {"max_share_rack": -0.1},
+        {"max_share_rack": float("nan")},
+        {"max_share_rack": "0.5"},
+        {"max_count_rack": -1},
+        {"max_count_rack": 2.5},
+        {"max_count_rack": False},
+        {"min_allowed": -1},
+        {"claim_ttl_s": 0},
+        {"window": 0},
+        {"max_fraction": 0.5},
+    ],
+)
+def test_invalid_guard_settings_are_refused(bad):
+    with pytest.raises(_guard.GuardError) as exc:
+        _guard.normalize_policy(bad)
+    assert list(bad)[0] in str(exc.value)
+
+
+def test_valid_guard_settings():
+    pol = _guard.normalize_policy({"max_share_rack": 1, "max_count_cluster": None, "window_s": 0, "claim_ttl_s": 60})
+    assert pol["max_share_rack"] == 1.0 and pol["max_count_cluster"] is None and pol["window_s"] == 0
+    with pytest.raises(_guard.GuardError):
+        _guard.normalize_policy(["window_s", 0])
+
+
+@pytest.mark.parametrize("window", [0, 1, 3600])
+def test_open_claims_count_whatever_the_window(tmp_path, window):
+    c = cluster()
+    pol = {"window_s": window}
+    first = _guard.guard_and_claim(str(tmp_path), ["gpu-node-01", "gpu-node-02"], c, pol, run_id="a", now=NOW)
+    assert first["allowed"] == ["gpu-node-01", "gpu-node-02"]
+    # an hour later Slurm's view is still stale (all IDLE): the open claims still fill the cap
+    later = _guard.guard_and_claim(str(tmp_path), ["gpu-node-05"], c, pol, run_id="b", now=NOW + 3601)
+    assert later["allowed"] == [] and later["claimed"] == ["gpu-node-01", "gpu-node-02"]
+    assert "limit 2" in later["refused_by_guard"][0]["reason"]
+
+
+def test_released_claims(tmp_path):
+    c = cluster()
+    sd = str(tmp_path)
+    pol = {"window_s": 0}
+    _guard.guard_and_claim(sd, ["gpu-node-01", "gpu-node-02"], c, pol, run_id="a", now=NOW)
+    # another run cannot release them, and unknown nodes are reported
+    other = _guard.release_claims(sd, "b", {"gpu-node-01": "failed"}, now=NOW + 1)
+    assert other == {"released": {}, "not_claimed": ["gpu-node-01"]}
+    r = _guard.release_claims(sd, "a", {"gpu-node-01": "done", "gpu-node-02": "failed"}, now=NOW + 2)
+    assert r == {"released": {"gpu-node-01": "done", "gpu-node-02": "failed"}, "not_claimed": []}
+    # done: Slurm's view counts the drained node; failed: nothing counts it any more
+    c["gpu-node-01"]["state"] = "IDLE+DRAIN"
+    d = _guard.guard_and_claim(sd, ["gpu-node-05", "gpu-node-06"], c, pol, run_id="c", now=NOW + 3)
+    assert d["allowed"] == ["gpu-node-05"] and d["claimed"] == []
+    # with a flap window a done claim keeps counting after a resume, a failed one does not
+    c["gpu-node-01"]["state"] = "IDLE"
+    e = _guard.decide(["gpu-node-07"], c, _guard.load_history(sd), {"window_s": 3600}, NOW + 4)
+    assert e["recently_isolated"] == ["gpu-node-01", "gpu-node-05"] and e["allowed"] == []
+    entries = {x["node"]: x["state"] for x in _guard.load_history(sd)}
+    assert entries == {"gpu-node-01": "done", "gpu-node-02": "failed", "gpu-node-05": "claimed"}
+    with pytest.raises(_guard.GuardError):
+        _guard.release_claims(sd, "", {"gpu-node-05": "done"})
+    with pytest.raises(_guard.GuardError):
+        _guard.release_claims(sd, "c", {"gpu-node-05": "maybe"})
+
+
+def test_unreleased_claim_expires_after_its_ttl_not_the_window(tmp_path):
+    c = cluster()
+    pol = {"window_s": 0, "claim_ttl_s": 7200}
+    _guard.guard_and_claim(str(tmp_path), ["gpu-node-01", "gpu-node-02"], c, pol, run_id="a", now=NOW)
+    assert _guard.guard_and_claim(str(tmp_path), ["gpu-node-05"], c, pol, now=NOW + 7199, claim=False)["allowed"] == []
+    assert _guard.guard_and_claim(str(tmp_path), ["gpu-node-05"], c, pol, now=NOW + 7200, claim=False)["allowed"] == [
+        "gpu-node-05"
+    ]
+
+
+def test_history_and_lock_dir_are_private_whatever_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        sd = tmp_path / "state"
+        _guard.guard_and_claim(str(sd), ["gpu-node-01"], cluster(), run_id="a")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((sd / "isolation" / "history.json").stat().st_mode) == 0o600
+    assert stat.S_IMODE((sd / "isolation").stat().st_mode) == 0o700
+    assert stat.S_IMODE(sd.stat().st_mode) == 0o700
+
+
+def _entry(req):
+    p = subprocess.run(
+        [sys.executable, str(ENTRY)], input=json.dumps(req), capture_output=True, text=True, timeout=60, check=False
+    )
+    return p.returncode, json.loads(p.stdout)
+
+
+@pytest.mark.parametrize("window", [0, 1, 3600])
+def test_concurrent_guard_processes_on_a_stale_view_never_exceed_the_cap(tmp_path, window):
+    """Six isolate runs (real processes, the role's own entry point), started 0.4 s apart so that some claims
+    are older than a 1 s window, all on the same stale Slurm view (every node IDLE): 2 of 8 at most."""
+    procs = []
+    for i in range(6):
+        req = {"nodes": ["gpu-node-%02d" % (i + 1)], "findings": [], "scontrol_show_node": STALE, "racks": {},
+               "policy": {"window_s": window}, "state_dir": str(tmp_path), "run_id": "run-%d" % i}  # fmt: skip
+        p = subprocess.Popen([sys.executable, str(ENTRY)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        p.stdin.write(json.dumps(req))
+        p.stdin.close()
+        procs.append(p)
+        time.sleep(0.4)
+    answers = []
+    for p in procs:
+        out = p.stdout.read()
+        assert p.wait(timeout=60) == 0, out
+        answers.append(json.loads(out))
+    allowed = [n for a in answers for n in a["allowed"]]
+    assert len(allowed) == 2, answers
+    assert sum(len(a["refused_by_guard"]) for a in answers) == 4
+    # the entry point releases them: failed ones stop counting at once
+    first = next(i for i, a in enumerate(answers) if a["allowed"])
+    rc, rel = _entry({"action": "release", "state_dir": str(tmp_path), "run_id": "run-%d" % first,
+                      "failed": answers[first]["allowed"]})  # fmt: skip
+    assert rc == 0 and rel["released"] == {answers[first]["allowed"][0]: "failed"}
+    rc, again = _entry({"nodes": ["gpu-node-08"], "scontrol_show_node": STALE, "policy": {"window_s": window},
+                        "state_dir": str(tmp_path), "run_id": "run-9"})  # fmt: skip
+    assert rc == 0 and again["allowed"] == ["gpu-node-08"]
+
+
+@pytest.mark.parametrize(
+    "req,msg",
+    [
+        ({"policy": {"window_s": -5}}, "window_s must be >= 0"),
+        ({"policy": {"max_share_cluster": 2}}, "max_share_cluster must be in (0, 1]"),
+        ({"policy": {"windows": 0}}, "unknown guard setting 'windows'"),
+        ({"action": "drop"}, "unknown action"),
+        ({"state_dir": ""}, "needs a state directory"),
+    ],
+)
+def test_entry_point_refuses_bad_settings(tmp_path, req, msg):
+    base = {"nodes": ["gpu-node-01"], "scontrol_show_node": STALE, "state_dir": str(tmp_path), "run_id": "r"}
+    rc, out = _entry(dict(base, **req))
+    assert rc == 1 and out["failed"] is True and msg in out["msg"]
+    assert not (tmp_path / "isolation" / "history.json").exists()
