@@ -21,7 +21,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, read_text
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records, error_record, read_text
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
 
 PARSER = "dcgmi_diag"
@@ -48,12 +48,14 @@ _SECTION = re.compile(r"^[|+]-+\s+([A-Za-z][A-Za-z ]*?)\s+-+[+|]")
 _BORDER = re.compile(r"^[+|][-=+|]+$")
 _RESULT = re.compile(
     r"^(Pass(?:ed)?|Fail(?:ed|ure)?|Warn(?:ing)?|Skip(?:ped)?|Error|Not Run)\b\s*"
-    r"(?:-\s*(?:(All)|GPUs?\s*:?\s*([\d,\s]+)))?\s*$",
+    r"(?:-\s*(?:(All)|GPUs?\s*:?\s*([0-9,\s]+)))?\s*$",
     re.IGNORECASE,
 )
-_PER_GPU = re.compile(r"^GPU\s*(\d+)\s*:\s*(Pass(?:ed)?|Fail(?:ed)?|Warn(?:ing)?|Skip(?:ped)?|Error|Not Run)\b", re.I)
-_MSG_NAME = re.compile(r"^(Warning|Info|Error)\b\s*:?\s*(?:GPU\s*(\d+))?", re.IGNORECASE)
-_GPU_IN_TEXT = re.compile(r"\bGPU\s*(\d+)\b")
+_PER_GPU = re.compile(
+    r"^GPU\s*([0-9]{1,9})\s*:\s*(Pass(?:ed)?|Fail(?:ed)?|Warn(?:ing)?|Skip(?:ped)?|Error|Not Run)\b", re.I
+)
+_MSG_NAME = re.compile(r"^(Warning|Info|Error)\b\s*:?\s*(?:GPU\s*([0-9]{1,9}))?", re.IGNORECASE)
+_GPU_IN_TEXT = re.compile(r"\bGPU\s*([0-9]{1,9})\b")
 _LEVEL2 = ("integration", "hardware")
 _LEVEL3_TESTS = (
     "diagnostic",
@@ -94,7 +96,15 @@ def _cells(line: str) -> Optional[List[str]]:
 
 
 def _expand_ids(text: str) -> List[str]:
-    return [t.strip() for t in text.split(",") if t.strip().isdigit()]
+    return [t.strip() for t in text.split(",") if _GPU_ID.fullmatch(t.strip())]
+
+
+#: A GPU id: ASCII digits (``²`` and ``٣`` pass str.isdigit() but are not ids), at most 9 of them.
+_GPU_ID = re.compile(r"[0-9]{1,9}")
+
+
+def _gpu_order(kv: Any) -> Any:
+    return (len(kv[0]), kv[0])
 
 
 def parse_diag(text: str, source: Optional[str] = None) -> Dict[str, Any]:
@@ -120,6 +130,8 @@ def parse_diag(text: str, source: Optional[str] = None) -> Dict[str, Any]:
     msg: Optional[List[Any]] = None
     all_gpus: List[Dict[str, Any]] = []  # tests whose result applies to "All" GPUs
     saw_table = False
+    # A malformed row costs that row (a parse entry with its line), never the run's result.
+    rec = Records(PARSER, source, DOMAIN, errors)
 
     def flush() -> None:
         nonlocal msg
@@ -142,66 +154,69 @@ def parse_diag(text: str, source: Optional[str] = None) -> Dict[str, Any]:
         return v[:width].ljust(width) if len(v.rstrip()) <= width else v.rstrip() + " "
 
     for lineno, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped:
-            continue
-        if stripped.startswith("Error:") or stripped.startswith("Error :"):
-            flush()
-            errors.append(error_record(DOMAIN, "tool_error", stripped[6:].strip() or stripped, source, PARSER, lineno))
-            continue
-        m = _SECTION.match(stripped)
-        if m:
-            flush()
-            section = m.group(1).strip()
+        with rec.at(lineno):
+            stripped = line.strip()
+            if not stripped:
+                continue
+            if stripped.startswith("Error:") or stripped.startswith("Error :"):
+                flush()
+                errors.append(
+                    error_record(DOMAIN, "tool_error", stripped[6:].strip() or stripped, source, PARSER, lineno)
+                )
+                continue
+            m = _SECTION.match(stripped)
+            if m:
+                flush()
+                section = m.group(1).strip()
+                saw_table = True
+                current = None
+                continue
+            if _BORDER.match(stripped):
+                if stripped.startswith("+-") and stripped.count("+") >= 3:
+                    parts = stripped.split("+")
+                    if len(parts) >= 3 and len(parts[2]) > 10:
+                        width = len(parts[2]) - 3
+                saw_table = True
+                continue
+            cells = _cells(stripped)
+            if cells is None:
+                continue
+            name, value = cells[0].strip(), cells[1]
+            vstrip = value.strip()
+            if name == "Diagnostic" and vstrip == "Result":
+                saw_table = True
+                continue
             saw_table = True
-            current = None
-            continue
-        if _BORDER.match(stripped):
-            if stripped.startswith("+-") and stripped.count("+") >= 3:
-                parts = stripped.split("+")
-                if len(parts) >= 3 and len(parts[2]) > 10:
-                    width = len(parts[2]) - 3
-            saw_table = True
-            continue
-        cells = _cells(stripped)
-        if cells is None:
-            continue
-        name, value = cells[0].strip(), cells[1]
-        vstrip = value.strip()
-        if name == "Diagnostic" and vstrip == "Result":
-            saw_table = True
-            continue
-        saw_table = True
-        if section and section.lower() == "metadata" and name:
-            metadata[name] = vstrip
-            continue
-        mm = _MSG_NAME.match(name) if name else None
-        if mm:
-            flush()
-            is_error = mm.group(1).lower() == "error"
-            if current is None:
-                current = _new_test(section or "Deployment", section)
+            if section and section.lower() == "metadata" and name:
+                metadata[name] = vstrip
+                continue
+            mm = _MSG_NAME.match(name) if name else None
+            if mm:
+                flush()
+                is_error = mm.group(1).lower() == "error"
+                if current is None:
+                    current = _new_test(section or "Deployment", section)
+                    tests.append(current)
+                msg = [current, [segment(value)], mm.group(2), is_error]
+                continue
+            if name:
+                flush()
+                current = _new_test(name, section)
                 tests.append(current)
-            msg = [current, [segment(value)], mm.group(2), is_error]
-            continue
-        if name:
-            flush()
-            current = _new_test(name, section)
-            tests.append(current)
-            _apply_result(current, vstrip, all_gpus)
-            continue
-        # Continuation row: per-GPU result, another "Fail - GPU: 1" row, or wrapped message text.
-        if current is None:
-            continue
-        pg = _PER_GPU.match(vstrip)
-        if pg and msg is None:
-            current["gpus"][pg.group(1)] = worst(current["gpus"].get(pg.group(1)), _word(pg.group(2)))
-            continue
-        if msg is not None:
-            msg[1].append(segment(value))
-            continue
-        if _RESULT.match(vstrip):
-            _apply_result(current, vstrip, all_gpus)
+                _apply_result(current, vstrip, all_gpus)
+                continue
+            # Continuation row: per-GPU result, another "Fail - GPU: 1" row, or wrapped message text.
+            if current is None:
+                continue
+            pg = _PER_GPU.match(vstrip)
+            if pg and msg is None:
+                current["gpus"][pg.group(1)] = worst(current["gpus"].get(pg.group(1)), _word(pg.group(2)))
+                continue
+            if msg is not None:
+                msg[1].append(segment(value))
+                continue
+            if _RESULT.match(vstrip):
+                _apply_result(current, vstrip, all_gpus)
     flush()
     if not saw_table and not errors:
         raise ParseError("no dcgmi diag table and no dcgmi error message", PARSER, source)
@@ -227,7 +242,7 @@ def parse_diag(text: str, source: Optional[str] = None) -> Dict[str, Any]:
         "driver_version": metadata.get("Driver Version Detected") or None,
         "gpu_device_ids": device_ids,
         "tests": tests,
-        "gpus": dict(sorted(gpus.items(), key=lambda kv: int(kv[0]))),
+        "gpus": dict(sorted(gpus.items(), key=_gpu_order)),
         "errors": errors,
     }
 
@@ -294,7 +309,7 @@ def parse_diag_json(obj: Any, source: Optional[str] = None) -> Dict[str, Any]:
         "driver_version": meta.get("Driver Version Detected") or obj.get("Driver Version Detected"),
         "gpu_device_ids": [],
         "tests": tests,
-        "gpus": dict(sorted(gpus.items(), key=lambda kv: int(kv[0]))),
+        "gpus": dict(sorted(gpus.items(), key=_gpu_order)),
         "errors": [],
     }
 
@@ -321,7 +336,7 @@ def _apply_result(test: Dict[str, Any], value: str, all_gpus: List[Dict[str, Any
 def _layout(metadata: Dict[str, str], tests: List[Dict[str, Any]]) -> Optional[str]:
     version = metadata.get("DCGM Version", "")
     major = version.split(".", 1)[0].strip()
-    if major.isdigit():
+    if _GPU_ID.fullmatch(major):
         return "dcgm4" if int(major) >= 4 else "dcgm3"
     names = [t["name"] for t in tests if t["name"] not in ("Deployment",)]
     if not names:

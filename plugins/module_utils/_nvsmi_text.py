@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, clean, to_int
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records, clean, to_int
 from ansible_collections.gpuops.cluster.plugins.module_utils._nvsmi_xml import (
     DEVICE_ERROR_RE,
+    DOMAIN,
     empty_result,
     finish,
     record_from_fields,
@@ -307,9 +308,11 @@ def parse(text: str, source: Optional[str] = None) -> Dict[str, Any]:
         if not text.strip():
             raise ParseError("empty output", PARSER, source, 1)
         raise ParseError("not nvidia-smi -q output: %r" % text.strip()[:120], PARSER, source, 1)
+    records = Records(PARSER, source, DOMAIN, result["errors"])
     for i, b in enumerate(blocks):
-        rec = record_from_fields(b.fields, index=i, bus_id=b.bus_id, processes=b.procs)
-        result["gpus"].append(rec)
+        with records.at(b.line):  # one GPU block that cannot be normalized costs that GPU only
+            rec = record_from_fields(b.fields, index=i, bus_id=b.bus_id, processes=b.procs)
+            result["gpus"].append(rec)
     out = finish(result, scan_messages(message_lines, source), source, PARSER)
     cut = [b for b in blocks if b.product and not b.complete]
     if cut:

@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
+    Records,
     clean,
     error_record,
     normalize_bus_id,
@@ -598,6 +599,7 @@ def parse(text: str, source: Optional[str] = None, chunk: int = 1 << 16) -> Dict
         outside.extend(ln for ln in body.splitlines() if DEVICE_ERROR_RE.search(ln))
     messages = scan_messages(outside, source) if outside else {"unreadable": [], "tool_errors": []}
 
+    records = Records(PARSER, source, DOMAIN, result["errors"])
     parser = ET.XMLPullParser(events=("start", "end"))
     root = None
     depth = 0
@@ -620,9 +622,12 @@ def parse(text: str, source: Optional[str] = None, chunk: int = 1 << 16) -> Dict
                     continue
                 tag = elem.tag
                 if tag == "gpu":
-                    fields = fields_from_gpu_element(elem)
-                    rec = record_from_fields(fields, index=gpu_index, bus_id=elem.get("id"), processes=_processes(elem))
-                    result["gpus"].append(rec)
+                    with records.at(None):  # one GPU that cannot be normalized costs that GPU only
+                        fields = fields_from_gpu_element(elem)
+                        rec = record_from_fields(
+                            fields, index=gpu_index, bus_id=elem.get("id"), processes=_processes(elem)
+                        )
+                        result["gpus"].append(rec)
                     gpu_index += 1
                     if root is not None:
                         root.remove(elem)

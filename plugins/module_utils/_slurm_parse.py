@@ -19,7 +19,13 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, read_text
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
+    ParseError,
+    Records,
+    error_record,
+    parse_int,
+    read_text,
+)
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
 
 PARSER = "scontrol"
@@ -47,7 +53,7 @@ KNOWN_KEYS = frozenset(
     """.split()
 )
 _REASON = re.compile(r"^(.*?)\s*\[([^@\]]*)@([^\]]*)\]\s*$")
-_GRES_GPU = re.compile(r"(?:^|,)gpu(?::[^:,()]+)?:(\d+)")
+_GRES_GPU = re.compile(r"(?:^|,)gpu(?::[^:,()]+)?:([0-9]+)")
 
 
 def _none(value: Optional[str]) -> Optional[str]:
@@ -129,7 +135,7 @@ def gres_gpus(gres: Optional[str]) -> Optional[int]:
     total = 0
     found = False
     for m in _GRES_GPU.finditer(re.sub(r"\([^)]*\)", "", gres)):
-        total += int(m.group(1))
+        total += parse_int(m.group(1))
         found = True
     return total if found else None
 
@@ -153,30 +159,38 @@ def _node(raw: Dict[str, str]) -> Dict[str, Any]:
     return node
 
 
-def parse_show_node(text: str, source: Optional[str] = None) -> List[Dict[str, Any]]:
+def parse_show_node(
+    text: str, source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
+) -> List[Dict[str, Any]]:
     """Nodes of ``scontrol show node`` output. Raises ParseError when there is no ``NodeName=`` record
-    (an error message such as ``Node x not found`` or ``slurm_load_node error: ...``)."""
+    (an error message such as ``Node x not found`` or ``slurm_load_node error: ...``). A malformed node
+    record is a ``parse`` entry in ``errors`` and the other nodes are kept; without an ``errors`` list it
+    raises ParseError with the nodes as ``partial``."""
     if not isinstance(text, str):
         raise ParseError("scontrol output is not text", PARSER, source)
-    nodes = []
+    records = Records(PARSER, source, DOMAIN, errors)
+    nodes: List[Dict[str, Any]] = []
     for rec in _records(text, "NodeName"):
-        raw: Dict[str, str] = {}
-        for line in rec:
-            for k, v in tokenize(line.strip()).items():
-                raw.setdefault(k, v)
-        nodes.append(_node(raw))
+        with records.at(None):
+            raw: Dict[str, str] = {}
+            for line in rec:
+                for k, v in tokenize(line.strip()).items():
+                    raw.setdefault(k, v)
+            nodes.append(_node(raw))
+    if not nodes and records.count:
+        return records.finish(nodes)
     if not nodes:
         first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
         raise ParseError("no NodeName= record%s" % (": " + first[:200] if first else ""), PARSER, source, 1)
-    return nodes
+    return records.finish(nodes)
 
 
 def _int(value: Optional[str]) -> Optional[int]:
     v = _none(value)
     if v is None:
         return None
-    m = re.match(r"^(\d+)", v)
-    return int(m.group(1)) if m else None
+    m = re.match(r"^([0-9]+)", v)
+    return parse_int(m.group(1)) if m else None
 
 
 def parse_show_job(text: str, source: Optional[str] = None) -> List[Dict[str, Any]]:
@@ -196,7 +210,7 @@ def parse_show_job(text: str, source: Optional[str] = None) -> List[Dict[str, An
             {
                 "job_id": _int(raw.get("JobId")),
                 "name": _none(raw.get("JobName")),
-                "user": _none(re.sub(r"\(\d+\)$", "", raw.get("UserId", ""))),
+                "user": _none(re.sub(r"\([0-9]+\)$", "", raw.get("UserId", ""))),
                 "state": _none(raw.get("JobState")),
                 "reason": _none(raw.get("Reason")),
                 "partition": _none(raw.get("Partition")),
@@ -300,7 +314,7 @@ def collect(capture_dir: Optional[str] = None, node: Optional[str] = None, timeo
             return result
         text, origin = res.stdout, "scontrol"
     try:
-        result["nodes"] = parse_show_node(text, origin)
+        result["nodes"] = parse_show_node(text, origin, result["errors"])
     except ParseError as exc:
         result["errors"].append(exc.to_error(DOMAIN, "tool_error" if text.strip() else "parse"))
     return result
