@@ -9,9 +9,15 @@ from 1 across all runs. After every append the new head ``{hash, seq, run_id, ..
 to ``head.json`` beside the log (or any path given), so deleting or truncating the last record(s) shows
 as a head mismatch. Format and threat model: docs/audit.md.
 
+Verification fails closed: without a head to check the end of the log against (head.json deleted, say) the
+result is *not ok*, unless the caller explicitly asks for a chain-only check (``chain_only=True``,
+``--chain-only``). An *anchor* (a head copied off the controller: syslog, a remote append-only file) is a
+record the log must still contain at its ``seq``.
+
 Command line (no Ansible needed)::
 
     python -m ansible_collections.gpuops.cluster.plugins.module_utils._audit LOG [--head HEAD.json|HASH]
+        [--anchor SEQ:HASH|HEAD-JSON] [--chain-only]
 """
 
 from __future__ import annotations
@@ -24,8 +30,13 @@ import json
 import os
 import re
 import sys
-import tempfile
 from typing import Any, Dict, Iterable, List, Optional
+
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
+    ensure_private_dir,
+    open_private,
+    write_private_atomic,
+)
 
 GENESIS = "0" * 64
 #: Keys whose values are never logged (diff summaries keep the key names only anyway).
@@ -92,22 +103,8 @@ def _read_last_line(fd: int) -> bytes:
 
 
 def write_head(head_path: str, head: Dict[str, Any]) -> None:
-    """Write head.json atomically (temp file + fsync + rename)."""
-    d = os.path.dirname(os.path.abspath(head_path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".head.", dir=d)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(head, sort_keys=True, indent=1) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, head_path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write head.json atomically and privately (0600, temp file + fsync + rename, never through a link)."""
+    write_private_atomic(os.path.abspath(head_path), json.dumps(head, sort_keys=True, indent=1) + "\n")
 
 
 def append(
@@ -120,9 +117,9 @@ def append(
     processes, several ansible-playbook runs) serialize on the lock and extend one chain.
     """
     head_path = head_path or default_head_path(log_path)
-    d = os.path.dirname(os.path.abspath(log_path))
-    os.makedirs(d, mode=0o700, exist_ok=True)
-    fd = os.open(log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+    # 0600 in a 0700 directory whatever the umask; a link planted at the log's path is refused (O_NOFOLLOW)
+    ensure_private_dir(os.path.dirname(os.path.abspath(log_path)))
+    fd = open_private(log_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
@@ -170,8 +167,10 @@ def read_head(head: Any) -> Dict[str, Any]:
         return head
     if isinstance(head, str):
         s = head.strip()
-        if re.match(r"^[0-9a-f]{64}$", s):
+        if re.fullmatch(r"[0-9a-f]{64}", s):
             return {"hash": s}
+        if not os.path.exists(s):
+            raise ValueError(f"the head file {s} is missing (deleted?): the end of the log cannot be checked")
         with open(s, "rb") as f:
             data = json.loads(f.read().decode("utf-8"))
         if not isinstance(data, dict) or not isinstance(data.get("hash"), str):
@@ -180,18 +179,53 @@ def read_head(head: Any) -> Dict[str, Any]:
     raise ValueError(f"expected head must be a sha256 hex string, a dict or a path, got {head!r}")
 
 
+def read_anchor(anchor: Any) -> Optional[Dict[str, Any]]:
+    """Normalize an anchor (a head kept off the controller): ``{seq, hash}``, ``"SEQ:HASH"``, the callback's
+    syslog line (``gpuops-audit-head run_id=... seq=N hash=H log=...``), a head JSON object
+    (``{"hash": ..., "seq": ...}``) or a path to a file holding one. None when not given."""
+    if anchor is None or anchor == "":
+        return None
+    data: Any = anchor
+    if isinstance(anchor, str):
+        s = anchor.strip()
+        m = re.fullmatch(r"(\d+):([0-9a-f]{64})", s) or re.search(r"\bseq=(\d+) hash=([0-9a-f]{64})\b", s)
+        if m:  # SEQ:HASH, or the callback's syslog line "gpuops-audit-head run_id=... seq=N hash=H log=..."
+            return {"seq": int(m.group(1)), "hash": m.group(2)}
+        if s.startswith("{"):
+            data = json.loads(s)
+        elif os.path.exists(s):
+            with open(s, "rb") as f:
+                data = json.loads(f.read().decode("utf-8"))
+        else:
+            raise ValueError(f"anchor {s!r} is neither SEQ:HASH, a head JSON object nor an existing file")
+    if not isinstance(data, dict):
+        raise ValueError("an anchor must be a head object with seq and hash")
+    seq, h = data.get("seq"), data.get("hash")
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+        raise ValueError(f"anchor without a valid seq: {seq!r}")
+    if not isinstance(h, str) or not re.fullmatch(r"[0-9a-f]{64}", h):
+        raise ValueError(f"anchor without a valid sha256 hash: {h!r}")
+    return {"seq": seq, "hash": h}
+
+
 def _lines(path: str) -> Iterable[bytes]:
     with open(path, "rb") as f:
         yield from f
 
 
-def verify(log_path: str, expected_head: Any = None) -> Dict[str, Any]:
+def verify(log_path: str, expected_head: Any = None, chain_only: bool = False, anchor: Any = None) -> Dict[str, Any]:
     """Check the chain; report the first broken or missing record.
 
-    Returns ``{ok, records, head, first_bad_line, first_bad_seq, reason, runs}``. ``first_bad_line`` is
-    1-based. Detected: an edited line (the next record's ``prev`` no longer matches; ``seq`` is continuous,
-    so the edited line is named), a deleted line (``seq`` gap), an inserted or reordered line, a torn line,
-    and a removed or truncated end (the last hash or ``seq`` differs from ``expected_head``).
+    Returns ``{ok, records, head, first_bad_line, first_bad_seq, reason, runs, chain_only, head_checked,
+    anchor_checked}``. ``first_bad_line`` is 1-based. Detected: an edited line (the next record's ``prev`` no
+    longer matches; ``seq`` is continuous, so the edited line is named), a deleted line (``seq`` gap), an
+    inserted or reordered line, a torn line, and a removed or truncated end (the last hash or ``seq`` differs
+    from ``expected_head``).
+
+    Fails closed: without ``expected_head`` (or with a head file that is missing) the result is not ok, since
+    a cut-off end would go unseen; ``chain_only=True`` is the explicit request to check the chain alone (any
+    ``expected_head`` is then ignored). ``anchor`` (see ``read_anchor``) is a head kept off the controller: the
+    record with its ``seq`` must still be in the log with its hash.
     """
     res: Dict[str, Any] = {
         "ok": False,
@@ -203,11 +237,30 @@ def verify(log_path: str, expected_head: Any = None) -> Dict[str, Any]:
         "first_bad_seq": None,
         "reason": None,
         "runs": [],
+        "chain_only": bool(chain_only),
+        "head_checked": False,
+        "anchor_checked": None,
     }
+    expected: Dict[str, Any] = {}
+    if not chain_only:
+        if expected_head is None or expected_head == "":
+            res["reason"] = (
+                "no head to check the end of the log against (head.json missing?): removed or truncated last "
+                "records would go unseen; give the head (or an anchored copy), or ask for a chain-only check"
+            )
+            return res
+        try:
+            expected = read_head(expected_head)
+        except (OSError, ValueError) as e:
+            res["reason"] = f"cannot read the expected head: {e}"
+            return res
+        if not isinstance(expected.get("hash"), str):
+            res["reason"] = "cannot read the expected head: no 'hash'"
+            return res
     try:
-        expected = read_head(expected_head)
+        anc = read_anchor(anchor)
     except (OSError, ValueError) as e:
-        res["reason"] = f"cannot read the expected head: {e}"
+        res["reason"] = f"cannot read the anchor: {e}"
         return res
     prev_hash = GENESIS
     prev_seq = 0
@@ -255,6 +308,14 @@ def verify(log_path: str, expected_head: Any = None) -> Dict[str, Any]:
                 )
             prev_hash = line_hash(body)
             prev_seq = seq
+            if anc is not None and seq == anc["seq"]:
+                if prev_hash != anc["hash"]:
+                    return bad(
+                        lineno,
+                        f"line {lineno} (seq {seq}) does not match the anchored head: the log was rewritten",
+                        seq,
+                    )
+                res["anchor_checked"] = True
             rid = rec.get("run_id")
             if isinstance(rid, str) and (not runs or runs[-1] != rid) and rid not in runs:
                 runs.append(rid)
@@ -267,7 +328,14 @@ def verify(log_path: str, expected_head: Any = None) -> Dict[str, Any]:
     res["head"] = prev_hash if lineno else None
     res["last_seq"] = prev_seq if lineno else None
     res["runs"] = runs
+    if anc is not None and res["anchor_checked"] is None:
+        return bad(
+            lineno + 1,
+            f"the log ends at seq {prev_seq} but the anchor says seq {anc['seq']} existed: records were removed",
+            prev_seq + 1,
+        )
     if expected:
+        res["head_checked"] = True
         want_seq = expected.get("seq")
         if expected.get("hash") != (prev_hash if lineno else None):
             if isinstance(want_seq, int) and want_seq > prev_seq:
@@ -342,19 +410,26 @@ def secret_values(variables: Any, depth: int = 0) -> List[str]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """``python -m ...module_utils._audit LOG [--head PATH|HASH]``: exit 0 when the chain verifies."""
+    """``python -m ...module_utils._audit LOG [--head PATH|HASH] [--anchor A] [--chain-only]``: exit 0 when the
+    chain verifies and ends at the head; a missing head is a failure unless ``--chain-only`` is given."""
     import argparse
 
     p = argparse.ArgumentParser(prog="gpuops-audit-verify", description="Verify a gpuops.cluster audit log")
     p.add_argument("log")
-    p.add_argument("--head", help="head.json path or sha256; default: head.json beside the log if present")
-    p.add_argument("--no-head", action="store_true", help="check the chain only")
+    p.add_argument("--head", help="head.json path or sha256; default: head.json beside the log (missing: failure)")
+    p.add_argument(
+        "--anchor", help="a head kept off the controller (SEQ:HASH, a head JSON line or file) the log must contain"
+    )
+    p.add_argument(
+        "--chain-only",
+        "--no-head",
+        dest="chain_only",
+        action="store_true",
+        help="check the chain alone, without a head (removed last records then go unseen)",
+    )
     args = p.parse_args(argv)
-    head: Any = args.head
-    if head is None and not args.no_head:
-        guess = default_head_path(args.log)
-        head = guess if os.path.exists(guess) else None
-    res = verify(args.log, None if args.no_head else head)
+    head: Any = None if args.chain_only else (args.head or default_head_path(args.log))
+    res = verify(args.log, head, chain_only=args.chain_only, anchor=args.anchor)
     json.dump(res, sys.stdout, indent=1, sort_keys=True)
     sys.stdout.write("\n")
     return 0 if res["ok"] else 1

@@ -14,6 +14,9 @@ description:
   - Checks every record of an audit log written by the C(gpuops.cluster.audit) callback and reports the first
     broken or missing one (an edited line, a deleted line, a torn line) and whether the log still ends at the
     expected head (a removed or truncated last record).
+  - Fails closed - a missing head (C(head.json) deleted, or a O(head) path that does not exist) is a failure,
+    because removed last records would go unseen. O(chain_only=true) is the explicit request to check the
+    chain alone.
   - Run it where the log is, normally the controller (delegate to localhost).
   - The same check without Ansible -
     C(python -m ansible_collections.gpuops.cluster.plugins.module_utils._audit LOG --head HEAD).
@@ -25,9 +28,22 @@ options:
   head:
     description:
       - The expected head - a C(head.json) path or a sha256 hex digest (for example from syslog).
-      - Default C(head.json) in the log's directory when it exists; otherwise only the chain is checked.
+      - Default C(head.json) in the log's directory. When that file is missing the log does not verify
+        (unless O(chain_only=true)).
       - A path has C(~) expanded; a hex digest passes through unchanged.
     type: path
+  chain_only:
+    description:
+      - Check the hash chain alone, without any head. Removed or truncated last records then go unnoticed, so
+        this must be asked for explicitly; O(head) is ignored.
+    type: bool
+    default: false
+  anchor:
+    description:
+      - A head kept off the controller (syslog, a remote append-only file) that the log must still contain -
+        C(SEQ:HASH), a head JSON object as logged (C({"hash": ..., "seq": ...})) or the path of such a file.
+      - Catches a log and C(head.json) rewritten together into a new consistent chain. See C(docs/audit.md).
+    type: str
   fail_on_broken:
     description: Fail the task when the log does not verify.
     type: bool
@@ -54,6 +70,20 @@ EXAMPLES = r"""
   gpuops.cluster.audit_verify:
     path: ~/.local/state/gpuops/audit/audit.log
     head: ~/.local/state/gpuops/audit/head.json
+  delegate_to: localhost
+  run_once: true
+
+- name: Verify against a head anchored in syslog as well
+  gpuops.cluster.audit_verify:
+    path: /var/lib/gpuops/audit/audit.log
+    anchor: "812:9f2c0e6b1d1f0b3d6a4c5e8f7a9b0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b"
+  delegate_to: localhost
+  run_once: true
+
+- name: Check the chain only (explicitly - the end of the log is not checked)
+  gpuops.cluster.audit_verify:
+    path: /var/lib/gpuops/audit/audit.log
+    chain_only: true
   delegate_to: localhost
   run_once: true
 """
@@ -99,14 +129,27 @@ expected_head:
   returned: always
   type: str
   sample: /var/lib/gpuops/audit/head.json
+chain_only:
+  description: Only the chain was checked (O(chain_only=true)); the end of the log was not.
+  returned: always
+  type: bool
+  sample: false
+head_checked:
+  description: The log was checked against a head and ends at it.
+  returned: always
+  type: bool
+  sample: true
+anchor_checked:
+  description: The anchor's record was found with its hash; null when no anchor was given.
+  returned: always
+  type: bool
+  sample: null
 runs:
   description: The run ids found in the log, in order.
   returned: always
   type: list
   sample: [0c6e2f5ab8e94b4f8c4f6d1e2a3b4c5d]
 """
-
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -118,16 +161,16 @@ def main():
         argument_spec={
             "path": {"type": "path", "required": True},
             "head": {"type": "path"},
+            "chain_only": {"type": "bool", "default": False},
+            "anchor": {"type": "str"},
             "fail_on_broken": {"type": "bool", "default": True},
         },
         supports_check_mode=True,
     )
     path = module.params["path"]
-    head = module.params["head"]  # type path: "~" already expanded
-    if not head:
-        guess = default_head_path(path)
-        head = guess if os.path.exists(guess) else None
-    res = verify(path, head)
+    chain_only = module.params["chain_only"]
+    head = None if chain_only else (module.params["head"] or default_head_path(path))  # "~" already expanded
+    res = verify(path, head, chain_only=chain_only, anchor=module.params["anchor"])
     res["expected_head"] = head
     res.pop("path", None)
     if not res["ok"] and module.params["fail_on_broken"]:

@@ -47,7 +47,7 @@ def test_chain_and_head(tmp_path):
     res = A.verify(log, head_path)
     assert res["ok"] and res["records"] == 5 and res["last_seq"] == 5 and res["runs"] == ["r1"]
     assert A.verify(log, head["hash"])["ok"]
-    assert A.verify(log)["ok"]  # chain only
+    assert A.verify(log, chain_only=True)["ok"]  # chain only
     assert oct(os.stat(log).st_mode & 0o777) == "0o600"
 
 
@@ -76,7 +76,7 @@ def test_edit_of_the_last_line_is_detected_by_the_head(tmp_path):
     lines = _lines(log)
     lines[-1] = lines[-1].replace(b'"i":3', b'"i":7')
     _put(log, lines)
-    assert A.verify(log)["ok"]  # without the head an edit of the last line is invisible ...
+    assert A.verify(log, chain_only=True)["ok"]  # without the head an edit of the last line is invisible ...
     res = A.verify(log, head_path)  # ... with it, it is not
     assert not res["ok"] and res["first_bad_line"] == 4 and "does not match the expected head" in res["reason"]
 
@@ -103,7 +103,7 @@ def test_truncating_the_last_line_is_detected(tmp_path):
     log, head_path, _unused = _write(tmp_path, 5)
     lines = _lines(log)
     _put(log, lines[:-1])  # the last record removed entirely: the chain itself is fine ...
-    assert A.verify(log)["ok"]
+    assert A.verify(log, chain_only=True)["ok"]
     res = A.verify(log, head_path)  # ... but it no longer ends at the head
     assert not res["ok"] and res["first_bad_seq"] == 5 and "removed or truncated" in res["reason"]
     _put(log, lines[:-1] + [lines[-1][:40]])  # cut in the middle of the last line
@@ -135,7 +135,7 @@ def test_missing_log_empty_log_and_bad_head(tmp_path):
     assert not res["ok"] and "cannot read" in res["reason"] and "9 record" in res["reason"]
     empty = tmp_path / "empty.log"
     empty.write_bytes(b"")
-    assert A.verify(str(empty))["ok"]
+    assert A.verify(str(empty), chain_only=True)["ok"]
     assert not A.verify(str(empty), "b" * 64)["ok"]  # the head says there were records
     bad_head = tmp_path / "head.json"
     bad_head.write_text("[]")
@@ -156,7 +156,7 @@ def test_crash_mid_write_leaves_a_valid_prefix_and_later_appends_chain_on(tmp_pa
     assert res["first_bad_line"] == 4 and "not a JSON record" in res["reason"]
     # the three records before the crash are a valid prefix
     _put(log, lines[:3])
-    assert A.verify(log)["ok"]
+    assert A.verify(log, chain_only=True)["ok"]
 
 
 def _proc_writer(log, wid, n):
@@ -251,3 +251,78 @@ def test_fuzz_verify_never_raises(tmp_path, data):
     res = A.verify(str(log), {"hash": "c" * 64, "seq": 2})
     assert isinstance(res["ok"], bool)
     A.append(str(log), {"event": "after-fuzz"}, head_path=str(tmp_path / "h.json"))
+
+
+# ------------------------------------------------------------------ issue 12 item 9: verification fails closed
+def test_truncation_plus_a_deleted_head_does_not_verify(tmp_path, capsys):
+    log, head_path, _head = _write(tmp_path, 5)
+    _put(log, _lines(log)[:2])
+    os.unlink(head_path)
+    res = A.verify(log, head_path)
+    assert not res["ok"] and "head file" in res["reason"] and "missing" in res["reason"]
+    res = A.verify(log)
+    assert not res["ok"] and "no head" in res["reason"] and res["head_checked"] is False
+    assert A.main([log]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] is False and "missing" in out["reason"]
+    # only an explicit chain-only check passes, and says so
+    assert A.main([log, "--chain-only"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] is True and out["chain_only"] is True and out["head_checked"] is False
+    assert A.verify(log, head_path, chain_only=True)["ok"]
+
+
+def test_anchor_catches_a_log_and_head_rewritten_together(tmp_path, capsys):
+    log, head_path, head = _write(tmp_path, 5)
+    anchor = "%d:%s" % (head["seq"], head["hash"])
+    res = A.verify(log, head_path, anchor=anchor)
+    assert res["ok"] and res["anchor_checked"] is True and res["head_checked"] is True
+    # an older anchor (a syslog line of an earlier run) still checks that its record is there
+    assert A.verify(log, head_path, anchor={"seq": 3, "hash": A.line_hash(_lines(log)[2])})["ok"]
+    # an attacker removes records and rebuilds log + head.json into a fresh consistent chain
+    os.unlink(log)
+    _write(tmp_path, 3)
+    assert A.verify(log, head_path)["ok"]  # the local head alone cannot tell
+    res = A.verify(log, head_path, anchor=anchor)
+    assert not res["ok"] and "anchor says seq 5" in res["reason"]
+    os.unlink(log)
+    _write(tmp_path, 6, run_id="forged")
+    res = A.verify(log, head_path, anchor=json.dumps(head))  # the head JSON line as syslog got it
+    assert not res["ok"] and res["first_bad_seq"] == 5 and "anchored head" in res["reason"]
+    assert A.main([log, "--anchor", anchor]) == 1
+    assert json.loads(capsys.readouterr().out)["first_bad_seq"] == 5
+    for bad in ("5:xyz", "nope", {"seq": 0, "hash": "a" * 64}, {"seq": 1}):
+        res = A.verify(log, head_path, anchor=bad)
+        assert not res["ok"] and "anchor" in res["reason"]
+
+
+def test_audit_files_are_private_whatever_the_umask_and_never_written_through_a_link(tmp_path):
+    old = os.umask(0o022)
+    try:
+        log, head_path, _head = _write(tmp_path / "st", 2)
+    finally:
+        os.umask(old)
+    assert oct(os.stat(log).st_mode & 0o777) == oct(0o600)
+    assert oct(os.stat(head_path).st_mode & 0o777) == oct(0o600)
+    assert oct(os.stat(os.path.dirname(log)).st_mode & 0o777) == oct(0o700)
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("keep\n")
+    link = tmp_path / "st" / "audit" / "linked.log"
+    link.symlink_to(target)
+    with pytest.raises(OSError):
+        A.append(str(link), {"event": "x"})
+    assert target.read_text() == "keep\n"
+
+
+def test_anchor_forms(tmp_path):
+    log, _head_path, head = _write(tmp_path, 3)
+    want = {"seq": 3, "hash": head["hash"]}
+    line = "Dec  5 02:31:07 ops1 python3[4242]: gpuops-audit-head run_id=0c6e seq=3 hash=%s log=%s" % (
+        head["hash"],
+        log,
+    )
+    f = tmp_path / "anchor.json"
+    f.write_text(json.dumps(head))
+    for form in ("3:%s" % head["hash"], line, json.dumps(head), str(f), head):
+        assert A.read_anchor(form) == want, form
+    assert A.read_anchor(None) is None
