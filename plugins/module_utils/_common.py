@@ -176,11 +176,10 @@ def to_int(value: Any) -> Optional[int]:
     if isinstance(v, int):
         return v
     s = str(v).strip()
-    if len(s) <= MAX_NUMBER_CHARS:
-        if _ASCII_INT.fullmatch(s):  # the common case, without float rounding
-            return int(s)
-        if _ASCII_HEX.fullmatch(s):
-            return int(s, 16)
+    if len(s) <= MAX_NUMBER_CHARS and _ASCII_INT.fullmatch(s):  # the common case, without float rounding
+        return int(s)
+    if s[:2] in ("0x", "0X"):
+        return int(s, 16) if len(s) <= MAX_NUMBER_CHARS and _ASCII_HEX.fullmatch(s) else None
     f = to_float(s)
     if f is None:
         return None
