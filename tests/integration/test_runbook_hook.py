@@ -39,14 +39,28 @@ def sim(tmp_path_factory):
     return {"inventory": str(out / "inventory" / "hosts.yml"), "faulty": faulty[0], "hosts": sorted(key["hosts"])}
 
 
-def run_hook(payload, state_dir, *extra, wait=True):
+CONFIG = {
+    "requesters": {"read_only": ["*"], "corrective": ["alice"]},
+    "approvers": {"corrective": ["bob"]},
+    "report_roots": [],
+}
+
+
+def run_hook(payload, state_dir, *extra, wait=True, config=None, root=None):
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "tools"), PATH=BIN + os.pathsep + os.environ["PATH"])
     env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
+    os.makedirs(str(state_dir), exist_ok=True)
+    cfg = os.path.join(str(state_dir), "..", "hook-config-%s.json" % os.path.basename(str(state_dir)))
+    with open(cfg, "w", encoding="utf-8") as fh:
+        json.dump(config or CONFIG, fh)
     cmd = [
         sys.executable,
         "-m",
         "gpuops_runbook",
+        *(["--root", str(root)] if root else []),
         "run",
+        "--config",
+        cfg,
         "-i",
         payload.pop("_inventory"),
         "--state-dir",
@@ -115,6 +129,7 @@ def test_same_node_never_runs_twice_at_once(sim, tmp_path):
     assert holder.acquire()
     try:
         payload = {"_inventory": sim["inventory"], "ticket": "OPS-2", "runbook": "inspect", "nodes": [node]}
+        payload["requester"] = "carol"
         rc, res = run_hook(dict(payload), tmp_path, "--lock-timeout", "0")
         assert rc == 75 and res["status"] == "busy"
         assert "is locked by another runbook run (pid %d)" % os.getpid() in res["errors"][0]
@@ -137,9 +152,172 @@ def test_two_hooks_for_one_node_serialize(sim, tmp_path):
     node = sim["faulty"]
     procs = []
     for t in ("OPS-10", "OPS-11"):
-        payload = {"_inventory": sim["inventory"], "ticket": t, "runbook": "inspect", "nodes": [node]}
+        payload = {
+            "_inventory": sim["inventory"],
+            "ticket": t,
+            "runbook": "inspect",
+            "nodes": [node],
+            "requester": "carol",
+        }
         procs.append(run_hook(payload, tmp_path, "--lock-timeout", "120", wait=False))
     results = [finish(p) for p in procs]
     assert [rc for rc, _unused in results] == [0, 0]
     spans = sorted((r["started_at"], r["finished_at"]) for _unused, r in results)
     assert spans[0][1] <= spans[1][0], "the two runs overlapped: %s" % spans
+
+
+# ------------------------------------------------------------------ issue 12: ticket text is data, never a template
+MARKER_DIR = "/tmp"
+
+
+def _hostile(marker):
+    """Jinja in every form: an expression, a statement and a comment; each would leave a trace if rendered."""
+    return {
+        "expr": "{{ lookup('pipe', 'touch %s.expr; echo RAN') }}" % marker,
+        "stmt": "{%% set x = lookup('pipe', 'touch %s.stmt') %%}stmt" % marker,
+        "comment": "{# invisible if rendered #}comment",
+    }
+
+
+PROBE_PLAYBOOK = """---
+- name: Probe what the playbook sees
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Write every payload value as the playbook renders it
+      ansible.builtin.copy:
+        dest: "{{ gpuops_state_dir }}/seen.json"
+        mode: "0600"
+        content: >-
+          {{ {'reason': probe_reason, 'notes': probe_notes, 'requester': gpuops_requester,
+              'approval': gpuops_approval, 'change_id': gpuops_change_id, 'ticket': probe_ticket,
+              'nodes': gpuops_nodes} | to_json }}
+    - name: Use the reason in a task argument too (as isolate does for Slurm)
+      ansible.builtin.command:
+        argv: [/bin/echo, "{{ probe_reason }} [{{ gpuops_ticket }}]"]
+      register: __probe_echo
+      changed_when: false
+    - name: Keep what the command printed
+      ansible.builtin.copy:
+        dest: "{{ gpuops_state_dir }}/echo.txt"
+        mode: "0600"
+        content: "{{ __probe_echo.stdout }}"
+"""
+
+PROBE_CATALOG = {
+    "schema": "gpuops.runbook_catalog/v1",
+    "entries": [
+        {
+            "id": "probe",
+            "title": "probe",
+            "runbook": "README.md",
+            "playbook": "playbooks/probe.yml",
+            "checks": [],
+            "codes": [],
+            "alerts": [],
+            "ticket_vars": {"probe_ticket": "ticket"},
+            "extra_vars": {},
+            "allowed_vars": ["probe_reason", "probe_notes"],
+            "approval_required": True,
+            "change_class": "corrective",
+            "disruptive": False,
+        }
+    ],
+    "unmapped": {},
+}
+
+
+@pytest.fixture()
+def probe_root(tmp_path):
+    root = tmp_path / "root"
+    (root / "playbooks").mkdir(parents=True)
+    (root / "runbooks").mkdir()
+    (root / "playbooks" / "probe.yml").write_text(PROBE_PLAYBOOK)
+    (root / "runbooks" / "catalog.yml").write_text(json.dumps(PROBE_CATALOG))
+    (root / "build").symlink_to(os.path.join(ROOT, "build"))
+    inv = tmp_path / "hosts.yml"
+    inv.write_text(
+        "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n      ansible_python_interpreter: %s\n"
+        % sys.executable
+    )
+    return root, str(inv)
+
+
+def test_jinja_in_every_payload_string_changes_nothing(probe_root, tmp_path):
+    """Observed (issue 12 item 1): `extra_vars.isolate_reason` / `approval.ref` holding a lookup ran it on the
+    controller. Every string field carries {{ }}, {% %} and {# #}: no marker appears, and the playbook, the
+    command it runs, the audit trail and the ticket result all see the literal text."""
+    root, inv = probe_root
+    marker = os.path.join(str(tmp_path), "marker")
+    h = _hostile(marker)
+    reason = " | ".join(h.values())
+    payload = {
+        "_inventory": inv,
+        "ticket": "OPS-66",
+        "runbook": "probe",
+        "nodes": ["localhost"],
+        "requester": "alice " + h["expr"],
+        "extra_vars": {"probe_reason": reason, "probe_notes": {"list": [h["stmt"], h["comment"]], "n": 1}},
+        "approval": {"by": "bob", "at": h["comment"], "ref": h["expr"], "approved": True},
+    }
+    cfg = dict(CONFIG, requesters={"corrective": ["alice " + h["expr"]]})
+    state = tmp_path / "state"
+    old = os.umask(0o022)
+    try:
+        rc, res = run_hook(payload, state, config=cfg, root=root)
+    finally:
+        os.umask(old)
+    assert rc == 0, res
+    assert not [f for f in os.listdir(str(tmp_path)) if f.startswith("marker")], "a payload template ran"
+    seen = json.loads((state / "seen.json").read_text())
+    assert seen["reason"] == reason
+    assert seen["notes"] == {"list": [h["stmt"], h["comment"]], "n": 1}
+    assert seen["requester"] == "alice " + h["expr"]
+    assert seen["approval"] == {"by": "bob", "at": h["comment"], "ref": h["expr"], "approved": True}
+    assert seen["change_id"] == h["expr"] and seen["ticket"] == "OPS-66" and seen["nodes"] == ["localhost"]
+    assert (state / "echo.txt").read_text() == "%s [OPS-66]" % reason
+    # the ticket result: literal approval, the request as given
+    result = json.loads(open(res["result_file"], encoding="utf-8").read())
+    assert result["approval"]["ref"] == h["expr"] and result["requester"] == "alice " + h["expr"]
+    # the audit trail: the approval record and the run's records carry the literal reference
+    records = [json.loads(line) for line in open(state / "audit" / "audit.log", encoding="utf-8")]
+    approval = [r for r in records if r["event"] == "ticket_approval"]
+    assert len(approval) == 1 and approval[0]["change_id"] == h["expr"] and approval[0]["approved_by"] == "bob"
+    assert approval[0]["requester"] == "alice " + h["expr"] and approval[0]["ticket"] == "OPS-66"
+    plays = [r for r in records if r["event"] == "play_start" and r.get("run_id") == res["audit_run_id"]]
+    assert plays and plays[0]["change_id"] == h["expr"] and plays[0]["ticket"] == "OPS-66"
+    # what the hook wrote is private although the umask was 022
+    for path in (res["result_file"], state / "locks" / "runbook.localhost.lock"):
+        assert os.stat(path).st_mode & 0o077 == 0, path
+    for path in (
+        state / "tickets",
+        state / "tickets" / "OPS-66",
+        state / "locks",
+        state / "tickets" / "OPS-66" / "reports",
+    ):
+        assert os.stat(path).st_mode & 0o777 == 0o700, path
+    vars_files = list((state / "tickets" / "OPS-66" / "runner" / "vars").iterdir())
+    assert len(vars_files) == 1 and vars_files[0].stat().st_mode & 0o777 == 0o600
+    assert "!unsafe" in vars_files[0].read_text()
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("ticket", "{{ lookup('pipe', 'touch MARK') }}"),
+        ("ticket", "OPS-1\n"),
+        ("nodes", ["{{ lookup('pipe', 'touch MARK') }}"]),
+        ("runbook", "{{ lookup('pipe', 'touch MARK') }}"),
+    ],
+)
+def test_jinja_in_identifiers_is_refused(probe_root, tmp_path, field, value):
+    root, inv = probe_root
+    marker = os.path.join(str(tmp_path), "marker")
+    value = json.loads(json.dumps(value).replace("MARK", marker))
+    payload = {"_inventory": inv, "ticket": "OPS-67", "runbook": "probe", "nodes": ["localhost"], "requester": "alice"}
+    payload["approval"] = {"by": "bob", "ref": "CHG-1", "approved": True}
+    payload[field] = value
+    rc, res = run_hook(payload, tmp_path / "state", root=root)
+    assert rc == 2 and res["status"] == "invalid", res
+    assert not os.path.exists(marker)
+    assert not (tmp_path / "state" / "tickets").exists()

@@ -24,8 +24,8 @@ ENTRY_KEYS = {
     "change_class": str,
     "disruptive": bool,
 }
-_ID = re.compile(r"^[a-z][a-z0-9_]*$")
-_CHECK = re.compile(r"^[a-z]+\.[a-z_]+$")
+_ID = re.compile(r"[a-z][a-z0-9_]*")  # always re.fullmatch
+_CHECK = re.compile(r"[a-z]+\.[a-z_]+")
 
 
 class CatalogError(ValueError):
@@ -63,7 +63,7 @@ def validate(data: Any) -> List[str]:
             if not isinstance(e.get(key), typ):
                 problems.append("%s: `%s` must be a %s" % (where, key, typ.__name__))
         if isinstance(e.get("id"), str):
-            if not _ID.match(e["id"]):
+            if not _ID.fullmatch(e["id"]):
                 problems.append("%s: id must match %s" % (where, _ID.pattern))
             if e["id"] in seen:
                 problems.append("%s: duplicate id" % where)
@@ -71,10 +71,10 @@ def validate(data: Any) -> List[str]:
         if e.get("change_class") not in CHANGE_CLASSES:
             problems.append("%s: change_class must be one of %s" % (where, ", ".join(CHANGE_CLASSES)))
         for check in e.get("checks") or []:
-            if not isinstance(check, str) or not _CHECK.match(check):
+            if not isinstance(check, str) or not _CHECK.fullmatch(check):
                 problems.append("%s: bad check %r" % (where, check))
         for code in e.get("codes") or []:
-            if not isinstance(code, str) or ":" not in code or not _CHECK.match(code.split(":", 1)[0]):
+            if not isinstance(code, str) or ":" not in code or not _CHECK.fullmatch(code.split(":", 1)[0]):
                 problems.append("%s: codes are '<check>:<code>' strings, got %r" % (where, code))
         tv = e.get("ticket_vars")
         if isinstance(tv, dict):

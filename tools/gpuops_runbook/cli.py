@@ -13,16 +13,13 @@ import os
 import sys
 from typing import Any, Dict, List, Optional
 
-from gpuops_runbook import catalog, hook
+from gpuops_runbook import catalog, hook, safety
 
 
 def _write(result: Dict[str, Any], path: Optional[str]) -> None:
     text = json.dumps(result, indent=2, sort_keys=True, default=str)
     if path:
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
-        os.replace(tmp, path)
+        safety.write_private(path, text + "\n")
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
 
@@ -52,8 +49,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         inventory = args.inventory or os.environ.get("GPUOPS_INVENTORY")
         if not inventory:
             raise hook.PayloadError(["no inventory: pass -i/--inventory or set GPUOPS_INVENTORY"], status="error")
+        try:
+            config = safety.load_config(args.config)
+        except safety.ConfigError as exc:
+            raise hook.PayloadError([str(exc)], status="error")
         known = hook.inventory_hosts(inventory, env)
-        req = hook.resolve(payload, data, known)
+        req = hook.resolve(payload, data, known, config)
         playbook = os.path.join(root, req["entry"]["playbook"])
         if not os.path.isfile(playbook):
             raise hook.PayloadError(
@@ -80,8 +81,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         rc = hook.RC_FAILED
     if result.get("ticket_dir") and os.path.isdir(result["ticket_dir"]):
         name = "result-%s.json" % result.get("ident", "last")
-        with open(os.path.join(result["ticket_dir"], name), "w", encoding="utf-8") as fh:
-            json.dump(result, fh, indent=2, sort_keys=True, default=str)
+        text = json.dumps(result, indent=2, sort_keys=True, default=str)
+        safety.write_private(os.path.join(result["ticket_dir"], name), text + "\n")
         result["result_file"] = os.path.join(result["ticket_dir"], name)
     _write(result, args.result)
     return rc
@@ -131,7 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("GPUOPS_STATE_DIR") or os.path.expanduser("~/.local/state/gpuops"),
         help="gpuops state dir: locks, tickets/<id>/ artifacts and results, the audit log",
     )
-    r.add_argument("--result", help="also write the result JSON here")
+    r.add_argument("--result", help="also write the result JSON here (0600)")
+    r.add_argument(
+        "--config",
+        help="hook config: requesters/approvers per runbook class, report/state roots "
+        "(default $GPUOPS_RUNBOOK_CONFIG or %s)" % safety.DEFAULT_CONFIG,
+    )
     r.add_argument(
         "--lock-timeout",
         type=float,

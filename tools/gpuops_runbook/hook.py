@@ -19,13 +19,14 @@ import time
 import uuid
 from typing import Any, Dict, List, Optional, Tuple
 
-from gpuops_runbook import catalog
+from gpuops_runbook import catalog, safety
 
 RC_OK, RC_FAILED, RC_INVALID, RC_BUSY = 0, 1, 2, 75
 SCHEMA = "gpuops.runbook_result/v1"
-_TICKET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}$")
-_NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@:+-]{0,252}$")
+_TICKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}")  # always re.fullmatch
+_NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:+-]{0,252}")
 _AUDIT_ENV = "gpuops.cluster.audit"
+APPROVAL_KEYS = ("by", "at", "ref", "approved")
 
 
 class PayloadError(ValueError):
@@ -63,19 +64,45 @@ def _finding_ref(value: Any) -> Tuple[Optional[str], Optional[str]]:
     return None, None
 
 
-def resolve(payload: Dict[str, Any], data: Dict[str, Any], known_hosts: Optional[set]) -> Dict[str, Any]:
-    """Check a payload against the catalogue and the inventory; return the run request or raise PayloadError."""
+def _approval(approval: Any, errors: List[str]) -> Optional[Dict[str, Any]]:
+    """The approval object, checked: {by, at, ref, approved} with string by/at/ref and a boolean approved."""
+    if approval is None:
+        return None
+    if not isinstance(approval, dict):
+        errors.append("`approval` must be an object {by, at, ref, approved}")
+        return None
+    extra = sorted(set(approval) - set(APPROVAL_KEYS))
+    if extra:
+        errors.append("`approval` takes only %s (got %s)" % (", ".join(APPROVAL_KEYS), ", ".join(map(str, extra))))
+    for key in ("by", "at", "ref"):
+        if approval.get(key) is not None and not isinstance(approval.get(key), str):
+            errors.append("`approval.%s` must be a string" % key)
+    if "approved" in approval and not isinstance(approval["approved"], bool):
+        errors.append("`approval.approved` must be JSON true or false, got %r" % (approval["approved"],))
+    return {k: approval[k] for k in APPROVAL_KEYS if k in approval}
+
+
+def resolve(
+    payload: Dict[str, Any],
+    data: Dict[str, Any],
+    known_hosts: Optional[set],
+    config: Optional[safety.HookConfig] = None,
+    state_dir: Optional[str] = None,
+) -> Dict[str, Any]:
+    """Check a payload against the catalogue, the inventory and the hook config; return the run request or raise
+    PayloadError. Without a config nobody may request anything (fail closed)."""
+    config = config if config is not None else safety.HookConfig({})
     errors: List[str] = []
     ticket = payload.get("ticket") if payload.get("ticket") is not None else payload.get("ticket_id")
     if ticket is None or (isinstance(ticket, str) and not ticket.strip()):
         errors.append("missing ticket id (`ticket`)")
-    elif not isinstance(ticket, (str, int)) or not _TICKET.match(str(ticket)):
+    elif isinstance(ticket, bool) or not isinstance(ticket, (str, int)) or not _TICKET.fullmatch(str(ticket)):
         errors.append("ticket id %r: use letters, digits and _.@+- (at most 128)" % (ticket,))
 
     entry = None
     how = None
     if payload.get("runbook"):
-        entry = catalog.by_id(data, str(payload["runbook"]))
+        entry = catalog.by_id(data, payload["runbook"]) if isinstance(payload["runbook"], str) else None
         how = "runbook"
         if entry is None:
             known = ", ".join(e["id"] for e in catalog.entries(data))
@@ -83,7 +110,7 @@ def resolve(payload: Dict[str, Any], data: Dict[str, Any], known_hosts: Optional
     elif payload.get("alert"):
         alert = payload["alert"]
         name = alert.get("labels", {}).get("alertname") if isinstance(alert, dict) else alert
-        entry = catalog.by_alert(data, str(name))
+        entry = catalog.by_alert(data, name) if isinstance(name, str) else None
         how = "alert"
         if entry is None:
             errors.append("no runbook for alert %r" % (name,))
@@ -107,7 +134,7 @@ def resolve(payload: Dict[str, Any], data: Dict[str, Any], known_hosts: Optional
         errors.append("`nodes` must be a non-empty list of inventory host names")
         nodes = []
     else:
-        bad = [n for n in nodes if not isinstance(n, str) or not _NODE.match(n)]
+        bad = [n for n in nodes if not isinstance(n, str) or not _NODE.fullmatch(n)]
         if bad:
             errors.append("bad node names: %s" % ", ".join(repr(b) for b in bad))
         elif known_hosts is not None:
@@ -119,41 +146,71 @@ def resolve(payload: Dict[str, Any], data: Dict[str, Any], known_hosts: Optional
     requester = payload.get("requester")
     if requester is not None and not isinstance(requester, str):
         errors.append("`requester` must be a string")
+        requester = None
+    elif requester is not None:
+        safety.check_data(requester, "requester", errors)
 
     user_vars = payload.get("extra_vars") or {}
     if not isinstance(user_vars, dict):
         errors.append("`extra_vars` must be an object")
         user_vars = {}
-    elif entry is not None:
+    else:
+        safety.check_data(user_vars, "extra_vars", errors)
+    if entry is not None:
         allowed = set(entry.get("allowed_vars") or [])
         taken = catalog.RESERVED_VARS | set(entry.get("ticket_vars") or {})
-        refused = sorted(k for k in user_vars if k not in allowed or k in taken)
+        refused = sorted(str(k) for k in user_vars if k not in allowed or k in taken)
         if refused:
             errors.append(
                 "runbook %s does not take extra_vars %s (allowed: %s)"
                 % (entry["id"], ", ".join(refused), ", ".join(sorted(allowed)) or "none")
             )
+    for var, value in sorted(user_vars.items(), key=lambda kv: str(kv[0])):
+        roots_key = safety.PATH_VARS.get(var)
+        if roots_key is None:
+            continue
+        real = safety.confine(value, config.roots[roots_key]) if isinstance(value, str) else None
+        if real is None:
+            errors.append(
+                "extra_vars.%s %r is not under the configured %s (%s)"
+                % (var, value, roots_key, ", ".join(config.roots[roots_key]) or "none configured")
+            )
+        else:
+            user_vars = dict(user_vars, **{var: real})
+    approval = _approval(payload.get("approval"), errors)
     if entry is not None and "node" in (entry.get("ticket_vars") or {}).values() and len(nodes) > 1:
         errors.append("runbook %s acts on one node at a time; this ticket names %d" % (entry["id"], len(nodes)))
     if errors:
         raise PayloadError(errors)
 
-    approval = payload.get("approval")
+    if not config.may("requester", requester, entry):
+        raise PayloadError(
+            [
+                "runbook %s (%s): requester %r may not request it (allowed: %s); nothing was run"
+                % (entry["id"], entry["change_class"], requester, config.describe("requester", entry))
+            ],
+            status="refused",
+        )
     if entry.get("approval_required"):
-        ok = isinstance(approval, dict) and bool(str(approval.get("by") or "").strip())
-        if ok and approval.get("approved") is False:
-            ok = False
-        if not ok:
+        if approval is None or not str(approval.get("by") or "").strip() or approval.get("approved") is not True:
             raise PayloadError(
                 [
-                    "runbook %s needs an approval: the payload must carry approval {by, at, ref} "
+                    "runbook %s needs an approval: the payload must carry approval {by, at, ref, approved: true} "
                     "(a change/CAB reference); nothing was run" % entry["id"]
                 ],
                 status="refused",
             )
-        if requester and str(approval.get("by")).strip() == requester.strip():
+        if safety.same_person(approval.get("by"), requester):
             raise PayloadError(
                 ["runbook %s: the requester cannot approve their own request" % entry["id"]], status="refused"
+            )
+        if not config.may("approver", approval.get("by"), entry):
+            raise PayloadError(
+                [
+                    "runbook %s (%s): %r may not approve it (allowed: %s); nothing was run"
+                    % (entry["id"], entry["change_class"], approval.get("by"), config.describe("approver", entry))
+                ],
+                status="refused",
             )
 
     extravars = dict(entry.get("extra_vars") or {})
@@ -170,7 +227,7 @@ def resolve(payload: Dict[str, Any], data: Dict[str, Any], known_hosts: Optional
     sources = {"nodes": nodes, "node": nodes[0], "ticket": str(ticket), "requester": requester or ""}
     for var, src in (entry.get("ticket_vars") or {}).items():
         extravars[var] = sources[src]
-    if isinstance(approval, dict):
+    if approval is not None:
         extravars["gpuops_approval"] = approval
         if approval.get("ref") and "gpuops_change_id" not in extravars:
             extravars["gpuops_change_id"] = str(approval["ref"])
@@ -181,8 +238,8 @@ def resolve(payload: Dict[str, Any], data: Dict[str, Any], known_hosts: Optional
         "nodes": nodes,
         "extravars": extravars,
         "requester": requester,
-        "approval": approval if isinstance(approval, dict) else None,
-        "check_mode": bool(payload.get("check_mode")),
+        "approval": approval,
+        "check_mode": payload.get("check_mode") is True,
     }
 
 
@@ -234,10 +291,11 @@ class NodeLocks:
         return os.path.join(self.dir, "runbook.%s.lock" % node)
 
     def acquire(self) -> bool:
-        os.makedirs(self.dir, exist_ok=True)
+        safety.private_dir(self.dir)
         deadline = time.monotonic() + self.timeout
         for node in self.nodes:
-            fd = os.open(self.path(node), os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.path(node), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            os.fchmod(fd, 0o600)
             while True:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -384,6 +442,43 @@ def audit_run_ids(audit_log: str, offset: int, pids: set, playbook: str) -> List
     return ids
 
 
+# ------------------------------------------------------------------------------------------------------ audit
+def _audit_module(root: str) -> Any:
+    """The collection's audit chain writer (plugins/module_utils/_audit.py), imported from the collections path
+    the playbooks use ($ANSIBLE_COLLECTIONS_PATH, else <root>/build)."""
+    import importlib
+
+    rel = os.path.join("ansible_collections", "gpuops", "cluster", "plugins", "module_utils", "_audit.py")
+    dirs = [d for d in os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(os.pathsep) if d]
+    dirs.append(os.path.join(root, "build"))
+    found = next((d for d in dirs if os.path.isfile(os.path.join(d, rel))), None)
+    if found is None:
+        raise OSError("cannot find the collection's audit writer (%s) under %s" % (rel, ", ".join(dirs)))
+    if found not in sys.path:
+        sys.path.insert(0, found)
+    return importlib.import_module("ansible_collections.gpuops.cluster.plugins.module_utils._audit")
+
+
+def record_approval(root: str, audit_log: str, req: Dict[str, Any], ident: str) -> Dict[str, Any]:
+    """Append a `ticket_approval` record (who asked, who approved, the reference) to the audit chain."""
+    approval = req.get("approval") or {}
+    record = {
+        "event": "ticket_approval",
+        "run_id": "hook-%s" % ident,
+        "ticket": req["ticket"],
+        "runbook": req["entry"]["id"],
+        "change_class": req["entry"].get("change_class"),
+        "nodes": req["nodes"],
+        "requester": req.get("requester"),
+        "approved_by": approval.get("by"),
+        "approved_at": approval.get("at"),
+        "change_id": approval.get("ref"),
+        "approved": approval.get("approved") is True,
+        "check_mode": bool(req.get("check_mode")),
+    }
+    return _audit_module(root).append(audit_log, record)
+
+
 # ------------------------------------------------------------------------------------------------------- run
 def runner_env(root: str, state_dir: str, bin_dir: str) -> Dict[str, str]:
     env = dict(os.environ)
@@ -418,7 +513,7 @@ def run_request(
     ident = "%s-%s" % (stamp, uuid.uuid4().hex[:8])
     ticket_dir = os.path.join(state_dir, "tickets", req["ticket"])
     private = os.path.join(ticket_dir, "runner")
-    os.makedirs(private, exist_ok=True)
+    safety.private_dir(private)
     result = base_result(req)
     result.update(
         {
@@ -429,7 +524,9 @@ def run_request(
         }
     )
     extravars = dict(req["extravars"])
-    extravars.setdefault("gpuops_report_dir", os.path.join(ticket_dir, "reports", ident))
+    if "gpuops_report_dir" not in extravars:
+        extravars["gpuops_report_dir"] = os.path.join(ticket_dir, "reports", ident)
+        safety.private_dir(os.path.join(ticket_dir, "reports"))
     extravars.setdefault("gpuops_state_dir", state_dir)
 
     locks = NodeLocks(state_dir, req["nodes"], lock_timeout)
@@ -444,21 +541,35 @@ def run_request(
         )
         return RC_BUSY, result
     audit_log = os.path.join(state_dir, "audit", "audit.log")
+    # Every string of the payload reaches Ansible tagged !unsafe (never templated): the hook writes the
+    # extra-vars file itself (0600) and hands it to ansible-playbook as -e @file; nothing goes on a command
+    # line and runner writes no env/ files of its own (stale ones from older hooks are removed).
+    vars_dir = safety.private_dir(os.path.join(private, "vars"))
+    vars_file = os.path.join(vars_dir, "%s.yml" % ident)
+    safety.write_private(vars_file, safety.dump_unsafe_yaml(extravars))
+    for stale in ("extravars", "cmdline"):
+        try:
+            os.unlink(os.path.join(private, "env", stale))
+        except FileNotFoundError:
+            pass
+    old_umask = os.umask(0o077)  # whatever ansible-playbook creates without an explicit mode is private
     try:
-        offset = os.path.getsize(audit_log)
-    except OSError:
-        offset = 0
-    try:
+        if req.get("approval"):
+            record_approval(root, audit_log, req, ident)
+        try:
+            offset = os.path.getsize(audit_log)
+        except OSError:
+            offset = 0
         result["started_at"] = utcnow()
-        cmdline = "--check --diff" if req["check_mode"] else None
         r = ansible_runner.run(
             private_data_dir=private,
             ident=ident,
             playbook=playbook,
             inventory=os.path.abspath(inventory),
-            extravars=extravars,
+            extravars=vars_file,
+            suppress_env_files=True,
             envvars={k: env[k] for k in ("ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_CALLBACKS_ENABLED", "GPUOPS_STATE_DIR")},
-            cmdline=cmdline,
+            cmdline="--check --diff" if req["check_mode"] else None,
             quiet=True,
             timeout=timeout,
             rotate_artifacts=20,
@@ -466,6 +577,7 @@ def run_request(
         events = list(r.events)
         result["finished_at"] = utcnow()
     finally:
+        os.umask(old_umask)
         locks.release()
     pids = {ev.get("pid") for ev in events if ev.get("pid")}
     result.update(

@@ -18,10 +18,16 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
-from gpuops_runbook import catalog, cli, hook  # noqa: E402
+from gpuops_runbook import catalog, cli, hook, safety  # noqa: E402
 
 CATALOG = os.path.join(ROOT, "runbooks", "catalog.yml")
 HOSTS = {"gpu-node-01", "gpu-node-02", "gpu-node-03"}
+CONFIG = {
+    "requesters": {"corrective": ["alice", "eda"], "planned": ["alice"], "read_only": ["*"]},
+    "approvers": {"corrective": ["bob", "carol"], "planned": ["carol"]},
+    "report_roots": ["/srv/gpuops/reports"],
+}
+POLICY = safety.HookConfig(CONFIG)
 
 
 @pytest.fixture(scope="module")
@@ -37,13 +43,13 @@ def payload(**kw):
 
 def errors_of(data, p, hosts=None):
     with pytest.raises(hook.PayloadError) as exc:
-        hook.resolve(p, data, HOSTS if hosts is None else hosts)
+        hook.resolve(p, data, HOSTS if hosts is None else hosts, POLICY)
     return exc.value
 
 
 # ------------------------------------------------------------------------------------------------ validation
 def test_valid_payload_builds_extravars(data):
-    req = hook.resolve(payload(nodes=["gpu-node-02", "gpu-node-01", "gpu-node-02"]), data, HOSTS)
+    req = hook.resolve(payload(nodes=["gpu-node-02", "gpu-node-01", "gpu-node-02"]), data, HOSTS, POLICY)
     assert req["entry"]["playbook"] == "playbooks/isolate.yml"
     assert req["nodes"] == ["gpu-node-01", "gpu-node-02"]
     ev = req["extravars"]
@@ -86,11 +92,11 @@ def test_all_errors_reported_at_once(data):
 
 
 def test_resolve_by_finding_and_alert(data):
-    req = hook.resolve(payload(runbook=None, finding={"check": "gpu.xid", "code": 79}), data, HOSTS)
+    req = hook.resolve(payload(runbook=None, finding={"check": "gpu.xid", "code": 79}), data, HOSTS, POLICY)
     assert req["entry"]["id"] == "gpu_fell_off_bus" and req["matched_by"] == "finding"
-    req = hook.resolve(payload(runbook=None, finding="gpu.row_remap:pending"), data, HOSTS)
+    req = hook.resolve(payload(runbook=None, finding="gpu.row_remap:pending"), data, HOSTS, POLICY)
     assert req["entry"]["id"] == "gpu_row_remap_pending"
-    req = hook.resolve(payload(runbook=None, alert={"labels": {"alertname": "GpuopsCoolantLeak"}}), data, HOSTS)
+    req = hook.resolve(payload(runbook=None, alert={"labels": {"alertname": "GpuopsCoolantLeak"}}), data, HOSTS, POLICY)
     assert req["entry"]["playbook"] == "playbooks/leak_response.yml"
     err = errors_of(data, payload(runbook=None, finding="node.mounts:hung"))
     assert "no runbook for finding node.mounts:hung" in err.errors[0] and "storage" in err.errors[0]
@@ -100,23 +106,247 @@ def test_approval_required(data):
     p = payload(runbook="gpu_row_remap_failure")
     err = errors_of(data, p)
     assert err.status == "refused" and "needs an approval" in err.errors[0]
-    err = errors_of(data, payload(runbook="gpu_row_remap_failure", approval={"by": "alice", "ref": "CHG-1"}))
+    err = errors_of(
+        data, payload(runbook="gpu_row_remap_failure", approval={"by": "alice", "ref": "CHG-1", "approved": True})
+    )
     assert "cannot approve their own" in err.errors[0]
     err = errors_of(data, payload(runbook="gpu_row_remap_failure", approval={"by": "bob", "approved": False}))
     assert err.status == "refused"
-    req = hook.resolve(payload(runbook="gpu_row_remap_failure", approval={"by": "bob", "ref": "CHG-1"}), data, HOSTS)
+    req = hook.resolve(
+        payload(runbook="gpu_row_remap_failure", approval={"by": "bob", "ref": "CHG-1", "approved": True}),
+        data,
+        HOSTS,
+        POLICY,
+    )
     assert req["extravars"]["gpuops_approval"]["by"] == "bob"
     assert req["extravars"]["replace_host"] == "gpu-node-02" and req["extravars"]["replace_ticket"] == "OPS-7"
     err = errors_of(
-        data, payload(runbook="gpu_row_remap_failure", nodes=["gpu-node-01", "gpu-node-02"], approval={"by": "bob"})
+        data,
+        payload(
+            runbook="gpu_row_remap_failure",
+            nodes=["gpu-node-01", "gpu-node-02"],
+            approval={"by": "bob", "approved": True},
+        ),
     )
     assert "acts on one node at a time; this ticket names 2" in err.errors[0]
     assert req["extravars"]["gpuops_change_id"] == "CHG-1"
 
 
 def test_allowed_extra_vars_pass_through(data):
-    req = hook.resolve(payload(extra_vars={"isolate_reason": "seen by hand", "isolate_mode": "requeue"}), data, HOSTS)
+    req = hook.resolve(
+        payload(extra_vars={"isolate_reason": "seen by hand", "isolate_mode": "requeue"}), data, HOSTS, POLICY
+    )
     assert req["extravars"]["isolate_reason"] == "seen by hand" and req["extravars"]["isolate_mode"] == "requeue"
+
+
+# ------------------------------------------------------------------------ issue 12: who may do what, data only
+@pytest.mark.parametrize("ticket", ["T-1\n", "T-1\r\n", "\nT-1", "T-1 ", "T-1\x00", True, 1.5, ["T-1"]])
+def test_ticket_is_a_full_match(data, ticket):
+    # "T-1\n" passed the old `^...$` pattern (re.match: `$` matches before a trailing newline)
+    err = errors_of(data, payload(ticket=ticket))
+    assert err.status == "invalid" and any("ticket id" in e for e in err.errors), err.errors
+
+
+@pytest.mark.parametrize("node", ["gpu-node-01\n", "gpu-node-01 ", "{{ x }}"])
+def test_node_name_is_a_full_match(data, node):
+    err = errors_of(data, payload(nodes=[node]), hosts={node, "gpu-node-01"})
+    assert any("bad node names" in e for e in err.errors), err.errors
+
+
+@pytest.mark.parametrize("approved", ["false", "true", 1, "yes", None])
+def test_approval_needs_json_true(data, approved):
+    p = payload(runbook="gpu_row_remap_failure", approval={"by": "bob", "ref": "CHG-1", "approved": approved})
+    err = errors_of(data, p)
+    assert err.status in ("invalid", "refused"), err.errors
+    # approved missing altogether is no approval either
+    err = errors_of(data, payload(runbook="gpu_row_remap_failure", approval={"by": "bob", "ref": "CHG-1"}))
+    assert err.status == "refused" and "approved: true" in err.errors[0]
+
+
+@pytest.mark.parametrize("approver", ["Alice", "ALICE", " alice ", "al ice", "\uff41lice"])
+def test_self_approval_is_refused_whatever_the_case_and_spacing(data, approver):
+    p = payload(runbook="gpu_row_remap_failure", approval={"by": approver, "ref": "CHG-1", "approved": True})
+    err = errors_of(data, p)
+    assert err.status == "refused" and "cannot approve their own" in err.errors[0], err.errors
+
+
+def test_requester_and_approver_allowlists_per_class(data):
+    err = errors_of(data, payload(requester="mallory"))
+    assert err.status == "refused" and "requester 'mallory' may not request it (allowed: alice, eda)" in err.errors[0]
+    err = errors_of(data, payload(requester=None))
+    assert err.status == "refused" and "may not request" in err.errors[0]
+    # read_only admits anyone who names themselves
+    assert (
+        hook.resolve(payload(runbook="inspect", requester="mallory"), data, HOSTS, POLICY)["entry"]["id"] == "inspect"
+    )
+    # the approver must be on the class's approver list (planned: carol only)
+    p = payload(runbook="psu_fan_failure", approval={"by": "bob", "ref": "CHG-2", "approved": True})
+    err = errors_of(data, p)
+    assert err.status == "refused" and "'bob' may not approve it (allowed: carol)" in err.errors[0]
+    p["approval"]["by"] = "Carol"
+    assert hook.resolve(p, data, HOSTS, POLICY)["approval"]["by"] == "Carol"
+    # a runbook id key wins over its class
+    cfg = safety.HookConfig(dict(CONFIG, requesters={"corrective": ["alice"], "gpu_fell_off_bus": ["eve"]}))
+    with pytest.raises(hook.PayloadError):
+        hook.resolve(payload(), data, HOSTS, cfg)
+    assert hook.resolve(payload(requester="eve"), data, HOSTS, cfg)["requester"] == "eve"
+
+
+def test_no_config_refuses_everything(data):
+    with pytest.raises(hook.PayloadError) as exc:
+        hook.resolve(payload(runbook="inspect"), data, HOSTS)
+    assert exc.value.status == "refused" and "allowed: nobody" in exc.value.errors[0]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "/etc",
+        "/srv/gpuops/reports/../../../etc",
+        "/srv/gpuops/reports-evil/x",
+        "relative/dir",
+        "",
+        ["/srv/gpuops/reports"],
+    ],
+)
+def test_report_dir_from_a_payload_is_confined(data, value):
+    err = errors_of(data, payload(runbook="inspect", extra_vars={"gpuops_report_dir": value}))
+    assert any("gpuops_report_dir" in e and "report_roots" in e for e in err.errors), err.errors
+
+
+def test_report_dir_under_a_root_and_symlink_escape(data, tmp_path):
+    root = tmp_path / "reports"
+    (root / "ok").mkdir(parents=True)
+    (root / "link").symlink_to("/etc")
+    cfg = safety.HookConfig(dict(CONFIG, report_roots=[str(root)]))
+    req = hook.resolve(
+        payload(runbook="inspect", extra_vars={"gpuops_report_dir": str(root / "ok" / "new")}), data, HOSTS, cfg
+    )
+    assert req["extravars"]["gpuops_report_dir"] == os.path.realpath(str(root / "ok" / "new"))
+    with pytest.raises(hook.PayloadError) as exc:
+        hook.resolve(payload(runbook="inspect", extra_vars={"gpuops_report_dir": str(root / "link")}), data, HOSTS, cfg)
+    assert "not under the configured report_roots" in exc.value.errors[0]
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        ({"isolate_reason": "a\x00b"}, "control characters"),
+        ({"isolate_reason": "x" * 5000}, "longer than"),
+        ({"isolate_reason": {"{{ k }}": 1}}, "is not an identifier"),
+        ({"isolate_reason": float("nan")}, "not a finite number"),
+    ],
+)
+def test_payload_strings_are_bounded_data(data, extra, needle):
+    err = errors_of(data, payload(extra_vars=extra))
+    assert any(needle in e for e in err.errors), err.errors
+
+
+def test_approval_object_is_checked(data):
+    p = payload(runbook="gpu_row_remap_failure", approval={"by": "bob", "approved": True, "extra": "{{ x }}"})
+    assert "`approval` takes only" in errors_of(data, p).errors[0]
+    p = payload(runbook="gpu_row_remap_failure", approval={"by": ["bob"], "approved": True})
+    assert "`approval.by` must be a string" in errors_of(data, p).errors[0]
+
+
+HOSTILE = [
+    "{{ lookup('pipe', 'touch /tmp/gpuops-h1-never') }}",
+    "{% set x = lookup('pipe', 'touch /tmp/gpuops-h1-never') %}",
+    "{# a comment #}kept",
+    "{{ 7 * 7 }} \"quoted\" 'single' \\ back\tslash: - [x] {a: b} &anchor *alias !tag # hash",
+]
+
+
+def test_extravars_file_is_unsafe_for_ansible():
+    """The file the hook hands to ansible-playbook: Ansible's own loader yields untrusted strings (never
+    templated) that equal the payload's text, at any depth."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, is_trusted_as_template
+
+    ev = {
+        "s": HOSTILE[0],
+        "n": 3,
+        "b": True,
+        "none": None,
+        "l": [HOSTILE[1], {"k": HOSTILE[2]}],
+        "d": {"deep": {"deeper": [HOSTILE[3]]}},
+    }
+    text = safety.dump_unsafe_yaml(ev)
+    loaded = DataLoader().load(text)
+    assert loaded == ev
+
+    def strings(v):
+        if isinstance(v, str):
+            yield v
+        elif isinstance(v, list):
+            for i in v:
+                yield from strings(i)
+        elif isinstance(v, dict):
+            for i in v.values():
+                yield from strings(i)
+
+    assert all(not is_trusted_as_template(x) for x in strings(loaded))
+    templar = Templar(loader=DataLoader(), variables=loaded)
+    assert templar.template(loaded["s"]) == HOSTILE[0]
+    assert templar.template(loaded["l"]) == ev["l"]
+    assert not os.path.exists("/tmp/gpuops-h1-never")
+    with pytest.raises(ValueError):
+        safety.dump_unsafe_yaml({"ok": {"{{ bad }}": 1}})
+
+
+# ------------------------------------------------------------------------------------- private files, umask 022
+def test_locks_results_and_dirs_are_private_under_umask_022(tmp_path, capsys, monkeypatch):
+    old = os.umask(0o022)
+    try:
+        locks = hook.NodeLocks(str(tmp_path / "state"), ["gpu-node-01"], timeout=0)
+        assert locks.acquire()
+        locks.release()
+        assert oct(os.stat(locks.path("gpu-node-01")).st_mode & 0o777) == "0o600"
+        assert oct(os.stat(locks.dir).st_mode & 0o777) == "0o700"
+        safety.write_private(str(tmp_path / "r.json"), "{}")
+        assert oct(os.stat(tmp_path / "r.json").st_mode & 0o777) == "0o600"
+        d = safety.private_dir(str(tmp_path / "a" / "b"))
+        assert oct(os.stat(d).st_mode & 0o777) == "0o700"
+        assert oct(os.stat(tmp_path / "a").st_mode & 0o777) == "0o700"
+        # the CLI's --result file
+        inv = tmp_path / "hosts.yml"
+        inv.write_text("all:\n  hosts:\n    gpu-node-01:\n")
+        pl = tmp_path / "p.json"
+        pl.write_text(json.dumps(payload(nodes=["gpu-node-09"])))
+        monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+        cfg = tmp_path / "cfg.yml"
+        cfg.write_text(json.dumps(CONFIG))
+        out = tmp_path / "result.json"
+        rc = cli.main(
+            ["run", "-i", str(inv), "--config", str(cfg), "--state-dir", str(tmp_path), "--result", str(out), str(pl)]
+        )
+        capsys.readouterr()
+        assert rc == 2 and oct(os.stat(out).st_mode & 0o777) == "0o600"
+    finally:
+        os.umask(old)
+
+
+def test_record_approval_appends_to_the_audit_chain(data, tmp_path):
+    p = payload(runbook="gpu_row_remap_failure", approval={"by": "bob", "ref": "CHG-9", "at": "now", "approved": True})
+    req = hook.resolve(p, data, HOSTS, POLICY)
+    log = tmp_path / "audit" / "audit.log"
+    hook.record_approval(ROOT, str(log), req, "20260101T000000Z-abcdef01")
+    rec = json.loads(log.read_text().splitlines()[-1])
+    assert rec["event"] == "ticket_approval" and rec["ticket"] == "OPS-7" and rec["runbook"] == "gpu_row_remap_failure"
+    assert rec["requester"] == "alice" and rec["approved_by"] == "bob" and rec["change_id"] == "CHG-9"
+    assert rec["approved"] is True and rec["nodes"] == ["gpu-node-02"]
+
+
+def test_config_file_is_required_and_checked(tmp_path):
+    with pytest.raises(safety.ConfigError, match="nothing runs without it"):
+        safety.load_config(str(tmp_path / "missing.yml"))
+    bad = tmp_path / "bad.yml"
+    bad.write_text("requesters: {corrective: alice}\nreport_roots: [relative]\nextra: 1\n")
+    with pytest.raises(safety.ConfigError) as exc:
+        safety.load_config(str(bad))
+    assert (
+        "unknown keys extra" in str(exc.value) and "requesters" in str(exc.value) and "report_roots" in str(exc.value)
+    )
 
 
 def test_parse_payload_errors():
@@ -218,7 +448,22 @@ def test_cli_refuses_unknown_host_exit_2_nothing_run(tmp_path, capsys, monkeypat
     pl.write_text(json.dumps(payload(nodes=["gpu-node-09"])))
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
     state = tmp_path / "state"
-    rc = cli.main(["run", "-i", str(inv), "--state-dir", str(state), "--result", str(tmp_path / "r.json"), str(pl)])
+    cfg = tmp_path / "cfg.yml"
+    cfg.write_text(json.dumps(CONFIG))
+    rc = cli.main(
+        [
+            "run",
+            "-i",
+            str(inv),
+            "--config",
+            str(cfg),
+            "--state-dir",
+            str(state),
+            "--result",
+            str(tmp_path / "r.json"),
+            str(pl),
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert rc == 2
     assert out["status"] == "invalid" and "unknown hosts (not in the inventory): gpu-node-09" in out["errors"][0]
@@ -232,6 +477,13 @@ def test_cli_validate_only_and_approval_refusal(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
     pl = tmp_path / "p.json"
     pl.write_text(json.dumps(payload(nodes=["gpu-node-01"], runbook="inspect")))
+    monkeypatch.setenv("GPUOPS_RUNBOOK_CONFIG", str(tmp_path / "none.yml"))
+    rc = cli.main(["run", "-i", str(inv), "--state-dir", str(tmp_path), "--validate-only", str(pl)])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 2 and out["status"] == "error" and "cannot read the runbook hook config" in out["errors"][0]
+    cfg = tmp_path / "cfg.yml"
+    cfg.write_text(json.dumps(CONFIG))
+    monkeypatch.setenv("GPUOPS_RUNBOOK_CONFIG", str(cfg))
     rc = cli.main(["run", "-i", str(inv), "--state-dir", str(tmp_path), "--validate-only", str(pl)])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["status"] == "valid" and out["extravars"]["gpuops_targets"] == "gpu-node-01"
