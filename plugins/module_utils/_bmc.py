@@ -337,6 +337,13 @@ class _Walker:
             if ts is None and thermal is None:
                 for sensor in self.members(Http.link(chassis, "Sensors"), limit=300):
                     self.parse(sensor)
+            elif any(Http.link(ts, k) for k in ("LeakDetection", "CoolantConnectors", "Pumps")):
+                # a liquid-cooled chassis: its coolant sensors (flow, pressure, liquid temperatures) are only in
+                # Sensors. Keep those; the rest came from Thermal/ThermalSubsystem (issue 12: typed "coolant",
+                # cooling findings, never the leak power-off path)
+                for sensor in self.members(Http.link(chassis, "Sensors"), limit=300):
+                    if _redfish.sensor_type(sensor)[0] == "coolant":
+                        self.parse(sensor)
         for manager in self.members(Http.link(root, "Managers")):
             self.parse(manager)
             self.log_services(manager)

@@ -55,7 +55,8 @@ CHECKS: Dict[str, str] = {
     "bmc.sensor": "bmc.sensors status and asserted failure states",
     "bmc.sel": "bmc.sel asserted critical entries within the SEL lookback",
     "bmc.health": "bmc.redfish systems/chassis/managers/psus/memory health",
-    "bmc.leak": "bmc.redfish.leak_detectors",
+    "bmc.leak": "bmc.redfish.leak_detectors, bmc.sensors of type leak (leak detectors only)",
+    "bmc.coolant": "bmc.sensors of type coolant (coolant flow, pressure, level, temperature): never a power-off",
     "bmc.drift": "BMC firmware / BIOS vs the golden baseline",
     "scheduler.node_state": "slurm.nodes[] state/flags/reason of this node",
     "node.mounts": "node.mounts present/responsive/free_pct",
@@ -1291,6 +1292,23 @@ def _check_bmc(ctx: _Ctx, facts: Dict[str, Any]) -> None:
         name, status, typ = s.get("name"), s.get("status"), s.get("type")
         comp = "bmc/%s" % name
         ev = {k: s.get(k) for k in ("type", "reading", "unit", "status", "states")}
+        if typ == "coolant":
+            # coolant flow / pressure / level / temperature: a cooling fault (isolate or monitor), never the
+            # leak power-off path; the policy refuses emergency_shutdown here
+            level = {"critical": "Critical", "non_recoverable": "Critical", "non_critical": "Warning"}.get(_s(status))
+            sa = _sev_action(th["coolant"], level)
+            if sa:
+                ctx.add(
+                    "bmc.coolant",
+                    sa[0],
+                    comp,
+                    level,
+                    "coolant sensor %s: %s (reading %s %s)" % (name, status, s.get("reading"), s.get("unit") or ""),
+                    sa[1],
+                    "thresholds.bmc.coolant[%s]" % level,
+                    ev,
+                )
+            continue
         if typ == "leak":
             level = {"critical": "Critical", "non_recoverable": "Critical", "non_critical": "Warning"}.get(_s(status))
             sa = _sev_action(th["leak"], level)

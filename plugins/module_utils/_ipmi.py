@@ -182,17 +182,25 @@ def state_severity(text: str) -> str:
     return "ok"
 
 
-_LEAK_NAME = re.compile(r"leak|fluid|liquid|coolant|moisture|drip", re.I)
+#: A leak detector (a discrete sensor whose asserted state is the leak). Only these are ``leak``.
+_LEAK_NAME = re.compile(r"leak|moisture|drip|\bwet\b", re.I)
+#: Coolant flow, pressure, level, temperature and pumps: ``coolant`` (cooling findings, never a leak).
+_COOLANT_NAME = re.compile(
+    r"coolant|liquid|fluid|water|pump|\bcdu\b|(?<!air)(?<!air )flow|\bpress(?:ure)?\b|\bl/min\b", re.I
+)
 _INTRUSION_NAME = re.compile(r"intru|physical scrty|chassis open|cover", re.I)
 _PSU_NAME = re.compile(r"^(?:ps\s*\d|psu|pwr\s*supply|power\s*supply|power\s*supplies)|\bpsu?\d|\bps\d", re.I)
 
 
 def classify(name: str, unit: Optional[str], entity: Optional[str] = None, discrete: bool = False) -> str:
     """Sensor type from its name, unit and (elist) entity id: temperature, fan, voltage, current, power,
-    power_supply, leak, intrusion, memory, processor, drive, other."""
+    power_supply, leak, coolant, intrusion, memory, processor, drive, other. ``leak`` is a leak detector only:
+    a leak name on a discrete (or unit-less) sensor; coolant flow/pressure/temperature sensors are ``coolant``."""
     n = name or ""
-    if _LEAK_NAME.search(n):
+    if _LEAK_NAME.search(n) and (discrete or unit is None):
         return "leak"
+    if _COOLANT_NAME.search(n):
+        return "coolant"
     if _INTRUSION_NAME.search(n):
         return "intrusion"
     ent = (entity or "").split(".")[0]

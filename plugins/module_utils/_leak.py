@@ -6,7 +6,9 @@
 - ``detect(bmc)``: is there an asserted/critical leak reading? Sources: Redfish leak detectors
   (``redfish.leak_detectors[].state``), IPMI leak sensors (``sensors[]`` of type ``leak``), SEL / Redfish log
   leak events (asserted and not later deasserted). A missing or unreadable sensor is ``unreadable``: it never
-  powers anything off.
+  powers anything off. Only a leak is a leak: coolant flow, pressure, level and temperature sensors (type
+  ``coolant``) are reported under ``cooling`` and become ``bmc.coolant`` findings (isolate or monitor), never
+  the power-off path.
 - ``scope(...)``: the leak domain of the alarming node (``gpuops_leak_domain``, else ``gpuops_rack``) and which
   requested targets lie inside it.
 - ``findings(...)`` / ``power_verdict(...)``: the run result (P0 "power-off unconfirmed", P2 "sensor unreadable").
@@ -19,10 +21,11 @@ controller). Python 3.8+, no Ansible imports.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from typing import Any, Dict, List, Optional
+
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 
 #: Readings that fire the response.
 ASSERTED = "asserted"
@@ -31,7 +34,15 @@ WARNING = "warning"
 CLEAR = "clear"
 UNREADABLE = "unreadable"
 
-_LEAK_TEXT = re.compile(r"leak|coolant|liquid|fluid|moisture|drip", re.I)
+#: A log/SEL event about a leak (not about coolant flow, pressure or temperature: "Coolant flow low" is no leak).
+_LEAK_TEXT = re.compile(r"leak|moisture|drip", re.I)
+_NO_LEAK_TEXT = re.compile(r"\bno leak|leak[- ]?free", re.I)
+#: Coolant sensor status -> (level, severity, action) of the cooling finding. Never emergency_shutdown.
+COOLING_LEVELS = {
+    "critical": ("Critical", "P1", "isolate"),
+    "non_recoverable": ("Critical", "P1", "isolate"),
+    "non_critical": ("Warning", "P2", "monitor"),
+}
 _CRIT_STATUS = ("critical", "non_recoverable")
 _UNREADABLE_STATUS = ("unknown", "not_present", None, "")
 
@@ -66,7 +77,7 @@ def _sel_leak_events(bmc: Dict[str, Any]) -> List[Dict[str, Any]]:
         if not isinstance(ev, dict):
             continue
         text = " ".join(_s(ev.get(k)) for k in ("sensor_type", "sensor", "event"))
-        if not _LEAK_TEXT.search(text):
+        if not _LEAK_TEXT.search(text) or _NO_LEAK_TEXT.search(text):
             continue
         key = _s(ev.get("sensor")) or "sel"
         if _s(ev.get("direction")).lower() == "deasserted":
@@ -76,7 +87,8 @@ def _sel_leak_events(bmc: Dict[str, Any]) -> List[Dict[str, Any]]:
                            "time": ev.get("time")}  # fmt: skip
     red = _dict(bmc.get("redfish"))
     for ev in _list(red.get("log_entries")):
-        if not isinstance(ev, dict) or not _LEAK_TEXT.search(_s(ev.get("message"))):
+        msg = _s(ev.get("message")) if isinstance(ev, dict) else ""
+        if not msg or not _LEAK_TEXT.search(msg) or _NO_LEAK_TEXT.search(msg):
             continue
         key = _s(ev.get("sensor_type")) or "log"
         if ev.get("resolved") is True or _s(ev.get("entry_code")).lower() == "deassert":
@@ -91,10 +103,11 @@ def detect(bmc: Any) -> Dict[str, Any]:
     """Leak verdict from one node's ``bmc`` facts.
 
     Returns ``{state: asserted|warning|clear|unreadable, asserted: [...], warnings: [...], readable: [...],
-    unreadable: [...], reason}``. Only ``asserted`` fires a power-off.
+    unreadable: [...], cooling: [...], reason}``. Only ``asserted`` fires a power-off; ``cooling`` lists the
+    coolant sensors (flow, pressure, level, temperature) in Warning/Critical, which never do.
     """
     bmc = _dict(bmc)
-    out: Dict[str, Any] = {"asserted": [], "warnings": [], "readable": [], "unreadable": []}
+    out: Dict[str, Any] = {"asserted": [], "warnings": [], "readable": [], "unreadable": [], "cooling": []}
     red = _dict(bmc.get("redfish"))
     for d in _list(red.get("leak_detectors")):
         if not isinstance(d, dict):
@@ -112,6 +125,9 @@ def detect(bmc: Any) -> Dict[str, Any]:
             out["unreadable"].append(entry)
     redfish_names = {e["name"] for k in ("asserted", "warnings", "readable", "unreadable") for e in out[k]}
     for s in _list(bmc.get("sensors")):
+        if isinstance(s, dict) and _s(s.get("type")) == "coolant" and _s(s.get("status")) in COOLING_LEVELS:
+            out["cooling"].append({"source": _s(s.get("entity")) or "sensor", "name": _s(s.get("name")) or "coolant",
+                                   "status": s.get("status"), "reading": s.get("reading"), "unit": s.get("unit")})  # fmt: skip
         if not isinstance(s, dict) or _s(s.get("type")) != "leak" or _s(s.get("name")) in redfish_names:
             continue
         status = s.get("status")
@@ -252,6 +268,14 @@ def result(alert_id: str, source: str, reading: Dict[str, Any], sc: Dict[str, An
                                  "isolate"))  # fmt: skip
     elif state == ASSERTED:
         findings.extend(guard_findings(alert_id, reading, _list(sc.get("targets")), source))
+    for c in _list(reading.get("cooling")):
+        level, sev, action = COOLING_LEVELS.get(_s(c.get("status")), ("Warning", "P2", "monitor"))
+        f = _finding(alert_id, source, sev, level,
+                     "coolant sensor %s at %s: %s (reading %s %s) - a cooling fault, not a leak: nothing powered off"
+                     % (c.get("name"), source, c.get("status"), c.get("reading"), c.get("unit") or ""), action)  # fmt: skip
+        f.update(id="bmc.coolant:%s:%s:%s:%s" % (level, alert_id, source, c.get("name")), check="bmc.coolant",
+                 component="bmc/%s" % c.get("name"))  # fmt: skip
+        findings.append(f)
     for o in _list(sc.get("out_of_scope")):
         findings.append(_finding(alert_id, o.get("node"), "P3", "out_of_scope", "not powered off: %s" % o.get("reason"),
                                  "none"))  # fmt: skip
@@ -299,11 +323,8 @@ def finish(req: Dict[str, Any]) -> Dict[str, Any]:
     res = result(_s(req.get("alert_id")), _s(req.get("source")), reading, sc, verdict, _list(req.get("slurm_down")))
     path = _s(req.get("write"))
     if path:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(res, fh, indent=1, sort_keys=True)
-        os.replace(tmp, path)
+        # 0600 in a 0700 directory whatever the umask; replaced atomically, never written through a link
+        write_private_atomic(path, json.dumps(res, indent=1, sort_keys=True) + "\n")
         res["path"] = path
     return res
 

@@ -175,7 +175,11 @@ DEFAULT_POLICY: Dict[str, Any] = {
             ],
             "sel_lookback_hours": 24,
             "health": {"Warning": _sev("P3", "monitor"), "Critical": _sev("P2", "monitor")},
+            # Leak detectors only (Redfish LeakDetectors, IPMI leak sensors): the one emergency_shutdown.
             "leak": {"Warning": _sev("P1", "isolate"), "Critical": _sev("P1", "emergency_shutdown")},
+            # Coolant flow, pressure, level and temperature sensors: a cooling fault, never a power-off
+            # (emergency_shutdown is refused here).
+            "coolant": {"Warning": _sev("P2", "monitor"), "Critical": _sev("P1", "isolate")},
         },
         "mounts": {"min_free_pct": 5},
         "fabric": {"ok_states": ["Completed"], "ok_status": ["Success"], "pending_states": ["In Progress"]},
@@ -245,6 +249,7 @@ DEFAULT_POLICY: Dict[str, Any] = {
             "node.mounts",
             "bmc.sensor",
             "bmc.leak",
+            "bmc.coolant",
             "bmc.health",
             "gpu.temperature",
             "gpu.throttle",
@@ -256,6 +261,7 @@ DEFAULT_POLICY: Dict[str, Any] = {
         "domain_order": {
             "default": ["leaf", "power", "rack"],
             "bmc.leak": ["rack", "power", "leaf"],
+            "bmc.coolant": ["rack", "power", "leaf"],
             "bmc.sensor": ["power", "rack", "leaf"],
             "gpu.temperature": ["rack", "power", "leaf"],
             "gpu.throttle": ["power", "rack", "leaf"],
@@ -287,6 +293,7 @@ _OPEN_PATHS = (
     "thresholds.bmc.sensor_type_status.*",
     "thresholds.bmc.health",
     "thresholds.bmc.leak",
+    "thresholds.bmc.coolant",
     "thresholds.pcie.replay_per_lane_per_minute",
     "collector_errors.overrides",
     "correlation.domain_order",
@@ -433,9 +440,15 @@ def validate_policy(policy: Dict[str, Any]) -> None:
             raise PolicyError("policy key 'thresholds.bmc.sensor_type_status.%s' must be a mapping" % typ)
         for name, rule in table.items():
             _check_sev_action(rule, "thresholds.bmc.sensor_type_status.%s.%s" % (typ, name))
-    for group in ("health", "leak"):
+    for group in ("health", "leak", "coolant"):
         for name, rule in policy["thresholds"]["bmc"][group].items():
             _check_sev_action(rule, "thresholds.bmc.%s.%s" % (group, name))
+    for name, rule in policy["thresholds"]["bmc"]["coolant"].items():
+        if rule.get("action") == "emergency_shutdown":
+            raise PolicyError(
+                "policy key 'thresholds.bmc.coolant.%s.action' cannot be emergency_shutdown: a coolant flow, "
+                "pressure or temperature reading is a cooling fault, not a leak (use isolate or monitor)" % name
+            )
     for gen, rate in policy["thresholds"]["pcie"]["replay_per_lane_per_minute"].items():
         if not isinstance(rate, (int, float)) or isinstance(rate, bool):
             raise PolicyError("policy key 'thresholds.pcie.replay_per_lane_per_minute.%s' must be a number" % gen)

@@ -14,7 +14,7 @@ Runs on managed nodes (Python 3.8+). No Ansible imports.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records, clean, to_float
 
@@ -225,7 +225,7 @@ def parse_thermal(doc: Dict[str, Any], rec: Optional[Records] = None) -> Dict[st
         sensors.append(
             _sensor(
                 _str(t.get("Name")) or _id(t),
-                "temperature",
+                sensor_type(dict(t, ReadingType="Temperature"))[0],  # a coolant temperature is "coolant"
                 _num(t.get("ReadingCelsius")),
                 "C",
                 sensor_status(t),
@@ -349,6 +349,9 @@ def parse_fan(doc: Dict[str, Any]) -> Dict[str, Any]:
     }
 
 
+#: Sensor ReadingType -> (our sensor type, unit). No Sensor ReadingType is a leak: leaks come only from
+#: LeakDetection/LeakDetectors (``parse_leak_detector``). Coolant flow, pressure and level are ``coolant``
+#: (cooling findings, never the leak power-off path).
 _SENSOR_TYPES = {
     "temperature": ("temperature", "C"),
     "voltage": ("voltage", "V"),
@@ -356,18 +359,30 @@ _SENSOR_TYPES = {
     "power": ("power", "W"),
     "rotational": ("fan", "RPM"),
     "percent": ("other", "%"),
-    "liquidflow": ("leak", None),
-    "liquidflowlpm": ("fluid", None),
-    "pressure": ("fluid", None),
-    "pressurekpa": ("fluid", None),
+    "liquidflow": ("coolant", "L/s"),
+    "liquidflowlpm": ("coolant", "L/min"),
+    "liquidlevel": ("coolant", "cm"),
+    "pressure": ("coolant", "Pa"),
+    "pressurepa": ("coolant", "Pa"),
+    "pressurekpa": ("coolant", "kPa"),
     "humidity": ("other", "%"),
 }
+#: PhysicalContext values of a temperature sensor that measures the coolant, not the air or a part.
+_COOLANT_CONTEXTS = ("liquidinlet", "liquidoutlet", "pump", "coolingsubsystem")
+
+
+def sensor_type(doc: Dict[str, Any]) -> Tuple[str, Optional[str]]:
+    """(type, unit) of a Redfish Sensor from its ReadingType (and PhysicalContext for coolant temperatures)."""
+    rtype = (_str(doc.get("ReadingType")) or "").lower()
+    stype, unit = _SENSOR_TYPES.get(rtype, ("other", None))
+    if stype == "temperature" and (_str(doc.get("PhysicalContext")) or "").lower() in _COOLANT_CONTEXTS:
+        stype = "coolant"
+    return stype, unit
 
 
 def parse_sensor(doc: Dict[str, Any]) -> Dict[str, Any]:
     """``Chassis/<id>/Sensors/<id>`` (Sensor resource)."""
-    rtype = (_str(doc.get("ReadingType")) or "").lower()
-    stype, unit = _SENSOR_TYPES.get(rtype, ("other", None))
+    stype, unit = sensor_type(doc)
     units = _str(doc.get("ReadingUnits"))
     if units:
         unit = {"cel": "C", "v": "V", "a": "A", "w": "W", "rpm": "RPM", "%": "%"}.get(units.lower(), units)
