@@ -313,15 +313,21 @@ def query(nv: Any) -> Dict[str, Any]:
                     error_record(DOMAIN, "unreadable", "GPU index %d: %s" % (i, exc), "nvml", PARSER)
                 )
                 continue
-            fields = _device_fields(r, nv, h)
-            rec = record_from_fields(
-                fields,
-                index=i,
-                driver_version=result["driver_version"],
-                cuda_version=result["cuda_version"],
-                processes=_processes(r, h),
-            )
-            rec["nvlink"] = _nvlink(r, nv, h)
+            try:
+                fields = _device_fields(r, nv, h)
+                rec = record_from_fields(
+                    fields,
+                    index=i,
+                    driver_version=result["driver_version"],
+                    cuda_version=result["cuda_version"],
+                    processes=_processes(r, h),
+                )
+                rec["nvlink"] = _nvlink(r, nv, h)
+            except Exception as exc:  # noqa: BLE001 - a value NVML returned that is not one: this GPU only
+                msg = "GPU index %d: NVML value not understood: %s: %s" % (i, type(exc).__name__, str(exc)[:200])
+                result["gpus"].append(unreadable_record(None, msg, index=i))
+                result["errors"].append(error_record(DOMAIN, "parse", msg, "nvml", PARSER))
+                continue
             result["gpus"].append(rec)
     finally:
         try:

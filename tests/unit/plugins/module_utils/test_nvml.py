@@ -187,3 +187,15 @@ def test_nvml_unavailable_falls_back_to_nvidia_smi(monkeypatch):
     assert res["source"] == "nvidia-smi-xml"
     assert res["gpus"][0]["serial"] == "1650522003820"
     assert res["errors"] == []
+
+
+def test_a_value_nvml_should_not_return_costs_that_gpu_only():
+    """Issue 12 item 6: one GPU's unexpected NVML value (``int('²')``) used to fail the whole query."""
+    odd = copy.deepcopy(fake_pynvml.A100_535)
+    odd["persistence"] = "²"
+    fake_pynvml.reset(devices=[fake_pynvml.A100_535, odd])
+    res = _nvml.query(fake_pynvml)
+    assert [g["readable"] for g in res["gpus"]] == [True, False]
+    assert res["gpus"][0]["name"] == "NVIDIA A100-SXM4-80GB"
+    assert [(e["kind"], e["source"]) for e in res["errors"]] == [("parse", "nvml")]
+    fake_pynvml.reset()
