@@ -27,6 +27,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._policy import (
     profile_for,
     respond_by,
     validate_profile,
+    withhold_disruptive,
 )
 from ansible_collections.gpuops.cluster.plugins.module_utils._state import normalize_host_state
 from ansible_collections.gpuops.cluster.plugins.module_utils import _xid_catalog
@@ -66,6 +67,66 @@ CHECKS: Dict[str, str] = {
     "node.drift": "kernel / OS vs the golden baseline",
     "collector.error": "facts errors (every collector error record)",
     "nvswitch.sxid": "kernel.events (kind sxid)",
+}
+
+#: The fact domains (docs/facts.md) the checks read.
+FACT_DOMAINS = ("gpu", "kernel", "ib", "bmc", "dcgm", "slurm", "node")
+
+#: Check id -> the fact domain its evidence comes from. A check whose domain is ``unknown`` (see
+#: ``domain_states``) does not fire. ``collector.error`` belongs to the domain in its component
+#: (``collector:<domain>``); ``node.unreachable`` to none.
+CHECK_DOMAINS: Dict[str, Optional[str]] = {
+    "gpu.missing": "gpu",
+    "gpu.xid": "kernel",
+    "gpu.ecc": "gpu",
+    "gpu.row_remap": "gpu",
+    "gpu.retired_pages": "gpu",
+    "gpu.recovery_action": "gpu",
+    "gpu.throttle": "gpu",
+    "gpu.temperature": "gpu",
+    "gpu.pcie": "gpu",
+    "gpu.nvlink": "gpu",
+    "gpu.driver": "gpu",
+    "gpu.diag": "dcgm",
+    "gpu.fabric": "gpu",
+    "gpu.drift": "gpu",
+    "ib.port_state": "ib",
+    "ib.port_rate": "ib",
+    "ib.errors": "ib",
+    "ib.link_flap": "ib",
+    "ib.drift": "ib",
+    "bmc.sensor": "bmc",
+    "bmc.sel": "bmc",
+    "bmc.health": "bmc",
+    "bmc.leak": "bmc",
+    "bmc.coolant": "bmc",
+    "bmc.drift": "bmc",
+    "scheduler.node_state": "slurm",
+    "node.mounts": "node",
+    "node.services": "node",
+    "node.fabric_manager": "node",
+    "node.unreachable": None,
+    "node.drift": "node",
+    "collector.error": None,
+    "nvswitch.sxid": "kernel",
+}
+
+#: Profile key -> the fact domain that must be read to compare with it. A profile that sets the key makes the
+#: domain "needed": when it is unknown the node's status is ``error`` (its expectations could not be checked).
+PROFILE_DOMAINS = {
+    "gpu_model": "gpu",
+    "gpu_count": "gpu",
+    "nvlinks_per_gpu": "gpu",
+    "pcie_gen": "gpu",
+    "pcie_width": "gpu",
+    "driver_version": "gpu",
+    "ib_ports": "ib",
+    "ib_rate_gbps": "ib",
+    "ib_link_layer": "ib",
+    "mounts": "node",
+    "services": "node",
+    "nvswitch": "node",
+    "fabric_manager_version": "node",
 }
 
 _NVSWITCH_DEV = re.compile(r"nvidia-nvswitch(\d+)")
@@ -221,6 +282,104 @@ def _sev_action(table: Dict[str, Any], key: Any) -> Optional[Tuple[str, str]]:
     if not isinstance(row, dict):
         return None
     return row.get("severity", "P2"), row.get("action", "monitor")
+
+
+# ------------------------------------------------------------------------------------------ domain states
+
+
+def _err_text(e: Dict[str, Any]) -> str:
+    text = "%s: %s" % (e.get("kind") or "error", e.get("message") or "no detail")
+    if e.get("source"):
+        text += " (%s)" % e.get("source")
+    return text[:300]
+
+
+def needed_domains(profile: Any, policy: Optional[Dict[str, Any]] = None) -> List[str]:
+    """Fact domains that must be read for this node: the policy's required ones and those the profile sets."""
+    policy = policy if policy is not None else DEFAULT_POLICY
+    needs = {str(d) for d in _list(_dict(policy.get("collector_errors")).get("required_domains"))}
+    for key, dom in PROFILE_DOMAINS.items():
+        value = _dict(profile).get(key)
+        if value is not None and value is not False and value != "" and value != []:
+            needs.add(dom)
+    return sorted(needs)
+
+
+def domain_states(
+    facts: Any, profile: Any = None, policy: Optional[Dict[str, Any]] = None
+) -> Dict[str, Dict[str, Any]]:
+    """What was read of each fact domain: ``{domain: {"state", "needed", "reason"}}`` (docs/findings.md).
+
+    ``state``: ``ok`` (read, no collector error), ``partial`` (read, with collector errors: what was read is
+    evidence, checks that need the whole list -- GPU count, IB port presence -- skip) or ``unknown`` (nothing
+    was read: the collector failed, the capture has none of the domain's files, the domain was not collected,
+    or the whole collection failed, e.g. a capture directory that does not exist). A live collector that ran
+    cleanly and found nothing (no IB stack on the node) read the domain completely: ``ok``, empty.
+    ``needed``: the policy requires the domain (``collector_errors.required_domains``) or the profile sets
+    expectations on it (``PROFILE_DOMAINS``); a needed domain that is unknown makes the node ``error``.
+    ``reason``: why a domain is not ``ok`` (the first collector error, or "not captured"/"not collected").
+    """
+    needs = set(needed_domains(profile, policy))
+    f = facts if isinstance(facts, dict) else {}
+    top = [e for e in _list(f.get("errors")) if isinstance(e, dict)]
+    whole = [e for e in top if e.get("domain") not in FACT_DOMAINS]
+    unreachable = not isinstance(facts, dict) or bool(f.get("unreachable"))
+    out: Dict[str, Dict[str, Any]] = {}
+    for dom in FACT_DOMAINS:
+        d = f.get(dom)
+        own = [e for e in _list(_dict(d).get("errors")) if isinstance(e, dict)]
+        if not own:  # collect_all copies every domain error to the top level; hand-made facts may have only those
+            own = [e for e in top if e.get("domain") == dom]
+        if unreachable:
+            state, reason = "unknown", "node unreachable"
+        elif not isinstance(d, dict):
+            state = "unknown"
+            reason = _err_text(whole[0]) if whole else "not collected"
+        elif not d.get("source") and (own or f.get("mode") == "capture"):
+            state = "unknown"
+            if own:
+                reason = _err_text(own[0])
+            elif whole:
+                reason = _err_text(whole[0])
+            else:
+                reason = "not captured (none of the domain's files in the capture)"
+        elif own:
+            state, reason = "partial", _err_text(own[0])
+        else:
+            state, reason = "ok", None
+        out[dom] = {"state": state, "needed": dom in needs, "reason": reason}
+    return out
+
+
+def unknown_domains(states: Dict[str, Dict[str, Any]]) -> List[str]:
+    return [d for d in FACT_DOMAINS if _dict(states.get(d)).get("state") == "unknown"]
+
+
+def finding_domain(finding: Dict[str, Any]) -> Optional[str]:
+    """The fact domain a finding's evidence comes from (None: the node as a whole)."""
+    check = finding.get("check")
+    if check == "collector.error":
+        comp = str(finding.get("component") or "")
+        dom = comp.split(":", 1)[1] if comp.startswith("collector:") else None
+        return dom if dom in FACT_DOMAINS else None
+    return CHECK_DOMAINS.get(str(check))
+
+
+def _gate_unknown(ctx: _Ctx, states: Dict[str, Dict[str, Any]]) -> None:
+    """No disruptive action from a domain that could not be read, nor from a node of which nothing was read."""
+    unknown = set(unknown_domains(states))
+    nothing_read = len(unknown) == len(FACT_DOMAINS)
+    for f in ctx.findings.values():
+        if f.get("check") == "node.unreachable":
+            continue  # a node that does not answer is an observation (docs/isolation.md), not missing evidence
+        dom = finding_domain(f)
+        if dom in unknown:
+            why = "%s data unknown: %s" % (dom, states[dom].get("reason"))
+        elif nothing_read:
+            why = "nothing could be read from this node: %s" % (states["gpu"].get("reason"))
+        else:
+            continue
+        withhold_disruptive(f, why)
 
 
 # ------------------------------------------------------------------------------------------ GPU checks
@@ -1914,6 +2073,9 @@ def evaluate_node(
     hs = normalize_host_state(copy.deepcopy(raw_state), host)
     ctx = _Ctx(host, policy, now_dt)
     reachable = isinstance(facts, dict) and not facts.get("unreachable")
+    states = domain_states(facts, profile, policy)
+    # nothing read at all (a capture directory that does not exist, a collection that failed): no fault clears
+    nothing_read = len(unknown_domains(states)) == len(FACT_DOMAINS)
     if not reachable:
         reason = None
         if isinstance(facts, dict):
@@ -1930,10 +2092,12 @@ def evaluate_node(
         )
         facts = {}
     else:
-        _run_checks(ctx, facts, profile, hs)
+        _run_checks(ctx, facts, profile, hs, states)
     boot_id = _boot_id(facts) if reachable else None
     _escalate(ctx, hs)
-    _apply_active_faults(ctx, hs, boot_id, facts, reachable)
+    _apply_active_faults(ctx, hs, boot_id, facts, reachable and not nothing_read)
+    if reachable:
+        _gate_unknown(ctx, states)
     if reachable and boot_id and boot_id != hs.get("boot_id"):
         hs["boot_id"] = boot_id
         hs["boot_seen_at"] = iso(now_dt)
@@ -1947,7 +2111,15 @@ def evaluate_node(
     return findings, hs
 
 
-def _run_checks(ctx: _Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, Any]], hs: Dict[str, Any]) -> None:
+def _run_checks(
+    ctx: _Ctx,
+    facts: Dict[str, Any],
+    profile: Optional[Dict[str, Any]],
+    hs: Dict[str, Any],
+    states: Optional[Dict[str, Dict[str, Any]]] = None,
+) -> None:
+    # a check whose domain could not be read does not fire: "I could not see" is not "it is broken"
+    skip = set(unknown_domains(states if states is not None else domain_states(facts, profile, ctx.policy)))
     ctx.ref = parse_time(facts.get("collected_at")) or ctx.now
     boot_id = _boot_id(facts)
     boot_time = _boot_time(facts, ctx.host)
@@ -1959,6 +2131,8 @@ def _run_checks(ctx: _Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, An
     t_gpu = _collected_epoch(facts, _dict(facts.get("gpu")))
 
     def guarded(name: str, fn, *args) -> None:
+        if CHECK_DOMAINS.get(name, name if name in FACT_DOMAINS else None) in skip:
+            return
         try:
             fn(*args)
         except Exception as exc:  # a policy bug must not hide the other checks: report it
@@ -2016,5 +2190,8 @@ def _run_checks(ctx: _Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, An
     guarded("node", _check_node, ctx, facts, profile)
     guarded("collector.error", _check_collector_errors, ctx, facts)
     guarded("drift", _check_drift, ctx, facts, hs.get("baseline") or facts.get("baseline"))
+    for fid in [k for k, f in ctx.findings.items() if f["check"] != "collector.error" and finding_domain(f) in skip]:
+        del ctx.findings[fid]  # a multi-domain check (drift) that read an unknown domain as empty
+        ctx.meta.pop(fid, None)
     hs["gpu"] = {"gpus": new_gpus}
     hs["ib"] = {"ports": new_ports}

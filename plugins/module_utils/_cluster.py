@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Cluster aggregation: node status, correlation of node findings into P0 domain findings.
 
-``node_status(findings)`` is the one function of a node's findings defined in docs/findings.md.
+``node_status(findings, facts, policy, domains)`` is the one function of a node's findings and of what could be
+read of it (fact-domain states, ``_checks.domain_states``) defined in docs/findings.md.
 ``evaluate_cluster(nodes, policy, now)`` looks across nodes: the share of faulty/unreachable nodes,
 whole racks / leaf switches / power domains down, the same check failing on a large part of one domain
 (one P0 for the domain; the members' findings keep their severity but their action becomes ``monitor``
@@ -16,10 +17,12 @@ Pure Python, no Ansible imports; runs on the controller.
 from __future__ import annotations
 
 import datetime
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional, Set, Tuple
 
+from ansible_collections.gpuops.cluster.plugins.module_utils._checks import domain_states, finding_domain
 from ansible_collections.gpuops.cluster.plugins.module_utils._policy import (
     DEFAULT_POLICY,
+    is_withheld,
     parse_time,
     respond_by,
 )
@@ -27,36 +30,69 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._policy import (
 _ALARM = ("P0", "P1", "P2")
 
 
-def node_status(
+def node_assessment(
     findings: Optional[List[Dict[str, Any]]],
     facts: Optional[Dict[str, Any]] = None,
     policy: Optional[Dict[str, Any]] = None,
-) -> str:
-    """``unreachable`` | ``faulty`` | ``error`` | ``degraded`` | ``healthy`` (docs/findings.md).
-
-    unreachable if any node.unreachable; else faulty if any P0/P1; else error if a required collector has
-    a collector.error (``evidence.required``, or, given ``policy``, a ``collector:<domain>`` component of a
-    domain in ``collector_errors.required_domains``; given ``facts`` too, a required domain whose facts carry
-    errors); else degraded if any P2; else healthy (P3 allowed).
-    """
+    domains: Optional[Dict[str, Dict[str, Any]]] = None,
+) -> Tuple[str, Optional[str]]:
+    """``(status, reason)`` of a node; see :func:`node_status`. ``reason`` is None for a healthy node."""
     fs = [f for f in findings or [] if isinstance(f, dict)]
-    if any(f.get("check") == "node.unreachable" for f in fs):
-        return "unreachable"
-    if any(f.get("severity") in ("P0", "P1") for f in fs):
-        return "faulty"
+    for f in fs:
+        if f.get("check") == "node.unreachable":
+            return "unreachable", str(f.get("message") or "node unreachable")
+    if domains is None and isinstance(facts, dict):
+        domains = domain_states(facts, None, policy)
+    domains = domains or {}
+    unknown = {d for d, st in domains.items() if isinstance(st, dict) and st.get("state") == "unknown"}
+    serious = [f for f in fs if f.get("severity") in ("P0", "P1")]
+    # a P0/P1 counts as a fault only when it comes from evidence that was read
+    seen = [f for f in serious if not is_withheld(f) and finding_domain(f) not in unknown]
+    if seen:
+        return "faulty", "%d P0/P1 finding(s): %s" % (len(seen), seen[0].get("message"))
+    blind: Dict[str, List[str]] = {}
+    for d in sorted(unknown):
+        if domains[d].get("needed"):
+            blind.setdefault(str(domains[d].get("reason")), []).append(d)
+    if blind:
+        return "error", "could not read " + "; ".join("%s: %s" % (", ".join(ds), why) for why, ds in blind.items())
+    if serious:
+        f = serious[0]
+        if is_withheld(f):
+            return "error", str(f.get("message"))
+        return "error", "%s (%s data unknown: not confirmed)" % (f.get("message"), finding_domain(f))
     required = set((policy or {}).get("collector_errors", {}).get("required_domains") or [])
     for f in fs:
         if f.get("check") != "collector.error":
             continue
         if (f.get("evidence") or {}).get("required") or str(f.get("component", "")).split(":", 1)[-1] in required:
-            return "error"
-    if isinstance(facts, dict) and any(
-        isinstance(facts.get(d), dict) and facts[d].get("errors") for d in sorted(required)
-    ):
-        return "error"
-    if any(f.get("severity") == "P2" for f in fs):
-        return "degraded"
-    return "healthy"
+            return "error", str(f.get("message"))
+    if isinstance(facts, dict):
+        for d in sorted(required):
+            if isinstance(facts.get(d), dict) and facts[d].get("errors"):
+                return "error", "%s collector errors" % d
+    p2 = [f for f in fs if f.get("severity") == "P2"]
+    if p2:
+        return "degraded", "%d P2 finding(s): %s" % (len(p2), p2[0].get("message"))
+    return "healthy", None
+
+
+def node_status(
+    findings: Optional[List[Dict[str, Any]]],
+    facts: Optional[Dict[str, Any]] = None,
+    policy: Optional[Dict[str, Any]] = None,
+    domains: Optional[Dict[str, Dict[str, Any]]] = None,
+) -> str:
+    """``unreachable`` | ``faulty`` | ``error`` | ``degraded`` | ``healthy`` (docs/findings.md).
+
+    unreachable if any node.unreachable; else faulty if any P0/P1 finding read from evidence (not one whose
+    disruptive action was withheld because its domain could not be read); else error if a needed fact domain
+    is unknown (``domains``: ``_checks.domain_states``; computed from ``facts`` when not given), a P0/P1 was
+    withheld, or a required collector has a collector.error (``evidence.required``, or, given ``policy``, a
+    ``collector:<domain>`` component of a domain in ``collector_errors.required_domains``; given ``facts``
+    too, a required domain whose facts carry errors); else degraded if any P2; else healthy (P3 allowed).
+    """
+    return node_assessment(findings, facts, policy, domains)[0]
 
 
 def _cluster_finding(
@@ -99,7 +135,7 @@ def _explain(finding: Dict[str, Any], cause_id: str) -> None:
 def evaluate_cluster(
     nodes: Dict[str, Dict[str, Any]], policy: Optional[Dict[str, Any]] = None, now: Any = None
 ) -> List[Dict[str, Any]]:
-    """Cluster findings (all P0) for the inspected nodes.
+    """Cluster findings (P0, except the P2 ``cluster.unknown``) for the inspected nodes.
 
     Args:
       nodes: ``{host: {"findings": [...], "status": str (computed when absent), "rack": str|None,
@@ -112,7 +148,10 @@ def evaluate_cluster(
     Returns: the cluster findings (host None, ids ``cluster:<check>:<component>:<code>``), in order:
       ``cluster.subnet_manager`` (component subnet_manager), correlations ``cluster.<rack|leaf|power>``
       (component ``<kind>:<name>``, code = the correlated check), domains down ``cluster.<kind>`` (code
-      ``down``), ``cluster.capacity`` (component cluster, code faulty_share).
+      ``down``), ``cluster.capacity`` (component cluster, code faulty_share; nodes in status ``error`` are
+      named in ``evidence.unknown`` and never counted as down), ``cluster.unknown`` (P2, code unknown_share:
+      at least ``cluster.faulty_share`` of the nodes in status ``error``). Findings whose disruptive action
+      was withheld (their domain could not be read) take part in no correlation.
     """
     policy = policy if policy is not None else DEFAULT_POLICY
     now_dt = parse_time(now) or datetime.datetime.now(datetime.timezone.utc)
@@ -123,6 +162,8 @@ def evaluate_cluster(
     findings = {h: [f for f in (nodes[h] or {}).get("findings") or [] if isinstance(f, dict)] for h in hosts}
     status = {h: (nodes[h] or {}).get("status") or node_status(findings[h]) for h in hosts}
     down = {h for h in hosts if status[h] in ("unreachable", "faulty")}
+    # nodes whose evidence could not be read: neither failed nor healthy; never counted as down
+    unknown = {h for h in hosts if status[h] == "error"}
     domains: Dict[str, Dict[str, List[str]]] = {}
     for kind in ("rack", "leaf", "power"):
         groups: Dict[str, List[str]] = {}
@@ -168,7 +209,12 @@ def evaluate_cluster(
         failing: Dict[str, List[Dict[str, Any]]] = {}
         for h in hosts:
             fs = [
-                f for f in findings[h] if f.get("check") == check and f.get("severity") in _ALARM and not f.get("cause")
+                f
+                for f in findings[h]
+                if f.get("check") == check
+                and f.get("severity") in _ALARM
+                and not f.get("cause")
+                and not is_withheld(f)  # not observed now: its domain could not be read
             ]
             if fs:
                 failing[h] = fs
@@ -225,20 +271,39 @@ def evaluate_cluster(
                     if f.get("check") == "node.unreachable":
                         _explain(f, p0["id"])
 
-    # 4. cluster capacity
+    # 4. cluster capacity (nodes in status error are unknown: not counted as lost, but named)
     total = len(hosts)
+    unknown_note = "; %d more could not be inspected (status error, not counted)" % len(unknown) if unknown else ""
     if total >= cl["min_nodes"] and total and len(down) / float(total) >= cl["faulty_share"]:
         out.append(
             _cluster_finding(
                 "cluster.capacity",
                 "cluster",
                 "faulty_share",
-                "%d of %d nodes unreachable or faulty (%.0f%%)" % (len(down), total, 100.0 * len(down) / total),
+                "%d of %d nodes unreachable or faulty (%.0f%%)%s"
+                % (len(down), total, 100.0 * len(down) / total, unknown_note),
                 "cluster.faulty_share=%s" % cl["faulty_share"],
-                {"down": sorted(down), "total": total},
+                {"down": sorted(down), "total": total, "unknown": sorted(unknown)},
                 now_dt,
                 policy,
                 action="monitor",
             )
         )
+    # 5. a large share of the cluster could not be inspected: the report cannot speak for it
+    if total >= cl["min_nodes"] and len(unknown) / float(total) >= cl["faulty_share"]:
+        f = _cluster_finding(
+            "cluster.unknown",
+            "cluster",
+            "unknown_share",
+            "%d of %d nodes could not be inspected (status error: evidence missing or unreadable); they are "
+            "neither counted as faulty nor as healthy" % (len(unknown), total),
+            "cluster.faulty_share=%s applied to nodes in status error" % cl["faulty_share"],
+            {"unknown": sorted(unknown), "total": total},
+            now_dt,
+            policy,
+            action="monitor",
+        )
+        f["severity"] = "P2"
+        f["respond_by"] = respond_by("P2", now_dt, policy)
+        out.append(f)
     return out

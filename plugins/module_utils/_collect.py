@@ -109,8 +109,10 @@ def collect_all(
     meta: Dict[str, Any] = {}
     if capture_dir:
         if not os.path.isdir(capture_dir):
+            # nothing can be read: every domain stays absent (unknown), never "0 GPUs" (docs/findings.md)
+            what = "is not a directory" if os.path.lexists(capture_dir) else "does not exist"
             facts["errors"].append(
-                error_record("capture", "missing", "capture directory does not exist", source=capture_dir)
+                error_record("capture", "missing", "capture directory %s" % what, source=capture_dir)
             )
             return facts
         try:
@@ -139,6 +141,13 @@ def collect_all(
         timings[domain] = round(time.perf_counter() - t0, 4)
         facts[domain] = result
         facts["errors"].extend(e for e in result.get("errors") or [] if isinstance(e, dict))
+    if capture_dir and not any(isinstance(facts.get(d), dict) and facts[d].get("source") for d in wanted):
+        # a directory without evidence (a wrong path one level up, an empty attachment): say so once
+        facts["errors"].append(
+            error_record(
+                "capture", "missing", "no evidence file of docs/capture.md in the capture directory", capture_dir
+            )
+        )
     if not facts["hostname"]:
         facts["hostname"] = (facts.get("node") or {}).get("hostname")
     facts["timings"] = timings

@@ -31,6 +31,38 @@ def _unreachable_facts(message: str) -> Dict[str, Any]:
     }
 
 
+def resolve_profiles(
+    hosts: Dict[str, Dict[str, Any]], profiles: Optional[Dict[str, Any]], policy: Dict[str, Any]
+) -> Dict[str, Optional[Dict[str, Any]]]:
+    """Each host's hardware profile (dict) or None (no node class: profile checks off).
+
+    A node class that names no profile (``profiles`` or ``policy["profiles"]``) raises ``_policy.PolicyError``
+    naming every such host, the class and the known classes, before anything is read: a typo must stop the
+    run, not switch every profile check off.
+    """
+    out: Dict[str, Optional[Dict[str, Any]]] = {}
+    problems = []
+    for host in sorted(hosts):
+        h = hosts[host] or {}
+        profile = h.get("profile")
+        node_class = h.get("node_class")
+        if profile is None and node_class not in (None, ""):
+            profile = (profiles or {}).get(node_class)
+            own = (h.get("policy_overrides") or {}).get("profiles") or {}  # host-level policy profiles
+            for table in (own, policy.get("profiles") or {}):
+                if profile is None and isinstance(table, dict):
+                    profile = table.get(node_class)
+            if profile is None:
+                known = _policy.known_classes(
+                    policy, dict(profiles or {}, **own) if isinstance(own, dict) else profiles
+                )
+                problems.append(_policy.unknown_class_message(host, node_class, known))
+        out[host] = profile
+    if problems:
+        raise _policy.PolicyError("; ".join(problems))
+    return out
+
+
 def inspect_nodes(
     hosts: Dict[str, Dict[str, Any]],
     profiles: Optional[Dict[str, Any]] = None,
@@ -50,7 +82,9 @@ def inspect_nodes(
         ``policy_overrides``: host-level overrides (merged over ``policy_overrides``),
         ``baseline``: golden baseline facts for drift checks (optional),
         ``previous_capture_dir``: an earlier capture of the same node, read first as the previous reading}.
-    Raises ``_policy.PolicyError`` for an invalid policy (unknown key, bad value): a typo must fail the run.
+    Raises ``_policy.PolicyError`` for an invalid policy (unknown key, bad value) or a node class that names no
+    profile (the class and the known classes in the message): a typo must fail the run. Each node in the
+    report carries ``status_reason`` and ``domains`` (what could be read: ``_checks.domain_states``).
     """
     now = now or datetime.datetime.now(datetime.timezone.utc)
     generated_at = now.astimezone(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
@@ -58,6 +92,7 @@ def inspect_nodes(
     base_policy = _policy.merge_policy(_policy.DEFAULT_POLICY, policy_overrides or {})
     _policy.validate_policy(base_policy)
     base_hash = _policy.policy_hash(base_policy)
+    host_profiles = resolve_profiles(hosts, profiles, base_policy)
     merged_cache: Dict[str, Any] = {}
     nodes: Dict[str, Dict[str, Any]] = {}
     for host in sorted(hosts):
@@ -78,9 +113,7 @@ def inspect_nodes(
             facts = collect_all(capture_dir=h["capture_dir"], options=collect_options)
         else:
             facts = h.get("facts") or _unreachable_facts("no facts were collected")
-        profile = h.get("profile")
-        if profile is None and h.get("node_class"):
-            profile = profiles.get(h["node_class"])
+        profile = host_profiles[host]
         host_state = _state.load_host_state(state_dir, host) if state_dir else {}
         if h.get("baseline") is not None:
             host_state = dict(host_state, baseline=h["baseline"])
@@ -92,8 +125,13 @@ def inspect_nodes(
         findings, new_state = _checks.evaluate_node(facts, profile, policy, host_state, now, host)
         if state_dir:
             _state.save_host_state(state_dir, host, new_state)
+        domains = _checks.domain_states(facts, profile, policy)
+        status, reason = _cluster.node_assessment(findings, facts, policy, domains)
         nodes[host] = {
             "findings": findings,
+            "status": status,
+            "status_reason": reason,
+            "domains": domains,
             "facts": facts,
             "rack": h.get("rack"),
             "leaf": h.get("leaf"),
@@ -101,10 +139,9 @@ def inspect_nodes(
             "mode": facts.get("mode"),
             "policy_hash": phash,
         }
+    # statuses first: the cluster view must know which nodes are unknown (status error), not merely quiet
     cluster_findings = _cluster.evaluate_cluster(nodes, base_policy, now)
-    for n in nodes.values():
-        n["status"] = _cluster.node_status(n["findings"], n["facts"], base_policy)
-    return _report.build_report(
+    report = _report.build_report(
         generated_at,
         nodes,
         cluster_findings,
@@ -112,6 +149,10 @@ def inspect_nodes(
         policy_hash=base_hash,
         include_facts=include_facts,
     )
+    for host, n in report["nodes"].items():
+        n["status_reason"] = nodes[host]["status_reason"]
+        n["domains"] = nodes[host]["domains"]
+    return report
 
 
 def write_reports(report: Dict[str, Any], report_dir: str) -> Dict[str, str]:
@@ -138,7 +179,12 @@ def write_reports(report: Dict[str, Any], report_dir: str) -> Dict[str, str]:
 def host_summary(report: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     """Per-host results the playbook hands back to each host as facts (no raw facts: they are in report.json)."""
     return {
-        host: {"status": n["status"], "severity": n["severity"], "findings": n["findings"]}
+        host: {
+            "status": n["status"],
+            "status_reason": n.get("status_reason"),
+            "severity": n["severity"],
+            "findings": n["findings"],
+        }
         for host, n in report["nodes"].items()
     }
 
@@ -148,9 +194,14 @@ def default_report_dir(base: str = "reports") -> str:
 
 
 def actions_by_host(report: Dict[str, Any], action: str = "isolate") -> Dict[str, List[Dict[str, Any]]]:
-    """Hosts whose own findings carry ``action`` (correlated members were rewritten to monitor already)."""
+    """Hosts whose own findings carry ``action`` (correlated members were rewritten to monitor already).
+
+    Nodes in status ``error`` (evidence missing or unreadable) are never targets of a disruptive action.
+    """
     out: Dict[str, List[Dict[str, Any]]] = {}
     for host, n in report["nodes"].items():
+        if action in _policy.DISRUPTIVE_ACTIONS and n.get("status") == "error":
+            continue
         hits = [f for f in n["findings"] if f.get("action") == action]
         if hits:
             out[host] = hits

@@ -31,6 +31,11 @@ SEVERITIES = ("P0", "P1", "P2", "P3")
 ACTIONS = _xid_catalog.ACTIONS
 #: How an active (remembered) fault clears; see docs/checks.md "Clearing".
 CLEAR_RULES = ("facts", "needs_new_boot", "needs_reset_record", "needs_serial_change")
+#: Actions that take a node or part of it out of service or power it off: never taken on evidence that could not
+#: be read (a finding from an unknown fact domain is withheld to ``monitor``, see ``withhold_disruptive``).
+DISRUPTIVE_ACTIONS = ("isolate", "reboot", "reset_gpu", "replace", "emergency_shutdown")
+#: What a withheld disruptive action becomes.
+WITHHELD_ACTION = "monitor"
 DOMAIN_KINDS = ("rack", "leaf", "power")
 
 #: Keys a hardware profile may carry (see docs/policy.md "Hardware profiles").
@@ -517,6 +522,48 @@ def profile_for(policy: Dict[str, Any], name: Optional[str]) -> Optional[Dict[st
     if profile is None:
         raise PolicyError("unknown hardware profile '%s' (policy key 'profiles.%s')" % (name, name))
     return profile
+
+
+def known_classes(policy: Optional[Dict[str, Any]] = None, profiles: Optional[Dict[str, Any]] = None) -> list:
+    """Sorted node-class names a host may use: ``policy["profiles"]`` and a ``gpuops_profiles`` mapping."""
+    names = set((policy or {}).get("profiles") or {}) | set(profiles or {})
+    return sorted(str(n) for n in names)
+
+
+def unknown_class_message(host: str, node_class: Any, known: list) -> str:
+    """The error for a node class that names no hardware profile (a typo would switch every profile check off)."""
+    return "host %s: unknown node class %r (gpuops_node_class); known classes: %s" % (
+        host,
+        node_class,
+        ", ".join(known) if known else "none (define gpuops_profiles or policy.profiles)",
+    )
+
+
+def withhold_disruptive(finding: Dict[str, Any], why: str) -> bool:
+    """Downgrade ``finding`` in place when its action is disruptive; say why. True when it was changed.
+
+    The severity stays (someone must still look at it); the action becomes ``WITHHELD_ACTION``; the original
+    action is kept in ``evidence.withheld_action`` and ``why`` in ``evidence.withheld_because``, the rule and
+    the message. Used for findings from a fact domain that could not be read ("I could not see" is not "it is
+    broken": docs/findings.md "Unknown is not broken").
+    """
+    action = finding.get("action")
+    if action not in DISRUPTIVE_ACTIONS:
+        return False
+    ev = finding.get("evidence")
+    if not isinstance(ev, dict):
+        ev = finding["evidence"] = {}
+    ev["withheld_action"] = action
+    ev["withheld_because"] = why
+    finding["action"] = WITHHELD_ACTION
+    finding["rule"] = "%s; %s withheld: %s" % (finding.get("rule") or "", action, why)
+    finding["message"] = "%s (%s withheld: %s)" % (finding.get("message") or "", action, why)
+    return True
+
+
+def is_withheld(finding: Any) -> bool:
+    """True for a finding whose disruptive action was withheld (its evidence could not be read)."""
+    return isinstance(finding, dict) and bool((finding.get("evidence") or {}).get("withheld_action"))
 
 
 # ---------------------------------------------------------------- time helpers (shared by checks/cluster)

@@ -188,4 +188,7 @@ def test_node_status_with_facts_and_policy():
     assert K.node_status(f, None, P.DEFAULT_POLICY) == "error"
     facts = {"gpu": {"errors": [{"domain": "gpu", "kind": "parse"}]}}
     assert K.node_status([], facts, P.DEFAULT_POLICY) == "error"
-    assert K.node_status([], {"ib": {"errors": [{"kind": "parse"}]}}, P.DEFAULT_POLICY) == "healthy"
+    gpu_ok = {"source": "nvidia-smi-xml", "gpus": [], "errors": []}
+    assert K.node_status([], {"gpu": gpu_ok, "ib": {"errors": [{"kind": "parse"}]}}, P.DEFAULT_POLICY) == "healthy"
+    # the required gpu domain not read at all: the node is not healthy, it is unknown
+    assert K.node_status([], {"ib": {"errors": [{"kind": "parse"}]}}, P.DEFAULT_POLICY) == "error"
