@@ -22,6 +22,7 @@ _ARGS = {
     "collect_var": {"type": "str", "default": "__inspect_collect"},
     "write_reports": {"type": "bool", "default": True},
     "include_facts": {"type": "bool", "default": True},
+    "validate_only": {"type": "bool", "default": False},
 }
 
 
@@ -49,22 +50,70 @@ class ActionModule(ActionBase):
             path = os.path.join(to_text(hv.get("inventory_dir")), path)
         return path
 
+    @staticmethod
+    def _classes(hostvars, targets, policy_overrides):
+        """Each target's profile; fails naming every host whose node class names no profile (a typo).
+
+        Returns ``(profiles, without_class)``: host -> profile dict or None, and the hosts with no class at all
+        (allowed: their profile checks are off, the caller warns).
+        """
+        try:
+            base = _policy.merge_policy(_policy.DEFAULT_POLICY, _plain(policy_overrides or {}))
+        except _policy.PolicyError as exc:
+            raise AnsibleActionFail("invalid gpuops policy: %s" % exc) from exc
+        profiles, problems, without = {}, [], []
+        for host in targets:
+            if host not in hostvars:
+                raise AnsibleActionFail("inspect_cluster: target %r is not in the inventory" % host)
+            hv = hostvars[host]
+            node_class = hv.get("gpuops_node_class")
+            node_class = to_text(node_class) if node_class not in (None, "") else None
+            profile = hv.get("gpuops_profile")
+            if profile is None and node_class is not None:
+                tables = [
+                    _plain(hv.get("gpuops_profiles") or {}),
+                    _plain((hv.get("gpuops_policy_overrides") or {}).get("profiles") or {}),
+                    base.get("profiles") or {},
+                ]
+                for table in tables:
+                    if profile is None and isinstance(table, dict):
+                        profile = table.get(node_class)
+                if profile is None:
+                    known = sorted({to_text(k) for t in tables if isinstance(t, dict) for k in t})
+                    problems.append(_policy.unknown_class_message(host, node_class, known))
+            elif profile is None:
+                without.append(host)
+            profiles[host] = _plain(profile) if profile is not None else None
+        if problems:
+            raise AnsibleActionFail(
+                "inspect_cluster: %d target(s) with an unknown node class, nothing was inspected: %s"
+                % (len(problems), "; ".join(problems))
+            )
+        return profiles, without
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
         _unused, args = self.validate_argument_spec(argument_spec=_ARGS)
         hostvars = task_vars.get("hostvars", {})
         t0 = time.monotonic()
+        # before anything is read: a node class that names no profile stops the run by name
+        profiles, without_class = self._classes(hostvars, args["targets"], args["policy_overrides"])
+        if without_class:
+            result.setdefault("warnings", []).append(
+                "%d target(s) have no gpuops_node_class: their profile checks (GPU count, IB ports, services, "
+                "fabric manager, ...) are off: %s%s"
+                % (len(without_class), ", ".join(without_class[:10]), " ..." if len(without_class) > 10 else "")
+            )
+        if args["validate_only"]:
+            result.update(changed=False, without_class=without_class, msg="%d targets checked" % len(profiles))
+            return result
         hosts = {}
         for host in args["targets"]:
-            if host not in hostvars:
-                raise AnsibleActionFail("inspect_cluster: target %r is not in the inventory" % host)
             hv = hostvars[host]
             capture_dir = self._capture_path(hv, "gpuops_capture_dir")
             node_class = hv.get("gpuops_node_class")
-            profile = hv.get("gpuops_profile")
-            if profile is None and node_class:
-                profile = (hv.get("gpuops_profiles") or {}).get(node_class)
+            profile = profiles[host]
             entry = {
                 "capture_dir": capture_dir,
                 "previous_capture_dir": self._capture_path(hv, "gpuops_previous_capture_dir"),
@@ -75,7 +124,7 @@ class ActionModule(ActionBase):
                 "policy_overrides": _plain(hv.get("gpuops_policy_overrides") or {}),
                 "baseline": _plain(hv.get("gpuops_golden_baseline")) if hv.get("gpuops_golden_baseline") else None,
             }
-            entry["profile"] = _plain(profile) if profile is not None else None
+            entry["profile"] = profile
             if not capture_dir:
                 reg = hv.get(args["collect_var"])
                 reg = _plain(reg) if reg is not None else None
@@ -128,6 +177,7 @@ class ActionModule(ActionBase):
             generated_at=report["generated_at"],
             nodes=_inspect.host_summary(report),
             reports=paths,
+            without_class=without_class,
             timing={"hostvars_s": round(t_vars, 3), "total_s": round(time.monotonic() - t0, 3)},
         )
         return result

@@ -16,6 +16,12 @@ description:
     health policy (C(docs/checks.md)), correlates findings across racks, leaf switches and power domains, and
     writes C(report.json) (schema C(gpuops.report/v1)), C(report.md), C(report.html) and C(gpuops.prom).
   - A host that was unreachable, or whose collection never ran, gets a C(node.unreachable) finding.
+  - A host whose evidence could not be read (a capture directory that does not exist, a collector that failed)
+    is in status C(error) with a C(status_reason); the checks of the fact domains that could not be read do not
+    fire, and no finding from them carries a disruptive action (C(docs/findings.md), "Unknown is not broken").
+  - A C(gpuops_node_class) that names no hardware profile (C(gpuops_profiles) or the policy's C(profiles)) fails
+    the task before any host is read, naming the host, the class and the known classes. A host without a node
+    class is inspected without profile checks, with a warning.
   - Host variables read per target - C(gpuops_capture_dir) and C(gpuops_previous_capture_dir) (an earlier capture
     of the node, read first as the previous reading for counter deltas; relative paths are relative to the
     inventory directory), C(gpuops_rack), C(gpuops_leaf_switch), C(gpuops_power_domain), C(gpuops_node_class) with
@@ -52,6 +58,12 @@ options:
     description: Include each node's facts in C(report.json).
     type: bool
     default: true
+  validate_only:
+    description:
+      - Only check the targets' node classes and the policy overrides, then return; no host is read and no
+        report is written. The inspection playbook runs this before it collects anything.
+    type: bool
+    default: false
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -85,39 +97,48 @@ EXAMPLES = r"""
 RETURN = r"""
 summary:
   description: Counts per status and severity, and the cluster findings.
-  returned: always
+  returned: unless validate_only
   type: dict
   sample: {"nodes": 64, "status": {"healthy": 58, "degraded": 2, "faulty": 4, "unreachable": 0, "error": 0},
            "severity": {"P0": 0, "P1": 4, "P2": 2, "P3": 1}, "cluster_findings": []}
 nodes:
-  description: Per host - status, worst severity and findings.
-  returned: always
+  description:
+    - Per host - status (C(healthy), C(degraded), C(faulty), C(unreachable), C(error)), why (C(status_reason), null
+      when healthy), worst severity and findings.
+  returned: unless validate_only
   type: dict
-  sample: {"gpu-node-07": {"status": "faulty", "severity": "P1", "findings": [{"check": "gpu.xid", "action": "isolate"}]}}
+  sample: {"gpu-node-07": {"status": "faulty", "status_reason": "1 P0/P1 finding(s): GPU 3 Xid 79", "severity": "P1",
+                           "findings": [{"check": "gpu.xid", "action": "isolate"}]}}
+without_class:
+  description: Targets with no C(gpuops_node_class) (inspected without profile checks).
+  returned: always
+  type: list
+  elements: str
+  sample: ["gpu-node-99"]
 policy:
   description: Policy version and hash of the effective cluster policy.
-  returned: always
+  returned: unless validate_only
   type: dict
   sample: {"version": "2026.12.0", "hash": "3f1c..."}
 generated_at:
   description: When the inspection was evaluated (UTC).
-  returned: always
+  returned: unless validate_only
   type: str
   sample: "2026-12-02T10:00:00Z"
 report_dir:
   description: Absolute path of the report directory.
-  returned: when write_reports
+  returned: when write_reports and not validate_only
   type: str
   sample: /home/oncall/reports/20261202T100000Z
 reports:
   description: Paths of the written reports.
-  returned: always
+  returned: unless validate_only
   type: dict
   sample: {"json": "reports/x/report.json", "markdown": "reports/x/report.md", "html": "reports/x/report.html",
            "prometheus": "reports/x/gpuops.prom"}
 timing:
   description: Seconds spent reading host variables and in total.
-  returned: always
+  returned: unless validate_only
   type: dict
   sample: {"hostvars_s": 0.4, "total_s": 9.8}
 """

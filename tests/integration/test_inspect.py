@@ -348,3 +348,82 @@ def test_runner_two_private_dirs_share_one_state_dir(tmp_path):
     assert "ib.link_flap" not in first  # one reading: no delta yet
     assert "ib.link_flap" in second  # the second run saw the first run's counters
     assert (state / "hosts").exists() or any(state.iterdir())
+
+
+FAKE_SCONTROL = """#!/bin/sh
+# records every call; 'show node' lists the four simulated nodes IDLE (a stand-in for Slurm: no test bed here)
+echo "$*" >> "%(log)s"
+if [ "$1" = "show" ] && [ "$2" = "node" ]; then
+  for n in 01 02 03 04; do
+    printf 'NodeName=gpu-node-%%s Arch=x86_64 CoresPerSocket=1\\n   State=IDLE ThreadsPerCore=1\\n   Partitions=gpu\\n\\n' "$n"
+  done
+fi
+exit 0
+"""
+
+
+def _edit_hosts(sim: Path, edit) -> None:
+    path = sim / "inventory" / "hosts.yml"
+    inv = yaml.safe_load(path.read_text())
+    edit(inv["all"]["children"]["gpu_nodes"]["hosts"])
+    path.write_text(yaml.safe_dump(inv))
+
+
+def test_missing_capture_dir_is_error_and_auto_isolation_skips_it(tmp_path):
+    """Issue 12 item 4: a mistyped capture path read as a dead node (P1 isolate) and auto-isolation drained it.
+
+    Four simulated nodes: one really lost a GPU (a complete read: 7 of 8), another's capture directory does not
+    exist. With gpuops_auto_isolate=true the isolate role runs against a recording scontrol: it is asked about the
+    faulty node only; the other is reported `error` with no disruptive finding and never reaches Slurm.
+    """
+    sim = generate(tmp_path / "sim", 4, faults="gpu_missing:1", seed=7)
+    key = json.loads((sim / "answer_key.json").read_text())
+    faulty = [h for h, v in key["hosts"].items() if v]
+    assert len(faulty) == 1, key["hosts"]
+    faulty = faulty[0]
+    blind = sorted(h for h in key["hosts"] if h != faulty)[0]
+    missing = tmp_path / "typo" / blind
+
+    def edit(hosts):
+        hosts[blind]["gpuops_capture_dir"] = str(missing)
+
+    _edit_hosts(sim, edit)
+    log = tmp_path / "scontrol.log"
+    scontrol = tmp_path / "scontrol"
+    scontrol.write_text(FAKE_SCONTROL % {"log": log})
+    scontrol.chmod(0o755)
+    inspect(
+        sim / "inventory",
+        tmp_path / "report",
+        "-e",
+        "gpuops_auto_isolate=true",
+        "-e",
+        "gpuops_state_dir=%s" % (tmp_path / "state"),
+        "-e",
+        json.dumps({"gpuops_slurm_controller": {"host": "localhost", "scontrol_path": str(scontrol)}}),
+    )
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    node = report["nodes"][blind]
+    assert node["status"] == "error", node["findings"]
+    assert str(missing) in node["status_reason"]
+    assert [f["check"] for f in node["findings"]] == ["collector.error"]
+    assert not [f for f in node["findings"] if f["action"] in ("isolate", "reboot", "reset_gpu", "replace")]
+    assert report["nodes"][faulty]["status"] == "faulty"
+    calls = log.read_text()
+    assert faulty in calls  # the isolate role did run, for the real fault
+    assert blind not in calls, calls
+
+
+def test_node_class_typo_stops_the_run_by_name(tmp_path):
+    """Issue 12 item 5: `h100-sxm8` for `h100-sxm-8` switched every profile check off (an IB port down read healthy)."""
+    sim = generate(tmp_path / "sim", 4, faults="ib_port_down:1", seed=7)
+
+    def edit(hosts):
+        hosts["gpu-node-02"]["gpuops_node_class"] = "h100-sxm8"
+
+    _edit_hosts(sim, edit)
+    proc = inspect(sim / "inventory", tmp_path / "report", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-3000:]
+    assert "unknown node class 'h100-sxm8'" in out and "known classes: h100-sxm-8" in out and "gpu-node-02" in out
+    assert not (tmp_path / "report").exists()  # stopped before anything was read or written
