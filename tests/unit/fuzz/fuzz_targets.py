@@ -11,6 +11,7 @@ malformed record becomes a ``parse`` entry there and the rest of the result is r
 
 from __future__ import annotations
 
+import copy
 import glob
 import json
 import os
@@ -172,10 +173,11 @@ def mutate_json(obj: Any, ops: Sequence[Tuple[int, int, int]]) -> Any:
     """Replace values inside a decoded JSON document (Redfish) with values a BMC should never send."""
     for _op, a, b in ops:
         slots = _slots(obj)
+        value = copy.deepcopy(_JSON_VALUES[b % len(_JSON_VALUES)])  # never one object twice (a cycle)
         if not slots:
-            return _JSON_VALUES[b % len(_JSON_VALUES)]
+            return value
         parent, key = slots[a % len(slots)]
-        parent[key] = _JSON_VALUES[b % len(_JSON_VALUES)]
+        parent[key] = value
     return obj
 
 
