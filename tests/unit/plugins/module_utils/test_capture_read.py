@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -50,27 +51,18 @@ def _refused(path, reason, **kw):
     return exc
 
 
-def _read_in_child(path, max_bytes=C.MAX_INPUT_BYTES, timeout=20):
-    """read_text(path) in a child limited to 512 MiB of address space; returns (outcome, detail)."""
-    code = textwrap.dedent(
-        """
-        import resource, sys
-        resource.setrlimit(resource.RLIMIT_AS, (512 * 1024 * 1024, 512 * 1024 * 1024))
-        from ansible_collections.gpuops.cluster.plugins.module_utils import _common as C
-        try:
-            text = C.read_text(sys.argv[1], int(sys.argv[2]))
-        except C.ParseError as exc:
-            print("REFUSED", getattr(exc, "reason", None), exc)
-        except MemoryError:
-            print("MEMORY")
-        else:
-            print("READ", len(text or ""))
-        """
+def _in_child(code, *args, timeout=20):
+    """Run ``code`` in a child limited to 1 GiB of address space: a reader that follows /dev/zero or blocks on
+    a FIFO makes the test fail (MEMORY / TIMEOUT), never hangs the suite or exhausts the machine."""
+    prelude = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+        "from ansible_collections.gpuops.cluster.plugins.module_utils import _common as C\n"
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", code, str(path), str(max_bytes)],
+            [sys.executable, "-c", prelude + textwrap.dedent(code), *map(str, args)],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -80,7 +72,24 @@ def _read_in_child(path, max_bytes=C.MAX_INPUT_BYTES, timeout=20):
     except subprocess.TimeoutExpired:
         return "TIMEOUT", ""
     out = proc.stdout.strip()
+    if "MemoryError" in proc.stderr:
+        return "MEMORY", proc.stderr[-500:]
     return (out.split(" ", 1)[0] if out else "CRASH rc=%s" % proc.returncode), out + proc.stderr[-500:]
+
+
+def _read_in_child(path, max_bytes=C.MAX_INPUT_BYTES, timeout=20):
+    """read_text(path) in a bounded child; returns (outcome, detail): REFUSED, READ, MEMORY, TIMEOUT."""
+    code = """
+        try:
+            text = C.read_text(sys.argv[1], int(sys.argv[2]))
+        except C.ParseError as exc:
+            print("REFUSED", getattr(exc, "reason", None), exc)
+        except MemoryError:
+            print("MEMORY")
+        else:
+            print("READ", len(text or ""))
+        """
+    return _in_child(code, path, max_bytes, timeout=timeout)
 
 
 def test_plain_file_is_read_and_missing_is_none(tmp_path):
@@ -134,10 +143,18 @@ def test_fifo_with_a_writer_attached_is_still_refused(tmp_path):
     t = threading.Thread(target=writer)
     t.start()
     t.join(5)
+
+    def too_slow(signum, frame):
+        raise AssertionError("the reader blocked on a FIFO")
+
+    previous = signal.signal(signal.SIGALRM, too_slow)
+    signal.alarm(10)  # a reader that reads the FIFO blocks until EOF, which never comes while we hold it
     try:
         exc = _refused(fifo, "fifo")
         assert SECRET not in str(exc)
     finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
         if "fd" in holder:
             os.close(holder["fd"])
 
@@ -152,6 +169,8 @@ def test_device_node_is_refused(tmp_path):
 
 
 def test_real_dev_zero_by_path_is_refused():
+    outcome, detail = _read_in_child("/dev/zero")
+    assert outcome == "REFUSED", detail
     _refused("/dev/zero", "device")
 
 
@@ -264,8 +283,18 @@ def test_collect_hostile_capture_refuses_each_file_and_reads_the_rest(capture, t
         dcgm.unlink()
     dcgm.mkdir()
 
-    facts = _collect.collect_all(capture_dir=str(capture))
-    blob = json.dumps(facts, default=str)
+    outcome, detail = _in_child(
+        """
+        import json
+        from ansible_collections.gpuops.cluster.plugins.module_utils import _collect
+        print("FACTS", json.dumps(_collect.collect_all(capture_dir=sys.argv[1]), default=str))
+        """,
+        capture,
+        timeout=60,
+    )
+    assert outcome == "FACTS", detail
+    blob = detail.split(" ", 1)[1].splitlines()[0]
+    facts = json.loads(blob)
     assert SECRET not in blob
     for path, domain in ((slurm, "slurm"), (klog, "kernel"), (sel, "bmc"), (dcgm, "dcgm")):
         errs = _errors_for(facts, path)
