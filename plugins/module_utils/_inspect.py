@@ -18,7 +18,11 @@ from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _checks, _cluster, _policy, _report, _state
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import utcnow_iso
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
+    ensure_private_dir,
+    utcnow_iso,
+    write_private_atomic,
+)
 
 
 def _unreachable_facts(message: str) -> Dict[str, Any]:
@@ -155,9 +159,19 @@ def inspect_nodes(
     return report
 
 
+#: File modes of the reports: private to the operator; gpuops.prom is group-readable for node_exporter's
+#: textfile collector (give the report directory node_exporter's group, setgid, to let it read the file).
+REPORT_MODES = {"json": 0o600, "markdown": 0o600, "html": 0o600, "prometheus": 0o640}
+
+
 def write_reports(report: Dict[str, Any], report_dir: str) -> Dict[str, str]:
-    """Write report.json, report.md, report.html and gpuops.prom; return their paths."""
-    os.makedirs(report_dir, exist_ok=True)
+    """Write report.json, report.md, report.html and gpuops.prom; return their paths.
+
+    Each file is written privately and atomically (``_common.write_private_atomic``: temporary file created
+    0600 in ``report_dir``, fsync, rename; never through a link), whatever the umask; a missing ``report_dir``
+    is created 0700.
+    """
+    ensure_private_dir(report_dir)
     ts = datetime.datetime.now(datetime.timezone.utc).timestamp()
     outputs = {
         "json": ("report.json", _report.to_json(report)),
@@ -167,12 +181,7 @@ def write_reports(report: Dict[str, Any], report_dir: str) -> Dict[str, str]:
     }
     paths: Dict[str, str] = {}
     for key, (name, text) in outputs.items():
-        path = os.path.join(report_dir, name)
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-        paths[key] = path
+        paths[key] = write_private_atomic(os.path.join(report_dir, name), text, REPORT_MODES[key])
     return paths
 
 

@@ -4,7 +4,9 @@
 """Live evidence capture: run the real tools on a node (each with a timeout) and return a capture directory.
 
 The files are the tools' own output as printed (docs/capture.md), so the collectors read them exactly as
-they read the live node. Runs on managed nodes (Python 3.8+). No Ansible imports.
+they read the live node. Every file is written with ``_common.write_private_atomic`` (0600, temporary file +
+rename: never through a link), into a directory created 0700. Runs on managed nodes (Python 3.8+). No Ansible
+imports.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ import socket
 import tempfile
 from typing import Any, Dict, List, Optional, Tuple
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import utcnow_iso
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
+    UnsafeFileError,
+    ensure_private_dir,
+    read_capture_bytes,
+    utcnow_iso,
+    write_private_atomic,
+)
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
 
 #: capture file -> argv. The first element is looked up on PATH; a missing tool is recorded, not fatal.
@@ -61,8 +69,8 @@ def capture(
 
     Returns {"dir": path, "meta": capture.json's content, "files": [names written]}.
     """
-    dest = dest_dir or tempfile.mkdtemp(prefix="gpuops-capture-")
-    os.makedirs(dest, exist_ok=True)
+    dest = dest_dir or tempfile.mkdtemp(prefix="gpuops-capture-")  # mkdtemp: 0700, ours alone
+    ensure_private_dir(dest)
     meta: Dict[str, Any] = {
         "schema": "gpuops.capture/v1",
         "hostname": socket.gethostname(),
@@ -83,9 +91,10 @@ def capture(
 
     def record(name: str, res: Any) -> None:
         meta["files"][name] = res.to_dict()
-        with open(os.path.join(dest, name), "w", encoding="utf-8") as fh:
-            # the tool's own output; when it printed only to stderr (an error), that is the evidence
-            fh.write(res.stdout if res.stdout.strip() or not res.stderr else res.stderr)
+        # the tool's own output; when it printed only to stderr (an error), that is the evidence
+        write_private_atomic(
+            os.path.join(dest, name), res.stdout if res.stdout.strip() or not res.stderr else res.stderr
+        )
         written.append(name)
 
     for name, argv in commands:
@@ -112,33 +121,37 @@ def capture(
         from ansible_collections.gpuops.cluster.plugins.module_utils import _node
 
         node = _node.collect(timeout=timeout, **(node_options or {}))
-        with open(os.path.join(dest, "node.json"), "w", encoding="utf-8") as fh:
-            json.dump(node, fh, indent=1, sort_keys=True, default=str)
+        write_private_atomic(os.path.join(dest, "node.json"), json.dumps(node, indent=1, sort_keys=True, default=str))
         written.append("node.json")
         meta["files"]["node.json"] = {"rc": 0}
     except Exception as exc:  # noqa: BLE001
         meta["files"]["node.json"] = {"rc": None, "error": "%s: %s" % (type(exc).__name__, exc)}
-    with open(os.path.join(dest, "capture.json"), "w", encoding="utf-8") as fh:
-        json.dump(meta, fh, indent=1, sort_keys=True, default=str)
+    write_private_atomic(os.path.join(dest, "capture.json"), json.dumps(meta, indent=1, sort_keys=True, default=str))
     written.append("capture.json")
     return {"dir": dest, "meta": meta, "files": written}
 
 
 def read_tree(root: str, max_bytes: int = 64 * 1024 * 1024) -> Dict[str, str]:
-    """Every regular file under ``root`` as {relative path: text} (no links followed), for shipping back."""
+    """Every regular file under ``root`` as {relative path: text}, for shipping back: read with the capture
+    reader (no link followed, no special file opened); links and special files are left out; over
+    ``max_bytes`` in all raises ValueError."""
     out: Dict[str, str] = {}
     total = 0
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
         for fn in sorted(filenames):
             p = os.path.join(dirpath, fn)
-            if os.path.islink(p) or not os.path.isfile(p):
+            try:
+                data = read_capture_bytes(p, max_bytes - total)
+            except UnsafeFileError as exc:
+                if exc.reason == "too_large":
+                    raise ValueError("capture is over %d bytes" % max_bytes) from None
+                if exc.reason == "os_error":
+                    raise OSError(str(exc)) from None
+                continue  # a link or a special file: not evidence we wrote
+            if data is None:
                 continue
-            with open(p, "rb") as fh:
-                data = fh.read(max_bytes - total + 1)
             total += len(data)
-            if total > max_bytes:
-                raise ValueError("capture is over %d bytes" % max_bytes)
             out[os.path.relpath(p, root)] = data.decode("utf-8", errors="replace")
     return out
 

@@ -18,7 +18,7 @@ import re
 import sys
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import normalize_bus_id
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, normalize_bus_id
 from ansible_collections.gpuops.cluster.plugins.module_utils._state import StateError, StateLock, atomic_write_json
 
 SCHEMA = "gpuops.replace/v1"
@@ -383,7 +383,7 @@ def load_record(state_dir: str, ticket: str, host: str) -> Optional[Dict[str, An
 
 def save_record(state_dir: str, record: Dict[str, Any]) -> str:
     path = record_path(state_dir, record["ticket"], record["host"])
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    ensure_private_dir(os.path.dirname(path))
     atomic_write_json(path, record)
     return path
 
@@ -427,7 +427,7 @@ def _cli(cmd: str, req: Dict[str, Any]) -> Any:
             target = os.path.realpath(os.path.join(root, name))
             if not target.startswith(os.path.realpath(root) + os.sep):
                 raise ReplaceError("refusing to write outside the bundle: %r" % name)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
+            ensure_private_dir(os.path.dirname(target))
             atomic_write_json(target, doc)
         m = manifest(_s(req.get("ticket")), _s(req.get("host")), _s(req.get("part")), _s(req.get("component")) or None,
                      hash_tree(root), serials, req.get("extra"))  # fmt: skip
@@ -438,7 +438,7 @@ def _cli(cmd: str, req: Dict[str, Any]) -> Any:
     state_dir, ticket, host = _s(req.get("state_dir")), _s(req.get("ticket")), _s(req.get("host"))
     if not state_dir:
         raise ReplaceError("state_dir is required")
-    os.makedirs(os.path.join(state_dir, "replace"), exist_ok=True)
+    ensure_private_dir(os.path.join(state_dir, "replace"))
     with StateLock(state_dir, "replace-%s-%s" % (_safe(ticket, "ticket"), _safe(host, "host"))):
         rec = load_record(state_dir, ticket, host)
         if cmd == "open":

@@ -10,7 +10,9 @@ Layout (docs/state.md)::
 
 A host document holds the previous IB counter readings and boot ids, GPU counter readings, clear
 markers and recorded GPU resets, escalation history, the active (remembered) faults and an optional
-golden baseline saved by onboarding. Writes are atomic (temporary file + fsync + rename).
+golden baseline saved by onboarding. Writes are atomic and private (``_common.write_private_atomic``:
+temporary file created 0600, fsync, rename; never through a link), lock files are 0600 and opened without
+following links, and the directories this module creates are 0700, whatever the umask.
 
 Pure Python, no Ansible imports; the functions that touch a dict are pure and unit-testable.
 """
@@ -23,9 +25,14 @@ import fcntl
 import json
 import os
 import re
-import tempfile
 import time
 from typing import Any, Callable, Dict, Optional
+
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
+    ensure_private_dir,
+    open_private,
+    write_private_atomic,
+)
 
 HOST_STATE_SCHEMA = "gpuops.state/v1"
 
@@ -111,34 +118,11 @@ def load_host_state(state_dir: Optional[str], host: str, on_corrupt: str = "rais
     return normalize_host_state(data, host)
 
 
-def atomic_write_json(path: str, data: Any) -> None:
-    """Write JSON to ``path`` atomically: temporary file in the same directory, fsync, rename, fsync dir."""
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, sort_keys=True, indent=1, default=str)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:
-        dfd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
+def atomic_write_json(path: str, data: Any, mode: int = 0o600) -> None:
+    """Write JSON to ``path`` atomically and privately (0600 unless ``mode`` says 0640): temporary file in the
+    same directory, fsync, rename, fsync dir; a missing directory is created 0700."""
+    text = json.dumps(data, sort_keys=True, indent=1, default=str) + "\n"
+    write_private_atomic(path, text, mode)
 
 
 def save_host_state(state_dir: str, host: str, state: Dict[str, Any]) -> str:
@@ -168,8 +152,11 @@ class StateLock:
         self._fh: Any = None
 
     def acquire(self) -> StateLock:
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        fh = open(self.path, "a+")
+        ensure_private_dir(os.path.dirname(self.path))
+        try:  # 0600, never through a link planted at the lock's path
+            fh = os.fdopen(open_private(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND), "a+")
+        except OSError as exc:
+            raise StateError("cannot open lock %s: %s" % (self.path, exc)) from exc
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         while True:
             try:

@@ -20,7 +20,10 @@ description:
   - Read-only on the node; the temporary directory on the node is removed.
 options:
   dest:
-    description: Directory on the controller to write the capture into (created). Existing files are replaced.
+    description:
+      - Directory on the controller to write the capture into (created C(0700)). Existing files are replaced.
+      - Files are written C(0600) and atomically (temporary file and rename), whatever the umask; a link already
+        in O(dest) is replaced, never written through, and nothing is written outside O(dest).
     type: path
     required: true
   timeout:

@@ -151,7 +151,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _checks, _onboard, _slurm_parse, _state
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, write_private_atomic
 
 
 def _evaluate(p, check_mode):
@@ -247,9 +247,7 @@ def main():
         out["prometheus"] = _onboard.prometheus_text(rec)
         if not module.check_mode:
             _state.atomic_write_json(paths["signoff_json"], rec)
-            with open(paths["signoff_md"] + ".tmp", "w", encoding="utf-8") as fh:
-                fh.write(_onboard.render_signoff(rec))
-            os.replace(paths["signoff_md"] + ".tmp", paths["signoff_md"])
+            write_private_atomic(paths["signoff_md"], _onboard.render_signoff(rec))  # 0600, never through a link
         out["changed"] = True
     if out["changed"] and not module.check_mode:
         _state.atomic_write_json(paths["record"], rec)

@@ -12,6 +12,8 @@ description:
   - Reads C(<run_dir>/nodes/*.json) written by the role C(gpuops.cluster.upgrade) and writes C(<run_dir>/report.json)
     and C(<run_dir>/report.md) - per node the from and to versions, the result, the stage it failed at, the
     duration, the evidence directory. Planned nodes without a record are C(not_started).
+  - The reports are written atomically with mode C(0600), never through a link; a missing C(run_dir) is created
+    C(0700), whatever the umask.
   - Run it on the controller (a play on C(localhost)), after the rolling play.
 extends_documentation_fragment: [gpuops.cluster.common.attributes_action]
 options:
@@ -57,6 +59,10 @@ import os  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 from ansible_collections.gpuops.cluster.plugins.module_utils import _fwupdate as F  # noqa: E402
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import (  # noqa: E402
+    ensure_private_dir,
+    write_private_atomic,
+)
 
 
 def main():
@@ -85,12 +91,9 @@ def main():
     jpath = os.path.join(p["run_dir"], "report.json")
     mpath = os.path.join(p["run_dir"], "report.md")
     try:
-        os.makedirs(p["run_dir"], exist_ok=True)
+        ensure_private_dir(p["run_dir"])
         for path, text in ((jpath, F.render_json(report)), (mpath, F.render_markdown(report))):
-            tmp = "%s.%d.tmp" % (path, os.getpid())
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, path)
+            write_private_atomic(path, text)  # 0600, atomic, never through a link
     except OSError as exc:
         module.fail_json(msg="cannot write the report: %s" % exc, report=report)
     module.exit_json(changed=True, report=report, json_path=jpath, markdown_path=mpath)

@@ -27,7 +27,7 @@ def test_save_load_roundtrip_is_atomic(tmp_path):
     st["ib"]["ports"]["mlx5_0/1"] = {"collected_at": 1.0, "counters": {"symbol_error": 3}}
     path = S.save_host_state(d, "gpu-node-01", st)
     assert path == os.path.join(d, "hosts", "gpu-node-01.json")
-    assert not [n for n in os.listdir(os.path.dirname(path)) if n.startswith(".tmp-")]
+    assert os.listdir(os.path.dirname(path)) == ["gpu-node-01.json"]  # no temporary file left
     back = S.load_host_state(d, "gpu-node-01")
     assert back["boot_id"] == "b1"
     assert back["ib"]["ports"]["mlx5_0/1"]["counters"]["symbol_error"] == 3
