@@ -1,7 +1,8 @@
 """Coolant-leak response on the test bed (playbooks/leak_response.yml, role gpuops.cluster.leak_response).
 
 Inventory overlay: nodes 1-2 are the Redfish emulator's two systems and node 4 has a BMC that does not answer,
-all three in leak domain cdu-a; node 3 is the IPMI emulator in cdu-b. A Redfish leak fault fires the response.
+all three in leak domain cdu-a; node 3 is the IPMI emulator in cdu-b. A Redfish leak fault fires the response;
+a Critical LiquidFlow sensor (a cooling fault, not a leak: issue 12 item 7) does not.
 """
 
 from __future__ import annotations
@@ -92,6 +93,44 @@ def test_unreadable_leak_sensor_powers_off_nothing(testbed, leak):
     assert all(s == "IDLE" for s in slurm_states(testbed).values())
     assert power_state(leak["bmc"], 1) == "On" and power_state(leak["bmc"], 2) == "On"
     assert leak["ipmi_power"].read_text().strip() == "1"
+
+
+def test_critical_liquid_flow_sensor_is_a_cooling_finding_and_powers_off_nothing(testbed, leak):
+    n = testbed.nodes
+    b = leak["bmc"]
+    redfish(b, "DELETE", "/emulator/faults")
+    for i in (1, 2):
+        redfish(b, "POST", "/redfish/v1/Systems/%s/Actions/ComputerSystem.Reset" % (SYSTEM % i), {"ResetType": "On"})
+    redfish(b, "POST", "/emulator/faults", {"coolant_flow": "Critical"})
+    # the emulator serves a Critical LiquidFlow Sensor on every chassis (and a "Coolant flow" SEL entry)
+    chassis = redfish(b, "GET", "/redfish/v1/Chassis")["Members"][0]["@odata.id"]
+    flow = redfish(b, "GET", chassis + "/Sensors/CoolantFlow")
+    assert flow["ReadingType"] == "LiquidFlow" and flow["Status"]["Health"] == "Critical"
+    try:
+        res, result, sd = respond(testbed, leak, n[0], "ALERT-FLOW-1")
+    finally:
+        redfish(b, "DELETE", "/emulator/faults")
+    assert res.returncode == 0, res.stdout[-4000:]
+    # the leak detector reads OK: no leak, nothing fired; the flow fault is a P1 isolate cooling finding
+    assert result["reading"]["state"] == "clear" and result["fired"] is False, result["reading"]
+    assert result["reading"]["asserted"] == []
+    assert "Coolant Flow" in [c["name"] for c in result["reading"]["cooling"]]
+    cool = [(f["check"], f["severity"], f["action"], f["host"]) for f in result["findings"]]
+    assert ("bmc.coolant", "P1", "isolate", n[0]) in cool
+    assert all(f["action"] != "emergency_shutdown" for f in result["findings"])
+    assert result["targets"] == [] and result["slurm_down"] == [] and result["powered_off"] == []
+    # nothing powered off, nothing taken out of Slurm
+    assert power_state(b, 1) == "On" and power_state(b, 2) == "On"
+    assert leak["ipmi_power"].read_text().strip() == "1"
+    assert all(s == "IDLE" for s in slurm_states(testbed).values())
+    # the record is private, and the audit trail shows no change and no guard decision for this alert
+    path = sd / "leak" / "ALERT-FLOW-1.json"
+    assert path.stat().st_mode & 0o777 == 0o600
+    lines = [json.loads(x) for x in (sd / "audit" / "audit.log").read_text().splitlines()]
+    mine = [x for x in lines if x.get("run_id") == lines[-1]["run_id"]]
+    assert mine[0]["event"] == "run_start" and mine[-1]["event"] == "run_end"
+    assert [x for x in mine if x["event"] == "task" and x.get("changed")] == []
+    assert [x for x in mine if x["event"] == "guard"] == []
 
 
 def test_leak_outside_any_window_powers_off_exactly_its_domain(testbed, leak):

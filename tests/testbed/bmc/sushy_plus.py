@@ -7,9 +7,11 @@ In-process additions to sushy-tools 2.2.0 (no fork of its code):
     The new version is *pending* and becomes visible only after ComputerSystem.Reset of that system.
   * Systems/<id>/Memory (DIMM serials), Systems/<id>/LogServices/SEL/Entries (paginated, 2 per page)
   * Chassis/<id>/Power (legacy, PSU serials), PowerSubsystem/PowerSupplies, ThermalSubsystem/Fans,
-    ThermalSubsystem/LeakDetection/LeakDetectors
+    ThermalSubsystem/LeakDetection/LeakDetectors, Sensors (coolant: CoolantFlow LiquidFlow, CoolantPressure
+    PressurekPa, CoolantSupplyTemp Temperature at LiquidInlet)
   * Fault injection (test-only, not Redfish): POST /emulator/faults {"psu": "PSU1", "psu_health": "Critical",
-    "leak": "Critical"}; DELETE /emulator/faults clears. Injected faults also add SEL log entries.
+    "leak": "Critical", "coolant_flow": "Critical", "coolant_pressure": "Warning", "coolant_temp": "Critical"};
+    DELETE /emulator/faults clears. Injected faults also add SEL log entries.
   * Power actions apply at once (the stock fake driver waits a random 1-11 s).
 State: $BMC_WORK/plus-state.json (one file per run).
 Run:  SUSHY_EMULATOR_CONFIG=sushy-fake.conf python sushy_plus.py --fake -i 127.0.0.1 -p 8443 --ssl-...
@@ -152,7 +154,7 @@ def _patch(resp):
         doc["LogServices"] = {"@odata.id": path + "/LogServices"}
         doc["SerialNumber"] = "SN-%s" % m_sys.group(1)
     if m_ch:
-        for key in ("Power", "PowerSubsystem", "ThermalSubsystem"):
+        for key in ("Power", "PowerSubsystem", "ThermalSubsystem", "Sensors"):
             doc[key] = {"@odata.id": "%s/%s" % (path, key)}
     resp.set_data(json.dumps(doc))
     return resp
@@ -433,6 +435,43 @@ def leak_detector(chassis, det):
     )
 
 
+#: Coolant sensors: id -> (name, ReadingType, units, normal reading, faulted reading, fault key, PhysicalContext)
+COOLANT = {
+    "CoolantFlow": ("Coolant Flow", "LiquidFlow", "L/s", 0.25, 0.02, "coolant_flow", "LiquidInlet"),
+    "CoolantPressure": ("Coolant Supply Pressure", "PressurekPa", "kPa", 210, 40, "coolant_pressure", "LiquidInlet"),
+    "CoolantSupplyTemp": ("Coolant Supply Temp", "Temperature", "Cel", 32, 61, "coolant_temp", "LiquidInlet"),
+}
+
+
+@app.route("/redfish/v1/Chassis/<chassis>/Sensors", methods=["GET"])
+def sensors(chassis):
+    base = "/redfish/v1/Chassis/%s/Sensors" % chassis
+    return flask.jsonify(
+        _collection(base, "#SensorCollection.SensorCollection", ["%s/%s" % (base, i) for i in COOLANT])
+    )
+
+
+@app.route("/redfish/v1/Chassis/<chassis>/Sensors/<sid>", methods=["GET"])
+def sensor(chassis, sid):
+    if sid not in COOLANT:
+        return _not_found()
+    name, rtype, units, normal, faulted, key, context = COOLANT[sid]
+    health = _faults(chassis).get(key, "OK")
+    return flask.jsonify(
+        _odata(
+            "/redfish/v1/Chassis/%s/Sensors/%s" % (chassis, sid),
+            "#Sensor.v1_7_0.Sensor",
+            Id=sid,
+            Name=name,
+            ReadingType=rtype,
+            ReadingUnits=units,
+            Reading=normal if health == "OK" else faulted,
+            PhysicalContext=context,
+            Status={"State": "Enabled", "Health": health},
+        )
+    )
+
+
 # ------------------------------------------------------------------------------------------ firmware + update
 
 
@@ -654,6 +693,11 @@ def faults():
                 )
             if body.get("leak") and body["leak"] != "OK":
                 _add_log(st, system, body["leak"], "Coolant leak detected", "Cooling Device")
+            for key, text in (("coolant_flow", "Coolant flow below lower threshold"),
+                              ("coolant_pressure", "Coolant supply pressure out of range"),
+                              ("coolant_temp", "Coolant supply temperature above upper threshold")):  # fmt: skip
+                if body.get(key) and body[key] != "OK":
+                    _add_log(st, system, body[key], text, "Cooling Device")
         _save(st)
         return flask.jsonify({"faults": st["faults"], "pending": st["pending"]})
 
