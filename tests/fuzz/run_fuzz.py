@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 """The long fuzz campaign over every parser (``make fuzz``; not part of ``make test``).
 
@@ -81,12 +80,12 @@ def run_chunk(args: Tuple[str, int, int, float, str]) -> Dict[str, Any]:
         "examples": [],
         "bytes": 0,
     }
-    for _ in range(count):
+    for _i in range(count):
         base = rng.choice(target.inputs)
         if name in WINDOW:
             base = _window(base, rng, WINDOW[name])
         ops = [
-            (rng.randrange(ft.N_OPS), rng.randrange(1 << 30), rng.randrange(1 << 30)) for _ in range(rng.randint(1, 5))
+            (rng.randrange(ft.N_OPS), rng.randrange(1 << 30), rng.randrange(1 << 30)) for _k in range(rng.randint(1, 5))
         ]
         text = target.apply(base, ops)
         errors: List[Dict[str, Any]] = []
@@ -124,7 +123,7 @@ def run_chunk(args: Tuple[str, int, int, float, str]) -> Dict[str, Any]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     ap.add_argument("--total", type=int, default=1_050_000, help="inputs over all parsers (default 1,050,000)")
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--jobs", type=int, default=max(1, min(2, os.cpu_count() or 1)))

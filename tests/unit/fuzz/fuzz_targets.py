@@ -219,7 +219,9 @@ class Target:
     def generate(self, rng: random.Random) -> str:
         """One generated input (text; for JSON targets, the JSON text of a mutated document)."""
         base = rng.choice(self.inputs)
-        ops = [(rng.randrange(N_OPS), rng.randrange(1 << 30), rng.randrange(1 << 30)) for _ in range(rng.randint(1, 5))]
+        ops = [
+            (rng.randrange(N_OPS), rng.randrange(1 << 30), rng.randrange(1 << 30)) for _k in range(rng.randint(1, 5))
+        ]
         return self.apply(base, ops)
 
     def apply(self, base: str, ops: Sequence[Tuple[int, int, int]]) -> str:
