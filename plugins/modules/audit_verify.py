@@ -41,7 +41,8 @@ options:
   anchor:
     description:
       - A head kept off the controller (syslog, a remote append-only file) that the log must still contain -
-        C(SEQ:HASH), a head JSON object as logged (C({"hash": ..., "seq": ...})) or the path of such a file.
+        C(SEQ:HASH), the callback's syslog line (C(gpuops-audit-head run_id=... seq=N hash=H ...)), a head JSON
+        object as written to C(head.json), or the path of a file holding one.
       - Catches a log and C(head.json) rewritten together into a new consistent chain. See C(docs/audit.md).
     type: str
   fail_on_broken:
