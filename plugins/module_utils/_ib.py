@@ -33,12 +33,14 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     UnsafeFileError,
     clean,
     decode,
+    ensure_private_dir,
     error_record,
     list_capture_dir,
     parse_int,
     read_capture_bytes,
     to_float,
     to_int,
+    write_private_atomic,
 )
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, run_in_child, which
 
@@ -505,12 +507,10 @@ def capture_sysfs(sysfs_root: str, dest_dir: str, timeout: Optional[float] = 30.
         target = os.path.join(dest_class, *parts)
         try:
             if parts[1:] == ["ports"]:  # placeholder of an HCA with nothing readable: keep it visible
-                os.makedirs(target, exist_ok=True)
+                ensure_private_dir(target)
                 hcas.add(parts[0])
                 continue
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "w", encoding="utf-8") as fh:
-                fh.write(value + "\n")
+            write_private_atomic(target, value + "\n")  # 0600 in 0700 dirs, never through a link
         except OSError as exc:
             out["errors"].append(error_record(DOMAIN, "internal", f"cannot write {target}: {exc}", "sysfs"))
             continue

@@ -280,3 +280,20 @@ def test_read_tree_ships_only_plain_files(tmp_path, victim):
     (root / "big.txt").write_bytes(b"x" * 2000)
     with pytest.raises(ValueError):
         _livecapture.read_tree(str(root), max_bytes=1000)
+
+
+def test_sysfs_capture_writes_private_files_and_never_through_a_link(tmp_path, victim):
+    from ansible_collections.gpuops.cluster.plugins.module_utils import _ib
+
+    hca = tmp_path / "root" / "sys" / "class" / "infiniband" / "mlx5_0"
+    hca.mkdir(parents=True)
+    (hca / "fw_ver").write_text("28.41.1000\n")
+    dest = tmp_path / "cap"
+    planted = dest / "sys" / "class" / "infiniband" / "mlx5_0" / "fw_ver"
+    planted.parent.mkdir(parents=True)
+    os.symlink(str(victim), planted)
+    res = _ib.capture_sysfs(str(tmp_path / "root"), str(dest), timeout=None)
+    assert res["hcas"] == ["mlx5_0"] and res["errors"] == []
+    assert victim.read_text() == SECRET
+    assert not os.path.islink(planted) and planted.read_text() == "28.41.1000\n"
+    assert_private(planted)
