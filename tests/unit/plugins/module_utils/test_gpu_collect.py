@@ -126,7 +126,7 @@ def test_capture_broken_meta_huge_file_and_missing(tmp_path):
     shutil.copy(H100_TEXT, tmp_path / "nvidia-smi-q.txt")
     res = collect(capture_dir=str(tmp_path))
     assert res["source"] == "capture:nvidia-smi-q.txt" and len(res["gpus"]) == 8
-    assert [e["kind"] for e in res["errors"]] == ["parse", "parse"]
+    assert [e["kind"] for e in res["errors"]] == ["parse", "unreadable"]  # bad capture.json; XML over the cap
     empty = collect(capture_dir=str(tmp_path / "nope"))
     assert (empty["source"], empty["gpus"], empty["errors"]) == (None, [], [])
 

@@ -348,7 +348,7 @@ def test_huge_and_non_utf8_capture(tmp_path, monkeypatch):
     monkeypatch.setattr(common, "MAX_INPUT_BYTES", 10)
     monkeypatch.setattr(ke, "read_text", lambda p: common.read_text(p, max_bytes=10))
     res = ke.collect(capture_dir=str(tmp_path))
-    assert res["events"] == [] and res["errors"][0]["kind"] == "parse"
+    assert res["events"] == [] and res["errors"][0]["kind"] == "unreadable"  # over the cap: refused
 
 
 def test_garbage_empty_and_truncated():
