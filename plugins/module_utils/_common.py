@@ -434,13 +434,16 @@ def list_capture_dir(path: str) -> Optional[List[str]]:
 # --- private files: everything the collection writes (reports, state, locks, records) -----------------------
 
 
-def ensure_private_dir(path: str, mode: int = 0o700) -> str:
+def ensure_private_dir(path: str, mode: int = 0o700, tighten: bool = False) -> str:
     """Make ``path`` a directory, creating each missing component with exactly ``mode`` (default 0700)
     whatever the umask. Returns ``path``.
 
     Directories that already exist are left as they are (the operator chose them, and tightening a shared
     parent such as ``/tmp`` would break the host); the files this collection writes into them are private
-    on their own (:func:`write_private_atomic`). A path that exists and is not a directory raises OSError.
+    on their own (:func:`write_private_atomic`). ``tighten``: ``path`` is a directory the collection owns
+    (``<state_dir>/hosts``, ``<state_dir>/locks``): if it exists, belongs to this user and allows more than
+    ``mode``, it is narrowed to ``mode`` (never widened). A path that exists and is not a directory raises
+    OSError.
     """
     if mode & 0o022:
         raise ValueError("ensure_private_dir: mode %o is group/world-writable" % mode)
@@ -463,6 +466,10 @@ def ensure_private_dir(path: str, mode: int = 0o700) -> str:
                 raise
             continue
         os.chmod(d, mode)  # the umask may have removed bits; never added any
+    if tighten and not missing:
+        st = os.stat(path)
+        if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & ~mode:
+            os.chmod(path, stat.S_IMODE(st.st_mode) & mode)
     return path
 
 

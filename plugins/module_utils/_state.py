@@ -129,6 +129,7 @@ def save_host_state(state_dir: str, host: str, state: Dict[str, Any]) -> str:
     """Atomically write the host state; returns the path. Hold ``StateLock(state_dir, host)`` around
     load-modify-save when another process may write the same host (isolation, reset recording)."""
     path = host_state_path(state_dir, host)
+    ensure_private_dir(os.path.dirname(path), tighten=True)  # <state_dir>/hosts is ours: 0700
     data = normalize_host_state(copy.deepcopy(state), host)
     data["schema"] = HOST_STATE_SCHEMA
     data["host"] = host
@@ -152,7 +153,7 @@ class StateLock:
         self._fh: Any = None
 
     def acquire(self) -> StateLock:
-        ensure_private_dir(os.path.dirname(self.path))
+        ensure_private_dir(os.path.dirname(self.path), tighten=True)  # <state_dir>/locks is ours: 0700
         try:  # 0600, never through a link planted at the lock's path
             fh = os.fdopen(open_private(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND), "a+")
         except OSError as exc:

@@ -297,3 +297,15 @@ def test_sysfs_capture_writes_private_files_and_never_through_a_link(tmp_path, v
     assert victim.read_text() == SECRET
     assert not os.path.islink(planted) and planted.read_text() == "28.41.1000\n"
     assert_private(planted)
+
+
+def test_state_subdirs_of_an_older_install_are_narrowed_the_state_dir_is_not(tmp_path):
+    sdir = tmp_path / "state"
+    for sub in ("hosts", "locks"):
+        (sdir / sub).mkdir(parents=True)
+        (sdir / sub).chmod(0o755)
+    sdir.chmod(0o755)
+    _state.update_host_state(str(sdir), "h1", lambda s: s)
+    assert_private_dir(sdir / "hosts")
+    assert_private_dir(sdir / "locks")
+    assert mode(sdir) == 0o755  # the operator's directory (it may be shared): its files are private instead
