@@ -757,7 +757,7 @@ def _collect_capture(capture_dir: str) -> Dict[str, Any]:
     except ParseError as exc:
         class_dir = None
         out["errors"].append(exc.to_error(DOMAIN))
-    have_ibstat = _capture.has_file(capture_dir, "ibstat.txt")
+    have_ibstat = os.path.lexists(_capture.path(capture_dir, "ibstat.txt"))  # a link too: refused by name below
     if class_dir is not None:
         hcas, errors = read_sysfs_class(class_dir, confine=True)
         if hcas or not have_ibstat:

@@ -341,3 +341,19 @@ def test_collect_redfish_file_link_is_refused(capture, secret):
     assert SECRET not in json.dumps(facts, default=str)
     errs = _errors_for(facts, rdir / "Sensors.json")
     assert errs and errs[0]["kind"] == "unreadable", facts["errors"]
+
+
+def test_collect_ibstat_link_next_to_an_empty_sysfs_tree_is_reported(capture, secret):
+    """An empty sys/class/infiniband must not hide a refused ibstat.txt: the link is named in an error."""
+    sys_ib = capture / "sys" / "class" / "infiniband"
+    if sys_ib.is_dir():
+        shutil.rmtree(str(sys_ib))
+    sys_ib.mkdir(parents=True)
+    ibstat = capture / "ibstat.txt"
+    if ibstat.exists():
+        ibstat.unlink()
+    os.symlink(secret, ibstat)
+    facts = _collect.collect_all(capture_dir=str(capture), domains=["ib"])
+    assert SECRET not in json.dumps(facts, default=str)
+    errs = _errors_for(facts, ibstat)
+    assert errs and errs[0]["kind"] == "unreadable", facts["errors"]
