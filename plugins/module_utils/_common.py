@@ -55,6 +55,9 @@ _ASCII_HEX = re.compile(r"0[xX][0-9a-fA-F]+")
 MAX_NUMBER_CHARS = 64
 #: Parse-error entries one parse call lists; further malformed records are counted in one more entry.
 MAX_RECORD_ERRORS = 20
+#: Longest line a line-oriented parser reads as a record: no tool prints a longer one, and a 100,000-character
+#: line would cost regular expressions seconds. A longer line is a parse-error entry, not a record.
+MAX_LINE_CHARS = 4096
 
 #: Limit on what a collector reads from one file or one command (a 'huge' input is an error, not an OOM).
 MAX_INPUT_BYTES = 64 * 1024 * 1024
@@ -254,6 +257,13 @@ class Records:
             self.errors.append(self._more)
         else:
             self._more["message"] = msg
+
+    def too_long(self, text: str, line: Optional[int]) -> bool:
+        """True (and a parse-error entry) when ``text`` is over MAX_LINE_CHARS: the caller skips the line."""
+        if len(text) <= MAX_LINE_CHARS:
+            return False
+        self.add("line of %d characters is over the %d-character limit of a record" % (len(text), MAX_LINE_CHARS), line)
+        return True
 
     def at(self, line: Optional[int]) -> Records:
         self.line = line

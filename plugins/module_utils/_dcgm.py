@@ -156,7 +156,7 @@ def parse_diag(text: str, source: Optional[str] = None) -> Dict[str, Any]:
     for lineno, line in enumerate(text.splitlines(), start=1):
         with rec.at(lineno):
             stripped = line.strip()
-            if not stripped:
+            if not stripped or rec.too_long(stripped, lineno):
                 continue
             if stripped.startswith("Error:") or stripped.startswith("Error :"):
                 flush()

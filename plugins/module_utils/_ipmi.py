@@ -331,7 +331,7 @@ def parse_sdr(
         if not line.strip():
             continue
         content = True
-        if "|" not in line:
+        if "|" not in line or rec.too_long(line, lineno):
             continue  # 'Unable to send command: Invalid argument' and other interleaved stderr lines
         cols = [c.strip() for c in line.split("|")]
         name = cols[0]
@@ -539,7 +539,7 @@ def parse_sel(
         if not s:
             continue
         content = True
-        if "|" not in s:
+        if "|" not in s or rec.too_long(s, lineno):
             continue  # 'SEL has no entries', 'Unable to send command', ...
         cols = [c.strip() for c in s.split("|")]
         if len(cols) < 4 or not re.match(r"^[0-9a-fA-F]{1,8}$", cols[0]):

@@ -314,7 +314,7 @@ def parse_kernel_log(
     for idx, line in enumerate(lines):
         if idx in consumed or not line.strip():
             continue
-        if not _INTERESTING.search(line):
+        if not _INTERESTING.search(line) or rec.too_long(line, idx + 1):
             continue
         with rec.at(idx + 1):
             _line_event(lines, idx, line, ref_time, events, box, consumed)

@@ -91,7 +91,7 @@ def parse(text: str, source: Optional[str] = None) -> Dict[str, Any]:
     lines = text.splitlines()
     for lineno, raw in enumerate(lines, 1):
         line = raw.strip()
-        if not line:
+        if not line or rec.too_long(line, lineno):
             continue
         with rec.at(lineno):
             _line(out, state, line, lines, lineno, source)

@@ -24,7 +24,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _capture
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, to_int
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
+    MAX_LINE_CHARS,
+    ParseError,
+    error_record,
+    to_int,
+)
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, run_in_child, which
 
 DOMAIN = "node"
@@ -62,7 +67,8 @@ FABRIC_MANAGER = "nvidia-fabricmanager"
 COMM_LEN = 15
 MAX_PROBES_IN_PARALLEL = 16
 
-_VERSION_RE = re.compile(r"(\d+\.\d+(?:\.\d+)*)")
+#: Bounded repeats: a 100,000-digit line must not cost a quadratic search.
+_VERSION_RE = re.compile(r"([0-9]{1,9}\.[0-9]{1,9}(?:\.[0-9]{1,9}){0,6})")
 _OCTAL_RE = re.compile(r"\\([0-7]{3})")
 
 
@@ -164,7 +170,7 @@ def parse_stat_f(text: str, source: Optional[str] = None) -> Dict[str, Any]:
 def parse_fm_version(text: str) -> Optional[str]:
     """``nv-fabricmanager --version``: ``Fabric Manager version is : 535.161.08`` -> ``535.161.08``."""
     for line in text.splitlines():
-        if "version" in line.lower():
+        if "version" in line.lower() and len(line) <= MAX_LINE_CHARS:
             m = _VERSION_RE.search(line.split(":", 1)[-1])
             if m:
                 return m.group(1)

@@ -101,6 +101,9 @@ def parse(
         line = raw.strip()
         if not line:
             continue
+        if rec.too_long(line, lineno):
+            state["cur"] = None  # it may have been a GPU header: the lines after it belong to no GPU we know
+            continue
         with rec.at(lineno):
             _line(out, state, line)
     if not state["saw_any"] and text.strip():

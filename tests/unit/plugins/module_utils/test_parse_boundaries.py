@@ -279,3 +279,37 @@ def test_collect_all_keeps_other_domains_and_the_rest_of_nccl_free_kernel(tmp_pa
     facts = _collect.collect_all(capture_dir=str(cap), domains=["kernel"])
     assert [e["code"] for e in facts["kernel"]["events"]] == [79]
     assert [(e["domain"], e["kind"], e["line"]) for e in facts["errors"]] == [("kernel", "parse", 1)]
+
+
+# ------------------------------------------------------------------------------------------ time per input
+
+
+@pytest.mark.parametrize(
+    "parse",
+    [
+        lambda t, e: _nvlink.parse("GPU 0: A (UUID: GPU-a)\n Link 0: 25 GB/s\n" + t, "nv", e),
+        lambda t, e: _kernel_events.parse_kernel_log("[ 1.0] NVRM: Xid (PCI:0000:07:00): 79, x\n" + t, "k", None, e),
+        lambda t, e: _ipmi.parse_sdr("FAN1 | 3000 RPM | ok\n" + t, "sdr", e),
+        lambda t, e: _nccl.parse(fx("nccl", "allreduce-1node-8xh100.txt") + t, "n")["errors"].extend(e) or None,
+    ],
+)
+def test_a_100k_character_line_is_an_error_entry_not_seconds_of_regex(parse):
+    """Found by `make fuzz`: an 82,000-character 'GPU ...' line cost the NVLink pattern 2.7 s (quadratic)."""
+    import time
+
+    line = "GPU 0: NVRM: Xid (PCI:0000:07:00) " + " " * 50000 + "| 1 " * 10000 + "\n"
+    errors = []
+    t0 = time.process_time()
+    parse(line, errors)
+    assert time.process_time() - t0 < 0.5
+
+
+def test_fabric_manager_version_of_a_long_digit_line_is_fast():
+    import time
+
+    from ansible_collections.gpuops.cluster.plugins.module_utils import _node
+
+    t0 = time.process_time()
+    assert _node.parse_fm_version("version : " + "1." * 60000 + "\n") is None
+    assert _node.parse_fm_version("Fabric Manager version is : 535.161.08\n") == "535.161.08"
+    assert time.process_time() - t0 < 0.5
