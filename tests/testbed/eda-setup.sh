@@ -3,8 +3,8 @@
 #   bash tests/testbed/eda-setup.sh          -> prints the venv's bin dir on the last line
 # ansible-rulebook needs a Java 17 JDK (drools): JAVA_HOME defaults to /usr/lib/jvm/java-17-openjdk-amd64
 # (Debian: apt-get install openjdk-17-jre-headless). The collection venv cannot hold it: ansible-rulebook pins
-# its own ansible-runner/ansible-core ranges. The webhook source is built in (eda.builtin.webhook): no
-# ansible.eda collection (not in the ansible package, galaxy unreachable here).
+# its own ansible-runner/ansible-core ranges. The rulebook's source is this collection's gpuops.cluster.alertmanager
+# (extensions/eda/plugins/event_source, aiohttp from this venv): no ansible.eda collection needed.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 VENV=${GPUOPS_EDA_VENV:-$ROOT/build/venv-eda}
