@@ -40,7 +40,7 @@ ARGS = {
     "patterns": {"type": "list", "elements": "str", "default": []},
     "required": {"type": "list", "elements": "str", "default": []},
     "fact": {"type": "str", "required": True},
-    "check_extra_vars": {"type": "bool", "default": True},
+    "all_extra_vars": {"type": "bool", "default": False},
 }
 _VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FACT = re.compile(r"__[A-Za-z0-9_]+")
@@ -155,7 +155,10 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg="untrusted_input: not variable names: %s" % ", ".join(bad_names))
             return result
         extra_names, extra_templates = self._extra_var_templates()
-        if args["check_extra_vars"] and extra_templates:
+        named = {n for kind in KINDS for n in names[kind]}
+        if not args["all_extra_vars"]:  # an operator's own -e template (e.g. windows read from a file) stays usable
+            extra_templates = [t for t in extra_templates if re.split(r"[.\[]", t, maxsplit=1)[0] in named]
+        if extra_templates:
             result.update(
                 failed=True,
                 refused=extra_templates,

@@ -15,10 +15,11 @@ description:
     kind with full matches, and sets the fact O(fact) to a mapping of variable name to the value with template
     trust removed, so no later template renders it. Roles reference the copies, never the raw names.
   - >-
-    First refuses the whole run when any extra var (C(-e), C(-e @file)) holds a trusted string that looks like a
-    template (an expression, a statement or a comment in Jinja delimiters, or a C(#jinja2:) header); in
-    ansible-core 2.19 such values would be rendered wherever they are referenced. Values marked C(!unsafe) (as
-    the ticket hook, the EDA rulebook and AWX surveys pass them) are data and pass, braces and all.
+    First refuses the whole run when a named variable is an extra var (C(-e), C(-e @file)) holding a trusted
+    string that looks like a template (an expression, a statement or a comment in Jinja delimiters, or a
+    C(#jinja2:) header), at any depth; in ansible-core 2.19 such values would be rendered wherever they are
+    referenced. With O(all_extra_vars=true) every extra var is checked. Values marked C(!unsafe) (as the ticket
+    hook, the EDA rulebook and AWX surveys pass them) are data and pass, braces and all.
   - A named variable that is not an extra var and holds a template (a role default, a play or inventory
     variable written by the collection's author or operator) is rendered once; anything outside it references
     was checked first.
@@ -54,10 +55,13 @@ options:
     description: The private fact (C(__name)) that receives the mapping of variable name to inert value.
     type: str
     required: true
-  check_extra_vars:
-    description: Refuse the run when any extra var holds a trusted template. Leave it on.
+  all_extra_vars:
+    description:
+      - Refuse the run when B(any) extra var holds a trusted template, not only the named ones.
+      - Off by default so that an operator's own C(-e) template (for example windows read with a lookup) keeps
+        working; the variables that carry outside text are the named ones.
     type: bool
-    default: true
+    default: false
 extends_documentation_fragment:
   - gpuops.cluster.common.ATTRIBUTES_INFO
 notes:

@@ -156,12 +156,15 @@ def test_action_refuses_trusted_templates_in_extra_vars(play):
         assert proc.returncode == 2 and data is None, proc.stdout[-2000:]
         assert "extra vars probe_reason hold template syntax" in proc.stdout
         assert not marker.exists()
-    # nested, and in a variable the task does not name: refused all the same
+    # nested in a named variable: refused all the same
     proc, data = run(
-        "-e", json.dumps({"probe_ticket": "T-1", "other": {"x": ["{{ lookup('pipe', 'touch %s') }}" % marker]}})
+        "-e", json.dumps({"probe_ticket": "T-1", "probe_nodes": ["{{ lookup('pipe', 'touch %s') }}" % marker]})
     )
-    assert proc.returncode == 2 and "extra vars other.x[0] hold template syntax" in proc.stdout
+    assert proc.returncode == 2 and "extra vars probe_nodes[0] hold template syntax" in proc.stdout
     assert not marker.exists()
+    # an operator's own template in a variable the task does not name is theirs (all_extra_vars opts in)
+    proc, data = run("-e", json.dumps({"probe_ticket": "T-1", "other": "{{ 'ok' }}"}))
+    assert proc.returncode == 0 and data["ticket"] == "T-1", proc.stdout[-2000:]
 
 
 def test_action_keeps_unsafe_text_literal_and_renders_author_templates(play):
