@@ -9,11 +9,14 @@ skipped without them, failed under CI=true."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
@@ -32,7 +35,9 @@ RECORDER = """---
     - name: One file per run, naming every node the rule asked us to act on
       ansible.builtin.copy:
         dest: "{{ lookup('env', 'GPUOPS_EDA_RECORD') }}/{{ gpuops_runbook }}.{{ 999999999 | random }}.json"
-        content: "{{ {'nodes': gpuops_targets.split(',') | select | list, 'ticket': gpuops_ticket, 'vars': __vars} | to_json }}"
+        content: >-
+          {{ {'nodes': gpuops_targets.split(',') | select | list, 'ticket': gpuops_ticket, 'vars': __vars,
+              'eda': ansible_eda | default(none)} | to_json }}
         mode: "0644"
       vars:
         __vars:
@@ -52,8 +57,72 @@ def _missing():
     return None
 
 
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_rulebook(work, rec, **env_vars):
+    """ansible-rulebook on the unmodified rulebook from `work`, with the GPUOPS_EDA_* variables given (as
+    --env-vars). Returns (process, log path); the caller waits for the port or the exit."""
+    env = dict(os.environ, JAVA_HOME=JAVA_HOME, **env_vars)
+    env.update(PATH=VENV_BIN + os.pathsep + os.environ["PATH"], GPUOPS_EDA_RECORD=str(rec), ANSIBLE_FORKS="1")
+    for k in ("ANSIBLE_CONFIG", "ANSIBLE_CALLBACKS_ENABLED", "VIRTUAL_ENV"):
+        env.pop(k, None)
+    # the event source gpuops.cluster.alertmanager comes from the collection (build/ansible_collections -> repo)
+    env["ANSIBLE_COLLECTIONS_PATH"] = os.path.join(ROOT, "build")
+    log_path = work / ("rulebook-%s.log" % env_vars.get("GPUOPS_EDA_PORT", "x"))
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [os.path.join(VENV_BIN, "ansible-rulebook"), "--rulebook", RULEBOOK, "-i", "inv.ini"]
+            + ["--env-vars", ",".join(sorted(env_vars))],
+            cwd=str(work),
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    return proc, log_path
+
+
+def wait_listening(proc, port, log_path, timeout=30):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("ansible-rulebook did not start: %s" % log_path.read_text()[-3000:])
+            time.sleep(0.2)
+
+
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+def listen_addresses(port):
+    """Local addresses of the LISTEN sockets on `port` (from /proc/net/tcp and tcp6)."""
+    found = set()
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        if not os.path.exists(name):
+            continue
+        with open(name, encoding="ascii") as f:
+            for line in list(f)[1:]:
+                cols = line.split()
+                addr, hexport = cols[1].split(":")
+                if cols[3] == "0A" and int(hexport, 16) == port:
+                    found.add(addr)
+    return found
+
+
 @pytest.fixture(scope="module")
-def eda(tmp_path_factory):
+def eda_work(tmp_path_factory):
     why = _missing()
     if why:
         if os.environ.get("CI") == "true":
@@ -66,47 +135,25 @@ def eda(tmp_path_factory):
     (work / "inv.ini").write_text(
         'localhost ansible_connection=local ansible_python_interpreter="{{ ansible_playbook_python }}"\n'
     )
-    rec = work / "rec"
+    return work
+
+
+@pytest.fixture(scope="module")
+def eda(eda_work):
+    """The rulebook as shipped, started with only a port: the default bind and no token."""
+    rec = eda_work / "rec"
     rec.mkdir()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ, JAVA_HOME=JAVA_HOME, GPUOPS_EDA_HOST="127.0.0.1", GPUOPS_EDA_PORT=str(port))
-    env.update(PATH=VENV_BIN + os.pathsep + os.environ["PATH"], GPUOPS_EDA_RECORD=str(rec), ANSIBLE_FORKS="1")
-    for k in ("ANSIBLE_CONFIG", "ANSIBLE_CALLBACKS_ENABLED", "ANSIBLE_COLLECTIONS_PATH", "VIRTUAL_ENV"):
-        env.pop(k, None)
-    log = open(work / "rulebook.log", "w")
-    proc = subprocess.Popen(
-        [os.path.join(VENV_BIN, "ansible-rulebook"), "--rulebook", RULEBOOK, "-i", "inv.ini"]
-        + ["--env-vars", "GPUOPS_EDA_HOST,GPUOPS_EDA_PORT"],
-        cwd=str(work),
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = "http://127.0.0.1:%d/endpoint" % port
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                pytest.fail("ansible-rulebook did not start: %s" % (work / "rulebook.log").read_text()[-3000:])
-            time.sleep(0.2)
-    yield {"url": url, "rec": rec, "log": work / "rulebook.log", "proc": proc}
-    proc.terminate()
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(5)
-    log.close()
+    port = _free_port()
+    proc, log = start_rulebook(eda_work, rec, GPUOPS_EDA_PORT=str(port))
+    wait_listening(proc, port, log)
+    yield {"url": "http://127.0.0.1:%d/endpoint" % port, "rec": rec, "log": log, "proc": proc, "port": port}
+    stop(proc)
 
 
-def post(url, payload):
-    req = urllib.request.Request(url, json.dumps(payload).encode(), {"Content-Type": "application/json"})
+def post(url, payload, headers=None):
+    hdrs = {"Content-Type": "application/json"}
+    hdrs.update(headers or {})
+    req = urllib.request.Request(url, json.dumps(payload).encode(), hdrs)
     with urllib.request.urlopen(req, timeout=90) as resp:
         return resp.status
 
@@ -154,7 +201,7 @@ def test_grouped_payload_acts_on_firing_nodes_only(eda):
     got = recorded(eda, "gpu_fell_off_bus", 2)
     assert got == {"gpu-node-02": 1, "gpu-node-07": 1}
     (rec,) = [json.loads(f.read_text()) for f in eda["rec"].glob("gpu_fell_off_bus.*")]
-    assert rec["ticket"].startswith("alert:")
+    assert re.fullmatch(r"alert-[0-9a-f]{16}", rec["ticket"])
     # the isolate role's own variables: the same nodes, as a list
     assert rec["vars"]["isolate_nodes"] == ["gpu-node-02", "gpu-node-07"]
     assert rec["vars"]["isolate_ticket"] == rec["ticket"] and rec["vars"]["isolate_reason"]
@@ -165,7 +212,7 @@ def test_leak_alert_runs_leak_response(eda):
     assert recorded(eda, "coolant_leak", 1) == {"gpu-node-11": 1}
     (rec,) = [json.loads(f.read_text()) for f in eda["rec"].glob("coolant_leak.*")]
     assert rec["vars"]["leak_response_source"] == "gpu-node-11"
-    assert rec["vars"]["leak_response_alert_id"] == "alert:leak"
+    assert rec["vars"]["leak_response_alert_id"] == "alert-" + hashlib.sha256(b"leak").hexdigest()[:16]
 
 
 def test_resolved_and_unrelated_alerts_do_nothing(eda):
@@ -194,3 +241,178 @@ def test_twenty_simultaneous_alerts_all_delivered(eda):
     # ~20 s on an idle 2-core machine; generous for a loaded CI box (each run is one ansible-playbook process)
     got = recorded(eda, "gpu_fell_off_bus", 2 + 20, timeout=240)
     assert {n: got.get(n) for n in nodes} == {n: 1 for n in nodes}, eda["log"].read_text()[-2000:]
+
+
+# --- hostile alert bodies (issue 12 item 2) ---------------------------------------------------------------
+HOSTILE = {
+    "expr": "{{ lookup('pipe', 'touch %s') }}",
+    "stmt": "{%% set _x = lookup('pipe', 'touch %s') %%}",
+    "comment": "{# c #}{{ lookup('pipe', 'touch %s') }}{# d #}",
+}
+FIELDS = (
+    "groupKey",
+    "labels.node",
+    "labels.alertname",
+    "labels.gpu",
+    "annotations.summary",
+    "alert.status",
+    "group.status",
+    "receiver",
+    "externalURL",
+    "commonLabels.node",
+    "commonAnnotations.description",
+    "generatorURL",
+    "fingerprint",
+)
+
+
+def hostile_payload(field, text, node):
+    a = alert("GpuXid79", node, gpu="3")
+    a["annotations"] = {"summary": "GPU fell off the bus"}
+    a["generatorURL"] = "http://prometheus.example/graph"
+    p = am_payload('{}:{alertname="GpuXid79"}', a)
+    p.update(externalURL="http://am.example", commonLabels={"node": node}, commonAnnotations={})
+    where, key = field.rpartition(".")[::2]
+    if field == "alert.status":
+        a["status"] = text
+    elif field == "group.status":
+        p["status"] = text
+    elif where in ("labels", "annotations"):
+        a[where][key] = text
+    elif where in ("commonLabels", "commonAnnotations"):
+        p[where][key] = text
+    elif field in ("generatorURL", "fingerprint"):
+        a[field] = text
+    else:
+        p[field] = text
+    return p
+
+
+def test_jinja_in_every_field_executes_nothing(eda, tmp_path):
+    """Every field of an Alertmanager body carrying {{ }}, {% %} or {# #} around a pipe lookup: no marker file
+    is ever created, no run acts on a node that is not a hostname, and what a run receives holds no template."""
+    markers, expect = [], {}
+    for i, field in enumerate(FIELDS):
+        for kind, tmpl in HOSTILE.items():
+            marker = tmp_path / ("m-%s-%s" % (field.replace(".", "_"), kind))
+            markers.append(marker)
+            node = "gpu-node-%d%s" % (100 + i, kind[0])
+            code = post_status(eda["url"], hostile_payload(field, tmpl % marker, node))
+            assert code in (200, 202, 400), (field, kind, code)
+            if field not in ("labels.node", "labels.alertname", "alert.status", "group.status"):
+                expect[node] = 1
+    # a clean alert posted last: once it has run, every earlier post has been handled (rules run in order)
+    assert post(eda["url"], am_payload("after-hostile", alert("CoolantLeak", "gpu-node-199"))) == 200
+    deadline = time.monotonic() + 240
+    while "gpu-node-199" not in recorded(eda, "coolant_leak", 0, timeout=0):
+        assert time.monotonic() < deadline, eda["log"].read_text()[-3000:]
+        time.sleep(0.5)
+    assert [str(m) for m in markers if m.exists()] == []
+    got = recorded(eda, "gpu_fell_off_bus", 0, timeout=0)
+    hostile_runs = {n: c for n, c in got.items() if n.startswith("gpu-node-1") and n != "gpu-node-199"}
+    # only well-formed hostnames ever reach a playbook, each once; the alerts around them still act
+    assert hostile_runs == expect
+    for f in eda["rec"].glob("*.json"):
+        text = f.read_text()
+        for delim in ("{{", "{%", "{#"):
+            assert delim not in text, (f.name, text[:500])
+
+
+def post_status(url, payload, headers=None):
+    try:
+        return post(url, payload, headers)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_default_bind_is_loopback(eda):
+    """Started without GPUOPS_EDA_HOST, the listener is on 127.0.0.1 only."""
+    assert listen_addresses(eda["port"]) == {"0100007F"}  # 127.0.0.1, little-endian hex as /proc writes it
+
+
+def test_non_loopback_without_token_refuses_to_start(eda_work, tmp_path):
+    port = _free_port()
+    proc, log = start_rulebook(eda_work, tmp_path, GPUOPS_EDA_HOST="0.0.0.0", GPUOPS_EDA_PORT=str(port))
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        stop(proc)
+        pytest.fail("ansible-rulebook kept running on 0.0.0.0 without a token: %s" % log.read_text()[-2000:])
+    assert proc.returncode != 0
+    assert "refusing to listen on 0.0.0.0 without authentication" in log.read_text()
+    assert listen_addresses(port) == set()
+
+
+def test_token_configured_refuses_unauthenticated_posts(eda_work, tmp_path):
+    """Bound to all addresses with a token: no header, a wrong token or another scheme gets 401 and acts on
+    nothing; the right bearer token is accepted and its alert acts."""
+    token = "t0k-" + os.urandom(12).hex()
+    port = _free_port()
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    proc, log = start_rulebook(
+        eda_work, rec, GPUOPS_EDA_HOST="0.0.0.0", GPUOPS_EDA_PORT=str(port), GPUOPS_EDA_TOKEN=token
+    )
+    try:
+        wait_listening(proc, port, log)
+        url = "http://127.0.0.1:%d/endpoint" % port
+        bad = am_payload("unauth", alert("GpuXid79", "gpu-node-70"))
+        assert post_status(url, bad) == 401
+        assert post_status(url, bad, {"Authorization": "Bearer " + token[:-1]}) == 401
+        assert post_status(url, bad, {"Authorization": "Basic " + token}) == 401
+        good = am_payload("auth", alert("GpuXid79", "gpu-node-71"))
+        assert post_status(url, good, {"Authorization": "Bearer " + token}) == 200
+        got = recorded({"rec": rec}, "gpu_fell_off_bus", 1, timeout=120)
+        time.sleep(1.0)
+        assert recorded({"rec": rec}, "gpu_fell_off_bus", 1, timeout=0) == got == {"gpu-node-71": 1}
+        assert token not in log.read_text()
+    finally:
+        stop(proc)
+
+
+def test_rules_alone_never_act_on_a_bad_node(eda_work, tmp_path):
+    """Second layer: the rules themselves, fed by a source that does NOT sanitize (eda.builtin.generic), do not
+    act on a group that holds a node name outside [A-Za-z0-9._-]; a clean group after them still acts."""
+    import yaml
+
+    marker = tmp_path / "marker"
+    bad = "gpu-node-80{{ lookup('pipe', 'touch %s') }}" % marker
+
+    def ev(group, *nodes):
+        alerts = [{"status": "firing", "labels": {"alertname": "GpuXid79", "node": n}} for n in nodes]
+        return {"payload": {"status": "firing", "group": group, "alerts": alerts}}
+
+    events = [
+        ev("00000000000000a1", bad),
+        ev("00000000000000a2", "gpu-node-81", bad),
+        ev("00000000000000a3", "gpu-node-82"),
+    ]
+    book = yaml.safe_load(open(RULEBOOK, encoding="utf-8"))
+    (tmp_path / "events.yml").write_text(yaml.safe_dump(events))  # a file: source args are rendered, files not
+    gen = {"payload_file": str(tmp_path / "events.yml"), "startup_delay": 1}
+    book[0]["sources"] = [{"name": "unsanitized", "eda.builtin.generic": gen}]
+    alt = tmp_path / "rules-only.yml"
+    alt.write_text(yaml.safe_dump(book, sort_keys=False))
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    env = dict(os.environ, JAVA_HOME=JAVA_HOME, PATH=VENV_BIN + os.pathsep + os.environ["PATH"])
+    env.update(GPUOPS_EDA_RECORD=str(rec), ANSIBLE_FORKS="1")
+    for k in ("ANSIBLE_CONFIG", "ANSIBLE_CALLBACKS_ENABLED", "VIRTUAL_ENV", "ANSIBLE_COLLECTIONS_PATH"):
+        env.pop(k, None)
+    with open(tmp_path / "log", "w") as log:
+        proc = subprocess.Popen(
+            [os.path.join(VENV_BIN, "ansible-rulebook"), "--rulebook", str(alt), "-i", "inv.ini"],
+            cwd=str(eda_work),
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        got = recorded({"rec": rec}, "gpu_fell_off_bus", 1, timeout=120)
+        time.sleep(1.0)
+        assert recorded({"rec": rec}, "gpu_fell_off_bus", 1, timeout=0) == got == {"gpu-node-82": 1}, (
+            tmp_path / "log"
+        ).read_text()[-3000:]
+        assert not marker.exists()
+    finally:
+        stop(proc)
