@@ -46,5 +46,8 @@ stage up bash "$HERE/testbed.sh" up "${GPUOPS_TB_NODES:-8}"
 if [ -f "$HERE/bmc/bmc.sh" ] && [ "${GPUOPS_TB_BMC:-1}" != 0 ]; then stage bmc-up bash "$HERE/bmc/bmc.sh" up; fi
 if [ -f "$HERE/eda-setup.sh" ]; then stage eda-setup bash "$HERE/eda-setup.sh"; fi
 rc=0
-stage pytest .venv/bin/pytest tests/integration -p no:cacheprovider --durations=20 "$@" || rc=$?
+# pytest args that name tests under tests/integration narrow the run to them; otherwise run the whole directory
+targets=(tests/integration)
+for a in "$@"; do case $a in tests/integration/*) targets=(); break ;; esac; done
+stage pytest .venv/bin/pytest "${targets[@]}" -p no:cacheprovider --durations=20 "$@" || rc=$?
 exit "$rc"
