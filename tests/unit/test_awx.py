@@ -126,28 +126,10 @@ def test_required_templates_present_and_unique():
         assert "playbooks/%s.yml" % pb in playbooks
 
 
-# Under ALLOW_JINJA_IN_EXTRA_VARS=never the job template can no longer turn the survey text into the role's list
-# (that was Jinja in its extra_vars): playbooks/isolate.yml and resume.yml must accept *_nodes_text themselves,
-# split it and validate each name with a full match (issue 12, playbook side). Strict: passes once they do.
-_NEEDS_PLAYBOOK_TEXT_INPUT = {"gpuops isolate", "gpuops resume"}
-
-
-@pytest.mark.parametrize(
-    "tpl",
-    [
-        pytest.param(
-            t,
-            marks=pytest.mark.xfail(
-                strict=True, reason="playbook does not read %s yet" % ("isolate_nodes_text", "resume_nodes_text")[i]
-            ),
-        )
-        if t["name"] in _NEEDS_PLAYBOOK_TEXT_INPUT
-        else t
-        for t in TEMPLATES
-        for i in [sorted(_NEEDS_PLAYBOOK_TEXT_INPUT).index(t["name"]) if t["name"] in _NEEDS_PLAYBOOK_TEXT_INPUT else 0]
-    ],
-    ids=[t["name"] for t in TEMPLATES],
-)
+# Under ALLOW_JINJA_IN_EXTRA_VARS=never the job template cannot turn the survey text into the role's list (that was
+# Jinja in its extra_vars): playbooks/isolate.yml and resume.yml take *_nodes_text themselves, split it and validate
+# each name with a full match (tests/unit/test_isolate_nodes_text.py runs that for real).
+@pytest.mark.parametrize("tpl", TEMPLATES, ids=[t["name"] for t in TEMPLATES])
 def test_job_template(tpl):
     assert os.path.isfile(os.path.join(ROOT, tpl["playbook"])), "%s: %s does not exist" % (tpl["name"], tpl["playbook"])
     spec = json.load(open(os.path.join(AWX, "surveys", tpl["survey"]), encoding="utf-8"))
