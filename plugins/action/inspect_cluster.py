@@ -54,8 +54,9 @@ class ActionModule(ActionBase):
     def _classes(hostvars, targets, policy_overrides):
         """Each target's profile; fails naming every host whose node class names no profile (a typo).
 
-        Returns ``(profiles, without_class)``: host -> profile dict or None, and the hosts with no class at all
-        (allowed: their profile checks are off, the caller warns).
+        Returns ``(profiles, without_class)``: host -> profile dict or None, and the hosts without a profile: no
+        class at all, or a class while no profile is defined anywhere (the class then only keys other data such
+        as upgrade baselines). Allowed: their profile checks are off, the caller warns.
         """
         try:
             base = _policy.merge_policy(_policy.DEFAULT_POLICY, _plain(policy_overrides or {}))
@@ -78,11 +79,12 @@ class ActionModule(ActionBase):
                 for table in tables:
                     if profile is None and isinstance(table, dict):
                         profile = table.get(node_class)
-                if profile is None:
-                    known = sorted({to_text(k) for t in tables if isinstance(t, dict) for k in t})
+                known = sorted({to_text(k) for t in tables if isinstance(t, dict) for k in t})
+                if profile is None and known:
                     problems.append(_policy.unknown_class_message(host, node_class, known))
-            elif profile is None:
-                without.append(host)
+                    continue
+            if profile is None:
+                without.append(host)  # no class, or a class while no profile is defined anywhere
             profiles[host] = _plain(profile) if profile is not None else None
         if problems:
             raise AnsibleActionFail(
@@ -101,8 +103,8 @@ class ActionModule(ActionBase):
         profiles, without_class = self._classes(hostvars, args["targets"], args["policy_overrides"])
         if without_class:
             result.setdefault("warnings", []).append(
-                "%d target(s) have no gpuops_node_class: their profile checks (GPU count, IB ports, services, "
-                "fabric manager, ...) are off: %s%s"
+                "%d target(s) have no hardware profile (no gpuops_node_class, or no gpuops_profiles defined): their "
+                "profile checks (GPU count, IB ports, services, fabric manager, ...) are off: %s%s"
                 % (len(without_class), ", ".join(without_class[:10]), " ..." if len(without_class) > 10 else "")
             )
         if args["validate_only"]:

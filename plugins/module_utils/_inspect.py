@@ -40,9 +40,10 @@ def resolve_profiles(
 ) -> Dict[str, Optional[Dict[str, Any]]]:
     """Each host's hardware profile (dict) or None (no node class: profile checks off).
 
-    A node class that names no profile (``profiles`` or ``policy["profiles"]``) raises ``_policy.PolicyError``
-    naming every such host, the class and the known classes, before anything is read: a typo must stop the
-    run, not switch every profile check off.
+    A node class that names no profile (``profiles`` or ``policy["profiles"]``) while profiles are defined raises
+    ``_policy.PolicyError`` naming every such host, the class and the known classes, before anything is read: a
+    typo must stop the run, not switch every profile check off. With no profile defined anywhere the class only
+    keys other data (upgrade baselines): the host has no profile, as one without a class.
     """
     out: Dict[str, Optional[Dict[str, Any]]] = {}
     problems = []
@@ -56,10 +57,8 @@ def resolve_profiles(
             for table in (own, policy.get("profiles") or {}):
                 if profile is None and isinstance(table, dict):
                     profile = table.get(node_class)
-            if profile is None:
-                known = _policy.known_classes(
-                    policy, dict(profiles or {}, **own) if isinstance(own, dict) else profiles
-                )
+            known = _policy.known_classes(policy, dict(profiles or {}, **own) if isinstance(own, dict) else profiles)
+            if profile is None and known:  # no profile defined anywhere: the class keys other data only
                 problems.append(_policy.unknown_class_message(host, node_class, known))
         out[host] = profile
     if problems:

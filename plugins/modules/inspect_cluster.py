@@ -19,9 +19,10 @@ description:
   - A host whose evidence could not be read (a capture directory that does not exist, a collector that failed)
     is in status C(error) with a C(status_reason); the checks of the fact domains that could not be read do not
     fire, and no finding from them carries a disruptive action (C(docs/findings.md), "Unknown is not broken").
-  - A C(gpuops_node_class) that names no hardware profile (C(gpuops_profiles) or the policy's C(profiles)) fails
-    the task before any host is read, naming the host, the class and the known classes. A host without a node
-    class is inspected without profile checks, with a warning.
+  - A C(gpuops_node_class) that names no hardware profile (C(gpuops_profiles) or the policy's C(profiles)) while
+    profiles are defined fails the task before any host is read, naming the host, the class and the known classes.
+    A host without a node class (or with one while no profile is defined anywhere) is inspected without profile
+    checks, with a warning.
   - Host variables read per target - C(gpuops_capture_dir) and C(gpuops_previous_capture_dir) (an earlier capture
     of the node, read first as the previous reading for counter deltas; relative paths are relative to the
     inventory directory), C(gpuops_rack), C(gpuops_leaf_switch), C(gpuops_power_domain), C(gpuops_node_class) with
@@ -110,7 +111,7 @@ nodes:
   sample: {"gpu-node-07": {"status": "faulty", "status_reason": "1 P0/P1 finding(s): GPU 3 Xid 79", "severity": "P1",
                            "findings": [{"check": "gpu.xid", "action": "isolate"}]}}
 without_class:
-  description: Targets with no C(gpuops_node_class) (inspected without profile checks).
+  description: Targets without a hardware profile (no C(gpuops_node_class), or no profiles defined); inspected without profile checks.
   returned: always
   type: list
   elements: str

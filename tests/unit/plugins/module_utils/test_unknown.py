@@ -331,6 +331,8 @@ def test_class_from_policy_profiles_and_no_class_is_allowed(tmp_path):
         _inspect.inspect_nodes({"h": {"capture_dir": d, "node_class": "site-b"}}, policy_overrides=pol, now=NOW_DT)
     # no class at all: inspected without profile checks (the action plugin warns)
     assert _inspect.resolve_profiles({"h": {"capture_dir": d}}, PROFILES, P.DEFAULT_POLICY) == {"h": None}
+    # a class while no profile is defined anywhere only keys other data (upgrade baselines): no profile
+    assert _inspect.resolve_profiles({"h": {"node_class": CLASS}}, None, P.DEFAULT_POLICY) == {"h": None}
 
 
 def test_action_plugin_refuses_a_class_typo_before_reading_anything():
@@ -350,3 +352,6 @@ def test_action_plugin_refuses_a_class_typo_before_reading_anything():
     # a class defined in the policy overrides is known
     profiles, _w = action.ActionModule._classes(hv, ["b"], {"profiles": {"h100-sxm8": {"gpu_count": 8}}})
     assert profiles == {"b": {"gpu_count": 8}}
+    # no profile defined anywhere: the class keys other data only (upgrade baselines), profile checks off
+    profiles, without = action.ActionModule._classes({"u": {"gpuops_node_class": CLASS}}, ["u"], {})
+    assert profiles == {"u": None} and without == ["u"]
