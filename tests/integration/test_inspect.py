@@ -427,3 +427,25 @@ def test_node_class_typo_stops_the_run_by_name(tmp_path):
     assert proc.returncode != 0, out[-3000:]
     assert "unknown node class 'h100-sxm8'" in out and "known classes: h100-sxm-8" in out and "gpu-node-02" in out
     assert not (tmp_path / "report").exists()  # stopped before anything was read or written
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"gpuops_targets": "{{ lookup('pipe', 'touch MARKER') }}"},
+        {"gpuops_targets": "gpu_nodes", "gpuops_ticket": "{% if lookup('pipe', 'touch MARKER') %}x{% endif %}"},
+        {"gpuops_targets": "gpu_nodes", "gpuops_ticket": "T-1\n"},
+    ],
+    ids=["targets-expression", "ticket-statement", "ticket-newline"],
+)
+def test_hostile_targets_or_ticket_stop_the_inspection_before_anything_runs(tmp_path, extra):
+    """Issue 12: an inspection's targets and ticket come from AWX, EDA or a person: refused, never templated."""
+    sim = generate(tmp_path / "sim", 4, faults="ib_port_down:1", seed=7)
+    marker = tmp_path / "marker"
+    data = {k: v.replace("MARKER", str(marker)) for k, v in extra.items()}
+    proc = inspect(sim / "inventory", tmp_path / "report", "-e", json.dumps(data), check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-3000:]
+    assert not marker.exists()
+    assert not (tmp_path / "report").exists()
+    assert ("gpuops_targets" in out) or ("gpuops_ticket" in out), out[-3000:]
