@@ -203,7 +203,8 @@ def decide(
 
     ``cluster``: ``{node: {partitions: [..], rack: str|None, state: "IDLE+DRAIN"}}`` for every node of the
     cluster (Slurm's view plus the rack from the inventory). ``history``: ``[{node, time (epoch), state}]`` of
-    earlier gpuops claims and isolations (see ``claimed_nodes`` / ``recent_nodes``). Targets are taken worst severity first; each is allowed only if, counting it,
+    earlier gpuops claims and isolations (see ``claimed_nodes`` / ``recent_nodes``). Targets are taken worst severity
+    first; each is allowed only if, counting it,
     every scope it belongs to stays within its limit. Returns ``{allowed, already_isolated,
     refused_by_guard: [{node, reason}], overridden, would_refuse, limits, out_of_service, recently_isolated,
     claimed}``.

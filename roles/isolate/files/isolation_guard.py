@@ -10,7 +10,8 @@ Reads one JSON object on stdin and prints the answer as JSON on stdout (exit 0),
   override_reason, run_id, ticket, claim, lock_timeout}``: the decision of ``_guard.guard_and_claim``; the allowed
   nodes are claimed for ``run_id`` under the guard lock.
 - ``{"action": "release", state_dir, run_id, done: [nodes], failed: [nodes], lock_timeout}``: the result of
-  ``_guard.release_claims`` (``done``: the drain went through; ``failed``: it did not, the claim stops counting). Collection roles cannot ship modules, and the decision
+  ``_guard.release_claims`` (``done``: the drain went through; ``failed``: it did not, the claim stops counting).
+  Collection roles cannot ship modules, and the decision
 must run on the controller next to the state directory, so the role runs this with ansible_playbook_python.
 """
 

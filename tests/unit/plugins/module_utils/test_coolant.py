@@ -92,8 +92,8 @@ def test_warning_coolant_sensor_is_monitor():
 def test_real_leak_detector_critical_still_powers_off_its_domain_next_to_a_flow_fault():
     flow = _redfish.parse_document(sensor("LiquidFlow"))
     det = detector("Critical")
-    reading = _leak.detect(bmc(sensors=flow["sensors"] + det["sensors"], redfish=dict(_redfish.empty(),
-                                                                                       leak_detectors=det["leak_detectors"])))  # fmt: skip
+    redfish = dict(_redfish.empty(), leak_detectors=det["leak_detectors"])
+    reading = _leak.detect(bmc(sensors=flow["sensors"] + det["sensors"], redfish=redfish))
     assert reading["state"] == _leak.ASSERTED
     assert [e["name"] for e in reading["asserted"]] == ["Cold Plate 0 Leak Detector"]
     sc = _leak.scope("n1", INV)
