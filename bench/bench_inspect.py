@@ -69,7 +69,7 @@ def timed(argv, **kw):
 def floor(sim: Path) -> float:
     import yaml
 
-    from ansible_collections.gpuops.cluster.plugins.module_utils import _inspect
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect
 
     inv = yaml.safe_load((sim / "inventory" / "hosts.yml").read_text())
     gv = (

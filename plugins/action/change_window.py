@@ -12,7 +12,7 @@ import os
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _audit, _windows
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit, _windows
 
 MARKER_ENV = "GPUOPS_AUDIT_ACTIVE"  # exported by the gpuops.cluster.audit callback
 SEVERE = ("P0", "P1")

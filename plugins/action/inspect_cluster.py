@@ -12,7 +12,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _inspect, _policy
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _policy
 
 _ARGS = {
     "targets": {"type": "list", "elements": "str", "required": True},

@@ -16,7 +16,7 @@ description:
   - Each line carries C(prev), the sha256 of the previous line, and C(seq), a counter across runs; the
     current head (hash and seq) is written to C(head.json) in the state directory after every record and,
     when O(syslog_address) is set, each run's final head is sent to syslog. Verify with
-    C(gpuops.cluster.audit_verify) or C(python -m ansible_collections.gpuops.cluster.plugins.module_utils._audit).
+    C(gpuops.cluster.audit_verify) or C(python -m ansible_collections.gpuops.cluster.plugins.plugin_utils._audit).
   - Never logs task arguments or result values. Diffs are summarized as key names and line counts. Values of
     extra vars, play vars and module arguments whose names look secret (password, token, secret, key, ...) are
     replaced by C(********) wherever they would appear (failure messages, task names).
@@ -86,7 +86,7 @@ import uuid
 from ansible import context
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _audit
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit
 
 #: Environment variable the callback exports while it is loaded (read by the change_window action).
 MARKER_ENV = "GPUOPS_AUDIT_ACTIVE"

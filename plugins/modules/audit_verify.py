@@ -1,7 +1,7 @@
-#!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# This file only documents the action plugin plugins/action/audit_verify.py (it runs on the controller).
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ description:
     chain alone.
   - Run it where the log is, normally the controller (delegate to localhost).
   - The same check without Ansible -
-    C(python -m ansible_collections.gpuops.cluster.plugins.module_utils._audit LOG --head HEAD).
+    C(python -m ansible_collections.gpuops.cluster.plugins.plugin_utils._audit LOG --head HEAD).
 options:
   path:
     description: The audit log.
@@ -151,33 +151,3 @@ runs:
   type: list
   sample: [0c6e2f5ab8e94b4f8c4f6d1e2a3b4c5d]
 """
-
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.gpuops.cluster.plugins.module_utils._audit import default_head_path, verify
-
-
-def main():
-    module = AnsibleModule(
-        argument_spec={
-            "path": {"type": "path", "required": True},
-            "head": {"type": "path"},
-            "chain_only": {"type": "bool", "default": False},
-            "anchor": {"type": "str"},
-            "fail_on_broken": {"type": "bool", "default": True},
-        },
-        supports_check_mode=True,
-    )
-    path = module.params["path"]
-    chain_only = module.params["chain_only"]
-    head = None if chain_only else (module.params["head"] or default_head_path(path))  # "~" already expanded
-    res = verify(path, head, chain_only=chain_only, anchor=module.params["anchor"])
-    res["expected_head"] = head
-    res.pop("path", None)
-    if not res["ok"] and module.params["fail_on_broken"]:
-        module.fail_json(msg="audit log %s does not verify: %s" % (path, res["reason"]), **res)
-    module.exit_json(changed=False, **res)
-
-
-if __name__ == "__main__":
-    main()

@@ -13,8 +13,8 @@ import time
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.action.change_window import decide
-from ansible_collections.gpuops.cluster.plugins.module_utils import _audit as A
-from ansible_collections.gpuops.cluster.plugins.module_utils import _windows as W
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit as A
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _windows as W
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TARGET = os.path.join(ROOT, "tests", "integration", "targets", "change_guard")

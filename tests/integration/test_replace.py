@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _inspect, _replace
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _replace
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))

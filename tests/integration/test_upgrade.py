@@ -183,7 +183,7 @@ def test_clean_rollout_in_planned_batches(bed, tmp_path):
     assert "| %s | 0 | upgraded | vbios | 96.00.74.00.0D | 96.00.99.00.01 |" % batches[0][0] in md
     assert "driver 535.161.08, fabric_manager 535.161.08" in md
     # the trail is intact
-    v = subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "ansible_collections.gpuops.cluster.plugins.module_utils._audit",
+    v = subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "ansible_collections.gpuops.cluster.plugins.plugin_utils._audit",
                         str(r.state / "audit" / "audit.log")], env=dict(testbed.env, PYTHONPATH=str(ROOT / "build")),
                        capture_output=True, text=True, check=False)  # fmt: skip
     assert v.returncode == 0, v.stdout + v.stderr

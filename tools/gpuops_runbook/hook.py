@@ -444,11 +444,11 @@ def audit_run_ids(audit_log: str, offset: int, pids: set, playbook: str) -> List
 
 # ------------------------------------------------------------------------------------------------------ audit
 def _audit_module(root: str) -> Any:
-    """The collection's audit chain writer (plugins/module_utils/_audit.py), imported from the collections path
+    """The collection's audit chain writer (plugins/plugin_utils/_audit.py), imported from the collections path
     the playbooks use ($ANSIBLE_COLLECTIONS_PATH, else <root>/build)."""
     import importlib
 
-    rel = os.path.join("ansible_collections", "gpuops", "cluster", "plugins", "module_utils", "_audit.py")
+    rel = os.path.join("ansible_collections", "gpuops", "cluster", "plugins", "plugin_utils", "_audit.py")
     dirs = [d for d in os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(os.pathsep) if d]
     dirs.append(os.path.join(root, "build"))
     found = next((d for d in dirs if os.path.isfile(os.path.join(d, rel))), None)
@@ -456,7 +456,7 @@ def _audit_module(root: str) -> Any:
         raise OSError("cannot find the collection's audit writer (%s) under %s" % (rel, ", ".join(dirs)))
     if found not in sys.path:
         sys.path.insert(0, found)
-    return importlib.import_module("ansible_collections.gpuops.cluster.plugins.module_utils._audit")
+    return importlib.import_module("ansible_collections.gpuops.cluster.plugins.plugin_utils._audit")
 
 
 def record_approval(root: str, audit_log: str, req: Dict[str, Any], ident: str) -> Dict[str, Any]:

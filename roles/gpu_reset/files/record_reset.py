@@ -16,7 +16,7 @@ def main() -> int:
     for _level in range(7):
         root = os.path.dirname(root)
     sys.path.insert(0, root)
-    from ansible_collections.gpuops.cluster.plugins.module_utils._state import StateError, record_gpu_reset_file
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError, record_gpu_reset_file
 
     try:
         p = json.loads(sys.stdin.read())

@@ -35,7 +35,7 @@ def _import_path() -> None:
 def main() -> int:
     _import_path()
     from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
-    from ansible_collections.gpuops.cluster.plugins.module_utils._guard import (
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils._guard import (
         GuardError,
         cluster_from_slurm,
         guard_and_claim,
@@ -43,7 +43,7 @@ def main() -> int:
         targets_from_findings,
     )
     from ansible_collections.gpuops.cluster.plugins.module_utils._slurm_parse import parse_show_node
-    from ansible_collections.gpuops.cluster.plugins.module_utils._state import StateError
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError
 
     try:
         p = json.loads(sys.stdin.read())

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Controller-side entry of plugins/module_utils/_replace.py for the gpuops.cluster.replace role.
+"""Controller-side entry of plugins/plugin_utils/_replace.py for the gpuops.cluster.replace role.
 
 ``replace_cli.py <open|step|stop|show|inventory|verify|manifest|verify-manifest>`` reads one JSON request on stdin and
 prints the JSON answer (exit 0), or {"failed": true, "msg": ...} (exit 2). Collection roles cannot ship modules,
@@ -25,6 +25,6 @@ def _import_path() -> None:
 
 if __name__ == "__main__":
     _import_path()
-    from ansible_collections.gpuops.cluster.plugins.module_utils._replace import main
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils._replace import main
 
     sys.exit(main())

@@ -17,8 +17,10 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _common as C
-from ansible_collections.gpuops.cluster.plugins.module_utils import _inspect, _livecapture, _replace, _state
-from ansible_collections.gpuops.cluster.plugins.modules import onboard_stage, upgrade_report
+from ansible_collections.gpuops.cluster.plugins.module_utils import _livecapture
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _replace, _state
+from ansible_collections.gpuops.cluster.plugins.action import onboard_stage
+from ansible_collections.gpuops.cluster.plugins.modules import upgrade_report
 
 SECRET = "victim-file-content"
 
@@ -241,11 +243,11 @@ def test_upgrade_report_files_are_private(tmp_path, capsys, victim):
     assert rc == 0 and victim.read_text() == SECRET and not os.path.islink(out["markdown_path"])
 
 
-def test_onboarding_records_and_signoff_are_private(tmp_path, capsys):
+def test_onboarding_records_and_signoff_are_private(tmp_path, run_action):
     base = {"state_dir": str(tmp_path / "state"), "host": "n1", "node_class": "h100"}
-    _run_module(onboard_stage, dict(base, stage="inventory", problems=["GPU count 7"], ticket="T-1", by="a"), capsys)
-    rc, out = _run_module(onboard_stage, dict(base, action="signoff"), capsys)
-    assert rc == 0, out
+    run_action(onboard_stage, dict(base, stage="inventory", problems=["GPU count 7"], ticket="T-1", by="a"))
+    out = run_action(onboard_stage, dict(base, action="signoff"))
+    assert not out.get("failed"), out
     for key in ("record", "signoff_json", "signoff_md"):
         assert_private(out["paths"][key])
     assert_private_dir(tmp_path / "state" / "onboarding")

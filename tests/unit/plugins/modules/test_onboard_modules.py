@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""gpuops.cluster.nccl_test_info and gpuops.cluster.onboard_stage as Ansible runs them (argument spec, exit JSON)."""
+"""gpuops.cluster.nccl_test_info (a module) and gpuops.cluster.onboard_stage (an action) as Ansible runs them."""
 
 from __future__ import annotations
 
@@ -12,12 +12,19 @@ from pathlib import Path
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpuops.cluster.plugins.modules import nccl_test_info, onboard_stage
+from ansible_collections.gpuops.cluster.plugins.action import onboard_stage
+from ansible_collections.gpuops.cluster.plugins.modules import nccl_test_info
+
+from conftest import _run_action  # tests/unit/conftest.py
 
 FIX = Path(__file__).resolve().parents[3] / "fixtures" / "nccl"
 
 
 def run(mod, args, capsys):
+    if mod is onboard_stage:  # a controller step: an action plugin
+        args = dict(args)
+        out = _run_action(mod, args, check_mode=bool(args.pop("_ansible_check_mode", False)))
+        return (1 if out.get("failed") else 0), out
     with patch_module_args(args), pytest.raises(SystemExit) as exc:
         mod.main()
     return exc.value.code, json.loads(capsys.readouterr().out)

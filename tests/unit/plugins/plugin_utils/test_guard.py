@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Unit tests for the isolation blast-radius guard (plugins/module_utils/_guard.py)."""
+"""Unit tests for the isolation blast-radius guard (plugins/plugin_utils/_guard.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _guard
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _guard
 from ansible_collections.gpuops.cluster.plugins.module_utils._slurm_parse import parse_show_node
 
 NOW = 1_800_000_000.0

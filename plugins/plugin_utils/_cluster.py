@@ -19,8 +19,8 @@ from __future__ import annotations
 import datetime
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._checks import domain_states, finding_domain
-from ansible_collections.gpuops.cluster.plugins.module_utils._policy import (
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import domain_states, finding_domain
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import (
     DEFAULT_POLICY,
     is_withheld,
     parse_time,

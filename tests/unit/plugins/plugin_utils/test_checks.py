@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _checks as C
-from ansible_collections.gpuops.cluster.plugins.module_utils import _policy as P
-from ansible_collections.gpuops.cluster.plugins.module_utils import _state as S
-from ansible_collections.gpuops.cluster.plugins.module_utils._cluster import node_status
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks as C
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy as P
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _state as S
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._cluster import node_status
 
 NOW = "2026-12-02T10:00:00Z"
 HOST = "gpu-node-07"
@@ -210,7 +210,7 @@ def test_finding_shape_and_catalogue_matches_docs():
     assert f["id"] == "%s:gpu.xid:gpu0:79" % HOST and f["host"] == HOST and f["cause"] is None
     assert f["respond_by"] == "2026-12-02T10:30:00Z"
     assert f["action"] in P.ACTIONS
-    with open(__file__.replace("tests/unit/plugins/module_utils/test_checks.py", "docs/checks.md")) as fh:
+    with open(__file__.replace("tests/unit/plugins/plugin_utils/test_checks.py", "docs/checks.md")) as fh:
         doc = fh.read()
     for check in C.CHECKS:
         assert "`%s`" % check in doc, check

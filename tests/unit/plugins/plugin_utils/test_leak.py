@@ -1,4 +1,4 @@
-"""Leak detection, scope and run result (plugins/module_utils/_leak.py)."""
+"""Leak detection, scope and run result (plugins/plugin_utils/_leak.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _bmc, _ipmi, _leak, _redfish
+from ansible_collections.gpuops.cluster.plugins.module_utils import _bmc, _ipmi, _redfish
+
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _leak
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 

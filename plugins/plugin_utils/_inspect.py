@@ -16,7 +16,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _checks, _cluster, _policy, _report, _state
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _cluster, _policy, _report, _state
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ensure_private_dir,

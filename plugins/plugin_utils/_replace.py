@@ -4,7 +4,7 @@
 """Drain-and-replace (docs/replace.md): part inventories, replacement verification, evidence manifest and the
 replacement record state machine. Pure functions plus small file helpers for the record and the manifest.
 
-``python -m ansible_collections.gpuops.cluster.plugins.module_utils._replace <command>`` reads a JSON request on
+``python -m ansible_collections.gpuops.cluster.plugins.plugin_utils._replace <command>`` reads a JSON request on
 stdin and prints JSON (the ``gpuops.cluster.replace`` role calls it on the controller). Python 3.8+, no Ansible.
 """
 
@@ -19,7 +19,7 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, normalize_bus_id
-from ansible_collections.gpuops.cluster.plugins.module_utils._state import StateError, StateLock, atomic_write_json
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError, StateLock, atomic_write_json
 
 SCHEMA = "gpuops.replace/v1"
 MANIFEST_SCHEMA = "gpuops.evidence/v1"

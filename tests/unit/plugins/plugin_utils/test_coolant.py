@@ -11,7 +11,9 @@ import copy
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _bmc, _checks, _ipmi, _leak, _policy, _redfish
+from ansible_collections.gpuops.cluster.plugins.module_utils import _bmc, _ipmi, _redfish
+
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _leak, _policy
 
 INV = {"n1": {"gpuops_leak_domain": "cdu-a"}, "n2": {"gpuops_leak_domain": "cdu-a"}, "n3": {"gpuops_leak_domain": "b"}}
 NOW = 1_764_669_600.0

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _ib, _nvsmi_xml, _redfish
-from ansible_collections.gpuops.cluster.plugins.module_utils import _upgrade as U
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _upgrade as U
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 FIX = os.path.join(ROOT, "tests", "fixtures")

@@ -13,7 +13,7 @@
   requested targets lie inside it.
 - ``findings(...)`` / ``power_verdict(...)``: the run result (P0 "power-off unconfirmed", P2 "sensor unreadable").
 
-``python -m ansible_collections.gpuops.cluster.plugins.module_utils._leak <assess|finish|detect>`` reads a JSON
+``python -m ansible_collections.gpuops.cluster.plugins.plugin_utils._leak <assess|finish|detect>`` reads a JSON
 request on stdin and prints the JSON answer (used by the ``gpuops.cluster.leak_response`` role on the
 controller). Python 3.8+, no Ansible imports.
 """

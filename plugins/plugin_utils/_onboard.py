@@ -21,7 +21,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _upgrade
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _upgrade
 
 SCHEMA = "gpuops.onboarding/v1"
 STAGES = ("inventory", "compliance", "health", "burnin", "baseline", "service")

@@ -18,7 +18,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import normalize_bus_id
-from ansible_collections.gpuops.cluster.plugins.module_utils._policy import (
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import (
     ACTIONS as _ACTIONS,
     DEFAULT_POLICY,
     SEVERITIES,
@@ -29,7 +29,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._policy import (
     validate_profile,
     withhold_disruptive,
 )
-from ansible_collections.gpuops.cluster.plugins.module_utils._state import normalize_host_state
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import normalize_host_state
 from ansible_collections.gpuops.cluster.plugins.module_utils import _xid_catalog
 
 #: Every check id -> what it reads (the catalogue docs/checks.md is written from; a test keeps them in sync).

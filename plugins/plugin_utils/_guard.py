@@ -27,7 +27,7 @@ import time
 from typing import Any, Dict, Iterable, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
-from ansible_collections.gpuops.cluster.plugins.module_utils._state import StateError, StateLock
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError, StateLock
 
 HISTORY_SCHEMA = "gpuops.isolation-history/v1"
 LOCK_NAME = "isolation-guard"

@@ -1,4 +1,4 @@
-"""Part inventories, replacement verification, evidence manifest and the record (plugins/module_utils/_replace.py)."""
+"""Part inventories, replacement verification, evidence manifest and the record (plugins/plugin_utils/_replace.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _ipmi, _nvsmi_xml, _redfish, _replace
+from ansible_collections.gpuops.cluster.plugins.module_utils import _ipmi, _nvsmi_xml, _redfish
+
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _replace
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 

@@ -16,7 +16,7 @@ record the log must still contain at its ``seq``.
 
 Command line (no Ansible needed)::
 
-    python -m ansible_collections.gpuops.cluster.plugins.module_utils._audit LOG [--head HEAD.json|HASH]
+    python -m ansible_collections.gpuops.cluster.plugins.plugin_utils._audit LOG [--head HEAD.json|HASH]
         [--anchor SEQ:HASH|HEAD-JSON] [--chain-only]
 """
 

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _checks as C
-from ansible_collections.gpuops.cluster.plugins.module_utils import _cluster as K
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks as C
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _cluster as K
 from ansible_collections.gpuops.cluster.plugins.module_utils import _collect
-from ansible_collections.gpuops.cluster.plugins.module_utils import _inspect
-from ansible_collections.gpuops.cluster.plugins.module_utils import _policy as P
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy as P
 
 REPO = Path(__file__).resolve().parents[4]
 TOOLS = str(REPO / "tools")

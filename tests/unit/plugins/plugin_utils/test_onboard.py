@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _collect, _nccl, _onboard
+from ansible_collections.gpuops.cluster.plugins.module_utils import _collect, _nccl
+
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _onboard
 
 REPO = Path(__file__).resolve().parents[4]
 TOOLS = str(REPO / "tools")
@@ -273,8 +275,8 @@ def test_garbage_inputs_never_raise():
 
 def test_golden_baseline_is_read_by_later_inspections(healthy, tmp_path):
     """Stage 5 through the module's own code path, then a plain inspection with the same state dir: drift."""
-    from ansible_collections.gpuops.cluster.plugins.module_utils import _inspect
-    from ansible_collections.gpuops.cluster.plugins.modules import onboard_stage
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect
+    from ansible_collections.gpuops.cluster.plugins.action import onboard_stage
 
     state, facts, tmp = healthy
     p = {"stage": "baseline", "problems": None, "facts": facts, "state_dir": str(tmp_path), "host": "gpu-node-01"}

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _policy as P
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy as P
 
 
 def test_defaults_validate_and_are_not_mutated():
