@@ -82,10 +82,11 @@ integration:
 test: setup
 	bash tests/run-stages.sh
 
-# molecule scenarios for the isolate and onboard roles, each on its own 4-node test bed (create/destroy)
+# every molecule scenario (one per role that changes a node), each on its own 4-node test bed (create/destroy);
+# MOLECULE_SCENARIOS="isolate onboard" runs some of them
+MOLECULE_SCENARIOS ?= $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
 molecule:
-	env -u GPUOPS_TB -u GPUOPS_TB_PREFIX $(BIN)/molecule test -s isolate
-	env -u GPUOPS_TB -u GPUOPS_TB_PREFIX $(BIN)/molecule test -s onboard
+	rc=0; for s in $(MOLECULE_SCENARIOS); do env -u GPUOPS_TB -u GPUOPS_TB_PREFIX $(BIN)/molecule test -s $$s || rc=1; done; exit $$rc
 
 DEMO_REPORT ?= $(ROOT)/reports/demo
 demo: setup
