@@ -27,6 +27,13 @@ from ansible_collections.gpuops.cluster.plugins.module_utils import _xid_catalog
 POLICY_VERSION = "2026.12.1"
 
 SEVERITIES = ("P0", "P1", "P2", "P3")
+_SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+
+
+def severity_rank(severity: Any) -> int:
+    """Position on the severity scale (P0 = 0 ... P3 = 3); anything else (None, "P4", junk) sorts last (9)."""
+    return _SEVERITY_RANK.get(str(severity).strip().upper() if severity is not None else "", 9)
+
 #: The action vocabulary (docs/findings.md) is defined once, with the Xid catalogue that uses it first.
 ACTIONS = _xid_catalog.ACTIONS
 #: How an active (remembered) fault clears; see docs/checks.md "Clearing".

@@ -201,3 +201,9 @@ def test_bad_values_in_open_maps_and_ranges_fail_naming_the_key(overrides, key):
     with pytest.raises(P.PolicyError) as exc:
         P.merge_policy(None, overrides)
     assert key in str(exc.value)
+
+
+def test_severity_rank_is_the_one_scale():
+    assert [P.severity_rank(s) for s in ("P0", "p1", " P2 ", "P3")] == [0, 1, 2, 3]
+    assert P.severity_rank("P4") == P.severity_rank(None) == P.severity_rank("junk") == 9
+    assert sorted(["P3", "P4", "P0", None, "P1"], key=P.severity_rank)[:3] == ["P0", "P1", "P3"]
