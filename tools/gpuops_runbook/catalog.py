@@ -47,45 +47,68 @@ def load(path: str) -> Dict[str, Any]:
     return data
 
 
+def _shape_problems(e: Dict[str, Any], where: str, seen: set) -> List[str]:
+    """Key types, the id (pattern, unique) and the change class of one entry."""
+    problems = [
+        "%s: `%s` must be a %s" % (where, key, typ.__name__)
+        for key, typ in ENTRY_KEYS.items()
+        if not isinstance(e.get(key), typ)
+    ]
+    if isinstance(e.get("id"), str):
+        if not _ID.fullmatch(e["id"]):
+            problems.append("%s: id must match %s" % (where, _ID.pattern))
+        if e["id"] in seen:
+            problems.append("%s: duplicate id" % where)
+        seen.add(e["id"])
+    if e.get("change_class") not in CHANGE_CLASSES:
+        problems.append("%s: change_class must be one of %s" % (where, ", ".join(CHANGE_CLASSES)))
+    return problems
+
+
+def _finding_problems(e: Dict[str, Any], where: str) -> List[str]:
+    """`checks` are '<domain>.<check>' names, `codes` '<check>:<code>' strings."""
+    problems = [
+        "%s: bad check %r" % (where, check)
+        for check in e.get("checks") or []
+        if not isinstance(check, str) or not _CHECK.fullmatch(check)
+    ]
+    problems += [
+        "%s: codes are '<check>:<code>' strings, got %r" % (where, code)
+        for code in e.get("codes") or []
+        if not isinstance(code, str) or ":" not in code or not _CHECK.fullmatch(code.split(":", 1)[0])
+    ]
+    return problems
+
+
+def _vars_problems(e: Dict[str, Any], where: str) -> List[str]:
+    """ticket_vars take a known source and never a reserved name; extra_vars never set a reserved name."""
+    problems: List[str] = []
+    tv = e.get("ticket_vars")
+    for var, src in tv.items() if isinstance(tv, dict) else ():
+        if src not in TICKET_SOURCES:
+            problems.append("%s: ticket_vars.%s must be one of %s" % (where, var, ", ".join(TICKET_SOURCES)))
+        if var in RESERVED_VARS:
+            problems.append("%s: ticket_vars may not name %s" % (where, var))
+    ev = e.get("extra_vars")
+    if isinstance(ev, dict) and any(k in RESERVED_VARS for k in ev):
+        problems.append("%s: extra_vars may not set %s" % (where, ", ".join(sorted(RESERVED_VARS))))
+    return problems
+
+
 def validate(data: Any) -> List[str]:
     """Shape problems of a catalogue document (empty list = fine). Files are checked by the tests."""
     if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
         return ["top level must be a mapping with an `entries` list"]
     problems: List[str] = []
-    seen = set()
+    seen: set = set()
     for i, e in enumerate(data["entries"]):
-        where = "entries[%d]" % i
         if not isinstance(e, dict):
-            problems.append("%s is not a mapping" % where)
+            problems.append("entries[%d] is not a mapping" % i)
             continue
         where = "entry %s" % e.get("id", i)
-        for key, typ in ENTRY_KEYS.items():
-            if not isinstance(e.get(key), typ):
-                problems.append("%s: `%s` must be a %s" % (where, key, typ.__name__))
-        if isinstance(e.get("id"), str):
-            if not _ID.fullmatch(e["id"]):
-                problems.append("%s: id must match %s" % (where, _ID.pattern))
-            if e["id"] in seen:
-                problems.append("%s: duplicate id" % where)
-            seen.add(e["id"])
-        if e.get("change_class") not in CHANGE_CLASSES:
-            problems.append("%s: change_class must be one of %s" % (where, ", ".join(CHANGE_CLASSES)))
-        for check in e.get("checks") or []:
-            if not isinstance(check, str) or not _CHECK.fullmatch(check):
-                problems.append("%s: bad check %r" % (where, check))
-        for code in e.get("codes") or []:
-            if not isinstance(code, str) or ":" not in code or not _CHECK.fullmatch(code.split(":", 1)[0]):
-                problems.append("%s: codes are '<check>:<code>' strings, got %r" % (where, code))
-        tv = e.get("ticket_vars")
-        if isinstance(tv, dict):
-            for var, src in tv.items():
-                if src not in TICKET_SOURCES:
-                    problems.append("%s: ticket_vars.%s must be one of %s" % (where, var, ", ".join(TICKET_SOURCES)))
-                if var in RESERVED_VARS:
-                    problems.append("%s: ticket_vars may not name %s" % (where, var))
-        ev = e.get("extra_vars")
-        if isinstance(ev, dict) and any(k in RESERVED_VARS for k in ev):
-            problems.append("%s: extra_vars may not set %s" % (where, ", ".join(sorted(RESERVED_VARS))))
+        problems += _shape_problems(e, where, seen)
+        problems += _finding_problems(e, where)
+        problems += _vars_problems(e, where)
     unmapped = data.get("unmapped", {})
     if not isinstance(unmapped, dict) or not all(isinstance(v, str) and v.strip() for v in unmapped.values()):
         problems.append("`unmapped` must map a check to a non-empty reason")

@@ -8,7 +8,8 @@
   stay under (``--config`` / ``$GPUOPS_RUNBOOK_CONFIG``; docs/operations.md "Ticket hook").
 - ``same_person`` / ``confine``: approver != requester (case-, width- and whitespace-insensitive) and
   realpath confinement of report/state paths.
-- ``private_dir`` / ``write_private``: files 0600 and directories 0700 whatever the umask.
+- ``private_dir`` / ``write_private``: files 0600 and directories 0700 whatever the umask (the files through the
+  collection's own atomic writer, found on the collections path).
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ import json
 import math
 import os
 import re
-import tempfile
 import unicodedata
 from typing import Any, Dict, Iterable, List, Optional
 
 import yaml
+
+from gpuops_runbook import collection
 
 #: Mapping keys of payload data (extra_vars values, approval): identifiers only.
 KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
@@ -140,22 +142,10 @@ def private_dir(path: str) -> str:
 
 
 def write_private(path: str, text: str) -> None:
-    """Atomically write `text` to `path`, 0600 whatever the umask (temp file in the same directory)."""
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=d)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Atomically write `text` to `path`, 0600 whatever the umask: the collection's own private atomic writer
+    (plugins/module_utils/_common.py ``write_private_atomic``). Without the collection on the collections path
+    this raises collection.CollectionNotFound and writes nothing."""
+    collection.common().write_private_atomic(path, text, 0o600)
 
 
 # ------------------------------------------------------------------------------------------------ people, paths

@@ -513,3 +513,27 @@ def test_cli_lookup(capsys):
     assert json.loads(capsys.readouterr().out)["entry"]["id"] == "gpu_fell_off_bus"
     assert cli.main(["lookup", "--check", "node.services"]) == 1
     assert "persistenced" in json.loads(capsys.readouterr().out)["unmapped_reason"]
+
+
+# ------------------------------------------------------------------------ the collection's code, not a copy
+def test_private_writes_use_the_collections_writer_and_fail_closed_without_it(tmp_path, monkeypatch):
+    from gpuops_runbook import collection
+
+    common = collection.common()
+    assert common.__name__ == "ansible_collections.gpuops.cluster.plugins.module_utils._common"
+    assert hook._audit_module(ROOT).__name__.endswith("plugin_utils._audit")
+    old = os.umask(0o000)
+    try:
+        safety.write_private(str(tmp_path / "new" / "r.json"), "{}")
+    finally:
+        os.umask(old)
+    assert oct(os.stat(tmp_path / "new" / "r.json").st_mode & 0o777) == "0o600"
+    assert oct(os.stat(tmp_path / "new").st_mode & 0o777) == "0o700"
+    # no collection on the collections path: a clear error, and nothing is written
+    monkeypatch.setenv("ANSIBLE_COLLECTIONS_PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("GPUOPS_ROOT", str(tmp_path))
+    with pytest.raises(collection.CollectionNotFound, match="ANSIBLE_COLLECTIONS_PATH"):
+        safety.write_private(str(tmp_path / "x.json"), "{}")
+    assert not os.path.exists(tmp_path / "x.json")
+    with pytest.raises(OSError, match="gpuops.cluster"):
+        hook._audit_module(str(tmp_path))
