@@ -16,6 +16,7 @@ Stdlib only; runs under /usr/bin/python3 and the venv.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -228,20 +229,32 @@ def _one_host(job) -> tuple:
     return h, expect, benign, prev is not None
 
 
-def generate(
-    nodes: int,
-    out: str,
-    seed: int = 7,
-    faults: str = "default",
-    write_states: bool = False,
-    portable: bool = False,
-    workers: int = 1,
-    layout: str = "build",
-    driver: str = DEFAULT_DRIVER,
-) -> dict:
-    """layout "build": DIR/{captures,previous,states}/, DIR/inventory/, DIR/answer_key.json.
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """How generate() writes the cluster: also the simnode states, capture paths relative to the inventory,
+    worker processes, the directory layout (build | inventory) and every node's NVIDIA driver."""
+
+    write_states: bool = False
+    portable: bool = False
+    workers: int = 1
+    layout: str = "build"
+    driver: str = DEFAULT_DRIVER
+
+
+def generate(nodes: int, out: str, seed: int = 7, faults: str = "default", **options) -> dict:
+    """`options`: the fields of Options (write_states, portable, workers, layout, driver), by keyword.
+
+    layout "build": DIR/{captures,previous,states}/, DIR/inventory/, DIR/answer_key.json.
     layout "inventory" (an inventory directory such as inventories/sim): DIR/hosts.yml, DIR/group_vars/, and the
     data under DIR/.sim/ (a hidden directory: `-i DIR` must not parse captures or the answer key as inventory)."""
+    opt = Options(**options)
+    write_states, portable, workers, layout, driver = (
+        opt.write_states,
+        opt.portable,
+        opt.workers,
+        opt.layout,
+        opt.driver,
+    )
     if layout not in ("build", "inventory"):
         raise SystemExit("generate.py: --layout is build or inventory")
     inv = os.path.join(out, "inventory") if layout == "build" else out
@@ -355,7 +368,17 @@ def main(argv=None) -> int:
     if a.nodes < 1:
         ap.error("--nodes must be >= 1")
     t0 = time.time()
-    key = generate(a.nodes, a.out, a.seed, a.faults, a.write_states, a.portable, max(1, a.jobs), a.layout, a.driver)
+    key = generate(
+        a.nodes,
+        a.out,
+        a.seed,
+        a.faults,
+        write_states=a.write_states,
+        portable=a.portable,
+        workers=max(1, a.jobs),
+        layout=a.layout,
+        driver=a.driver,
+    )
     print(summary(key, a.out, time.time() - t0))
     return 0
 

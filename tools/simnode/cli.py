@@ -64,63 +64,92 @@ def _select(state: dict, args: list):
     return view, None
 
 
+_NO_DRIVER = (
+    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+    "Make sure that the latest NVIDIA driver is installed and running.\n\n"
+)
+
+
+def _lost(view: dict):
+    """The GPU-lost answer (real nvidia-smi prints the one-line error on stdout, nothing else), or None."""
+    lost = rg.lost_gpus(view)
+    return Result(rg.lost_message(lost[0]) + "\n", "", rg.RC_GPU_LOST) if lost else None
+
+
+def _smi_version(state: dict, view: dict, args: list) -> Result:
+    drv = state["driver_version"]
+    return Result(
+        "NVIDIA-SMI version  : %s\nNVML version        : %s\nDRIVER version      : %s\nCUDA Version        : %s\n"
+        % (drv, drv.split(".")[0] + "." + drv.split(".", 1)[1], drv, state["cuda_version"])
+    )
+
+
+def _smi_nvlink(state: dict, view: dict, args: list) -> Result:
+    if "-e" in args or "--errorcounters" in args:
+        return _lost(view) or Result(rg.nvlink_errors(view))
+    return _lost(view) or Result(rg.nvlink_status(view))
+
+
+def _smi_list(state: dict, view: dict, args: list) -> Result:
+    out = "".join(
+        (rg.lost_message(g) if g.get("lost") else "GPU %d: %s (UUID: %s)" % (g["index"], g["name"], g["uuid"])) + "\n"
+        for g in view["gpus"]
+    )
+    return Result(out, "", rg.RC_GPU_LOST if rg.lost_gpus(view) else 0)
+
+
+def _smi_query_gpu(state: dict, view: dict, args: list) -> Result:
+    lost = _lost(view)
+    if lost:
+        return lost
+    fmt = _opt(args, "--format") or "csv"
+    fields = [f.strip() for f in _opt(args, "--query-gpu").split(",") if f.strip()]
+    out, rc = rg.nvidia_smi_query(view, fields, fmt)
+    return Result(out, "", rc)
+
+
+def _is_query(args: list) -> bool:
+    return (
+        "-q" in args
+        or "--query" in args
+        or any(a.startswith("-q") and len(a) > 2 and set(a[1:]) <= {"q", "x"} for a in args)
+    )
+
+
+def _smi_query(state: dict, view: dict, args: list) -> Result:
+    lost = _lost(view)
+    if lost:
+        return lost
+    xml = "-x" in args or "--xml-format" in args or any(a in ("-qx", "-xq") for a in args)
+    return Result(rg.nvidia_smi_xml(view) if xml else rg.nvidia_smi_text(view))
+
+
+def _smi_table(state: dict, view: dict, args: list) -> Result:
+    return _lost(view) or Result(summary_table(view))
+
+
+#: nvidia-smi's modes, first match wins: (does argv ask for it, answer).
+_SMI_MODES = (
+    (lambda args: "--version" in args, _smi_version),
+    (lambda args: bool(args) and args[0] == "nvlink", _smi_nvlink),
+    (lambda args: "-L" in args or "--list-gpus" in args, _smi_list),
+    (lambda args: _opt(args, "--query-gpu") is not None, _smi_query_gpu),
+    (_is_query, _smi_query),
+    (lambda args: not args, _smi_table),
+)
+
+
 def nvidia_smi(state: dict, args: list) -> Result:
     if state.get("driver_loaded") is False:
-        return Result(
-            "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n\n",
-            "",
-            9,
-        )
+        return Result(_NO_DRIVER, "", 9)
     if "-r" in args or "--gpu-reset" in args:
         return gpu_reset(state, args)
     view, err = _select(state, args)
     if err:
         return err
-    lost = rg.lost_gpus(view)
-    if "--version" in args:
-        return Result(
-            "NVIDIA-SMI version  : %s\nNVML version        : %s\nDRIVER version      : %s\nCUDA Version        : %s\n"
-            % (
-                state["driver_version"],
-                state["driver_version"].split(".")[0] + "." + state["driver_version"].split(".", 1)[1],
-                state["driver_version"],
-                state["cuda_version"],
-            )
-        )
-    if args and args[0] == "nvlink":
-        if lost:
-            return Result(rg.lost_message(lost[0]) + "\n", "", rg.RC_GPU_LOST)
-        if "-e" in args or "--errorcounters" in args:
-            return Result(rg.nvlink_errors(view))
-        return Result(rg.nvlink_status(view))
-    if "-L" in args or "--list-gpus" in args:
-        out = "".join(
-            (rg.lost_message(g) if g.get("lost") else "GPU %d: %s (UUID: %s)" % (g["index"], g["name"], g["uuid"]))
-            + "\n"
-            for g in view["gpus"]
-        )
-        return Result(out, "", rg.RC_GPU_LOST if lost else 0)
-    query = _opt(args, "--query-gpu")
-    if query is not None:
-        if lost:
-            return Result(rg.lost_message(lost[0]) + "\n", "", rg.RC_GPU_LOST)
-        fmt = _opt(args, "--format") or "csv"
-        out, rc = rg.nvidia_smi_query(view, [f.strip() for f in query.split(",") if f.strip()], fmt)
-        return Result(out, "", rc)
-    if (
-        "-q" in args
-        or "--query" in args
-        or any(a.startswith("-q") and len(a) > 2 and set(a[1:]) <= {"q", "x"} for a in args)
-    ):
-        if lost:
-            # real nvidia-smi prints the one-line error on stdout and no XML/text at all
-            return Result(rg.lost_message(lost[0]) + "\n", "", rg.RC_GPU_LOST)
-        xml = "-x" in args or "--xml-format" in args or any(a in ("-qx", "-xq") for a in args)
-        return Result(rg.nvidia_smi_xml(view) if xml else rg.nvidia_smi_text(view))
-    if not args:
-        if lost:
-            return Result(rg.lost_message(lost[0]) + "\n", "", rg.RC_GPU_LOST)
-        return Result(summary_table(view))
+    for wants, answer in _SMI_MODES:
+        if wants(args):
+            return answer(state, view, args)
     return Result("", "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n\n", 2)
 
 
@@ -242,44 +271,55 @@ def ibstat(state: dict, args: list) -> Result:
 _IPMI_OPTS = {"-I", "-H", "-U", "-P", "-C", "-L", "-p", "-y", "-f", "-R", "-N", "-T", "-t", "-b", "-B", "-m", "-o"}
 
 
-def ipmitool(state: dict, args: list) -> Result:
+def _ipmi_words(args: list) -> list:
+    """The command words of an ipmitool argv: options and the values of value-taking options dropped."""
     rest = []
     skip = False
     for a in args:
         if skip:
             skip = False
-            continue
-        if a in _IPMI_OPTS:
+        elif a in _IPMI_OPTS:
             skip = True
-            continue
-        if a.startswith("-"):
-            continue
-        rest.append(a)
-    cmd = rest[:2]
-    if cmd[:1] == ["sdr"]:
-        if len(rest) >= 2 and rest[1] == "elist":
-            return Result(rm.sdr_elist(state))
-        if len(rest) == 1 or rest[1] == "list":
-            return Result(rm.sdr_list(state))
-        if rest[1] == "type" and len(rest) > 2:
-            want = " ".join(rest[2:]).lower()
-            view = dict(state)
-            view["bmc"] = dict(state["bmc"])
-            words = {"power supply": "psu", "fan": "fan", "temperature": "temp"}
-            key = words.get(want, want)
-            view["bmc"]["sensors"] = [s for s in state["bmc"]["sensors"] if key in s["name"].lower()]
-            return Result(rm.sdr_elist(view))
-    if cmd == ["sel", "elist"]:
-        return Result(rm.sel_list(state, extended=True))
-    if cmd == ["sel", "list"]:
-        return Result(rm.sel_list(state, extended=False))
-    if cmd == ["sel", "info"]:
-        return Result(rm.sel_info(state))
-    if cmd[:1] == ["fru"]:
-        return Result(rm.fru_print(state))
-    if cmd == ["mc", "info"]:
-        return Result(rm.mc_info(state))
-    return Result("", "Invalid command: %s\n" % " ".join(rest), 1)
+        elif not a.startswith("-"):
+            rest.append(a)
+    return rest
+
+
+_SDR_TYPES = {"power supply": "psu", "fan": "fan", "temperature": "temp"}
+
+
+def _ipmi_sdr(state: dict, rest: list):
+    """`sdr [list|elist|type T]`, or None for an sdr command it does not know."""
+    if len(rest) >= 2 and rest[1] == "elist":
+        return Result(rm.sdr_elist(state))
+    if len(rest) == 1 or rest[1] == "list":
+        return Result(rm.sdr_list(state))
+    if rest[1] == "type" and len(rest) > 2:
+        want = " ".join(rest[2:]).lower()
+        key = _SDR_TYPES.get(want, want)
+        view = dict(state)
+        view["bmc"] = dict(state["bmc"])
+        view["bmc"]["sensors"] = [s for s in state["bmc"]["sensors"] if key in s["name"].lower()]
+        return Result(rm.sdr_elist(view))
+    return None
+
+
+_IPMI_COMMANDS = {
+    ("sel", "elist"): lambda state: rm.sel_list(state, extended=True),
+    ("sel", "list"): lambda state: rm.sel_list(state, extended=False),
+    ("sel", "info"): rm.sel_info,
+    ("mc", "info"): rm.mc_info,
+}
+
+
+def ipmitool(state: dict, args: list) -> Result:
+    rest = _ipmi_words(args)
+    res = _ipmi_sdr(state, rest) if rest[:1] == ["sdr"] else None
+    if res is None and rest[:1] == ["fru"]:
+        res = Result(rm.fru_print(state))
+    if res is None and tuple(rest[:2]) in _IPMI_COMMANDS:
+        res = Result(_IPMI_COMMANDS[tuple(rest[:2])](state))
+    return res or Result("", "Invalid command: %s\n" % " ".join(rest), 1)
 
 
 def dcgmi(state: dict, args: list) -> Result:

@@ -374,6 +374,55 @@ def _wrap(text: str, width: int = 45) -> list:
     return [text[i : i + width] for i in range(0, len(text), width)] or [""]
 
 
+def _v3_result_rows(test: str, failing: list, gpus: list) -> list:
+    """DCGM 3.x: one 'Pass - All' / 'Fail - All' row, or a Pass row and a Fail row naming the GPUs."""
+    if not failing:
+        return [_row(test, "Pass - All")]
+    passing = [g["index"] for g in gpus if g["index"] not in failing]
+    if not passing:
+        return [_row(test, "Fail - All")]
+    return [
+        _row(test, "Pass - GPUs: %s" % ", ".join(map(str, passing))),
+        _row("", "Fail - GPU%s: %s" % ("s" if len(failing) > 1 else "", ", ".join(map(str, failing)))),
+    ]
+
+
+def _test_rows(test: str, failing: list, gpus: list, v4: bool, fail: dict) -> list:
+    """The rows of one test: its result (4.x: one row per GPU) and a warning per failing GPU."""
+    if v4:
+        out = [_row(test, "Fail" if failing else "Pass")]
+        out += [_row("", "GPU%d: %s" % (g["index"], "Fail" if g["index"] in failing else "Pass")) for g in gpus]
+    else:
+        out = _v3_result_rows(test, failing, gpus)
+    for idx in failing:
+        lines = _wrap(fail[idx] or ("GPU %d failed the test" % idx))
+        out.append(_row("Warning", lines[0]))
+        out += [_row("", m) for m in lines[1:]]
+    return out
+
+
+def _deployment_rows(state: dict, d: dict, gpus: list, v4: bool) -> list:
+    """The Metadata and Deployment sections (everything passed)."""
+    out = [
+        _section("Metadata", False),
+        _row("DCGM Version", d.get("version", "3.3.3")),
+        _row("Driver Version Detected", state["driver_version"]),
+        _row("GPU Device IDs Detected", (", " if v4 else ",").join(["2330"] * len(gpus))),
+        _section("Deployment", False),
+    ]
+    if v4:
+        return out + [_row("software", "Pass")] + [_row("", "GPU%d: Pass" % g["index"]) for g in gpus]
+    return out + [_row(t, "Pass") for t in _DEPLOY3]
+
+
+def _pending_rows(pending: list) -> list:
+    """DCGM 3.x refuses to run with a pending row remap: one Deployment error."""
+    msg = _wrap("GPU %d has uncorrectable memory errors and row remappings are pending" % pending[0]["index"])
+    out = [_section("Deployment", False), _row("Error", msg[0])]
+    out += [_row("", " " + m if i else m) for i, m in enumerate(msg[1:], 1)]
+    return out + [_BORDER]
+
+
 def dcgmi_diag(state: dict, level: int | None = None) -> tuple:
     """`dcgmi diag -r N` -> (stdout, rc). DCGM 3.x or 4.x layout by state["dcgm"]["version"]."""
     d = state["dcgm"]
@@ -387,64 +436,28 @@ def dcgmi_diag(state: dict, level: int | None = None) -> tuple:
             226,
         )
     v4 = str(d.get("version", "3.3.3")).split(".")[0] >= "4"
-    sep = ", " if v4 else ","
     fail = {int(k): v for k, v in (d.get("fail_gpus") or {}).items()}
     out = [] if v4 else ["Successfully ran diagnostic for group."]
     out += [_BORDER, _row("Diagnostic", "Result"), _BORDER.replace("-", "=")]
     pending = [g for g in gpus if g["remap"]["pending"]]
     if pending and not v4:
-        out.append(_section("Deployment", False))
-        msg = _wrap("GPU %d has uncorrectable memory errors and row remappings are pending" % pending[0]["index"])
-        out.append(_row("Error", msg[0]))
-        out += [_row("", " " + m if i else m) for i, m in enumerate(msg[1:], 1)]
-        out.append(_BORDER)
-        return "\n".join(out) + "\n", 226
-    out.append(_section("Metadata", False))
-    out.append(_row("DCGM Version", d.get("version", "3.3.3")))
-    out.append(_row("Driver Version Detected", state["driver_version"]))
-    out.append(_row("GPU Device IDs Detected", sep.join(["2330"] * len(gpus))))
-    out.append(_section("Deployment", False))
-    if v4:
-        out.append(_row("software", "Pass"))
-        out += [_row("", "GPU%d: Pass" % g["index"]) for g in gpus]
-    else:
-        out += [_row(t, "Pass") for t in _DEPLOY3]
+        return "\n".join(out + _pending_rows(pending)) + "\n", 226
+    out += _deployment_rows(state, d, gpus, v4)
     sections: dict = {}
     table = _DCGM4_TESTS if v4 else _DCGM3_TESTS
     for lvl in range(2, min(level, 3) + 1):
         for sec, test in table.get(lvl, []):
             sections.setdefault(sec, []).append(test)
-    failed_any = False
-    first_fail_test = True
+    first_fail_test = True  # the failing GPUs fail the first test that runs, the others pass
     for sec in ("Hardware", "Integration", "Stress") if v4 else ("Integration", "Hardware", "Stress"):
         out.append(_section(sec, True))
         for test in sections.get(sec, []):
             failing = sorted(fail) if first_fail_test else []
-            if failing:
-                failed_any = True
-            if v4:
-                out.append(_row(test, "Fail" if failing else "Pass"))
-                out += [_row("", "GPU%d: %s" % (g["index"], "Fail" if g["index"] in failing else "Pass")) for g in gpus]
-            elif failing:
-                passing = [g["index"] for g in gpus if g["index"] not in failing]
-                if passing:
-                    out.append(_row(test, "Pass - GPUs: %s" % ", ".join(map(str, passing))))
-                    out.append(
-                        _row("", "Fail - GPU%s: %s" % ("s" if len(failing) > 1 else "", ", ".join(map(str, failing))))
-                    )
-                else:
-                    out.append(_row(test, "Fail - All"))
-            else:
-                out.append(_row(test, "Pass - All"))
-            for idx in failing:
-                lines = _wrap(fail[idx] or ("GPU %d failed the test" % idx))
-                out.append(_row("Warning", lines[0]))
-                out += [_row("", m) for m in lines[1:]]
+            out += _test_rows(test, failing, gpus, v4, fail)
             if failing:
                 first_fail_test = False
     out.append(_BORDER)
     # real dcgmi prints failures in the table and still exits 0 once the diag ran
-    del failed_any
     return "\n".join(out) + "\n", 0
 
 
