@@ -13,15 +13,17 @@ import os
 import sys
 from typing import Any, Dict, List, Optional
 
-from gpuops_runbook import catalog, hook, safety
+from gpuops_runbook import catalog, collection, hook, safety
 
 
 def _write(result: Dict[str, Any], path: Optional[str]) -> None:
+    """The result on stdout, and (0600) in `path` when given: stdout first, so the ticket gets its result even
+    when the file cannot be written."""
     text = json.dumps(result, indent=2, sort_keys=True, default=str)
-    if path:
-        safety.write_private(path, text + "\n")
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
+    if path:
+        safety.write_private(path, text + "\n")
 
 
 def _read_payload(src: str) -> str:
@@ -165,6 +167,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     except catalog.CatalogError as exc:
         sys.stderr.write("gpuops-runbook: %s\n" % exc)
         return hook.RC_INVALID
+    except collection.CollectionNotFound as exc:
+        sys.stderr.write("gpuops-runbook: %s\n" % exc)
+        return hook.RC_FAILED
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 The hook shares code with the collection instead of copying it: the audit chain writer
 (``plugins/plugin_utils/_audit.py``), the private atomic writer (``plugins/module_utils/_common.py``) and the
 time formatter (``plugins/module_utils/_timeutil.py``). They are found under ``$ANSIBLE_COLLECTIONS_PATH``, else
-``<root>/build``; when the collection is not there the hook fails with :class:`CollectionNotFound` (an OSError)
+``<root>/build``, else Ansible's configured collections paths; when the collection is not there the hook fails with :class:`CollectionNotFound` (an OSError)
 and writes nothing.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 PACKAGE = ("ansible_collections", "gpuops", "cluster", "plugins")
 
@@ -21,16 +21,32 @@ class CollectionNotFound(OSError):
     """gpuops.cluster is not on the collections path: the hook cannot use the collection's code."""
 
 
-def module(name: str, root: Optional[str] = None) -> Any:
-    """``plugins.<name>`` of gpuops.cluster (e.g. ``plugin_utils._audit``), imported from the collections path
-    ($ANSIBLE_COLLECTIONS_PATH, else <root>/build; root defaults to catalog.default_root())."""
+def _ansible_paths() -> List[str]:
+    """Ansible's configured collections paths (ansible.cfg, defaults); none when ansible-core is not importable."""
+    try:
+        from ansible import constants
+    except ImportError:
+        return []
+    return [os.path.expanduser(d) for d in (getattr(constants, "COLLECTIONS_PATHS", None) or [])]
+
+
+def search_path(root: Optional[str] = None) -> List[str]:
+    """Where the collection is looked for, in order: $ANSIBLE_COLLECTIONS_PATH, <root>/build (root defaults to
+    catalog.default_root()), Ansible's configured collections paths."""
     if root is None:
         from gpuops_runbook import catalog
 
         root = catalog.default_root()
-    rel = os.path.join(*PACKAGE, *name.split(".")) + ".py"
     dirs = [d for d in os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(os.pathsep) if d]
     dirs.append(os.path.join(root, "build"))
+    return dirs + [d for d in _ansible_paths() if d not in dirs]
+
+
+def module(name: str, root: Optional[str] = None) -> Any:
+    """``plugins.<name>`` of gpuops.cluster (e.g. ``plugin_utils._audit``), imported from the first directory of
+    search_path(root) that holds it."""
+    rel = os.path.join(*PACKAGE, *name.split(".")) + ".py"
+    dirs = search_path(root)
     found = next((d for d in dirs if os.path.isfile(os.path.join(d, rel))), None)
     if found is None:
         raise CollectionNotFound(

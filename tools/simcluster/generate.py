@@ -31,7 +31,7 @@ if TOOLS not in sys.path:
 
 from simnode import faults as F  # noqa: E402
 from simnode.capture import capture  # noqa: E402
-from simnode.state import DEFAULT_DRIVER, DEFAULT_NOW, default_state, save  # noqa: E402
+from simnode.state import DEFAULT_DRIVER, DEFAULT_NOW, default_state, now_iso, save  # noqa: E402
 
 RACK_SIZE = 8
 POWER_DOMAIN_SIZE = 16
@@ -318,7 +318,7 @@ def generate(nodes: int, out: str, seed: int = 7, faults: str = "default", **opt
         "nodes": nodes,
         "faults": faults,
         "node_class": NODE_CLASS,
-        "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(DEFAULT_NOW)),
+        "captured_at": now_iso(DEFAULT_NOW),
         "hosts": key_hosts,
         "faults_by_host": {h: fs for h, fs in per_host.items() if fs},
         "benign": benign,

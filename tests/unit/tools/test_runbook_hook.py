@@ -532,8 +532,26 @@ def test_private_writes_use_the_collections_writer_and_fail_closed_without_it(tm
     # no collection on the collections path: a clear error, and nothing is written
     monkeypatch.setenv("ANSIBLE_COLLECTIONS_PATH", str(tmp_path / "empty"))
     monkeypatch.setenv("GPUOPS_ROOT", str(tmp_path))
+    monkeypatch.setattr(collection, "_ansible_paths", lambda: [])
     with pytest.raises(collection.CollectionNotFound, match="ANSIBLE_COLLECTIONS_PATH"):
         safety.write_private(str(tmp_path / "x.json"), "{}")
     assert not os.path.exists(tmp_path / "x.json")
     with pytest.raises(OSError, match="gpuops.cluster"):
         hook._audit_module(str(tmp_path))
+
+
+def test_cli_without_the_collection_prints_the_result_and_fails_clearly(tmp_path, capsys, monkeypatch):
+    from gpuops_runbook import collection
+
+    monkeypatch.setenv("ANSIBLE_COLLECTIONS_PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("GPUOPS_ROOT", str(tmp_path))
+    monkeypatch.setattr(collection, "_ansible_paths", lambda: [])
+    pl = tmp_path / "p.json"
+    pl.write_text("not json")
+    out = tmp_path / "result.json"
+    rc = cli.main(["--root", str(tmp_path), "run", "--state-dir", str(tmp_path), "--result", str(out), str(pl)])
+    captured = capsys.readouterr()
+    assert rc == hook.RC_FAILED
+    assert json.loads(captured.out)["status"] == "invalid"  # the ticket still gets its result on stdout
+    assert "cannot find the gpuops.cluster collection" in captured.err
+    assert not out.exists() and not [p for p in os.listdir(tmp_path) if p.startswith(".result")]
