@@ -201,3 +201,14 @@ def test_script_under_system_python(fastdir):
     cap = os.path.join(out, "inventory", hosts["gpu-node-01"]["gpuops_capture_dir"])
     assert os.path.isfile(os.path.join(cap, "capture.json"))
     assert os.path.isfile(os.path.join(out, "states", "gpu-node-02.json"))
+
+
+def test_generate_options_by_keyword(fastdir):
+    out = os.path.join(fastdir, "inv")
+    key = G.generate(2, out, seed=1, faults="none", layout="inventory", write_states=True, driver="590.48.01")
+    assert key["driver_version"] == "590.48.01" and key["captured_at"].endswith("Z")
+    assert os.path.isfile(os.path.join(out, "hosts.yml")) and os.path.isdir(os.path.join(out, ".sim", "states"))
+    with pytest.raises(TypeError):
+        G.generate(2, out, bogus=True)
+    with pytest.raises(SystemExit):
+        G.generate(2, out, layout="flat")

@@ -518,3 +518,70 @@ def test_journalctl_since_forms(since, want):
         assert r.rc == 1 and r.stderr.startswith("Failed to parse timestamp")
     else:
         assert r.rc == 0
+
+
+# ------------------------------------------------------------------------------------- argv dispatch (cli.py)
+@pytest.mark.parametrize(
+    "args, rc, stdout_starts",
+    [
+        (["--version"], 0, "NVIDIA-SMI version  : 535.161.08\nNVML version        : 535.161.08\n"),
+        (["nvlink", "-s"], 0, "GPU 0: NVIDIA H100 80GB HBM3"),
+        (["-L"], 0, "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-"),
+        (["--query-gpu=index,power.draw", "--format=csv,noheader"], 0, "0, "),
+        (["--query-gpu=bogus", "--format=csv"], 2, 'Field "bogus" is not a valid field to query.'),
+        (["-q"], 0, "\n==============NVSMI LOG=============="),
+        (["-qx"], 0, "<?xml version"),
+        ([], 0, ""),
+        (["bogus"], 2, ""),
+        (["-i", "9", "-L"], 6, "No devices were found"),
+    ],
+)
+def test_nvidia_smi_argv_picks_the_mode(args, rc, stdout_starts):
+    r = cli.run_tool(_state(), "nvidia-smi", args)
+    assert r.rc == rc and r.stdout.startswith(stdout_starts), (r.rc, r.stdout[:120], r.stderr)
+    if args == ["bogus"]:
+        assert r.stderr.startswith("Invalid combination of input arguments.")
+
+
+def test_nvidia_smi_lost_gpu_per_mode():
+    st = _state()
+    faults.apply(st, "xid79", random.Random(0), gpu=3)
+    lost = render_gpu.lost_message(st["gpus"][3]) + "\n"
+    for args in (["nvlink"], ["nvlink", "-e"], ["--query-gpu=index", "--format=csv"], ["-q"], ["-q", "-x"], []):
+        r = cli.run_tool(st, "nvidia-smi", args)
+        assert (r.stdout, r.rc) == (lost, render_gpu.RC_GPU_LOST), args
+    listing = cli.run_tool(st, "nvidia-smi", ["-L"])  # -L lists the others and names the lost one
+    assert listing.rc == render_gpu.RC_GPU_LOST and listing.stdout.count("\n") == 8 and lost in listing.stdout
+    assert cli.run_tool(st, "nvidia-smi", ["--version"]).rc == 0
+    st["driver_loaded"] = False
+    assert cli.run_tool(st, "nvidia-smi", ["-L"]).rc == 9
+
+
+@pytest.mark.parametrize(
+    "args, rc, renders",
+    [
+        (["sdr"], 0, render_misc.sdr_list),
+        (["sdr", "list"], 0, render_misc.sdr_list),
+        (["-I", "lanplus", "-H", "10.0.0.1", "-U", "admin", "sdr", "elist"], 0, render_misc.sdr_elist),
+        (["sel", "elist"], 0, lambda st: render_misc.sel_list(st, extended=True)),
+        (["sel", "list"], 0, lambda st: render_misc.sel_list(st, extended=False)),
+        (["sel", "info"], 0, render_misc.sel_info),
+        (["fru", "print"], 0, render_misc.fru_print),
+        (["mc", "info"], 0, render_misc.mc_info),
+        (["sdr", "type"], 1, lambda st: ""),
+        (["sel"], 1, lambda st: ""),
+    ],
+)
+def test_ipmitool_argv_picks_the_command(args, rc, renders):
+    st = _state()
+    r = cli.run_tool(st, "ipmitool", args)
+    assert (r.rc, r.stdout) == (rc, renders(st))
+    if rc:
+        assert r.stderr.startswith("Invalid command: ")
+
+
+def test_ipmitool_sdr_type_filters_sensors():
+    out = cli.run_tool(_state(), "ipmitool", ["sdr", "type", "Fan"]).stdout
+    assert out and all(ln.startswith("FAN") for ln in out.splitlines())
+    psu = cli.run_tool(_state(), "ipmitool", ["sdr", "type", "Power", "Supply"]).stdout
+    assert psu and all("psu" in ln.split("|")[0].lower() for ln in psu.splitlines())
