@@ -59,6 +59,15 @@ options:
     description: Include each node's facts in C(report.json).
     type: bool
     default: true
+  report_templates:
+    description:
+      - A directory of site report templates; a C(report.md.j2) or C(report.html.j2) found there is used instead
+        of the collection's default. HTML templates are autoescaped. The variables a template sees are described
+        in the inspect role's README (C(roles/inspect/README.md), "Report templates").
+      - C(report.json) and C(gpuops.prom) are interfaces and are not templated.
+      - A directory that does not exist, or a template that does not render, fails the task before any report is
+        written.
+    type: path
   validate_only:
     description:
       - Only check the targets' node classes and the policy overrides, then return; no host is read and no
