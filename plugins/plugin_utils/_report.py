@@ -184,29 +184,23 @@ def _md_cell(value: Any) -> str:
     return str("" if value is None else value).replace("|", "\\|").replace("\n", " ")
 
 
-_ENVIRONMENTS: Dict[str, jinja2.Environment] = {}
-
-
 def environment(templates_dir: Optional[str] = None) -> jinja2.Environment:
     """The Jinja2 environment for the reports: ``templates_dir`` (a site's overrides) first, then the defaults.
 
     Every ``*.html.j2`` template is autoescaped; Markdown templates use the ``md`` filter for table cells.
     """
-    key = os.path.abspath(templates_dir) if templates_dir else ""
-    env = _ENVIRONMENTS.get(key)
-    if env is None:
-        if key and not os.path.isdir(key):
-            raise ReportTemplateError("report templates directory %s does not exist" % key)
-        env = jinja2.Environment(
-            loader=jinja2.FileSystemLoader([key, DEFAULT_TEMPLATES] if key else [DEFAULT_TEMPLATES]),
-            autoescape=lambda name: bool(name) and name.endswith(".html.j2"),
-            trim_blocks=True,
-            lstrip_blocks=True,
-            keep_trailing_newline=True,
-            undefined=jinja2.StrictUndefined,
-        )
-        env.filters["md"] = _md_cell
-        _ENVIRONMENTS[key] = env
+    site = os.path.abspath(templates_dir) if templates_dir else None
+    if site and not os.path.isdir(site):
+        raise ReportTemplateError("report templates directory %s does not exist" % site)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader([site, DEFAULT_TEMPLATES] if site else [DEFAULT_TEMPLATES]),
+        autoescape=lambda name: bool(name) and name.endswith(".html.j2"),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["md"] = _md_cell
     return env
 
 
