@@ -74,18 +74,13 @@ options:
         report is written. The inspection playbook runs this before it collects anything.
     type: bool
     default: false
+extends_documentation_fragment:
+  - gpuops.cluster.common.ATTRIBUTES_INFO
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
     details: Reports are written; the state directory is not used.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
   platform:
-    description: Target OS/families that can be operated against.
     support: full
-    platforms: posix
   action:
     description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
     support: full

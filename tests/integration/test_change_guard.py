@@ -236,12 +236,15 @@ def test_reservation_is_idempotent_by_name(tmp_path):
     fake.chmod(0o755)
     calls = fake.parent / "calls"
     # check mode: only looks
-    rc, out = playbook(tmp_path, "reservation.yml", "change_guard_scontrol=%s" % fake, audit=False, check=True)
+    controller = "change_guard_slurm_controller=" + json.dumps({"host": "localhost", "scontrol_path": str(fake)})
+    rc, out = playbook(tmp_path, "reservation.yml", controller, audit=False, check=True)
     assert rc == 0, out
     assert calls.read_text().splitlines() == ["show reservation gpuops-maint"] * 4
     calls.unlink()
     # present, present, absent, absent: create once, delete once
-    rc, out = playbook(tmp_path, "reservation.yml", "change_guard_scontrol=%s" % fake, "resv_start=2026-12-05T02:00:00",
+    # the collection-wide setting (gpuops_slurm_controller) is the role's default
+    controller = "gpuops_slurm_controller=" + json.dumps({"scontrol_path": str(fake)})
+    rc, out = playbook(tmp_path, "reservation.yml", controller, "resv_start=2026-12-05T02:00:00",
                        "resv_minutes=180", audit=False)  # fmt: skip
     assert rc == 0, out
     assert calls.read_text().splitlines() == [
@@ -269,8 +272,12 @@ def test_role_defaults_mirror_argument_specs():
         opts = entry["options"]
         assert set(opts) == set(defaults)
         for name, spec in opts.items():
-            assert spec["default"] == defaults[name], name
+            if "default" in spec:
+                assert spec["default"] == defaults[name], name
+            else:  # templated in defaults/main.yml, documented in the description
+                assert "{{" in defaults[name] and defaults[name].strip('"') in " ".join(spec["description"]), name
             assert name.startswith("change_guard_")
+    assert defaults["change_guard_slurm_controller"] == "{{ gpuops_slurm_controller | default({}) }}"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,12 +21,11 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 from gpuops_audit import cli  # noqa: E402
 
 
-def _write(tmp_path, n=5, run_id="r1"):
-    log = str(tmp_path / "audit" / "audit.log")
-    head = None
-    for i in range(n):
-        head = A.append(log, {"event": "task", "i": i, "run_id": run_id})
-    return log, str(tmp_path / "audit" / "head.json"), head
+def _write(tmp_path, n=5):
+    """A log of ``n`` records and its head.json: (log, head path, last head)."""
+    log = tmp_path / "audit" / "audit.log"
+    heads = [A.append(str(log), {"event": "cli-test", "n": n, "i": i}) for i in range(n)]
+    return str(log), str(log.parent / "head.json"), heads[-1]
 
 
 def _drop_last(log):
