@@ -173,10 +173,11 @@ def write_reports(report: Dict[str, Any], report_dir: str, templates_dir: Option
     is created 0700.
     """
     ts = utcnow().timestamp()
+    site = {"templates_dir": templates_dir} if templates_dir else {}
     outputs = {
         "json": ("report.json", _report.to_json(report)),
-        "markdown": ("report.md", _report.to_markdown(report, templates_dir=templates_dir)),
-        "html": ("report.html", _report.to_html(report, templates_dir=templates_dir)),
+        "markdown": ("report.md", _report.to_markdown(report, **site)),
+        "html": ("report.html", _report.to_html(report, **site)),
         "prometheus": ("gpuops.prom", _report.to_prometheus(report, generated_ts=ts)),
     }
     ensure_private_dir(report_dir)
