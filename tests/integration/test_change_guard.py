@@ -236,14 +236,14 @@ def test_reservation_is_idempotent_by_name(tmp_path):
     fake.chmod(0o755)
     calls = fake.parent / "calls"
     # check mode: only looks
-    controller = "change_guard_slurm_controller=" + json.dumps({"host": "localhost", "scontrol_path": str(fake)})
+    controller = json.dumps({"change_guard_slurm_controller": {"host": "localhost", "scontrol_path": str(fake)}})
     rc, out = playbook(tmp_path, "reservation.yml", controller, audit=False, check=True)
     assert rc == 0, out
     assert calls.read_text().splitlines() == ["show reservation gpuops-maint"] * 4
     calls.unlink()
     # present, present, absent, absent: create once, delete once
     # the collection-wide setting (gpuops_slurm_controller) is the role's default
-    controller = "gpuops_slurm_controller=" + json.dumps({"scontrol_path": str(fake)})
+    controller = json.dumps({"gpuops_slurm_controller": {"scontrol_path": str(fake)}})
     rc, out = playbook(tmp_path, "reservation.yml", controller, "resv_start=2026-12-05T02:00:00",
                        "resv_minutes=180", audit=False)  # fmt: skip
     assert rc == 0, out
