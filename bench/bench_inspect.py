@@ -66,6 +66,11 @@ def timed(argv, **kw):
     return dt
 
 
+def _playbook(sim: Path, playbook: str, extra: str) -> list:
+    """ansible-playbook argv for ``playbook`` over the simulated cluster ``sim`` with one extra var."""
+    return [str(VENV_BIN / "ansible-playbook"), "-i", str(sim / "inventory"), playbook, "-e", extra]
+
+
 def floor(sim: Path) -> float:
     import yaml
 
@@ -111,29 +116,14 @@ def main() -> None:
             row = {"nodes": n}
             if str(n) in args.sizes.split(","):
                 row["gpuops_s"] = timed(
-                    [
-                        str(VENV_BIN / "ansible-playbook"),
-                        "-i",
-                        str(sim / "inventory"),
-                        "playbooks/inspect.yml",
-                        "-e",
-                        "gpuops_report_dir=%s" % (tmp / ("r%d" % n)),
-                    ]
+                    _playbook(sim, "playbooks/inspect.yml", "gpuops_report_dir=%s" % (tmp / ("r%d" % n)))
                 )
                 row["floor_s"] = floor(sim)
             if str(n) in args.naive.split(","):
-                row["naive_s"] = timed(
-                    [
-                        str(VENV_BIN / "ansible-playbook"),
-                        "-i",
-                        str(sim / "inventory"),
-                        "bench/naive/naive_inspect.yml",
-                        "-f",
-                        "10",
-                        "-e",
-                        "naive_report=%s" % (tmp / ("naive%d.json" % n)),
-                    ]
+                naive = _playbook(
+                    sim, "bench/naive/naive_inspect.yml", "naive_report=%s" % (tmp / ("naive%d.json" % n))
                 )
+                row["naive_s"] = timed(naive + ["-f", "10"])
             for k in ("gpuops_s", "floor_s", "naive_s"):
                 if k in row:
                     row[k.replace("_s", "_ms_per_host")] = round(1000 * row[k] / n, 1)

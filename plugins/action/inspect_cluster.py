@@ -12,7 +12,9 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _policy
+from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _policy, _report
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 
 _ARGS = {
     "targets": {"type": "list", "elements": "str", "required": True},
@@ -23,16 +25,8 @@ _ARGS = {
     "write_reports": {"type": "bool", "default": True},
     "include_facts": {"type": "bool", "default": True},
     "validate_only": {"type": "bool", "default": False},
+    "report_templates": {"type": "path"},
 }
-
-
-def _plain(value):
-    """HostVars values are lazy/templated wrappers: turn them into plain containers."""
-    if isinstance(value, dict) or hasattr(value, "items"):
-        return {to_text(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 class ActionModule(ActionBase):
@@ -59,7 +53,7 @@ class ActionModule(ActionBase):
         as upgrade baselines). Allowed: their profile checks are off, the caller warns.
         """
         try:
-            base = _policy.merge_policy(_policy.DEFAULT_POLICY, _plain(policy_overrides or {}))
+            base = _policy.merge_policy(_policy.DEFAULT_POLICY, plain(policy_overrides or {}))
         except _policy.PolicyError as exc:
             raise AnsibleActionFail("invalid gpuops policy: %s" % exc) from exc
         profiles, problems, without = {}, [], []
@@ -72,8 +66,8 @@ class ActionModule(ActionBase):
             profile = hv.get("gpuops_profile")
             if profile is None and node_class is not None:
                 tables = [
-                    _plain(hv.get("gpuops_profiles") or {}),
-                    _plain((hv.get("gpuops_policy_overrides") or {}).get("profiles") or {}),
+                    plain(hv.get("gpuops_profiles") or {}),
+                    plain((hv.get("gpuops_policy_overrides") or {}).get("profiles") or {}),
                     base.get("profiles") or {},
                 ]
                 for table in tables:
@@ -85,7 +79,7 @@ class ActionModule(ActionBase):
                     continue
             if profile is None:
                 without.append(host)  # no class, or a class while no profile is defined anywhere
-            profiles[host] = _plain(profile) if profile is not None else None
+            profiles[host] = plain(profile) if profile is not None else None
         if problems:
             raise AnsibleActionFail(
                 "inspect_cluster: %d target(s) with an unknown node class, nothing was inspected: %s"
@@ -123,13 +117,13 @@ class ActionModule(ActionBase):
                 "leaf": hv.get("gpuops_leaf_switch"),
                 "power": hv.get("gpuops_power_domain"),
                 "node_class": node_class,
-                "policy_overrides": _plain(hv.get("gpuops_policy_overrides") or {}),
-                "baseline": _plain(hv.get("gpuops_golden_baseline")) if hv.get("gpuops_golden_baseline") else None,
+                "policy_overrides": plain(hv.get("gpuops_policy_overrides") or {}),
+                "baseline": plain(hv.get("gpuops_golden_baseline")) if hv.get("gpuops_golden_baseline") else None,
             }
             entry["profile"] = profile
             if not capture_dir:
                 reg = hv.get(args["collect_var"])
-                reg = _plain(reg) if reg is not None else None
+                reg = plain(reg) if reg is not None else None
                 if reg is None:
                     entry.update(
                         unreachable=True, message="no collection result (host skipped or failed before collecting)"
@@ -138,7 +132,7 @@ class ActionModule(ActionBase):
                     entry.update(unreachable=True, message=to_text(reg.get("msg") or "unreachable"))
                 elif reg.get("failed") and not reg.get("facts"):
                     entry["facts"] = {
-                        "schema": "gpuops.facts/v1",
+                        "schema": FACTS_SCHEMA,
                         "mode": "live",
                         "errors": [
                             {
@@ -170,7 +164,10 @@ class ActionModule(ActionBase):
         paths = {}
         if args["write_reports"]:
             report_dir = args["report_dir"] or _inspect.default_report_dir()
-            paths = _inspect.write_reports(report, report_dir)
+            try:
+                paths = _inspect.write_reports(report, report_dir, templates_dir=args["report_templates"])
+            except _report.ReportTemplateError as exc:
+                raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
             result["report_dir"] = os.path.abspath(report_dir)
         result.update(
             changed=False,

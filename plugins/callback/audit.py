@@ -16,7 +16,7 @@ description:
   - Each line carries C(prev), the sha256 of the previous line, and C(seq), a counter across runs; the
     current head (hash and seq) is written to C(head.json) in the state directory after every record and,
     when O(syslog_address) is set, each run's final head is sent to syslog. Verify with
-    C(gpuops.cluster.audit_verify) or C(python -m ansible_collections.gpuops.cluster.plugins.plugin_utils._audit).
+    C(gpuops.cluster.audit_verify) or the operator CLI C(gpuops-audit verify) (docs/audit.md).
   - Never logs task arguments or result values. Diffs are summarized as key names and line counts. Values of
     extra vars, play vars and module arguments whose names look secret (password, token, secret, key, ...) are
     replaced by C(********) wherever they would appear (failure messages, task names).

@@ -19,7 +19,7 @@ description:
     chain alone.
   - Run it where the log is, normally the controller (delegate to localhost).
   - The same check without Ansible -
-    C(python -m ansible_collections.gpuops.cluster.plugins.plugin_utils._audit LOG --head HEAD).
+    C(gpuops-audit verify LOG --head HEAD) (C(python -m gpuops_audit verify) from tools/; docs/audit.md).
 options:
   path:
     description: The audit log.
@@ -49,18 +49,8 @@ options:
     description: Fail the task when the log does not verify.
     type: bool
     default: true
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: The module only reads; it runs the same way in check mode.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: N/A
-    platforms: posix
+extends_documentation_fragment:
+  - gpuops.cluster.common.ATTRIBUTES_INFO
 seealso:
   - plugin: gpuops.cluster.audit
     plugin_type: callback

@@ -73,18 +73,11 @@ options:
       - State directory for the opt-out record. Default the C(gpuops_state_dir) variable, else
         C($GPUOPS_STATE_DIR), else C(~/.local/state/gpuops).
     type: path
+extends_documentation_fragment:
+  - gpuops.cluster.common.ATTRIBUTES_INFO
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
     details: Always runs; in check mode a refusal is reported (C(allowed=false)) instead of failing.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: N/A
-    platforms: posix
 notes:
   - Runs on the controller only; the window computation needs Python 3.9+ (zoneinfo) there.
 seealso:

@@ -59,24 +59,28 @@ options:
     description: Include each node's facts in C(report.json).
     type: bool
     default: true
+  report_templates:
+    description:
+      - A directory of site report templates; a C(report.md.j2) or C(report.html.j2) found there is used instead
+        of the collection's default. HTML templates are autoescaped. The variables a template sees are described
+        in the inspect role's README (C(roles/inspect/README.md), "Report templates").
+      - C(report.json) and C(gpuops.prom) are interfaces and are not templated.
+      - A directory that does not exist, or a template that does not render, fails the task before any report is
+        written.
+    type: path
   validate_only:
     description:
       - Only check the targets' node classes and the policy overrides, then return; no host is read and no
         report is written. The inspection playbook runs this before it collects anything.
     type: bool
     default: false
+extends_documentation_fragment:
+  - gpuops.cluster.common.ATTRIBUTES_INFO
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
     details: Reports are written; the state directory is not used.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
   platform:
-    description: Target OS/families that can be operated against.
     support: full
-    platforms: posix
   action:
     description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
     support: full

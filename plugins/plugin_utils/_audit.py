@@ -14,29 +14,26 @@ result is *not ok*, unless the caller explicitly asks for a chain-only check (``
 ``--chain-only``). An *anchor* (a head copied off the controller: syslog, a remote append-only file) is a
 record the log must still contain at its ``seq``.
 
-Command line (no Ansible needed)::
-
-    python -m ansible_collections.gpuops.cluster.plugins.plugin_utils._audit LOG [--head HEAD.json|HASH]
-        [--anchor SEQ:HASH|HEAD-JSON] [--chain-only]
+Verification without Ansible: the operator CLI ``python -m gpuops_audit verify LOG`` (tools/gpuops_audit,
+docs/audit.md) imports this module from the collections path; in a play, ``gpuops.cluster.audit_verify``.
 """
 
 from __future__ import annotations
 
-import datetime
 import errno
 import fcntl
 import hashlib
 import json
 import os
 import re
-import sys
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ensure_private_dir,
     open_private,
     write_private_atomic,
 )
+from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow_iso
 
 GENESIS = "0" * 64
 #: Keys whose values are never logged (diff summaries keep the key names only anyway).
@@ -61,7 +58,8 @@ def dumps(record: Dict[str, Any]) -> str:
 
 
 def utcnow() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    """A record's ``time``: now in UTC with microseconds (``_timeutil.utcnow_iso``)."""
+    return utcnow_iso(timespec="microseconds")
 
 
 def state_dir(explicit: Optional[str] = None) -> str:
@@ -213,6 +211,120 @@ def _lines(path: str) -> Iterable[bytes]:
         yield from f
 
 
+class _Broken(Exception):
+    """Verification stops: ``line`` and ``seq`` of the first bad record (None when the log is unreadable)."""
+
+    def __init__(self, reason: str, line: Optional[int] = None, seq: Any = None, bad_line: bool = True) -> None:
+        super().__init__(reason)
+        self.reason, self.line, self.seq, self.bad_line = reason, line, seq, bad_line
+
+
+def _expected_head(expected_head: Any, chain_only: bool) -> Dict[str, Any]:
+    """The head the log must end at ({} for a chain-only check); fails closed without one."""
+    if chain_only:
+        return {}
+    if expected_head is None or expected_head == "":
+        raise _Broken(
+            "no head to check the end of the log against (head.json missing?): removed or truncated last "
+            "records would go unseen; give the head (or an anchored copy), or ask for a chain-only check",
+            bad_line=False,
+        )
+    try:
+        expected = read_head(expected_head)
+    except (OSError, ValueError) as e:
+        raise _Broken(f"cannot read the expected head: {e}", bad_line=False) from None
+    if not isinstance(expected.get("hash"), str):
+        raise _Broken("cannot read the expected head: no 'hash'", bad_line=False)
+    return expected
+
+
+def _parse_line(raw: bytes, lineno: int) -> Tuple[bytes, Dict[str, Any], int]:
+    """One log line as (body, record, seq); raises _Broken for a torn, oversized or malformed line."""
+    if not raw.endswith(b"\n"):
+        raise _Broken(f"line {lineno} is torn (no newline): a write was interrupted or the file cut", lineno)
+    body = raw[:-1]
+    if len(body) > MAX_LINE:
+        raise _Broken(f"line {lineno} is longer than {MAX_LINE} bytes", lineno)
+    try:
+        rec = json.loads(body.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise _Broken(f"line {lineno} is not a JSON record", lineno) from None
+    if not isinstance(rec, dict):
+        raise _Broken(f"line {lineno} is not a JSON object", lineno)
+    seq = rec.get("seq")
+    if not isinstance(seq, int) or isinstance(seq, bool):
+        raise _Broken(f"line {lineno} has no sequence number", lineno)
+    return body, rec, seq
+
+
+def _check_link(rec: Dict[str, Any], seq: int, lineno: int, prev_seq: int, prev_hash: str) -> None:
+    """The record continues the chain: the next seq, and ``prev`` is the previous line's hash."""
+    if seq > prev_seq + 1:
+        raise _Broken(
+            f"record(s) seq {prev_seq + 1}..{seq - 1} missing before line {lineno} (deleted)", lineno, prev_seq + 1
+        )
+    if seq != prev_seq + 1:
+        raise _Broken(f"line {lineno} has seq {seq} after seq {prev_seq} (inserted or reordered)", lineno)
+    if rec.get("prev") != prev_hash:
+        if lineno == 1:
+            raise _Broken("line 1 does not start the chain (earlier records removed?)", 1, seq)
+        raise _Broken(
+            f"line {lineno - 1} (seq {prev_seq}) was modified: line {lineno}'s prev no longer matches it",
+            lineno - 1,
+            prev_seq,
+        )
+
+
+def _walk(log_path: str, anc: Optional[Dict[str, Any]], res: Dict[str, Any]) -> Tuple[int, str, int, List[str]]:
+    """Follow the chain from GENESIS; returns (lines, last hash, last seq, run ids) and sets ``anchor_checked``."""
+    prev_hash, prev_seq, lineno = GENESIS, 0, 0
+    runs: List[str] = []
+    for raw in _lines(log_path):
+        lineno += 1
+        body, rec, seq = _parse_line(raw, lineno)
+        _check_link(rec, seq, lineno, prev_seq, prev_hash)
+        prev_hash, prev_seq = line_hash(body), seq
+        if anc is not None and seq == anc["seq"]:
+            if prev_hash != anc["hash"]:
+                raise _Broken(
+                    f"line {lineno} (seq {seq}) does not match the anchored head: the log was rewritten", lineno, seq
+                )
+            res["anchor_checked"] = True
+        rid = rec.get("run_id")
+        if isinstance(rid, str) and (not runs or runs[-1] != rid) and rid not in runs:
+            runs.append(rid)
+    return lineno, prev_hash, prev_seq, runs
+
+
+def _check_end(res: Dict[str, Any], anc: Optional[Dict[str, Any]], expected: Dict[str, Any]) -> None:
+    """The log still reaches the anchor and ends at the expected head."""
+    lineno, prev_seq = res["records"], res["last_seq"] or 0
+    if anc is not None and res["anchor_checked"] is None:
+        raise _Broken(
+            f"the log ends at seq {prev_seq} but the anchor says seq {anc['seq']} existed: records were removed",
+            lineno + 1,
+            prev_seq + 1,
+        )
+    if not expected:
+        return
+    res["head_checked"] = True
+    want_seq = expected.get("seq")
+    if expected.get("hash") == res["head"]:
+        return
+    if isinstance(want_seq, int) and want_seq > prev_seq:
+        raise _Broken(
+            f"the log ends at seq {prev_seq} but the head says seq {want_seq}: "
+            "the last record(s) were removed or truncated",
+            lineno + 1,
+            prev_seq + 1,
+        )
+    raise _Broken(
+        f"the last record (line {lineno}, seq {prev_seq}) does not match the expected head: edited, or the log was cut",
+        lineno,
+        prev_seq,
+    )
+
+
 def verify(log_path: str, expected_head: Any = None, chain_only: bool = False, anchor: Any = None) -> Dict[str, Any]:
     """Check the chain; report the first broken or missing record.
 
@@ -242,115 +354,26 @@ def verify(log_path: str, expected_head: Any = None, chain_only: bool = False, a
         "anchor_checked": None,
     }
     expected: Dict[str, Any] = {}
-    if not chain_only:
-        if expected_head is None or expected_head == "":
-            res["reason"] = (
-                "no head to check the end of the log against (head.json missing?): removed or truncated last "
-                "records would go unseen; give the head (or an anchored copy), or ask for a chain-only check"
-            )
-            return res
+    try:
+        expected = _expected_head(expected_head, chain_only)
         try:
-            expected = read_head(expected_head)
+            anc = read_anchor(anchor)
         except (OSError, ValueError) as e:
-            res["reason"] = f"cannot read the expected head: {e}"
-            return res
-        if not isinstance(expected.get("hash"), str):
-            res["reason"] = "cannot read the expected head: no 'hash'"
-            return res
-    try:
-        anc = read_anchor(anchor)
-    except (OSError, ValueError) as e:
-        res["reason"] = f"cannot read the anchor: {e}"
+            raise _Broken(f"cannot read the anchor: {e}", bad_line=False) from None
+        try:
+            lineno, prev_hash, prev_seq, runs = _walk(log_path, anc, res)
+        except OSError as e:
+            reason = f"cannot read {log_path}: {e.strerror or e}"
+            if e.errno == errno.ENOENT and expected:
+                reason += f" (the head says {expected.get('seq', 'some')} record(s) existed)"
+            raise _Broken(reason, bad_line=False) from None
+        res.update(records=lineno, head=prev_hash if lineno else None, last_seq=prev_seq if lineno else None, runs=runs)
+        _check_end(res, anc, expected)
+    except _Broken as b:
+        res["reason"] = b.reason
+        if b.bad_line:
+            res["first_bad_line"], res["first_bad_seq"] = b.line, b.seq
         return res
-    prev_hash = GENESIS
-    prev_seq = 0
-    lineno = 0
-    runs: List[str] = []
-
-    def bad(line: int, reason: str, seq: Any = None) -> Dict[str, Any]:
-        res["first_bad_line"] = line
-        res["first_bad_seq"] = seq
-        res["reason"] = reason
-        return res
-
-    try:
-        for raw in _lines(log_path):
-            lineno += 1
-            if not raw.endswith(b"\n"):
-                return bad(lineno, f"line {lineno} is torn (no newline): a write was interrupted or the file cut")
-            body = raw[:-1]
-            if len(body) > MAX_LINE:
-                return bad(lineno, f"line {lineno} is longer than {MAX_LINE} bytes")
-            try:
-                rec = json.loads(body.decode("utf-8"))
-            except (ValueError, UnicodeDecodeError):
-                return bad(lineno, f"line {lineno} is not a JSON record")
-            if not isinstance(rec, dict):
-                return bad(lineno, f"line {lineno} is not a JSON object")
-            seq = rec.get("seq")
-            if not isinstance(seq, int) or isinstance(seq, bool):
-                return bad(lineno, f"line {lineno} has no sequence number")
-            if seq != prev_seq + 1:
-                if seq > prev_seq + 1:
-                    return bad(
-                        lineno,
-                        f"record(s) seq {prev_seq + 1}..{seq - 1} missing before line {lineno} (deleted)",
-                        prev_seq + 1,
-                    )
-                return bad(lineno, f"line {lineno} has seq {seq} after seq {prev_seq} (inserted or reordered)")
-            if rec.get("prev") != prev_hash:
-                if lineno == 1:
-                    return bad(1, "line 1 does not start the chain (earlier records removed?)", seq)
-                return bad(
-                    lineno - 1,
-                    f"line {lineno - 1} (seq {prev_seq}) was modified: line {lineno}'s prev no longer matches it",
-                    prev_seq,
-                )
-            prev_hash = line_hash(body)
-            prev_seq = seq
-            if anc is not None and seq == anc["seq"]:
-                if prev_hash != anc["hash"]:
-                    return bad(
-                        lineno,
-                        f"line {lineno} (seq {seq}) does not match the anchored head: the log was rewritten",
-                        seq,
-                    )
-                res["anchor_checked"] = True
-            rid = rec.get("run_id")
-            if isinstance(rid, str) and (not runs or runs[-1] != rid) and rid not in runs:
-                runs.append(rid)
-    except OSError as e:
-        res["reason"] = f"cannot read {log_path}: {e.strerror or e}"
-        if e.errno == errno.ENOENT and expected:
-            res["reason"] += f" (the head says {expected.get('seq', 'some')} record(s) existed)"
-        return res
-    res["records"] = lineno
-    res["head"] = prev_hash if lineno else None
-    res["last_seq"] = prev_seq if lineno else None
-    res["runs"] = runs
-    if anc is not None and res["anchor_checked"] is None:
-        return bad(
-            lineno + 1,
-            f"the log ends at seq {prev_seq} but the anchor says seq {anc['seq']} existed: records were removed",
-            prev_seq + 1,
-        )
-    if expected:
-        res["head_checked"] = True
-        want_seq = expected.get("seq")
-        if expected.get("hash") != (prev_hash if lineno else None):
-            if isinstance(want_seq, int) and want_seq > prev_seq:
-                return bad(
-                    lineno + 1,
-                    f"the log ends at seq {prev_seq} but the head says seq {want_seq}: "
-                    "the last record(s) were removed or truncated",
-                    prev_seq + 1,
-                )
-            return bad(
-                lineno,
-                f"the last record (line {lineno}, seq {prev_seq}) does not match the expected head: "
-                "edited, or the log was cut",
-                prev_seq,
-            )
     res["ok"] = True
     return res
 
@@ -407,33 +430,3 @@ def secret_values(variables: Any, depth: int = 0) -> List[str]:
         for v in variables[:1000]:
             found.extend(secret_values(v, depth + 1))
     return found
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    """``python -m ...module_utils._audit LOG [--head PATH|HASH] [--anchor A] [--chain-only]``: exit 0 when the
-    chain verifies and ends at the head; a missing head is a failure unless ``--chain-only`` is given."""
-    import argparse
-
-    p = argparse.ArgumentParser(prog="gpuops-audit-verify", description="Verify a gpuops.cluster audit log")
-    p.add_argument("log")
-    p.add_argument("--head", help="head.json path or sha256; default: head.json beside the log (missing: failure)")
-    p.add_argument(
-        "--anchor", help="a head kept off the controller (SEQ:HASH, a head JSON line or file) the log must contain"
-    )
-    p.add_argument(
-        "--chain-only",
-        "--no-head",
-        dest="chain_only",
-        action="store_true",
-        help="check the chain alone, without a head (removed last records then go unseen)",
-    )
-    args = p.parse_args(argv)
-    head: Any = None if args.chain_only else (args.head or default_head_path(args.log))
-    res = verify(args.log, head, chain_only=args.chain_only, anchor=args.anchor)
-    json.dump(res, sys.stdout, indent=1, sort_keys=True)
-    sys.stdout.write("\n")
-    return 0 if res["ok"] else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())  # CLI only; never reached when imported by a module

@@ -17,17 +17,15 @@ import os
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _cluster, _policy, _report, _state
+from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
-    ensure_private_dir,
-    utcnow_iso,
-    write_private_atomic,
-)
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, utcnow, utcnow_iso
 
 
 def _unreachable_facts(message: str) -> Dict[str, Any]:
     return {
-        "schema": "gpuops.facts/v1",
+        "schema": FACTS_SCHEMA,
         "mode": "live",
         "unreachable": True,
         "unreachable_message": message,
@@ -89,8 +87,8 @@ def inspect_nodes(
     profile (the class and the known classes in the message): a typo must fail the run. Each node in the
     report carries ``status_reason`` and ``domains`` (what could be read: ``_checks.domain_states``).
     """
-    now = now or datetime.datetime.now(datetime.timezone.utc)
-    generated_at = now.astimezone(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    now = now or utcnow()
+    generated_at = iso_z(now)
     profiles = profiles or {}
     base_policy = _policy.merge_policy(_policy.DEFAULT_POLICY, policy_overrides or {})
     _policy.validate_policy(base_policy)
@@ -163,21 +161,26 @@ def inspect_nodes(
 REPORT_MODES = {"json": 0o600, "markdown": 0o600, "html": 0o600, "prometheus": 0o640}
 
 
-def write_reports(report: Dict[str, Any], report_dir: str) -> Dict[str, str]:
+def write_reports(report: Dict[str, Any], report_dir: str, templates_dir: Optional[str] = None) -> Dict[str, str]:
     """Write report.json, report.md, report.html and gpuops.prom; return their paths.
+
+    report.md and report.html are rendered from the site's templates in ``templates_dir`` where it has them,
+    else from the collection's (``_report.environment``); a template error raises ``_report.ReportTemplateError``
+    before any file is written.
 
     Each file is written privately and atomically (``_common.write_private_atomic``: temporary file created
     0600 in ``report_dir``, fsync, rename; never through a link), whatever the umask; a missing ``report_dir``
     is created 0700.
     """
-    ensure_private_dir(report_dir)
-    ts = datetime.datetime.now(datetime.timezone.utc).timestamp()
+    ts = utcnow().timestamp()
+    site = {"templates_dir": templates_dir} if templates_dir else {}
     outputs = {
         "json": ("report.json", _report.to_json(report)),
-        "markdown": ("report.md", _report.to_markdown(report)),
-        "html": ("report.html", _report.to_html(report)),
+        "markdown": ("report.md", _report.to_markdown(report, **site)),
+        "html": ("report.html", _report.to_html(report, **site)),
         "prometheus": ("gpuops.prom", _report.to_prometheus(report, generated_ts=ts)),
     }
+    ensure_private_dir(report_dir)
     paths: Dict[str, str] = {}
     for key, (name, text) in outputs.items():
         paths[key] = write_private_atomic(os.path.join(report_dir, name), text, REPORT_MODES[key])

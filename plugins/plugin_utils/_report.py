@@ -3,19 +3,29 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Inspection reports: report.json (gpuops.report/v1), report.md, report.html and gpuops.prom.
 
-Pure functions: a report dict in, text out. Controller side; no Ansible imports.
+Pure functions: a report dict in, text out. Controller side; no Ansible imports. report.json and gpuops.prom
+are interfaces and are written here in code; report.md and report.html are rendered from Jinja2 templates
+(``report_templates/report.md.j2`` and ``report.html.j2`` beside this file) that a site can override with a
+directory of its own (``templates_dir``: the inspect role's ``inspect_report_templates``, see
+roles/inspect/README.md "Report templates"). HTML is always autoescaped: evidence text is hostile.
 """
 
 from __future__ import annotations
 
-import html
 import json
+import os
 from typing import Any, Dict, Iterable, List, Optional
+
+import jinja2
+
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
 
 SCHEMA = "gpuops.report/v1"
 STATUSES = ("healthy", "degraded", "faulty", "unreachable", "error")
-SEVERITIES = ("P0", "P1", "P2", "P3")
-_SEV_RANK = {s: i for i, s in enumerate(SEVERITIES)}
+#: The templates shipped with the collection; a site directory given as ``templates_dir`` is searched first.
+DEFAULT_TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report_templates")
+MARKDOWN_TEMPLATE = "report.md.j2"
+HTML_TEMPLATE = "report.html.j2"
 
 
 def worst_severity(findings: Iterable[Dict[str, Any]]) -> Optional[str]:
@@ -23,7 +33,7 @@ def worst_severity(findings: Iterable[Dict[str, Any]]) -> Optional[str]:
     best = None
     for f in findings:
         sev = f.get("severity")
-        if sev in _SEV_RANK and (best is None or _SEV_RANK[sev] < _SEV_RANK[best]):
+        if sev in SEVERITIES and (best is None or severity_rank(sev) < severity_rank(best)):
             best = sev
     return best
 
@@ -164,184 +174,99 @@ def to_prometheus(report: Dict[str, Any], generated_ts: Optional[float] = None) 
     return "\n".join(lines) + "\n"
 
 
-# ---------------------------------------------------------------------------------------------- Markdown
+# ---------------------------------------------------------------------------------------------- templates
+class ReportTemplateError(ValueError):
+    """A report template is missing or does not render (the message names the template)."""
+
+
 def _md_cell(value: Any) -> str:
+    """One Markdown table cell: None is empty, pipes are escaped, newlines become spaces."""
     return str("" if value is None else value).replace("|", "\\|").replace("\n", " ")
 
 
-def to_markdown(report: Dict[str, Any], max_nodes: int = 200) -> str:
-    """Ticket-ready summary: counts, cluster findings, then each non-healthy node with its findings."""
-    s = report["summary"]
-    out = ["# GPU cluster inspection, %s" % report["generated_at"], ""]
-    out.append(
-        "%d nodes: " % s["nodes"]
-        + ", ".join("%d %s" % (s["status"].get(k, 0), k) for k in STATUSES)
-        + ". Findings: "
-        + ", ".join("%s %d" % (k, s["severity"].get(k, 0)) for k in SEVERITIES)
-        + "."
+def environment(templates_dir: Optional[str] = None) -> jinja2.Environment:
+    """The Jinja2 environment for the reports: ``templates_dir`` (a site's overrides) first, then the defaults.
+
+    Every ``*.html.j2`` template is autoescaped; Markdown templates use the ``md`` filter for table cells.
+    """
+    site = os.path.abspath(templates_dir) if templates_dir else None
+    if site and not os.path.isdir(site):
+        raise ReportTemplateError("report templates directory %s does not exist" % site)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader([site, DEFAULT_TEMPLATES] if site else [DEFAULT_TEMPLATES]),
+        autoescape=lambda name: bool(name) and name.endswith(".html.j2"),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
     )
-    out.append("Policy %s (hash %s)." % (report["policy"].get("version"), (report["policy"].get("hash") or "")[:12]))
-    out.append("")
-    if s["cluster_findings"]:
-        out.append("## Cluster findings")
-        out.append("")
-        out.append("| severity | check | domain | message | action | respond by |")
-        out.append("|---|---|---|---|---|---|")
-        for f in s["cluster_findings"]:
-            out.append(
-                "| %s |"
-                % " | ".join(
-                    _md_cell(f.get(k)) for k in ("severity", "check", "component", "message", "action", "respond_by")
-                )
-            )
-        out.append("")
-    bad = [(h, n) for h, n in report["nodes"].items() if n["status"] != "healthy" or n["findings"]]
-    bad.sort(key=lambda hn: (_SEV_RANK.get(hn[1]["severity"] or "", 9), hn[0]))
-    out.append("## Nodes needing attention")
-    out.append("")
-    if not bad:
-        out.append("None: every node is healthy.")
-    for host, n in bad[:max_nodes]:
-        out.append("### %s: %s%s" % (host, n["status"], (" (worst %s)" % n["severity"]) if n["severity"] else ""))
-        where = ", ".join("%s %s" % (k, n[k]) for k in ("rack", "leaf", "power") if n.get(k))
-        if where:
-            out.append("")
-            out.append(where)
-        out.append("")
-        out.append("| severity | check | component | message | action | respond by |")
-        out.append("|---|---|---|---|---|---|")
-        for f in sorted(n["findings"], key=lambda f: (_SEV_RANK.get(f.get("severity") or "", 9), f.get("check") or "")):
-            action = f.get("action")
-            if f.get("cause"):
-                action = "%s (cause: %s)" % (action, f["cause"])
-            out.append(
-                "| %s | %s | %s | %s | %s | %s |"
-                % tuple(
-                    _md_cell(x)
-                    for x in (
-                        f.get("severity"),
-                        f.get("check"),
-                        f.get("component"),
-                        f.get("message"),
-                        action,
-                        f.get("respond_by"),
-                    )
-                )
-            )
-        out.append("")
-    if len(bad) > max_nodes:
-        out.append("... and %d more nodes (see report.json)." % (len(bad) - max_nodes))
-    return "\n".join(out) + "\n"
+    env.filters["md"] = _md_cell
+    return env
 
 
-# ---------------------------------------------------------------------------------------------- HTML
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5em;color:#1d232a}
-h1{font-size:1.4em} h2{font-size:1.15em;margin-top:1.6em}
-.counts{display:flex;gap:.8em;flex-wrap:wrap}.count{padding:.5em .9em;border-radius:6px;background:#eef1f4}
-.count b{font-size:1.3em;display:block}
-.sev-P0{background:#7f1d1d;color:#fff}.sev-P1{background:#dc2626;color:#fff}.sev-P2{background:#f59e0b}
-.sev-P3{background:#bfdbfe}
-.grid{display:flex;flex-direction:column;gap:4px}.rack{display:flex;align-items:center;gap:4px}
-.rack-name{width:9em;font-size:.85em;color:#555}
-.cell{width:26px;height:26px;border-radius:4px;font-size:9px;display:flex;align-items:center;justify-content:center;
-color:#111;text-decoration:none}
-.status-healthy{background:#22c55e}.status-degraded{background:#f59e0b}.status-faulty{background:#dc2626;color:#fff}
-.status-unreachable{background:#6b7280;color:#fff}.status-error{background:#a855f7;color:#fff}
-table{border-collapse:collapse;margin:.4em 0 1em}td,th{border:1px solid #d0d7de;padding:3px 7px;font-size:.9em;
-text-align:left;vertical-align:top}
-.legend span{margin-right:1em}
-"""
-
-
-def to_html(report: Dict[str, Any]) -> str:
-    """One self-contained HTML file (no external assets): counts, rack-by-node grid, findings per node."""
-    e = html.escape
-    s = report["summary"]
-    parts = [
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-        "<title>gpuops inspection %s</title><style>%s</style></head><body>" % (e(report["generated_at"]), _CSS),
-        "<h1>GPU cluster inspection</h1><p>Generated %s, policy %s.</p>"
-        % (e(report["generated_at"]), e(str(report["policy"].get("version")))),
-        '<div class="counts" id="status-counts">',
+def _attention(report: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Nodes that are not healthy or carry findings, worst first; each with its findings, worst first."""
+    bad = [(h, n) for h, n in sorted(report["nodes"].items()) if n["status"] != "healthy" or n["findings"]]
+    bad.sort(key=lambda hn: (severity_rank(hn[1]["severity"]), hn[0]))
+    return [
+        {
+            "host": host,
+            "node": n,
+            "where": ", ".join("%s %s" % (k, n[k]) for k in ("rack", "leaf", "power") if n.get(k)),
+            "findings": sorted(n["findings"], key=lambda f: (severity_rank(f.get("severity")), f.get("check") or "")),
+        }
+        for host, n in bad
     ]
-    for st in STATUSES:
-        parts.append(
-            '<div class="count status-%s" data-status="%s"><b>%d</b>%s</div>' % (st, st, s["status"].get(st, 0), st)
-        )
-    parts.append('</div><div class="counts" id="severity-counts" style="margin-top:.6em">')
-    for sev in SEVERITIES:
-        parts.append(
-            '<div class="count sev-%s" data-severity="%s"><b>%d</b>%s</div>'
-            % (sev, sev, s["severity"].get(sev, 0), sev)
-        )
-    parts.append("</div>")
-    if s["cluster_findings"]:
-        parts.append(
-            '<h2>Cluster findings</h2><table id="cluster-findings"><tr><th>severity</th><th>check</th>'
-            "<th>domain</th><th>message</th><th>action</th><th>respond by</th></tr>"
-        )
-        for f in s["cluster_findings"]:
-            parts.append(
-                '<tr class="sev-%s">%s</tr>'
-                % (
-                    e(str(f.get("severity"))),
-                    "".join(
-                        "<td>%s</td>" % e(str(f.get(k) or ""))
-                        for k in ("severity", "check", "component", "message", "action", "respond_by")
-                    ),
-                )
-            )
-        parts.append("</table>")
-    # rack-by-node grid
+
+
+def _racks(report: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The rack-by-node grid: racks sorted by name, each with its nodes (host, node, hover title)."""
     racks: Dict[str, List[str]] = {}
     for host, n in report["nodes"].items():
         racks.setdefault(n.get("rack") or "(no rack)", []).append(host)
-    parts.append('<h2>Nodes by rack</h2><div class="legend">')
-    parts.extend(
-        '<span><span class="cell status-%s" style="display:inline-flex"></span> %s</span>' % (st, st) for st in STATUSES
-    )
-    parts.append('</div><div class="grid" id="rack-grid">')
+    out = []
     for rack in sorted(racks):
-        parts.append('<div class="rack" data-rack="%s"><span class="rack-name">%s</span>' % (e(rack), e(rack)))
+        cells = []
         for host in sorted(racks[rack]):
             n = report["nodes"][host]
             title = "%s: %s" % (host, n["status"])
             if n["findings"]:
                 title += " - " + "; ".join(sorted({str(f.get("check")) for f in n["findings"]}))
-            parts.append(
-                '<a class="cell node-cell status-%s" data-node="%s" data-status="%s" href="#node-%s" title="%s">%s</a>'
-                % (e(n["status"]), e(host), e(n["status"]), e(host), e(title), e(host[-2:]))
-            )
-        parts.append("</div>")
-    parts.append("</div><h2>Findings per node</h2>")
-    bad = [(h, n) for h, n in sorted(report["nodes"].items()) if n["findings"] or n["status"] != "healthy"]
-    bad.sort(key=lambda hn: (_SEV_RANK.get(hn[1]["severity"] or "", 9), hn[0]))
-    if not bad:
-        parts.append("<p>Every node is healthy.</p>")
-    for host, n in bad:
-        parts.append(
-            '<h3 id="node-%s">%s <span class="count status-%s">%s</span></h3>'
-            % (e(host), e(host), e(n["status"]), e(n["status"]))
-        )
-        parts.append(
-            '<table class="node-findings" data-node="%s"><tr><th>severity</th><th>check</th><th>component</th>'
-            "<th>message</th><th>action</th><th>respond by</th></tr>" % e(host)
-        )
-        for f in sorted(n["findings"], key=lambda f: (_SEV_RANK.get(f.get("severity") or "", 9), f.get("check") or "")):
-            action = str(f.get("action") or "")
-            if f.get("cause"):
-                action += " (cause: %s)" % f["cause"]
-            parts.append(
-                '<tr><td class="sev-%s">%s</td>%s<td>%s</td><td>%s</td></tr>'
-                % (
-                    e(str(f.get("severity"))),
-                    e(str(f.get("severity"))),
-                    "".join("<td>%s</td>" % e(str(f.get(k) or "")) for k in ("check", "component", "message")),
-                    e(action),
-                    e(str(f.get("respond_by") or "")),
-                )
-            )
-        parts.append("</table>")
-    parts.append("</body></html>\n")
-    return "".join(parts)
+            cells.append({"host": host, "node": n, "title": title, "label": host[-2:]})
+        out.append({"name": rack, "nodes": cells})
+    return out
+
+
+def view(report: Dict[str, Any], max_nodes: int = 200) -> Dict[str, Any]:
+    """What a report template sees (documented in roles/inspect/README.md "Report templates")."""
+    attention = _attention(report)
+    return {
+        "report": report,
+        "summary": report["summary"],
+        "policy": report["policy"],
+        "statuses": STATUSES,
+        "severities": SEVERITIES,
+        "attention": attention,
+        "max_nodes": max_nodes,
+        "racks": _racks(report),
+    }
+
+
+def render(name: str, report: Dict[str, Any], templates_dir: Optional[str] = None, max_nodes: int = 200) -> str:
+    """Render report template ``name`` (site directory first, then the collection's default)."""
+    try:
+        template = environment(templates_dir).get_template(name)
+        return template.render(view(report, max_nodes=max_nodes))
+    except jinja2.TemplateError as exc:
+        where = getattr(exc, "filename", None) or name
+        raise ReportTemplateError("report template %s: %s" % (where, exc)) from exc
+
+
+def to_markdown(report: Dict[str, Any], max_nodes: int = 200, templates_dir: Optional[str] = None) -> str:
+    """Ticket-ready summary: counts, cluster findings, then each non-healthy node with its findings."""
+    return render(MARKDOWN_TEMPLATE, report, templates_dir, max_nodes=max_nodes)
+
+
+def to_html(report: Dict[str, Any], templates_dir: Optional[str] = None) -> str:
+    """One self-contained HTML file (no external assets): counts, rack-by-node grid, findings per node."""
+    return render(HTML_TEMPLATE, report, templates_dir)

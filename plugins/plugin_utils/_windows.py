@@ -27,6 +27,7 @@ import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
+from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time
 
 UTC = datetime.timezone.utc
 
@@ -135,26 +136,16 @@ def to_utc(local: datetime.datetime, tz: datetime.tzinfo) -> datetime.datetime:
 
 
 def parse_now(value: Any) -> datetime.datetime:
-    """An aware UTC datetime from a datetime, an ISO 8601 string (``Z`` or offset; naive means UTC) or epoch seconds."""
-    if isinstance(value, datetime.datetime):
-        dt = value
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        return datetime.datetime.fromtimestamp(float(value), UTC)
-    elif isinstance(value, str) and value.strip():
-        s = value.strip()
-        if re.match(r"^\d+(\.\d+)?$", s):
-            return datetime.datetime.fromtimestamp(float(s), UTC)
-        if s.endswith(("Z", "z")):
-            s = s[:-1] + "+00:00"
-        try:
-            dt = datetime.datetime.fromisoformat(s)
-        except ValueError:
-            raise WindowError("now", "clock must be ISO 8601 (2026-12-05T23:00:00Z) or epoch seconds") from None
-    else:
-        raise WindowError("now", f"clock must be ISO 8601 (2026-12-05T23:00:00Z) or epoch seconds, got {value!r}")
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return dt.astimezone(UTC)
+    """An aware UTC datetime from a datetime, an ISO 8601 string (``Z`` or offset; naive means UTC) or epoch seconds.
+
+    The parsing is ``_timeutil.parse_time`` (the collection's one time parser); this adds the window error.
+    """
+    dt = parse_time(value)
+    if dt is not None:
+        return dt
+    if isinstance(value, str) and value.strip():
+        raise WindowError("now", "clock must be ISO 8601 (2026-12-05T23:00:00Z) or epoch seconds")
+    raise WindowError("now", f"clock must be ISO 8601 (2026-12-05T23:00:00Z) or epoch seconds, got {value!r}")
 
 
 def _validate_one(raw: Any, key: str) -> Dict[str, Any]:
@@ -186,38 +177,53 @@ def _validate_one(raw: Any, key: str) -> Dict[str, Any]:
         for k in ("start", "end", "duration"):
             if k in raw:
                 raise WindowError(f"{key}.{k}", "a weekly window takes start/duration inside 'weekly'")
-        if not isinstance(weekly, dict):
-            raise WindowError(key + ".weekly", "must be a mapping {days, start, duration}")
-        unknown = sorted(str(k) for k in weekly if k not in WEEKLY_KEYS)
-        if unknown:
-            raise WindowError(f"{key}.weekly.{unknown[0]}", f"unknown key (allowed: {', '.join(sorted(WEEKLY_KEYS))})")
-        days = weekly.get("days")
-        if isinstance(days, str):
-            days = [days]
-        if not isinstance(days, list) or not days:
-            raise WindowError(key + ".weekly.days", "must be a non-empty list of mon..sun")
-        dayset = set()
-        for i, raw_day in enumerate(days):
-            dk = f"{key}.weekly.days[{i}]"
-            if not isinstance(raw_day, str):
-                raise WindowError(dk, f"day must be one of {', '.join(DAYS)}, got {raw_day!r}")
-            d = _DAY_ALIASES.get(raw_day.strip().lower(), raw_day.strip().lower())
-            if d not in DAYS:
-                raise WindowError(dk, f"day must be one of {', '.join(DAYS)}, got {raw_day!r}")
-            dayset.add(DAYS.index(d))
-        if "start" not in weekly:
-            raise WindowError(key + ".weekly.start", "missing (HH:MM)")
-        hh, mm = _parse_hhmm(weekly.get("start"), key + ".weekly.start")
-        if ("duration" in weekly) == ("end" in weekly):
-            raise WindowError(key + ".weekly.duration", "give exactly one of duration (4h) or end (HH:MM)")
-        if "duration" in weekly:
-            dur = parse_duration(weekly["duration"], key + ".weekly.duration")
-        else:
-            eh, em = _parse_hhmm(weekly["end"], key + ".weekly.end")
-            minutes = (eh * 60 + em - hh * 60 - mm) % (24 * 60) or 24 * 60
-            dur = datetime.timedelta(minutes=minutes)
-        out.update({"kind": "weekly", "days": sorted(dayset), "start_time": (hh, mm), "duration": dur})
-        return out
+        out.update(_validate_weekly(weekly, key + ".weekly"))
+    else:
+        out.update(_validate_dated(raw, key, tz, freeze))
+    return out
+
+
+def _weekdays(days: Any, key: str) -> List[int]:
+    if isinstance(days, str):
+        days = [days]
+    if not isinstance(days, list) or not days:
+        raise WindowError(key, "must be a non-empty list of mon..sun")
+    dayset = set()
+    for i, raw_day in enumerate(days):
+        dk = f"{key}[{i}]"
+        if not isinstance(raw_day, str):
+            raise WindowError(dk, f"day must be one of {', '.join(DAYS)}, got {raw_day!r}")
+        d = _DAY_ALIASES.get(raw_day.strip().lower(), raw_day.strip().lower())
+        if d not in DAYS:
+            raise WindowError(dk, f"day must be one of {', '.join(DAYS)}, got {raw_day!r}")
+        dayset.add(DAYS.index(d))
+    return sorted(dayset)
+
+
+def _validate_weekly(weekly: Any, key: str) -> Dict[str, Any]:
+    """A weekly slot ``{days, start, duration | end}`` (``key`` is ``windows[i].weekly``)."""
+    if not isinstance(weekly, dict):
+        raise WindowError(key, "must be a mapping {days, start, duration}")
+    unknown = sorted(str(k) for k in weekly if k not in WEEKLY_KEYS)
+    if unknown:
+        raise WindowError(f"{key}.{unknown[0]}", f"unknown key (allowed: {', '.join(sorted(WEEKLY_KEYS))})")
+    days = _weekdays(weekly.get("days"), key + ".days")
+    if "start" not in weekly:
+        raise WindowError(key + ".start", "missing (HH:MM)")
+    hh, mm = _parse_hhmm(weekly.get("start"), key + ".start")
+    if ("duration" in weekly) == ("end" in weekly):
+        raise WindowError(key + ".duration", "give exactly one of duration (4h) or end (HH:MM)")
+    if "duration" in weekly:
+        dur = parse_duration(weekly["duration"], key + ".duration")
+    else:
+        eh, em = _parse_hhmm(weekly["end"], key + ".end")
+        minutes = (eh * 60 + em - hh * 60 - mm) % (24 * 60) or 24 * 60
+        dur = datetime.timedelta(minutes=minutes)
+    return {"kind": "weekly", "days": days, "start_time": (hh, mm), "duration": dur}
+
+
+def _validate_dated(raw: Dict[str, Any], key: str, tz: datetime.tzinfo, freeze: bool) -> Dict[str, Any]:
+    """A one-off window ``{start, end | duration}`` as UTC start and end."""
     if "start" not in raw:
         raise WindowError(key + ".start", "missing: give weekly {...} or a dated start (YYYY-MM-DDTHH:MM)")
     start = _parse_local_dt(raw["start"], key + ".start")
@@ -234,8 +240,7 @@ def _validate_one(raw: Any, key: str) -> Dict[str, Any]:
         dur = parse_duration(raw["duration"], key + ".duration")
         s_utc = to_utc(start, tz)
         e_utc = to_utc(start.replace(tzinfo=None) + dur, tz) if start.tzinfo is None else s_utc + dur
-    out.update({"kind": "dated", "start": s_utc, "end": e_utc})
-    return out
+    return {"kind": "dated", "start": s_utc, "end": e_utc}
 
 
 def validate(windows: Any, key: str = "windows") -> List[Dict[str, Any]]:

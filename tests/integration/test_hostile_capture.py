@@ -34,17 +34,10 @@ TIMEOUT_S = 60
 
 
 def _env():
-    env = dict(os.environ)
-    env.update(
-        {
-            "PATH": "%s:%s" % (VENV_BIN, env.get("PATH", "")),
-            "ANSIBLE_COLLECTIONS_PATH": str(REPO / "build"),
-            "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-            "ANSIBLE_NOCOLOR": "1",
-            "ANSIBLE_DEPRECATION_WARNINGS": "False",
-        }
-    )
-    env.pop("ANSIBLE_INVENTORY", None)
+    """The playbooks' environment: this checkout's collection and ansible.cfg, no inherited inventory."""
+    env = {k: v for k, v in os.environ.items() if k != "ANSIBLE_INVENTORY"}
+    env.update(PATH=os.pathsep.join((str(VENV_BIN), env.get("PATH", ""))), ANSIBLE_COLLECTIONS_PATH=str(REPO / "build"))
+    env.update(ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_DEPRECATION_WARNINGS="False")
     return env
 
 

@@ -45,7 +45,7 @@ def _apply(tmp_path, states, start="now", minutes=30):
         ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
     )
     extra = {
-        "change_guard_scontrol": SCONTROL,
+        "change_guard_slurm_controller": {"host": "localhost", "scontrol_path": SCONTROL},
         "resv_name": NAME,
         "resv_nodes": [NODE],
         "resv_start": start,

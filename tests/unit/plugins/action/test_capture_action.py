@@ -20,11 +20,10 @@ SECRET = "victim-file-content"
 
 @pytest.fixture(autouse=True)
 def umask_022():
+    """Every test under a permissive umask: what the action writes must still come out private."""
     old = os.umask(0o022)
-    try:
-        yield
-    finally:
-        os.umask(old)
+    yield
+    os.umask(old)
 
 
 def run_action(dest, tree):

@@ -1,0 +1,77 @@
+"""``gpuops-audit verify LOG [--head H] [--anchor A] [--chain-only]``: verify a gpuops.cluster audit log.
+
+Exit 0 when the hash chain verifies and ends at the head (``head.json`` beside the log unless ``--head`` names
+another, a path or a sha256); 1 when it does not, with the verification result as JSON on stdout (first bad
+line, reason). A missing head is a failure unless ``--chain-only`` is given. ``--anchor`` is a head kept off the
+controller (``SEQ:HASH``, the callback's syslog line, a head JSON object or a file holding one) that the log must
+still contain. Usage errors exit 2 (argparse).
+
+The verifier is the collection's own ``plugins/plugin_utils/_audit.py``, imported from the collections path the
+playbooks use (``$ANSIBLE_COLLECTIONS_PATH``, else ``build/`` of the source tree), so the CLI and the
+``gpuops.cluster.audit_verify`` action can never disagree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from typing import Any, List, Optional
+
+_REL = os.path.join("ansible_collections", "gpuops", "cluster", "plugins", "plugin_utils", "_audit.py")
+_MODULE = "ansible_collections.gpuops.cluster.plugins.plugin_utils._audit"
+_SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def audit_module() -> Any:
+    """The collection's audit module, found (as tools/gpuops_runbook/hook.py finds it) under $ANSIBLE_COLLECTIONS_PATH,
+    then sys.path, the source tree's build/, and Ansible's default collections paths."""
+    dirs = [d for d in os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(os.pathsep) if d]
+    dirs += [p for p in sys.path if p]
+    dirs.append(os.path.join(_SOURCE_ROOT, "build"))
+    dirs += [os.path.expanduser("~/.ansible/collections"), "/usr/share/ansible/collections"]
+    found = next((d for d in dirs if os.path.isfile(os.path.join(d, _REL))), None)
+    if found is None:
+        raise OSError("cannot find the collection's audit module (%s) under %s" % (_REL, ", ".join(dirs)))
+    if found not in sys.path:
+        sys.path.insert(0, found)
+    return importlib.import_module(_MODULE)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gpuops-audit", description="gpuops.cluster audit trail tools")
+    sub = p.add_subparsers(dest="command", required=True)
+    v = sub.add_parser("verify", help="verify an audit log's hash chain and its end (head)")
+    v.add_argument("log")
+    v.add_argument("--head", help="head.json path or sha256; default: head.json beside the log (missing: failure)")
+    v.add_argument(
+        "--anchor", help="a head kept off the controller (SEQ:HASH, a head JSON line or file) the log must contain"
+    )
+    v.add_argument(
+        "--chain-only",
+        "--no-head",
+        dest="chain_only",
+        action="store_true",
+        help="check the chain alone, without a head (removed last records then go unseen)",
+    )
+    return p
+
+
+def verify(args: argparse.Namespace) -> int:
+    audit = audit_module()
+    head: Any = None if args.chain_only else (args.head or audit.default_head_path(args.log))
+    res = audit.verify(args.log, head, chain_only=args.chain_only, anchor=args.anchor)
+    json.dump(res, sys.stdout, indent=1, sort_keys=True)
+    sys.stdout.write("\n")
+    return 0 if res["ok"] else 1
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return {"verify": verify}[args.command](args)
+    except OSError as e:
+        sys.stderr.write("gpuops-audit: %s\n" % e)
+        return 1
