@@ -92,9 +92,9 @@ options:
     description: Seconds to wait for the guard's lock before failing.
     type: float
     default: 60
-seealso:
-  - module: gpuops.cluster.slurm_node
-  - module: gpuops.cluster.gpu_reset_record
+notes:
+  - The isolate role runs it with a run id of its own and releases the claims after the C(gpuops.cluster.slurm_node)
+    calls; a run that dies leaves its claims counting until C(claim_ttl_s).
 """
 
 EXAMPLES = r"""
