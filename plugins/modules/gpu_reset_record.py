@@ -62,8 +62,25 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-recorded: {description: Number of GPUs recorded., returned: always, type: int, sample: 1}
-path: {description: The host's state document., returned: always, type: str, sample: /var/lib/gpuops-controller/hosts/gpu-node-03.json}
-resets: {description: The entries recorded., returned: always, type: list, elements: dict, sample: [{bus_id: "00000000:18:00.0", serial: "1654922008561", time: "2026-12-02T10:00:00Z"}]}
-diff: {description: The host's resets and clears before and after (with C(--diff))., returned: diff mode, type: dict, sample: {before: {resets: [], clears: {}}, after: {resets: [], clears: {}}}}
+recorded:
+  description: Number of GPUs recorded.
+  returned: always
+  type: int
+  sample: 1
+path:
+  description: The host's state document.
+  returned: always
+  type: str
+  sample: /var/lib/gpuops-controller/hosts/gpu-node-03.json
+resets:
+  description: The entries recorded.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{bus_id: '00000000:18:00.0', serial: '1654922008561', time: '2026-12-02T10:00:00Z'}]
+diff:
+  description: The host's resets and clears before and after (with C(--diff)).
+  returned: diff mode
+  type: dict
+  sample: {before: {resets: [], clears: {}}, after: {resets: [], clears: {}}}
 """

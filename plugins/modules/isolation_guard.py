@@ -25,7 +25,7 @@ description:
   - Refused nodes are reported in RV(refused_by_guard), not failed. Bad guard settings (O(policy)) fail the
     task before anything is claimed, naming the key.
   - In check mode the decision is made and reported the same way but nothing is claimed, locked or written;
-    RV(changed) tells whether claims would be recorded (or released). With C(--diff) the open claims before and
+    C(changed) tells whether claims would be recorded (or released). With C(--diff) the open claims before and
     after are shown.
 extends_documentation_fragment:
   - gpuops.cluster.common.attributes_action
@@ -120,18 +120,82 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-allowed: {description: Nodes that may be isolated (claimed unless in check mode)., returned: action=decide, type: list, elements: str, sample: [gpu-node-03]}
-already_isolated: {description: Targets Slurm already shows drained or down., returned: action=decide, type: list, elements: str, sample: []}
-refused_by_guard: {description: Refused targets and why., returned: action=decide, type: list, elements: dict, sample: [{node: gpu-node-07, reason: "blast-radius guard: cluster would have 3 of 8 nodes out of service (limit 2)"}]}
-overridden: {description: O(override_reason) allowed nodes the guard would have refused., returned: action=decide, type: bool, sample: false}
-override_reason: {description: The override reason (null without one)., returned: action=decide, type: str, sample: null}
-would_refuse: {description: What the guard would have refused without the override., returned: action=decide, type: list, elements: dict, sample: []}
-limits: {description: The node limit of every scope (null = no limit)., returned: action=decide, type: dict, sample: {cluster: 2, "partition:gpu": 2, "rack:rack-1": 2}}
-out_of_service: {description: Nodes Slurm shows drained or down., returned: action=decide, type: list, elements: str, sample: [gpu-node-05]}
-recently_isolated: {description: Nodes counted by the flap window., returned: action=decide, type: list, elements: str, sample: []}
-claimed: {description: Nodes with open claims of earlier runs (before this decision)., returned: action=decide, type: list, elements: str, sample: []}
-claim_ttl_s: {description: Expiry of a claim never released., returned: action=decide, type: int, sample: 86400}
-released: {description: Node to outcome (done or failed) of the claims released., returned: action=release, type: dict, sample: {gpu-node-03: done}}
-not_claimed: {description: Nodes given without an open claim of O(run_id)., returned: action=release, type: list, elements: str, sample: []}
-diff: {description: Open claims before and after (with C(--diff))., returned: diff mode, type: dict, sample: {before: {claimed: []}, after: {claimed: [gpu-node-03]}}}
+allowed:
+  description: Nodes that may be isolated (claimed unless in check mode).
+  returned: action=decide
+  type: list
+  elements: str
+  sample: [gpu-node-03]
+already_isolated:
+  description: Targets Slurm already shows drained or down.
+  returned: action=decide
+  type: list
+  elements: str
+  sample: []
+refused_by_guard:
+  description: Refused targets and why.
+  returned: action=decide
+  type: list
+  elements: dict
+  sample: [{node: gpu-node-07, reason: 'blast-radius guard: cluster would have 3 of 8 nodes out of service (limit 2)'}]
+overridden:
+  description: O(override_reason) allowed nodes the guard would have refused.
+  returned: action=decide
+  type: bool
+  sample: false
+override_reason:
+  description: The override reason (null without one).
+  returned: action=decide
+  type: str
+  sample: null
+would_refuse:
+  description: What the guard would have refused without the override.
+  returned: action=decide
+  type: list
+  elements: dict
+  sample: []
+limits:
+  description: The node limit of every scope (null = no limit).
+  returned: action=decide
+  type: dict
+  sample: {cluster: 2, 'partition:gpu': 2, 'rack:rack-1': 2}
+out_of_service:
+  description: Nodes Slurm shows drained or down.
+  returned: action=decide
+  type: list
+  elements: str
+  sample: [gpu-node-05]
+recently_isolated:
+  description: Nodes counted by the flap window.
+  returned: action=decide
+  type: list
+  elements: str
+  sample: []
+claimed:
+  description: Nodes with open claims of earlier runs (before this decision).
+  returned: action=decide
+  type: list
+  elements: str
+  sample: []
+claim_ttl_s:
+  description: Expiry of a claim never released.
+  returned: action=decide
+  type: int
+  sample: 86400
+released:
+  description: Node to outcome (done or failed) of the claims released.
+  returned: action=release
+  type: dict
+  sample: {gpu-node-03: done}
+not_claimed:
+  description: Nodes given without an open claim of O(run_id).
+  returned: action=release
+  type: list
+  elements: str
+  sample: []
+diff:
+  description: Open claims before and after (with C(--diff)).
+  returned: diff mode
+  type: dict
+  sample: {before: {claimed: []}, after: {claimed: [gpu-node-03]}}
 """
