@@ -21,13 +21,16 @@ depends on ``window_s``: ``window_s: 0`` turns off the flap window, never the ca
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
+from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError, StateLock
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import severity_rank
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError, StateLock, private_dir
 
 HISTORY_SCHEMA = "gpuops.isolation-history/v1"
 LOCK_NAME = "isolation-guard"
@@ -49,7 +52,6 @@ DEFAULT_POLICY: Dict[str, Any] = {
 CLAIMED, DONE, FAILED = "claimed", "done", "failed"
 CLAIM_OUTCOMES = (DONE, FAILED)
 
-_SEVERITY_RANK = {"P0": 0, "P1": 1, "P2": 2, "P3": 3}
 _UNAVAILABLE_FLAGS = ("DRAIN", "DRAINED", "DRAINING", "DOWN", "FAIL", "FAILING", "MAINT", "REBOOT_REQUESTED")
 _UNAVAILABLE_BASE = ("DOWN", "FUTURE", "FAIL")
 
@@ -58,8 +60,15 @@ class GuardError(Exception):
     """Bad guard input (policy values, target list)."""
 
 
-def severity_rank(severity: Any) -> int:
-    return _SEVERITY_RANK.get(str(severity).upper() if severity is not None else "", 9)
+@dataclass(frozen=True)
+class Claim:
+    """Who claims the allowed nodes (``run_id``, ``ticket``) and whether to record the claims at all
+    (``record=False``: decide only, as check mode does), waiting at most ``lock_timeout`` s for the lock."""
+
+    run_id: str = ""
+    ticket: str = ""
+    record: bool = True
+    lock_timeout: float = 60.0
 
 
 def slurm_unavailable(state: Optional[str]) -> bool:
@@ -301,8 +310,6 @@ def history_path(state_dir: str) -> str:
 
 
 def load_history(state_dir: str) -> List[Dict[str, Any]]:
-    import json
-
     path = history_path(state_dir)
     try:
         with open(path, "rb") as fh:
@@ -330,11 +337,14 @@ def _keep_s(pol: Dict[str, Any]) -> float:
 
 def save_history(state_dir: str, history: List[Dict[str, Any]]) -> None:
     """Write the history privately (0600 in a 0700 directory, whatever the umask; never through a link)."""
-    import json
-
-    ensure_private_dir(os.path.dirname(history_path(state_dir)))
+    private_dir(os.path.dirname(history_path(state_dir)))
     data = json.dumps({"schema": HISTORY_SCHEMA, "entries": history}, sort_keys=True, indent=1, default=str)
     write_private_atomic(history_path(state_dir), data + "\n")
+
+
+def _need_state_dir(state_dir: Any) -> None:
+    if not isinstance(state_dir, str) or not state_dir:
+        raise GuardError("the guard needs a state directory (gpuops_state_dir) to keep its claims")
 
 
 def guard_and_claim(
@@ -343,27 +353,28 @@ def guard_and_claim(
     cluster: Dict[str, Dict[str, Any]],
     policy: Optional[Dict[str, Any]] = None,
     override_reason: str = "",
-    run_id: str = "",
-    ticket: str = "",
-    claim: bool = True,
-    lock_timeout: float = 60.0,
+    claim: Optional[Claim] = None,
     now: Optional[float] = None,
 ) -> Dict[str, Any]:
     """``decide`` under the isolation-guard lock, recording the allowed nodes as claims (state ``claimed``)
-    in the same critical section (skipped with ``claim=False``, e.g. in check mode). Release them with
-    ``release_claims`` and the same ``run_id``."""
+    of ``claim.run_id`` in the same critical section (skipped with ``Claim(record=False)``, e.g. in check
+    mode). Release them with ``release_claims`` and the same ``run_id``."""
+    claim = claim or Claim()
     pol = normalize_policy(policy)
-    if not isinstance(state_dir, str) or not state_dir:
-        raise GuardError("the guard needs a state directory (gpuops_state_dir) to keep its claims")
-    ensure_private_dir(state_dir)
-    with StateLock(state_dir, LOCK_NAME, timeout=lock_timeout):
+    _need_state_dir(state_dir)
+    if not claim.record:  # decide only (check mode): read the history, take no lock, create and write nothing
+        t = time.time() if now is None else float(now)
+        result = decide(targets, cluster, load_history(state_dir), pol, t, override_reason)
+        return dict(result, claim_ttl_s=pol["claim_ttl_s"])
+    private_dir(state_dir)
+    with StateLock(state_dir, LOCK_NAME, timeout=claim.lock_timeout):
         t = time.time() if now is None else float(now)
         history = load_history(state_dir)
         result = decide(targets, cluster, history, pol, t, override_reason)
-        if claim and result["allowed"]:
+        if result["allowed"]:
             history = prune_history(history, t, _keep_s(pol))
             for node in result["allowed"]:
-                entry = {"node": node, "time": t, "run_id": run_id, "ticket": ticket, "state": CLAIMED}
+                entry = {"node": node, "time": t, "run_id": claim.run_id, "ticket": claim.ticket, "state": CLAIMED}
                 if override_reason:
                     entry["override_reason"] = override_reason
                 history.append(entry)
@@ -378,11 +389,14 @@ def release_claims(
     outcomes: Dict[str, str],
     lock_timeout: float = 60.0,
     now: Optional[float] = None,
+    write: bool = True,
 ) -> Dict[str, Any]:
     """Release this run's open claims: ``outcomes`` maps node -> ``done`` (the drain went through: from now on
     Slurm's view counts the node, and the flap window after a resume) or ``failed`` (no drain happened: the
     claim stops counting at once). Only claims of ``run_id`` in state ``claimed`` change. Returns
-    ``{released: {node: outcome}, not_claimed: [nodes without an open claim of this run]}``."""
+    ``{released: {node: outcome}, not_claimed: [nodes without an open claim of this run]}``; ``write=False``
+    (check mode) says what it would release and writes nothing."""
+    _need_state_dir(state_dir)
     if not isinstance(run_id, str) or not run_id:
         raise GuardError("releasing claims needs the run_id that made them")
     if not isinstance(outcomes, dict):
@@ -390,21 +404,30 @@ def release_claims(
     for node, outcome in outcomes.items():
         if not isinstance(node, str) or not node or outcome not in CLAIM_OUTCOMES:
             raise GuardError("bad claim outcome %r -> %r (done or failed)" % (node, outcome))
-    released: Dict[str, str] = {}
+    if not write:  # check mode: what would be released, without the lock, writing nothing
+        t = time.time() if now is None else float(now)
+        return _answer(_mark_released(load_history(state_dir), run_id, outcomes, t), outcomes)
     with StateLock(state_dir, LOCK_NAME, timeout=lock_timeout):
         t = time.time() if now is None else float(now)
         history = load_history(state_dir)
-        for entry in history:
-            node = entry.get("node")
-            if (
-                entry.get("run_id") == run_id
-                and entry.get("state", CLAIMED) == CLAIMED
-                and isinstance(node, str)
-                and node in outcomes
-            ):
-                entry["state"] = outcomes[node]
-                entry["released_at"] = t
-                released[node] = outcomes[node]
+        released = _mark_released(history, run_id, outcomes, t)
         if released:
             save_history(state_dir, history)
+    return _answer(released, outcomes)
+
+
+def _mark_released(history: List[Dict[str, Any]], run_id: str, outcomes: Dict[str, str], t: float) -> Dict[str, str]:
+    """Set the outcome on ``run_id``'s open claims of the nodes in ``outcomes`` (in place); returns them."""
+    released: Dict[str, str] = {}
+    for entry in history:
+        node = entry.get("node")
+        open_claim = entry.get("run_id") == run_id and entry.get("state", CLAIMED) == CLAIMED
+        if open_claim and isinstance(node, str) and node in outcomes:
+            entry["state"] = outcomes[node]
+            entry["released_at"] = t
+            released[node] = outcomes[node]
+    return released
+
+
+def _answer(released: Dict[str, str], outcomes: Dict[str, str]) -> Dict[str, Any]:
     return {"released": released, "not_claimed": sorted(n for n in outcomes if n not in released)}

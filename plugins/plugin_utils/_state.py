@@ -33,6 +33,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     open_private,
     write_private_atomic,
 )
+from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, parse_time, utcnow_iso
 
 HOST_STATE_SCHEMA = "gpuops.state/v1"
 
@@ -59,6 +60,15 @@ def empty_host_state(host: Optional[str] = None) -> Dict[str, Any]:
         "active_faults": {},  # finding id -> {finding, first_seen, last_seen, boot_id, clear, bus_id, serial, ...}
         "baseline": None,  # golden baseline from onboarding (see _checks.make_baseline)
     }
+
+
+def private_dir(path: str, tighten: bool = False) -> str:
+    """``_common.ensure_private_dir``, tried once more when another process created a missing component at
+    the same moment (the first try then sees it appear and takes it for a file); a real file still raises."""
+    try:
+        return ensure_private_dir(path, tighten=tighten)
+    except NotADirectoryError:
+        return ensure_private_dir(path, tighten=tighten)
 
 
 def _check_name(name: str, what: str = "host") -> str:
@@ -129,11 +139,11 @@ def save_host_state(state_dir: str, host: str, state: Dict[str, Any]) -> str:
     """Atomically write the host state; returns the path. Hold ``StateLock(state_dir, host)`` around
     load-modify-save when another process may write the same host (isolation, reset recording)."""
     path = host_state_path(state_dir, host)
-    ensure_private_dir(os.path.dirname(path), tighten=True)  # <state_dir>/hosts is ours: 0700
+    private_dir(os.path.dirname(path), tighten=True)  # <state_dir>/hosts is ours: 0700
     data = normalize_host_state(copy.deepcopy(state), host)
     data["schema"] = HOST_STATE_SCHEMA
     data["host"] = host
-    data["updated_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    data["updated_at"] = utcnow_iso()
     atomic_write_json(path, data)
     return path
 
@@ -153,7 +163,7 @@ class StateLock:
         self._fh: Any = None
 
     def acquire(self) -> StateLock:
-        ensure_private_dir(os.path.dirname(self.path), tighten=True)  # <state_dir>/locks is ours: 0700
+        private_dir(os.path.dirname(self.path), tighten=True)  # <state_dir>/locks is ours: 0700
         try:  # 0600, never through a link planted at the lock's path
             fh = os.fdopen(open_private(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND), "a+")
         except OSError as exc:
@@ -213,24 +223,26 @@ def _host_section(state: Dict[str, Any], host: str) -> Dict[str, Any]:
     return state
 
 
-def _iso_time(value: Any) -> str:
-    if hasattr(value, "isoformat"):
-        s = value.isoformat()
-        return s.replace("+00:00", "Z")
-    return str(value)
+def _record_time(value: Any) -> str:
+    """A reset or clear time (ISO text, epoch or datetime) as the state records it: UTC with a ``Z``."""
+    when = parse_time(value)
+    if when is None:
+        raise StateError("not a time: %r" % (value,))
+    return iso_z(when, timespec="auto")  # type: ignore[return-value]
 
 
 def record_gpu_reset(
     state: Dict[str, Any], host: str, bus_id: str, serial: Optional[str], time_: Any
 ) -> Dict[str, Any]:
-    """Record a successful reset of the GPU at ``bus_id`` (serial when known) at ``time_`` (ISO or datetime).
+    """Record a successful reset of the GPU at ``bus_id`` (serial when known) at ``time_`` (ISO, epoch or
+    datetime; anything else raises StateError).
 
     A reset clears that GPU's reset-class faults (clear rule ``needs_reset_record``) raised before it, and
     is a clear marker: kernel events of that GPU before it no longer count. Mutates and returns the host
     state (``state`` may also be ``{"hosts": {host: ...}}``).
     """
     hs = _host_section(state, host)
-    hs.setdefault("resets", []).append({"bus_id": bus_id, "serial": serial, "time": _iso_time(time_)})
+    hs.setdefault("resets", []).append({"bus_id": bus_id, "serial": serial, "time": _record_time(time_)})
     hs["resets"] = hs["resets"][-50:]
     record_clear(hs, host, bus_id, time_)
     return hs
@@ -239,7 +251,7 @@ def record_gpu_reset(
 def record_clear(state: Dict[str, Any], host: str, bus_id: str, time_: Any) -> Dict[str, Any]:
     """Record an operator clear for the GPU at ``bus_id``: kernel events before ``time_`` stop counting."""
     hs = _host_section(state, host)
-    hs.setdefault("clears", {})[bus_id] = _iso_time(time_)
+    hs.setdefault("clears", {})[bus_id] = _record_time(time_)
     return hs
 
 

@@ -7,15 +7,13 @@ import json
 import multiprocessing
 import os
 import stat
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ansible_collections.gpuops.cluster.plugins.action import isolation_guard
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _guard
 from ansible_collections.gpuops.cluster.plugins.module_utils._slurm_parse import parse_show_node
 
@@ -148,14 +146,16 @@ def test_cluster_from_scontrol_text():
 
 def test_claims_are_recorded_and_counted(tmp_path):
     c = cluster()
-    first = _guard.guard_and_claim(str(tmp_path), ["gpu-node-01", "gpu-node-02", "gpu-node-03"], c, run_id="a")
+    first = _guard.guard_and_claim(
+        str(tmp_path), ["gpu-node-01", "gpu-node-02", "gpu-node-03"], c, claim=_guard.Claim(run_id="a")
+    )
     assert first["allowed"] == ["gpu-node-01", "gpu-node-02"]
-    second = _guard.guard_and_claim(str(tmp_path), ["gpu-node-05"], c, run_id="b")
+    second = _guard.guard_and_claim(str(tmp_path), ["gpu-node-05"], c, claim=_guard.Claim(run_id="b"))
     assert second["allowed"] == [] and second["recently_isolated"] == ["gpu-node-01", "gpu-node-02"]
     data = json.loads((tmp_path / "isolation" / "history.json").read_text())
     assert [e["node"] for e in data["entries"]] == ["gpu-node-01", "gpu-node-02"]
     # check mode claims nothing
-    _guard.guard_and_claim(str(tmp_path / "x"), ["gpu-node-01"], c, claim=False)
+    _guard.guard_and_claim(str(tmp_path / "x"), ["gpu-node-01"], c, claim=_guard.Claim(record=False))
     assert not (tmp_path / "x" / "isolation" / "history.json").exists()
 
 
@@ -168,7 +168,7 @@ def test_corrupt_history_is_an_error(tmp_path):
 
 def _worker(args):
     state_dir, nodes, run = args
-    return _guard.guard_and_claim(state_dir, nodes, cluster(), run_id=run)["allowed"]
+    return _guard.guard_and_claim(state_dir, nodes, cluster(), claim=_guard.Claim(run_id=run))["allowed"]
 
 
 def test_concurrent_runs_stay_within_the_cap(tmp_path):
@@ -210,8 +210,6 @@ def test_targets_from_findings_worst_severity():
 
 
 # ------------------------------------------------------------------ issue 12 item 8: the cap is a cap
-REPO = Path(__file__).resolve().parents[4]
-ENTRY = REPO / "roles" / "isolate" / "files" / "isolation_guard.py"
 STALE = "\n".join("NodeName=gpu-node-%02d State=IDLE Partitions=gpu Gres=gpu:8" % i for i in range(1, 9))
 
 
@@ -254,10 +252,14 @@ def test_valid_guard_settings():
 def test_open_claims_count_whatever_the_window(tmp_path, window):
     c = cluster()
     pol = {"window_s": window}
-    first = _guard.guard_and_claim(str(tmp_path), ["gpu-node-01", "gpu-node-02"], c, pol, run_id="a", now=NOW)
+    first = _guard.guard_and_claim(
+        str(tmp_path), ["gpu-node-01", "gpu-node-02"], c, pol, claim=_guard.Claim(run_id="a"), now=NOW
+    )
     assert first["allowed"] == ["gpu-node-01", "gpu-node-02"]
     # an hour later Slurm's view is still stale (all IDLE): the open claims still fill the cap
-    later = _guard.guard_and_claim(str(tmp_path), ["gpu-node-05"], c, pol, run_id="b", now=NOW + 3601)
+    later = _guard.guard_and_claim(
+        str(tmp_path), ["gpu-node-05"], c, pol, claim=_guard.Claim(run_id="b"), now=NOW + 3601
+    )
     assert later["allowed"] == [] and later["claimed"] == ["gpu-node-01", "gpu-node-02"]
     assert "limit 2" in later["refused_by_guard"][0]["reason"]
 
@@ -266,7 +268,7 @@ def test_released_claims(tmp_path):
     c = cluster()
     sd = str(tmp_path)
     pol = {"window_s": 0}
-    _guard.guard_and_claim(sd, ["gpu-node-01", "gpu-node-02"], c, pol, run_id="a", now=NOW)
+    _guard.guard_and_claim(sd, ["gpu-node-01", "gpu-node-02"], c, pol, claim=_guard.Claim(run_id="a"), now=NOW)
     # another run cannot release them, and unknown nodes are reported
     other = _guard.release_claims(sd, "b", {"gpu-node-01": "failed"}, now=NOW + 1)
     assert other == {"released": {}, "not_claimed": ["gpu-node-01"]}
@@ -274,7 +276,7 @@ def test_released_claims(tmp_path):
     assert r == {"released": {"gpu-node-01": "done", "gpu-node-02": "failed"}, "not_claimed": []}
     # done: Slurm's view counts the drained node; failed: nothing counts it any more
     c["gpu-node-01"]["state"] = "IDLE+DRAIN"
-    d = _guard.guard_and_claim(sd, ["gpu-node-05", "gpu-node-06"], c, pol, run_id="c", now=NOW + 3)
+    d = _guard.guard_and_claim(sd, ["gpu-node-05", "gpu-node-06"], c, pol, claim=_guard.Claim(run_id="c"), now=NOW + 3)
     assert d["allowed"] == ["gpu-node-05"] and d["claimed"] == []
     # with a flap window a done claim keeps counting after a resume, a failed one does not
     c["gpu-node-01"]["state"] = "IDLE"
@@ -291,18 +293,25 @@ def test_released_claims(tmp_path):
 def test_unreleased_claim_expires_after_its_ttl_not_the_window(tmp_path):
     c = cluster()
     pol = {"window_s": 0, "claim_ttl_s": 7200}
-    _guard.guard_and_claim(str(tmp_path), ["gpu-node-01", "gpu-node-02"], c, pol, run_id="a", now=NOW)
-    assert _guard.guard_and_claim(str(tmp_path), ["gpu-node-05"], c, pol, now=NOW + 7199, claim=False)["allowed"] == []
-    assert _guard.guard_and_claim(str(tmp_path), ["gpu-node-05"], c, pol, now=NOW + 7200, claim=False)["allowed"] == [
-        "gpu-node-05"
-    ]
+    _guard.guard_and_claim(
+        str(tmp_path), ["gpu-node-01", "gpu-node-02"], c, pol, claim=_guard.Claim(run_id="a"), now=NOW
+    )
+    assert (
+        _guard.guard_and_claim(
+            str(tmp_path), ["gpu-node-05"], c, pol, now=NOW + 7199, claim=_guard.Claim(record=False)
+        )["allowed"]
+        == []
+    )
+    assert _guard.guard_and_claim(
+        str(tmp_path), ["gpu-node-05"], c, pol, now=NOW + 7200, claim=_guard.Claim(record=False)
+    )["allowed"] == ["gpu-node-05"]
 
 
 def test_history_and_lock_dir_are_private_whatever_the_umask(tmp_path):
     old = os.umask(0o022)
     try:
         sd = tmp_path / "state"
-        _guard.guard_and_claim(str(sd), ["gpu-node-01"], cluster(), run_id="a")
+        _guard.guard_and_claim(str(sd), ["gpu-node-01"], cluster(), claim=_guard.Claim(run_id="a"))
     finally:
         os.umask(old)
     assert stat.S_IMODE((sd / "isolation" / "history.json").stat().st_mode) == 0o600
@@ -310,56 +319,56 @@ def test_history_and_lock_dir_are_private_whatever_the_umask(tmp_path):
     assert stat.S_IMODE(sd.stat().st_mode) == 0o700
 
 
-def _entry(req):
-    p = subprocess.run(
-        [sys.executable, str(ENTRY)], input=json.dumps(req), capture_output=True, text=True, timeout=60, check=False
-    )
-    return p.returncode, json.loads(p.stdout)
+def _decide_in_a_process(run_action, req, q):
+    q.put(run_action(isolation_guard, req))
 
 
 @pytest.mark.parametrize("window", [0, 1, 3600])
-def test_concurrent_guard_processes_on_a_stale_view_never_exceed_the_cap(tmp_path, window):
-    """Six isolate runs (real processes, the role's own entry point), started 0.4 s apart so that some claims
-    are older than a 1 s window, all on the same stale Slurm view (every node IDLE): 2 of 8 at most."""
+def test_concurrent_guard_processes_on_a_stale_view_never_exceed_the_cap(tmp_path, run_action, window):
+    """Six isolate runs (real processes, each running the gpuops.cluster.isolation_guard action), started 0.4 s
+    apart so that some claims are older than a 1 s window, all on the same stale Slurm view (every node IDLE):
+    2 of 8 at most."""
+    ctx = multiprocessing.get_context("fork")
     procs = []
     for i in range(6):
         req = {"nodes": ["gpu-node-%02d" % (i + 1)], "findings": [], "scontrol_show_node": STALE, "racks": {},
                "policy": {"window_s": window}, "state_dir": str(tmp_path), "run_id": "run-%d" % i}  # fmt: skip
-        p = subprocess.Popen([sys.executable, str(ENTRY)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        p.stdin.write(json.dumps(req))
-        p.stdin.close()
-        procs.append(p)
+        q = ctx.Queue()
+        p = ctx.Process(target=_decide_in_a_process, args=(run_action, req, q))
+        p.start()
+        procs.append((p, q))
         time.sleep(0.4)
     answers = []
-    for p in procs:
-        out = p.stdout.read()
-        assert p.wait(timeout=60) == 0, out
-        answers.append(json.loads(out))
+    for p, q in procs:
+        answers.append(q.get(timeout=60))
+        p.join(60)
+        assert p.exitcode == 0 and not answers[-1].get("failed"), answers[-1]
     allowed = [n for a in answers for n in a["allowed"]]
     assert len(allowed) == 2, answers
     assert sum(len(a["refused_by_guard"]) for a in answers) == 4
-    # the entry point releases them: failed ones stop counting at once
+    assert sum(a["changed"] for a in answers) == 2  # the runs that claimed something
+    # the action releases them: failed ones stop counting at once
     first = next(i for i, a in enumerate(answers) if a["allowed"])
-    rc, rel = _entry({"action": "release", "state_dir": str(tmp_path), "run_id": "run-%d" % first,
-                      "failed": answers[first]["allowed"]})  # fmt: skip
-    assert rc == 0 and rel["released"] == {answers[first]["allowed"][0]: "failed"}
-    rc, again = _entry({"nodes": ["gpu-node-08"], "scontrol_show_node": STALE, "policy": {"window_s": window},
-                        "state_dir": str(tmp_path), "run_id": "run-9"})  # fmt: skip
-    assert rc == 0 and again["allowed"] == ["gpu-node-08"]
+    rel = run_action(isolation_guard, {"action": "release", "state_dir": str(tmp_path), "run_id": "run-%d" % first,
+                                       "failed": answers[first]["allowed"]})  # fmt: skip
+    assert not rel.get("failed") and rel["released"] == {answers[first]["allowed"][0]: "failed"}
+    again = run_action(isolation_guard, {"nodes": ["gpu-node-08"], "scontrol_show_node": STALE,
+                                         "policy": {"window_s": window}, "state_dir": str(tmp_path), "run_id": "run-9"})  # fmt: skip
+    assert not again.get("failed") and again["allowed"] == ["gpu-node-08"]
 
 
-@pytest.mark.parametrize(
-    "req,msg",
-    [
-        ({"policy": {"window_s": -5}}, "window_s must be >= 0"),
-        ({"policy": {"max_share_cluster": 2}}, "max_share_cluster must be in (0, 1]"),
-        ({"policy": {"windows": 0}}, "unknown guard setting 'windows'"),
-        ({"action": "drop"}, "unknown action"),
-        ({"state_dir": ""}, "needs a state directory"),
-    ],
-)
-def test_entry_point_refuses_bad_settings(tmp_path, req, msg):
-    base = {"nodes": ["gpu-node-01"], "scontrol_show_node": STALE, "state_dir": str(tmp_path), "run_id": "r"}
-    rc, out = _entry(dict(base, **req))
-    assert rc == 1 and out["failed"] is True and msg in out["msg"]
-    assert not (tmp_path / "isolation" / "history.json").exists()
+def test_severity_rank_is_the_policy_scale():
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy
+
+    assert _guard.severity_rank is _policy.severity_rank
+    assert [_guard.severity_rank(s) for s in ("P0", "p3", None, "P4")] == [0, 3, 9, 9]
+
+
+def test_release_without_writing_reports_what_it_would_release(tmp_path):
+    sd = str(tmp_path)
+    _guard.guard_and_claim(sd, ["gpu-node-01"], cluster(), claim=_guard.Claim(run_id="a"), now=NOW)
+    before = (tmp_path / "isolation" / "history.json").read_bytes()
+    r = _guard.release_claims(sd, "a", {"gpu-node-01": "done", "gpu-node-02": "failed"}, write=False)
+    assert r == {"released": {"gpu-node-01": "done"}, "not_claimed": ["gpu-node-02"]}
+    assert (tmp_path / "isolation" / "history.json").read_bytes() == before
+    assert _guard.claimed_nodes(_guard.load_history(sd), NOW + 1, 86400) == ["gpu-node-01"]

@@ -101,3 +101,41 @@ def test_update_host_state_and_record_reset_file(tmp_path):
     with open(os.path.join(d, "hosts", "h1.json")) as fh:
         data = json.load(fh)
     assert data["boot_id"] == "b9" and data["resets"][0]["serial"] == "S1"
+
+
+def test_private_dir_survives_a_concurrent_mkdir_but_not_a_file(tmp_path, monkeypatch):
+    calls = []
+    real = S.ensure_private_dir
+
+    def racing(path, tighten=False):
+        calls.append(path)
+        if len(calls) == 1:  # another process created it between the isdir and lexists checks
+            os.mkdir(path, 0o700)
+            raise NotADirectoryError(20, "not a directory", path)
+        return real(path, tighten=tighten)
+
+    monkeypatch.setattr(S, "ensure_private_dir", racing)
+    assert S.private_dir(str(tmp_path / "locks"), tighten=True) == str(tmp_path / "locks") and len(calls) == 2
+    monkeypatch.setattr(S, "ensure_private_dir", real)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotADirectoryError):
+        S.private_dir(str(tmp_path / "file"))
+
+
+def test_record_times_are_utc_with_z_and_junk_is_refused():
+    import datetime
+
+    hs = S.empty_host_state("h")
+    S.record_gpu_reset(
+        hs,
+        "h",
+        "b1",
+        None,
+        datetime.datetime(2026, 12, 2, 11, 0, tzinfo=datetime.timezone(datetime.timedelta(hours=1))),
+    )
+    S.record_clear(hs, "h", "b2", 1796205600)
+    assert hs["resets"][0]["time"] == "2026-12-02T10:00:00Z" and hs["clears"]["b1"] == "2026-12-02T10:00:00Z"
+    assert hs["clears"]["b2"] == "2026-12-02T10:00:00Z"
+    with pytest.raises(S.StateError, match="not a time"):
+        S.record_clear(hs, "h", "b3", "soon")
+    assert "b3" not in hs["clears"]

@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin gpuops.cluster.isolation_guard: the blast-radius decision and its claims (docs/isolation.md).
+
+``action: decide`` runs ``_guard.guard_and_claim`` (one decision under the state lock; the allowed nodes are
+claimed at once), ``action: release`` runs ``_guard.release_claims`` once the back end ran. Check mode decides
+and reports but claims and writes nothing.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
+from ansible_collections.gpuops.cluster.plugins.module_utils._slurm_parse import parse_show_node
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _guard
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError
+
+
+def _decide(p, check_mode):
+    cluster = _guard.cluster_from_slurm(parse_show_node(p["scontrol_show_node"], "scontrol show node"), p["racks"])
+    claim = _guard.Claim(
+        run_id=p["run_id"] or "", ticket=p["ticket"], record=not check_mode, lock_timeout=p["lock_timeout"]
+    )
+    result = _guard.guard_and_claim(
+        p["state_dir"],
+        _guard.targets_from_findings(p["nodes"], p["findings"]),
+        cluster,
+        policy=p["policy"],
+        override_reason=p["override_reason"],
+        claim=claim,
+    )
+    before = sorted(result["claimed"])
+    after = sorted(set(before) | set(result["allowed"]))
+    result["changed"] = after != before
+    result["diff"] = {"before": {"claimed": before}, "after": {"claimed": after}}
+    return result
+
+
+def _release(p, check_mode):
+    outcomes = {node: _guard.FAILED for node in p["failed"]}
+    for node in p["done"]:
+        if node in outcomes:
+            raise StepError("node %s is both done and failed" % node)
+        outcomes[node] = _guard.DONE
+    result = _guard.release_claims(
+        p["state_dir"], p["run_id"], outcomes, lock_timeout=p["lock_timeout"], write=not check_mode
+    )
+    released = result["released"]
+    result["changed"] = bool(released)
+    result["diff"] = {
+        "before": {"claims": {node: _guard.CLAIMED for node in sorted(released)}},
+        "after": {"claims": dict(sorted(released.items()))},
+    }
+    return result
+
+
+class ActionModule(ControllerAction):
+    NAME = "isolation_guard"
+    ARGUMENT_SPEC = dict(
+        action=dict(type="str", choices=["decide", "release"], default="decide"),
+        state_dir=dict(type="path", required=True),
+        run_id=dict(type="str"),
+        nodes=dict(type="list", elements="str"),
+        findings=dict(type="list", elements="raw", default=[]),
+        scontrol_show_node=dict(type="str"),
+        racks=dict(type="dict", default={}),
+        policy=dict(type="dict", default={}),
+        override_reason=dict(type="str", default=""),
+        ticket=dict(type="str", default=""),
+        done=dict(type="list", elements="str", default=[]),
+        failed=dict(type="list", elements="str", default=[]),
+        lock_timeout=dict(type="float", default=60.0),
+    )
+    REQUIRED_IF = [("action", "decide", ["nodes", "scontrol_show_node"]), ("action", "release", ["run_id"])]
+
+    def step(self, args, check_mode, task_vars):
+        try:
+            if args["action"] == "release":
+                result = _release(args, check_mode)
+            else:
+                result = _decide(args, check_mode)
+        except (_guard.GuardError, StateError, ParseError) as exc:
+            raise StepError("isolation guard: %s" % exc) from exc
+        if not self._task.diff:
+            result.pop("diff")
+        return result
