@@ -13,16 +13,15 @@
   requested targets lie inside it.
 - ``findings(...)`` / ``power_verdict(...)``: the run result (P0 "power-off unconfirmed", P2 "sensor unreadable").
 
-``python -m ansible_collections.gpuops.cluster.plugins.plugin_utils._leak <assess|finish|detect>`` reads a JSON
-request on stdin and prints the JSON answer (used by the ``gpuops.cluster.leak_response`` role on the
-controller). Python 3.8+, no Ansible imports.
+The action plugin ``gpuops.cluster.leak_assess`` (``assess``, ``finish``, ``detect``) is how the
+``gpuops.cluster.leak_response`` role reaches it on the controller.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-import sys
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
@@ -48,6 +47,7 @@ _UNREADABLE_STATUS = ("unknown", "not_present", None, "")
 
 
 def _s(value: Any) -> str:
+    """Text of a reading field: stripped; None is empty."""
     return value.strip() if isinstance(value, str) else ("" if value is None else str(value))
 
 
@@ -99,6 +99,63 @@ def _sel_leak_events(bmc: Dict[str, Any]) -> List[Dict[str, Any]]:
     return list(active.values())
 
 
+def _redfish_detectors(red: Dict[str, Any], out: Dict[str, Any]) -> None:
+    for d in _list(red.get("leak_detectors")):
+        if not isinstance(d, dict):
+            continue
+        name = _s(d.get("name")) or _s(d.get("id")) or "leak detector"
+        state = _s(d.get("state")) or _s(d.get("health"))
+        bucket = {"critical": "asserted", "warning": "warnings", "ok": "readable"}.get(state.lower(), "unreadable")
+        out[bucket].append({"source": "redfish", "name": name, "state": state or None})
+
+
+def _ipmi_bucket(status: Any, states: List[Any]) -> str:
+    if _s(status) in _CRIT_STATUS or _states_asserted(states):
+        return "asserted"
+    if _s(status) == "non_critical":
+        return "warnings"
+    return "unreadable" if _s(status) in _UNREADABLE_STATUS else "readable"
+
+
+def _sensors(bmc: Dict[str, Any], out: Dict[str, Any]) -> None:
+    """IPMI leak sensors (a sensor Redfish already reported is skipped) and coolant sensors (``cooling``)."""
+    redfish_names = {e["name"] for k in ("asserted", "warnings", "readable", "unreadable") for e in out[k]}
+    for s in _list(bmc.get("sensors")):
+        if not isinstance(s, dict):
+            continue
+        if _s(s.get("type")) == "coolant" and _s(s.get("status")) in COOLING_LEVELS:
+            out["cooling"].append({"source": _s(s.get("entity")) or "sensor", "name": _s(s.get("name")) or "coolant",
+                                   "status": s.get("status"), "reading": s.get("reading"), "unit": s.get("unit")})  # fmt: skip
+        if _s(s.get("type")) != "leak" or _s(s.get("name")) in redfish_names:
+            continue
+        states = _list(s.get("states"))
+        entry = {"source": "ipmi", "name": _s(s.get("name")) or "leak sensor", "state": s.get("status"),
+                 "states": [_s(x) for x in states]}  # fmt: skip
+        out[_ipmi_bucket(s.get("status"), states)].append(entry)
+
+
+def _names(entries: List[Dict[str, Any]]) -> str:
+    return ", ".join(e["name"] for e in entries)
+
+
+def _state_of(out: Dict[str, Any], errors: List[Dict[str, Any]]):
+    """(state, reason) of the collected readings."""
+    if out["asserted"]:
+        return ASSERTED, "leak asserted: " + ", ".join("%s (%s)" % (e["name"], e.get("state")) for e in out["asserted"])
+    if out["warnings"]:
+        return WARNING, "leak warning: " + _names(out["warnings"])
+    if out["readable"] and not out["unreadable"]:
+        return CLEAR, "leak sensors read OK: " + _names(out["readable"])
+    why = []
+    if out["unreadable"]:
+        why.append("unreadable: " + _names(out["unreadable"]))
+    if not out["readable"] and not out["unreadable"]:
+        why.append("no leak sensor found")
+    if errors:
+        why.append("BMC errors: " + "; ".join(_s(e.get("message"))[:120] for e in errors[:3]))
+    return UNREADABLE, "; ".join(why)
+
+
 def detect(bmc: Any) -> Dict[str, Any]:
     """Leak verdict from one node's ``bmc`` facts.
 
@@ -108,60 +165,10 @@ def detect(bmc: Any) -> Dict[str, Any]:
     """
     bmc = _dict(bmc)
     out: Dict[str, Any] = {"asserted": [], "warnings": [], "readable": [], "unreadable": [], "cooling": []}
-    red = _dict(bmc.get("redfish"))
-    for d in _list(red.get("leak_detectors")):
-        if not isinstance(d, dict):
-            continue
-        name = _s(d.get("name")) or _s(d.get("id")) or "leak detector"
-        state = _s(d.get("state")) or _s(d.get("health"))
-        entry = {"source": "redfish", "name": name, "state": state or None}
-        if state.lower() == "critical":
-            out["asserted"].append(entry)
-        elif state.lower() == "warning":
-            out["warnings"].append(entry)
-        elif state.lower() == "ok":
-            out["readable"].append(entry)
-        else:
-            out["unreadable"].append(entry)
-    redfish_names = {e["name"] for k in ("asserted", "warnings", "readable", "unreadable") for e in out[k]}
-    for s in _list(bmc.get("sensors")):
-        if isinstance(s, dict) and _s(s.get("type")) == "coolant" and _s(s.get("status")) in COOLING_LEVELS:
-            out["cooling"].append({"source": _s(s.get("entity")) or "sensor", "name": _s(s.get("name")) or "coolant",
-                                   "status": s.get("status"), "reading": s.get("reading"), "unit": s.get("unit")})  # fmt: skip
-        if not isinstance(s, dict) or _s(s.get("type")) != "leak" or _s(s.get("name")) in redfish_names:
-            continue
-        status = s.get("status")
-        states = _list(s.get("states"))
-        entry = {"source": "ipmi", "name": _s(s.get("name")) or "leak sensor", "state": status,
-                 "states": [_s(x) for x in states]}  # fmt: skip
-        if _s(status) in _CRIT_STATUS or _states_asserted(states):
-            out["asserted"].append(entry)
-        elif _s(status) == "non_critical":
-            out["warnings"].append(entry)
-        elif _s(status) in _UNREADABLE_STATUS:
-            out["unreadable"].append(entry)
-        else:
-            out["readable"].append(entry)
+    _redfish_detectors(_dict(bmc.get("redfish")), out)
+    _sensors(bmc, out)
     out["asserted"].extend(_sel_leak_events(bmc))
-    errors = [e for e in _list(bmc.get("errors")) if isinstance(e, dict)]
-    if out["asserted"]:
-        out["state"], out["reason"] = (
-            ASSERTED,
-            "leak asserted: " + ", ".join("%s (%s)" % (e["name"], e.get("state")) for e in out["asserted"]),
-        )
-    elif out["warnings"]:
-        out["state"], out["reason"] = WARNING, "leak warning: " + ", ".join(e["name"] for e in out["warnings"])
-    elif out["readable"] and not out["unreadable"]:
-        out["state"], out["reason"] = CLEAR, "leak sensors read OK: " + ", ".join(e["name"] for e in out["readable"])
-    else:
-        why = []
-        if out["unreadable"]:
-            why.append("unreadable: " + ", ".join(e["name"] for e in out["unreadable"]))
-        if not out["readable"] and not out["unreadable"]:
-            why.append("no leak sensor found")
-        if errors:
-            why.append("BMC errors: " + "; ".join(_s(e.get("message"))[:120] for e in errors[:3]))
-        out["state"], out["reason"] = UNREADABLE, "; ".join(why)
+    out["state"], out["reason"] = _state_of(out, [e for e in _list(bmc.get("errors")) if isinstance(e, dict)])
     return out
 
 
@@ -315,44 +322,29 @@ def assess(req: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def finish(req: Dict[str, Any]) -> Dict[str, Any]:
-    """One call for the role: power verdict and run result; written to ``write`` (a path) when given."""
+    """One call for the role: the power verdict (after an asserted leak) and the run result."""
     reading, sc = _dict(req.get("reading")), _dict(req.get("scope"))
     verdict = None
     if reading.get("state") == ASSERTED and isinstance(req.get("power"), dict):
         verdict = power_verdict(_list(sc.get("targets")), _dict(req.get("power")))
-    res = result(_s(req.get("alert_id")), _s(req.get("source")), reading, sc, verdict, _list(req.get("slurm_down")))
-    path = _s(req.get("write"))
-    if path:
-        # 0600 in a 0700 directory whatever the umask; replaced atomically, never written through a link
-        write_private_atomic(path, json.dumps(res, indent=1, sort_keys=True) + "\n")
-        res["path"] = path
-    return res
+    return result(_s(req.get("alert_id")), _s(req.get("source")), reading, sc, verdict, _list(req.get("slurm_down")))
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    """CLI: ``assess`` {alert_id, source, bmc, inventory or domains + racks (host -> value), requested} |
-    ``finish`` {alert_id, source, reading, scope, power, slurm_down, write} | ``detect`` {bmc};
-    JSON request on stdin, JSON answer on stdout (``{failed, msg}`` and exit 2 on errors)."""
-    argv = sys.argv[1:] if argv is None else argv
+def result_path(state_dir: str, alert_id: str) -> str:
+    """``<state_dir>/leak/<alert id>.json`` (characters outside ``A-Za-z0-9_.@:+-`` become ``_``)."""
+    return os.path.join(state_dir, "leak", re.sub(r"[^A-Za-z0-9_.@:+-]", "_", alert_id) + ".json")
+
+
+def load_result(path: str) -> Optional[Dict[str, Any]]:
+    """The result written before at ``path`` (None when there is none or it does not parse)."""
     try:
-        req = json.loads(sys.stdin.read() or "{}")
-        if not isinstance(req, dict):
-            raise ValueError("request is not a JSON object")
-        cmd = argv[0] if argv else ""
-        if cmd == "assess":
-            ans: Any = assess(req)
-        elif cmd == "finish":
-            ans = finish(req)
-        elif cmd == "detect":
-            ans = detect(req.get("bmc"))
-        else:
-            raise ValueError("usage: _leak assess|finish|detect < request.json")
-    except (ValueError, TypeError, KeyError, OSError) as exc:
-        sys.stdout.write(json.dumps({"failed": True, "msg": str(exc)}) + "\n")
-        return 2
-    sys.stdout.write(json.dumps(ans, sort_keys=True) + "\n")
-    return 0
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())  # CLI only; never reached when imported by a module
+def save_result(path: str, res: Dict[str, Any]) -> None:
+    """0600 in a 0700 directory whatever the umask; replaced atomically, never written through a link."""
+    write_private_atomic(path, json.dumps(res, indent=1, sort_keys=True) + "\n")
