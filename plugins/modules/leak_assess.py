@@ -28,7 +28,7 @@ extends_documentation_fragment:
   - gpuops.cluster.common.attributes_action
 options:
   action:
-    description: What to compute.
+    description: The reading alone (V(detect)), the reading with its scope (V(assess)), or the run result (V(finish)).
     type: str
     choices: [assess, finish, detect]
     required: true

@@ -51,12 +51,9 @@ def _s(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ("" if value is None else str(value))
 
 
-def _list(value: Any) -> List[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _dict(value: Any) -> Dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+def _of(value: Any, kind: type) -> Any:
+    """``value`` when it is a ``kind`` (list or dict), else an empty one: readings are untrusted JSON."""
+    return value if isinstance(value, kind) else kind()
 
 
 def _states_asserted(states: List[Any]) -> bool:
@@ -73,7 +70,7 @@ def _states_asserted(states: List[Any]) -> bool:
 def _sel_leak_events(bmc: Dict[str, Any]) -> List[Dict[str, Any]]:
     """SEL / Redfish log leak events still asserted (no later deassertion of the same sensor)."""
     active: Dict[str, Dict[str, Any]] = {}
-    for ev in _list(bmc.get("sel")):
+    for ev in _of(bmc.get("sel"), list):
         if not isinstance(ev, dict):
             continue
         text = " ".join(_s(ev.get(k)) for k in ("sensor_type", "sensor", "event"))
@@ -85,8 +82,8 @@ def _sel_leak_events(bmc: Dict[str, Any]) -> List[Dict[str, Any]]:
         elif _s(ev.get("severity")).lower() in _CRIT_STATUS or "leak detected" in text.lower():
             active[key] = {"source": "sel", "name": key, "state": _s(ev.get("event")), "id": ev.get("id"),
                            "time": ev.get("time")}  # fmt: skip
-    red = _dict(bmc.get("redfish"))
-    for ev in _list(red.get("log_entries")):
+    red = _of(bmc.get("redfish"), dict)
+    for ev in _of(red.get("log_entries"), list):
         msg = _s(ev.get("message")) if isinstance(ev, dict) else ""
         if not msg or not _LEAK_TEXT.search(msg) or _NO_LEAK_TEXT.search(msg):
             continue
@@ -100,7 +97,7 @@ def _sel_leak_events(bmc: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 
 def _redfish_detectors(red: Dict[str, Any], out: Dict[str, Any]) -> None:
-    for d in _list(red.get("leak_detectors")):
+    for d in _of(red.get("leak_detectors"), list):
         if not isinstance(d, dict):
             continue
         name = _s(d.get("name")) or _s(d.get("id")) or "leak detector"
@@ -120,7 +117,7 @@ def _ipmi_bucket(status: Any, states: List[Any]) -> str:
 def _sensors(bmc: Dict[str, Any], out: Dict[str, Any]) -> None:
     """IPMI leak sensors (a sensor Redfish already reported is skipped) and coolant sensors (``cooling``)."""
     redfish_names = {e["name"] for k in ("asserted", "warnings", "readable", "unreadable") for e in out[k]}
-    for s in _list(bmc.get("sensors")):
+    for s in _of(bmc.get("sensors"), list):
         if not isinstance(s, dict):
             continue
         if _s(s.get("type")) == "coolant" and _s(s.get("status")) in COOLING_LEVELS:
@@ -128,7 +125,7 @@ def _sensors(bmc: Dict[str, Any], out: Dict[str, Any]) -> None:
                                    "status": s.get("status"), "reading": s.get("reading"), "unit": s.get("unit")})  # fmt: skip
         if _s(s.get("type")) != "leak" or _s(s.get("name")) in redfish_names:
             continue
-        states = _list(s.get("states"))
+        states = _of(s.get("states"), list)
         entry = {"source": "ipmi", "name": _s(s.get("name")) or "leak sensor", "state": s.get("status"),
                  "states": [_s(x) for x in states]}  # fmt: skip
         out[_ipmi_bucket(s.get("status"), states)].append(entry)
@@ -163,18 +160,18 @@ def detect(bmc: Any) -> Dict[str, Any]:
     unreadable: [...], cooling: [...], reason}``. Only ``asserted`` fires a power-off; ``cooling`` lists the
     coolant sensors (flow, pressure, level, temperature) in Warning/Critical, which never do.
     """
-    bmc = _dict(bmc)
+    bmc = _of(bmc, dict)
     out: Dict[str, Any] = {"asserted": [], "warnings": [], "readable": [], "unreadable": [], "cooling": []}
-    _redfish_detectors(_dict(bmc.get("redfish")), out)
+    _redfish_detectors(_of(bmc.get("redfish"), dict), out)
     _sensors(bmc, out)
     out["asserted"].extend(_sel_leak_events(bmc))
-    out["state"], out["reason"] = _state_of(out, [e for e in _list(bmc.get("errors")) if isinstance(e, dict)])
+    out["state"], out["reason"] = _state_of(out, [e for e in _of(bmc.get("errors"), list) if isinstance(e, dict)])
     return out
 
 
 def domain_of(hostvars: Dict[str, Any]) -> Optional[str]:
     """A node's leak domain: ``gpuops_leak_domain`` (e.g. its CDU loop), else its rack, else None."""
-    hv = _dict(hostvars)
+    hv = _of(hostvars, dict)
     for key in ("gpuops_leak_domain", "gpuops_rack"):
         v = _s(hv.get(key))
         if v:
@@ -189,7 +186,7 @@ def scope(source: str, inventory: Dict[str, Any], requested: Optional[List[str]]
     node's; the default targets are every node of that domain. Requested targets outside it are refused
     (``out_of_scope``). A source without any domain scopes to the source alone.
     """
-    inventory = _dict(inventory)
+    inventory = _of(inventory, dict)
     domain = domain_of(inventory.get(source, {}))
     if domain is None:
         members = [source]
@@ -223,7 +220,7 @@ def _finding(alert_id: str, host: Optional[str], severity: str, code: str, messa
 
 def guard_findings(alert_id: str, reading: Dict[str, Any], targets: List[str], source: str) -> List[Dict[str, Any]]:
     """The corrective change class needs each target's own P0 finding: one per target of the leak domain."""
-    if _dict(reading).get("state") != ASSERTED:
+    if _of(reading, dict).get("state") != ASSERTED:
         return []
     return [
         _finding(
@@ -244,9 +241,9 @@ def power_verdict(targets: List[str], power: Dict[str, Any]) -> Dict[str, Any]:
     A node whose BMC did not answer (or has none) or that is not confirmed off is ``unconfirmed`` (P0).
     """
     off, unconfirmed = [], []
-    power = _dict(power)
+    power = _of(power, dict)
     for h in targets:
-        r = _dict(power.get(h))
+        r = _of(power.get(h), dict)
         state = _s(r.get("state")).lower()
         if state == "off":
             off.append(h)
@@ -261,8 +258,8 @@ def power_verdict(targets: List[str], power: Dict[str, Any]) -> Dict[str, Any]:
 def result(alert_id: str, source: str, reading: Dict[str, Any], sc: Dict[str, Any], verdict: Optional[Dict[str, Any]],
            slurm_down: Optional[List[str]] = None) -> Dict[str, Any]:  # fmt: skip
     """The run result of one leak response (``leak_response_result``)."""
-    reading = _dict(reading)
-    sc = _dict(sc)
+    reading = _of(reading, dict)
+    sc = _of(sc, dict)
     findings: List[Dict[str, Any]] = []
     state = reading.get("state")
     if state == UNREADABLE:
@@ -274,8 +271,8 @@ def result(alert_id: str, source: str, reading: Dict[str, Any], sc: Dict[str, An
                                  "leak warning at %s: %s (no power-off: not asserted)" % (source, reading.get("reason")),
                                  "isolate"))  # fmt: skip
     elif state == ASSERTED:
-        findings.extend(guard_findings(alert_id, reading, _list(sc.get("targets")), source))
-    for c in _list(reading.get("cooling")):
+        findings.extend(guard_findings(alert_id, reading, _of(sc.get("targets"), list), source))
+    for c in _of(reading.get("cooling"), list):
         level, sev, action = COOLING_LEVELS.get(_s(c.get("status")), ("Warning", "P2", "monitor"))
         f = _finding(alert_id, source, sev, level,
                      "coolant sensor %s at %s: %s (reading %s %s) - a cooling fault, not a leak: nothing powered off"
@@ -283,11 +280,11 @@ def result(alert_id: str, source: str, reading: Dict[str, Any], sc: Dict[str, An
         f.update(id="bmc.coolant:%s:%s:%s:%s" % (level, alert_id, source, c.get("name")), check="bmc.coolant",
                  component="bmc/%s" % c.get("name"))  # fmt: skip
         findings.append(f)
-    for o in _list(sc.get("out_of_scope")):
+    for o in _of(sc.get("out_of_scope"), list):
         findings.append(_finding(alert_id, o.get("node"), "P3", "out_of_scope", "not powered off: %s" % o.get("reason"),
                                  "none"))  # fmt: skip
-    v = _dict(verdict)
-    for u in _list(v.get("unconfirmed")):
+    v = _of(verdict, dict)
+    for u in _of(v.get("unconfirmed"), list):
         findings.append(_finding(alert_id, u.get("node"), "P0", "power_off_unconfirmed",
                                  "power-off unconfirmed for %s: %s" % (u.get("node"), u.get("reason")),
                                  "manual_power_off"))  # fmt: skip
@@ -298,11 +295,11 @@ def result(alert_id: str, source: str, reading: Dict[str, Any], sc: Dict[str, An
         "reading": reading,
         "fired": fired,
         "domain": sc.get("domain"),
-        "targets": _list(sc.get("targets")) if fired else [],
-        "out_of_scope": _list(sc.get("out_of_scope")),
-        "slurm_down": _list(slurm_down),
-        "powered_off": _list(v.get("powered_off")),
-        "unconfirmed": _list(v.get("unconfirmed")),
+        "targets": _of(sc.get("targets"), list) if fired else [],
+        "out_of_scope": _of(sc.get("out_of_scope"), list),
+        "slurm_down": _of(slurm_down, list),
+        "powered_off": _of(v.get("powered_off"), list),
+        "unconfirmed": _of(v.get("unconfirmed"), list),
         "findings": findings,
         "severity": min((f["severity"] for f in findings), default=None),
     }
@@ -310,24 +307,26 @@ def result(alert_id: str, source: str, reading: Dict[str, Any], sc: Dict[str, An
 
 def assess(req: Dict[str, Any]) -> Dict[str, Any]:
     """One call for the role: the reading (``detect``), the scope and the guard findings."""
-    inventory = _dict(req.get("inventory"))
+    inventory = _of(req.get("inventory"), dict)
     for key, var in (("racks", "gpuops_rack"), ("domains", "gpuops_leak_domain")):
-        for host, value in _dict(req.get(key)).items():
+        for host, value in _of(req.get(key), dict).items():
             inventory.setdefault(host, {})[var] = value
     source = _s(req.get("source"))
     reading = detect(req.get("bmc"))
-    sc = scope(source, inventory, _list(req.get("requested")) or None)
+    sc = scope(source, inventory, _of(req.get("requested"), list) or None)
     findings = guard_findings(_s(req.get("alert_id")), reading, sc["targets"], source)
     return {"reading": reading, "scope": sc, "guard_findings": findings}
 
 
 def finish(req: Dict[str, Any]) -> Dict[str, Any]:
     """One call for the role: the power verdict (after an asserted leak) and the run result."""
-    reading, sc = _dict(req.get("reading")), _dict(req.get("scope"))
+    reading, sc = _of(req.get("reading"), dict), _of(req.get("scope"), dict)
     verdict = None
     if reading.get("state") == ASSERTED and isinstance(req.get("power"), dict):
-        verdict = power_verdict(_list(sc.get("targets")), _dict(req.get("power")))
-    return result(_s(req.get("alert_id")), _s(req.get("source")), reading, sc, verdict, _list(req.get("slurm_down")))
+        verdict = power_verdict(_of(sc.get("targets"), list), _of(req.get("power"), dict))
+    return result(
+        _s(req.get("alert_id")), _s(req.get("source")), reading, sc, verdict, _of(req.get("slurm_down"), list)
+    )
 
 
 def result_path(state_dir: str, alert_id: str) -> str:
