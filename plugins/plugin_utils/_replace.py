@@ -392,6 +392,8 @@ def reopen_for_prepare(record: Dict[str, Any], now: Optional[str] = None) -> Dic
 
 def load_record(state_dir: str, ticket: str, host: str) -> Optional[Dict[str, Any]]:
     path = record_path(state_dir, ticket, host)
+    if os.path.islink(path):
+        raise ReplaceError("replacement record %s is a symbolic link: refusing it" % path)
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
