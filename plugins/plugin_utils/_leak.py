@@ -13,16 +13,15 @@
   requested targets lie inside it.
 - ``findings(...)`` / ``power_verdict(...)``: the run result (P0 "power-off unconfirmed", P2 "sensor unreadable").
 
-``python -m ansible_collections.gpuops.cluster.plugins.plugin_utils._leak <assess|finish|detect>`` reads a JSON
-request on stdin and prints the JSON answer (used by the ``gpuops.cluster.leak_response`` role on the
-controller). Python 3.8+, no Ansible imports.
+The action plugin ``gpuops.cluster.leak_assess`` (``assess``, ``finish``, ``detect``) is how the
+``gpuops.cluster.leak_response`` role reaches it on the controller.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-import sys
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
@@ -48,15 +47,13 @@ _UNREADABLE_STATUS = ("unknown", "not_present", None, "")
 
 
 def _s(value: Any) -> str:
+    """Text of a reading field: stripped; None is empty."""
     return value.strip() if isinstance(value, str) else ("" if value is None else str(value))
 
 
-def _list(value: Any) -> List[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _dict(value: Any) -> Dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+def _of(value: Any, kind: type) -> Any:
+    """``value`` when it is a ``kind`` (list or dict), else an empty one: readings are untrusted JSON."""
+    return value if isinstance(value, kind) else kind()
 
 
 def _states_asserted(states: List[Any]) -> bool:
@@ -73,7 +70,7 @@ def _states_asserted(states: List[Any]) -> bool:
 def _sel_leak_events(bmc: Dict[str, Any]) -> List[Dict[str, Any]]:
     """SEL / Redfish log leak events still asserted (no later deassertion of the same sensor)."""
     active: Dict[str, Dict[str, Any]] = {}
-    for ev in _list(bmc.get("sel")):
+    for ev in _of(bmc.get("sel"), list):
         if not isinstance(ev, dict):
             continue
         text = " ".join(_s(ev.get(k)) for k in ("sensor_type", "sensor", "event"))
@@ -85,8 +82,8 @@ def _sel_leak_events(bmc: Dict[str, Any]) -> List[Dict[str, Any]]:
         elif _s(ev.get("severity")).lower() in _CRIT_STATUS or "leak detected" in text.lower():
             active[key] = {"source": "sel", "name": key, "state": _s(ev.get("event")), "id": ev.get("id"),
                            "time": ev.get("time")}  # fmt: skip
-    red = _dict(bmc.get("redfish"))
-    for ev in _list(red.get("log_entries")):
+    red = _of(bmc.get("redfish"), dict)
+    for ev in _of(red.get("log_entries"), list):
         msg = _s(ev.get("message")) if isinstance(ev, dict) else ""
         if not msg or not _LEAK_TEXT.search(msg) or _NO_LEAK_TEXT.search(msg):
             continue
@@ -99,6 +96,63 @@ def _sel_leak_events(bmc: Dict[str, Any]) -> List[Dict[str, Any]]:
     return list(active.values())
 
 
+def _redfish_detectors(red: Dict[str, Any], out: Dict[str, Any]) -> None:
+    for d in _of(red.get("leak_detectors"), list):
+        if not isinstance(d, dict):
+            continue
+        name = _s(d.get("name")) or _s(d.get("id")) or "leak detector"
+        state = _s(d.get("state")) or _s(d.get("health"))
+        bucket = {"critical": "asserted", "warning": "warnings", "ok": "readable"}.get(state.lower(), "unreadable")
+        out[bucket].append({"source": "redfish", "name": name, "state": state or None})
+
+
+def _ipmi_bucket(status: Any, states: List[Any]) -> str:
+    if _s(status) in _CRIT_STATUS or _states_asserted(states):
+        return "asserted"
+    if _s(status) == "non_critical":
+        return "warnings"
+    return "unreadable" if _s(status) in _UNREADABLE_STATUS else "readable"
+
+
+def _sensors(bmc: Dict[str, Any], out: Dict[str, Any]) -> None:
+    """IPMI leak sensors (a sensor Redfish already reported is skipped) and coolant sensors (``cooling``)."""
+    redfish_names = {e["name"] for k in ("asserted", "warnings", "readable", "unreadable") for e in out[k]}
+    for s in _of(bmc.get("sensors"), list):
+        if not isinstance(s, dict):
+            continue
+        if _s(s.get("type")) == "coolant" and _s(s.get("status")) in COOLING_LEVELS:
+            out["cooling"].append({"source": _s(s.get("entity")) or "sensor", "name": _s(s.get("name")) or "coolant",
+                                   "status": s.get("status"), "reading": s.get("reading"), "unit": s.get("unit")})  # fmt: skip
+        if _s(s.get("type")) != "leak" or _s(s.get("name")) in redfish_names:
+            continue
+        states = _of(s.get("states"), list)
+        entry = {"source": "ipmi", "name": _s(s.get("name")) or "leak sensor", "state": s.get("status"),
+                 "states": [_s(x) for x in states]}  # fmt: skip
+        out[_ipmi_bucket(s.get("status"), states)].append(entry)
+
+
+def _names(entries: List[Dict[str, Any]]) -> str:
+    return ", ".join(e["name"] for e in entries)
+
+
+def _state_of(out: Dict[str, Any], errors: List[Dict[str, Any]]):
+    """(state, reason) of the collected readings."""
+    if out["asserted"]:
+        return ASSERTED, "leak asserted: " + ", ".join("%s (%s)" % (e["name"], e.get("state")) for e in out["asserted"])
+    if out["warnings"]:
+        return WARNING, "leak warning: " + _names(out["warnings"])
+    if out["readable"] and not out["unreadable"]:
+        return CLEAR, "leak sensors read OK: " + _names(out["readable"])
+    why = []
+    if out["unreadable"]:
+        why.append("unreadable: " + _names(out["unreadable"]))
+    if not out["readable"] and not out["unreadable"]:
+        why.append("no leak sensor found")
+    if errors:
+        why.append("BMC errors: " + "; ".join(_s(e.get("message"))[:120] for e in errors[:3]))
+    return UNREADABLE, "; ".join(why)
+
+
 def detect(bmc: Any) -> Dict[str, Any]:
     """Leak verdict from one node's ``bmc`` facts.
 
@@ -106,68 +160,18 @@ def detect(bmc: Any) -> Dict[str, Any]:
     unreadable: [...], cooling: [...], reason}``. Only ``asserted`` fires a power-off; ``cooling`` lists the
     coolant sensors (flow, pressure, level, temperature) in Warning/Critical, which never do.
     """
-    bmc = _dict(bmc)
+    bmc = _of(bmc, dict)
     out: Dict[str, Any] = {"asserted": [], "warnings": [], "readable": [], "unreadable": [], "cooling": []}
-    red = _dict(bmc.get("redfish"))
-    for d in _list(red.get("leak_detectors")):
-        if not isinstance(d, dict):
-            continue
-        name = _s(d.get("name")) or _s(d.get("id")) or "leak detector"
-        state = _s(d.get("state")) or _s(d.get("health"))
-        entry = {"source": "redfish", "name": name, "state": state or None}
-        if state.lower() == "critical":
-            out["asserted"].append(entry)
-        elif state.lower() == "warning":
-            out["warnings"].append(entry)
-        elif state.lower() == "ok":
-            out["readable"].append(entry)
-        else:
-            out["unreadable"].append(entry)
-    redfish_names = {e["name"] for k in ("asserted", "warnings", "readable", "unreadable") for e in out[k]}
-    for s in _list(bmc.get("sensors")):
-        if isinstance(s, dict) and _s(s.get("type")) == "coolant" and _s(s.get("status")) in COOLING_LEVELS:
-            out["cooling"].append({"source": _s(s.get("entity")) or "sensor", "name": _s(s.get("name")) or "coolant",
-                                   "status": s.get("status"), "reading": s.get("reading"), "unit": s.get("unit")})  # fmt: skip
-        if not isinstance(s, dict) or _s(s.get("type")) != "leak" or _s(s.get("name")) in redfish_names:
-            continue
-        status = s.get("status")
-        states = _list(s.get("states"))
-        entry = {"source": "ipmi", "name": _s(s.get("name")) or "leak sensor", "state": status,
-                 "states": [_s(x) for x in states]}  # fmt: skip
-        if _s(status) in _CRIT_STATUS or _states_asserted(states):
-            out["asserted"].append(entry)
-        elif _s(status) == "non_critical":
-            out["warnings"].append(entry)
-        elif _s(status) in _UNREADABLE_STATUS:
-            out["unreadable"].append(entry)
-        else:
-            out["readable"].append(entry)
+    _redfish_detectors(_of(bmc.get("redfish"), dict), out)
+    _sensors(bmc, out)
     out["asserted"].extend(_sel_leak_events(bmc))
-    errors = [e for e in _list(bmc.get("errors")) if isinstance(e, dict)]
-    if out["asserted"]:
-        out["state"], out["reason"] = (
-            ASSERTED,
-            "leak asserted: " + ", ".join("%s (%s)" % (e["name"], e.get("state")) for e in out["asserted"]),
-        )
-    elif out["warnings"]:
-        out["state"], out["reason"] = WARNING, "leak warning: " + ", ".join(e["name"] for e in out["warnings"])
-    elif out["readable"] and not out["unreadable"]:
-        out["state"], out["reason"] = CLEAR, "leak sensors read OK: " + ", ".join(e["name"] for e in out["readable"])
-    else:
-        why = []
-        if out["unreadable"]:
-            why.append("unreadable: " + ", ".join(e["name"] for e in out["unreadable"]))
-        if not out["readable"] and not out["unreadable"]:
-            why.append("no leak sensor found")
-        if errors:
-            why.append("BMC errors: " + "; ".join(_s(e.get("message"))[:120] for e in errors[:3]))
-        out["state"], out["reason"] = UNREADABLE, "; ".join(why)
+    out["state"], out["reason"] = _state_of(out, [e for e in _of(bmc.get("errors"), list) if isinstance(e, dict)])
     return out
 
 
 def domain_of(hostvars: Dict[str, Any]) -> Optional[str]:
     """A node's leak domain: ``gpuops_leak_domain`` (e.g. its CDU loop), else its rack, else None."""
-    hv = _dict(hostvars)
+    hv = _of(hostvars, dict)
     for key in ("gpuops_leak_domain", "gpuops_rack"):
         v = _s(hv.get(key))
         if v:
@@ -182,7 +186,7 @@ def scope(source: str, inventory: Dict[str, Any], requested: Optional[List[str]]
     node's; the default targets are every node of that domain. Requested targets outside it are refused
     (``out_of_scope``). A source without any domain scopes to the source alone.
     """
-    inventory = _dict(inventory)
+    inventory = _of(inventory, dict)
     domain = domain_of(inventory.get(source, {}))
     if domain is None:
         members = [source]
@@ -216,7 +220,7 @@ def _finding(alert_id: str, host: Optional[str], severity: str, code: str, messa
 
 def guard_findings(alert_id: str, reading: Dict[str, Any], targets: List[str], source: str) -> List[Dict[str, Any]]:
     """The corrective change class needs each target's own P0 finding: one per target of the leak domain."""
-    if _dict(reading).get("state") != ASSERTED:
+    if _of(reading, dict).get("state") != ASSERTED:
         return []
     return [
         _finding(
@@ -237,9 +241,9 @@ def power_verdict(targets: List[str], power: Dict[str, Any]) -> Dict[str, Any]:
     A node whose BMC did not answer (or has none) or that is not confirmed off is ``unconfirmed`` (P0).
     """
     off, unconfirmed = [], []
-    power = _dict(power)
+    power = _of(power, dict)
     for h in targets:
-        r = _dict(power.get(h))
+        r = _of(power.get(h), dict)
         state = _s(r.get("state")).lower()
         if state == "off":
             off.append(h)
@@ -254,8 +258,8 @@ def power_verdict(targets: List[str], power: Dict[str, Any]) -> Dict[str, Any]:
 def result(alert_id: str, source: str, reading: Dict[str, Any], sc: Dict[str, Any], verdict: Optional[Dict[str, Any]],
            slurm_down: Optional[List[str]] = None) -> Dict[str, Any]:  # fmt: skip
     """The run result of one leak response (``leak_response_result``)."""
-    reading = _dict(reading)
-    sc = _dict(sc)
+    reading = _of(reading, dict)
+    sc = _of(sc, dict)
     findings: List[Dict[str, Any]] = []
     state = reading.get("state")
     if state == UNREADABLE:
@@ -267,8 +271,8 @@ def result(alert_id: str, source: str, reading: Dict[str, Any], sc: Dict[str, An
                                  "leak warning at %s: %s (no power-off: not asserted)" % (source, reading.get("reason")),
                                  "isolate"))  # fmt: skip
     elif state == ASSERTED:
-        findings.extend(guard_findings(alert_id, reading, _list(sc.get("targets")), source))
-    for c in _list(reading.get("cooling")):
+        findings.extend(guard_findings(alert_id, reading, _of(sc.get("targets"), list), source))
+    for c in _of(reading.get("cooling"), list):
         level, sev, action = COOLING_LEVELS.get(_s(c.get("status")), ("Warning", "P2", "monitor"))
         f = _finding(alert_id, source, sev, level,
                      "coolant sensor %s at %s: %s (reading %s %s) - a cooling fault, not a leak: nothing powered off"
@@ -276,11 +280,11 @@ def result(alert_id: str, source: str, reading: Dict[str, Any], sc: Dict[str, An
         f.update(id="bmc.coolant:%s:%s:%s:%s" % (level, alert_id, source, c.get("name")), check="bmc.coolant",
                  component="bmc/%s" % c.get("name"))  # fmt: skip
         findings.append(f)
-    for o in _list(sc.get("out_of_scope")):
+    for o in _of(sc.get("out_of_scope"), list):
         findings.append(_finding(alert_id, o.get("node"), "P3", "out_of_scope", "not powered off: %s" % o.get("reason"),
                                  "none"))  # fmt: skip
-    v = _dict(verdict)
-    for u in _list(v.get("unconfirmed")):
+    v = _of(verdict, dict)
+    for u in _of(v.get("unconfirmed"), list):
         findings.append(_finding(alert_id, u.get("node"), "P0", "power_off_unconfirmed",
                                  "power-off unconfirmed for %s: %s" % (u.get("node"), u.get("reason")),
                                  "manual_power_off"))  # fmt: skip
@@ -291,11 +295,11 @@ def result(alert_id: str, source: str, reading: Dict[str, Any], sc: Dict[str, An
         "reading": reading,
         "fired": fired,
         "domain": sc.get("domain"),
-        "targets": _list(sc.get("targets")) if fired else [],
-        "out_of_scope": _list(sc.get("out_of_scope")),
-        "slurm_down": _list(slurm_down),
-        "powered_off": _list(v.get("powered_off")),
-        "unconfirmed": _list(v.get("unconfirmed")),
+        "targets": _of(sc.get("targets"), list) if fired else [],
+        "out_of_scope": _of(sc.get("out_of_scope"), list),
+        "slurm_down": _of(slurm_down, list),
+        "powered_off": _of(v.get("powered_off"), list),
+        "unconfirmed": _of(v.get("unconfirmed"), list),
         "findings": findings,
         "severity": min((f["severity"] for f in findings), default=None),
     }
@@ -303,56 +307,43 @@ def result(alert_id: str, source: str, reading: Dict[str, Any], sc: Dict[str, An
 
 def assess(req: Dict[str, Any]) -> Dict[str, Any]:
     """One call for the role: the reading (``detect``), the scope and the guard findings."""
-    inventory = _dict(req.get("inventory"))
+    inventory = _of(req.get("inventory"), dict)
     for key, var in (("racks", "gpuops_rack"), ("domains", "gpuops_leak_domain")):
-        for host, value in _dict(req.get(key)).items():
+        for host, value in _of(req.get(key), dict).items():
             inventory.setdefault(host, {})[var] = value
     source = _s(req.get("source"))
     reading = detect(req.get("bmc"))
-    sc = scope(source, inventory, _list(req.get("requested")) or None)
+    sc = scope(source, inventory, _of(req.get("requested"), list) or None)
     findings = guard_findings(_s(req.get("alert_id")), reading, sc["targets"], source)
     return {"reading": reading, "scope": sc, "guard_findings": findings}
 
 
 def finish(req: Dict[str, Any]) -> Dict[str, Any]:
-    """One call for the role: power verdict and run result; written to ``write`` (a path) when given."""
-    reading, sc = _dict(req.get("reading")), _dict(req.get("scope"))
+    """One call for the role: the power verdict (after an asserted leak) and the run result."""
+    reading, sc = _of(req.get("reading"), dict), _of(req.get("scope"), dict)
     verdict = None
     if reading.get("state") == ASSERTED and isinstance(req.get("power"), dict):
-        verdict = power_verdict(_list(sc.get("targets")), _dict(req.get("power")))
-    res = result(_s(req.get("alert_id")), _s(req.get("source")), reading, sc, verdict, _list(req.get("slurm_down")))
-    path = _s(req.get("write"))
-    if path:
-        # 0600 in a 0700 directory whatever the umask; replaced atomically, never written through a link
-        write_private_atomic(path, json.dumps(res, indent=1, sort_keys=True) + "\n")
-        res["path"] = path
-    return res
+        verdict = power_verdict(_of(sc.get("targets"), list), _of(req.get("power"), dict))
+    return result(
+        _s(req.get("alert_id")), _s(req.get("source")), reading, sc, verdict, _of(req.get("slurm_down"), list)
+    )
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    """CLI: ``assess`` {alert_id, source, bmc, inventory or domains + racks (host -> value), requested} |
-    ``finish`` {alert_id, source, reading, scope, power, slurm_down, write} | ``detect`` {bmc};
-    JSON request on stdin, JSON answer on stdout (``{failed, msg}`` and exit 2 on errors)."""
-    argv = sys.argv[1:] if argv is None else argv
+def result_path(state_dir: str, alert_id: str) -> str:
+    """``<state_dir>/leak/<alert id>.json`` (characters outside ``A-Za-z0-9_.@:+-`` become ``_``)."""
+    return os.path.join(state_dir, "leak", re.sub(r"[^A-Za-z0-9_.@:+-]", "_", alert_id) + ".json")
+
+
+def load_result(path: str) -> Optional[Dict[str, Any]]:
+    """The result written before at ``path`` (None when there is none or it does not parse)."""
     try:
-        req = json.loads(sys.stdin.read() or "{}")
-        if not isinstance(req, dict):
-            raise ValueError("request is not a JSON object")
-        cmd = argv[0] if argv else ""
-        if cmd == "assess":
-            ans: Any = assess(req)
-        elif cmd == "finish":
-            ans = finish(req)
-        elif cmd == "detect":
-            ans = detect(req.get("bmc"))
-        else:
-            raise ValueError("usage: _leak assess|finish|detect < request.json")
-    except (ValueError, TypeError, KeyError, OSError) as exc:
-        sys.stdout.write(json.dumps({"failed": True, "msg": str(exc)}) + "\n")
-        return 2
-    sys.stdout.write(json.dumps(ans, sort_keys=True) + "\n")
-    return 0
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())  # CLI only; never reached when imported by a module
+def save_result(path: str, res: Dict[str, Any]) -> None:
+    """0600 in a 0700 directory whatever the umask; replaced atomically, never written through a link."""
+    write_private_atomic(path, json.dumps(res, indent=1, sort_keys=True) + "\n")

@@ -4,21 +4,21 @@
 """Drain-and-replace (docs/replace.md): part inventories, replacement verification, evidence manifest and the
 replacement record state machine. Pure functions plus small file helpers for the record and the manifest.
 
-``python -m ansible_collections.gpuops.cluster.plugins.plugin_utils._replace <command>`` reads a JSON request on
-stdin and prints JSON (the ``gpuops.cluster.replace`` role calls it on the controller). Python 3.8+, no Ansible.
+The action plugins ``gpuops.cluster.replace_record`` (the record) and ``gpuops.cluster.replace_parts``
+(inventories, verification, the evidence bundle) are the ways the ``gpuops.cluster.replace`` role reaches it.
 """
 
 from __future__ import annotations
 
-import datetime
+import copy
 import hashlib
 import json
 import os
 import re
-import sys
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, normalize_bus_id
+from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time, utcnow_iso
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError, StateLock, atomic_write_json
 
 SCHEMA = "gpuops.replace/v1"
@@ -55,11 +55,41 @@ def _serial(value: Any) -> Optional[str]:
     return None if s.lower() in ("", "n/a", "unknown", "none", "null", "[not supported]", "not specified") else s
 
 
-def now_iso() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
 # -- inventories ---------------------------------------------------------------------------------------------
+def _gpu_inventory(inv: Dict[str, Dict[str, Any]], gpu: Dict[str, Any], remembered: Dict[str, Any]) -> None:
+    for g in _list(gpu.get("gpus")):
+        bus = normalize_bus_id(g.get("bus_id")) if isinstance(g, dict) and g.get("bus_id") else None
+        if not bus:
+            continue
+        serial = _serial(g.get("serial"))
+        if serial is None and g.get("readable") is False:
+            serial = _serial(_dict(remembered.get(bus)).get("serial"))
+        inv["gpu"][bus] = serial
+        inv["gpu_uuid"][bus] = _serial(g.get("uuid"))
+
+
+def _redfish_inventory(inv: Dict[str, Dict[str, Any]], red: Dict[str, Any]) -> None:
+    """PSUs, DIMMs (by id, else name) and system serials from the Redfish part of ``bmc`` facts."""
+    for section, key, prefix in (("psus", "psu", ""), ("memory", "dimm", ""), ("systems", "node", "system:")):
+        for p in _list(red.get(section)):
+            name = (_s(p.get("id")) or ("" if key == "node" else _s(p.get("name")))) if isinstance(p, dict) else ""
+            if name:
+                inv[key][prefix + name] = _serial(p.get("serial"))
+
+
+def _fru_inventory(inv: Dict[str, Dict[str, Any]], fru: List[Any]) -> None:
+    for f in fru:
+        if not isinstance(f, dict):
+            continue
+        name = _s(f.get("name"))
+        if _PSU_NAME.match(name):
+            inv["psu"].setdefault(name, _serial(f.get("serial")))
+        elif f.get("id") == 0 or "builtin" in name.lower():
+            for key in ("serial", "board_serial", "chassis_serial"):
+                if key in f:
+                    inv["node"]["fru:" + key] = _serial(f.get(key))
+
+
 def part_inventory(facts: Any, bmc_remote: Any = None, state_gpus: Any = None) -> Dict[str, Any]:
     """Serials by part from normalized facts (docs/facts.md).
 
@@ -72,44 +102,14 @@ def part_inventory(facts: Any, bmc_remote: Any = None, state_gpus: Any = None) -
     inv: Dict[str, Dict[str, Any]] = {
         k: {} for k in ("gpu", "gpu_uuid", "hca", "hca_psid", "psu", "dimm", "node", "fan")
     }
-    remembered = _dict(state_gpus)
-    for g in _list(_dict(facts.get("gpu")).get("gpus")):
-        if not isinstance(g, dict):
-            continue
-        bus = normalize_bus_id(g.get("bus_id")) if g.get("bus_id") else None
-        if not bus:
-            continue
-        serial = _serial(g.get("serial"))
-        if serial is None and g.get("readable") is False:
-            serial = _serial(_dict(remembered.get(bus)).get("serial"))
-        inv["gpu"][bus] = serial
-        inv["gpu_uuid"][bus] = _serial(g.get("uuid"))
+    _gpu_inventory(inv, _dict(facts.get("gpu")), _dict(state_gpus))
     for h in _list(_dict(facts.get("ib")).get("hcas")):
         if isinstance(h, dict) and _s(h.get("name")):
             inv["hca"][_s(h["name"])] = _serial(h.get("serial")) or _serial(h.get("node_guid"))
             inv["hca_psid"][_s(h["name"])] = _serial(h.get("board_id"))
-    for bmc in (facts.get("bmc"), bmc_remote):
-        bmc = _dict(bmc)
-        red = _dict(bmc.get("redfish"))
-        for p in _list(red.get("psus")):
-            if isinstance(p, dict) and (_s(p.get("name")) or _s(p.get("id"))):
-                inv["psu"][_s(p.get("id")) or _s(p.get("name"))] = _serial(p.get("serial"))
-        for m in _list(red.get("memory")):
-            if isinstance(m, dict) and (_s(m.get("id")) or _s(m.get("name"))):
-                inv["dimm"][_s(m.get("id")) or _s(m.get("name"))] = _serial(m.get("serial"))
-        for s in _list(red.get("systems")):
-            if isinstance(s, dict) and _s(s.get("id")):
-                inv["node"]["system:" + _s(s["id"])] = _serial(s.get("serial"))
-        for f in _list(bmc.get("fru")):
-            if not isinstance(f, dict):
-                continue
-            name = _s(f.get("name"))
-            if _PSU_NAME.match(name):
-                inv["psu"].setdefault(name, _serial(f.get("serial")))
-            elif f.get("id") == 0 or "builtin" in name.lower():
-                for key in ("serial", "board_serial", "chassis_serial"):
-                    if key in f:
-                        inv["node"]["fru:" + key] = _serial(f.get(key))
+    for bmc in (_dict(facts.get("bmc")), _dict(bmc_remote)):
+        _redfish_inventory(inv, _dict(bmc.get("redfish")))
+        _fru_inventory(inv, _list(bmc.get("fru")))
         for s in _list(bmc.get("sensors")):
             if isinstance(s, dict) and _s(s.get("type")) == "fan":
                 inv["fan"][_s(s.get("name"))] = _s(s.get("status")) or None
@@ -129,6 +129,66 @@ def _compare(before: Dict[str, Any], after: Dict[str, Any], keys: List[str]) -> 
     return out
 
 
+def _verify_fan(fan_confirmed: bool, clean: Optional[bool]):
+    if not fan_confirmed:
+        return NOT_VERIFIABLE, "fans have no readable serial: the operator confirmation is missing"
+    if clean is not True:
+        return NOT_VERIFIABLE, "fan sensors or SEL not clean after the swap"
+    return REPLACED, "operator confirmed the fan swap; fan sensors and SEL clean"
+
+
+def _keys(part: str, component: Optional[str], b: Dict[str, Any], a: Dict[str, Any]):
+    """(serial keys to compare, why there are none)."""
+    if part == "gpu":
+        key = normalize_bus_id(component) if component else None
+        return ([key], None) if key else ([], "a GPU swap needs the bus id of the GPU (component)")
+    if part in ("baseboard", "node"):
+        keys = sorted(set(b) | set(a))
+        return keys, (None if keys else "no %s serials in the inventory before or after" % _section(part))
+    if not component:
+        return [], "a %s swap needs the component (name/id) that was replaced" % part
+    return [component], None
+
+
+def _section(part: str) -> str:
+    return "gpu" if part in ("gpu", "baseboard") else part
+
+
+def _single_verdict(res: Dict[str, Any], part: str, key: str, b: Dict[str, Any], a: Dict[str, Any]):
+    """One part (gpu, hca, psu, dimm): its serial changed, and no other serial of its kind did."""
+    others = _compare(b, a, sorted((set(b) | set(a)) - {key}))
+    res["unexpected"] = others["changed"]
+    if res["unchanged"]:
+        return NOT_REPLACED, "part not replaced: serial of %s unchanged (%s)" % (key, b.get(key))
+    if others["changed"]:
+        return NOT_VERIFIABLE, "other %s serials changed too: %s" % (_section(part), ", ".join(others["changed"]))
+    return REPLACED, "%s %s: serial %s -> %s" % (part, key, b.get(key), a.get(key))
+
+
+def _whole_verdict(res: Dict[str, Any], part: str):
+    """A baseboard (every GPU serial changed) or a node (any system/product/board/chassis serial changed)."""
+    if part == "baseboard":
+        if res["unchanged"]:
+            return NOT_REPLACED, "part not replaced: GPU serials unchanged on %s" % ", ".join(res["unchanged"])
+        return REPLACED, "baseboard: all %d GPU serials changed" % len(res["changed"])
+    if not res["changed"]:
+        return NOT_REPLACED, "part not replaced: node serials unchanged"
+    return REPLACED, "node serials changed: %s" % ", ".join(res["changed"])
+
+
+def _serial_verdict(res: Dict[str, Any], part: str, component: Optional[str], before: Any, after: Any):
+    b, a = _dict(_dict(before).get(_section(part))), _dict(_dict(after).get(_section(part)))
+    keys, problem = _keys(part, component, b, a)
+    if problem:
+        return NOT_VERIFIABLE, problem
+    res.update(_compare(b, a, keys))
+    if res["unknown"]:
+        return NOT_VERIFIABLE, "serial unknown before or after for: %s" % ", ".join(res["unknown"])
+    if part in ("gpu", "hca", "psu", "dimm"):
+        return _single_verdict(res, part, keys[0], b, a)
+    return _whole_verdict(res, part)
+
+
 def verify(
     part: str,
     component: Optional[str],
@@ -144,66 +204,30 @@ def verify(
     """
     if part not in PARTS:
         raise ReplaceError("unknown part %r (one of %s)" % (part, ", ".join(PARTS)))
-    before, after = _dict(before), _dict(after)
     res: Dict[str, Any] = {"part": part, "component": component, "changed": [], "unchanged": [], "unknown": []}
-
-    def done(verdict: str, reason: str) -> Dict[str, Any]:
-        res.update(verdict=verdict, reason=reason)
-        return res
-
     if part == "fan":
-        if not fan_confirmed:
-            return done(NOT_VERIFIABLE, "fans have no readable serial: the operator confirmation is missing")
-        if fan_clean is not True:
-            return done(NOT_VERIFIABLE, "fan sensors or SEL not clean after the swap")
-        return done(REPLACED, "operator confirmed the fan swap; fan sensors and SEL clean")
-    section = "gpu" if part in ("gpu", "baseboard") else part
-    b, a = _dict(before.get(section)), _dict(after.get(section))
-    if part == "gpu":
-        key = normalize_bus_id(component) if component else None
-        if not key:
-            return done(NOT_VERIFIABLE, "a GPU swap needs the bus id of the GPU (component)")
-        keys = [key]
-    elif part in ("baseboard", "node"):
-        keys = sorted(set(b) | set(a))
+        verdict, reason = _verify_fan(fan_confirmed, fan_clean)
     else:
-        if not component:
-            return done(NOT_VERIFIABLE, "a %s swap needs the component (name/id) that was replaced" % part)
-        keys = [component]
-    if not keys:
-        return done(NOT_VERIFIABLE, "no %s serials in the inventory before or after" % section)
-    cmp_ = _compare(b, a, keys)
-    res.update(cmp_)
-    if cmp_["unknown"]:
-        return done(NOT_VERIFIABLE, "serial unknown before or after for: %s" % ", ".join(cmp_["unknown"]))
-    if part in ("gpu", "hca", "psu", "dimm"):
-        others = _compare(b, a, sorted((set(b) | set(a)) - set(keys)))
-        res["unexpected"] = others["changed"]
-        if cmp_["unchanged"]:
-            return done(NOT_REPLACED, "part not replaced: serial of %s unchanged (%s)" % (keys[0], b.get(keys[0])))
-        if others["changed"]:
-            return done(NOT_VERIFIABLE, "other %s serials changed too: %s" % (section, ", ".join(others["changed"])))
-        return done(REPLACED, "%s %s: serial %s -> %s" % (part, keys[0], b.get(keys[0]), a.get(keys[0])))
-    if part == "baseboard":
-        if cmp_["unchanged"]:
-            return done(NOT_REPLACED, "part not replaced: GPU serials unchanged on %s" % ", ".join(cmp_["unchanged"]))
-        return done(REPLACED, "baseboard: all %d GPU serials changed" % len(keys))
-    # node: any system/product/board/chassis serial changed
-    if not cmp_["changed"]:
-        return done(NOT_REPLACED, "part not replaced: node serials unchanged")
-    return done(REPLACED, "node serials changed: %s" % ", ".join(cmp_["changed"]))
+        verdict, reason = _serial_verdict(res, part, component, before, after)
+    res.update(verdict=verdict, reason=reason)
+    return res
 
 
 def fan_clean(bmc: Any, since: Optional[str] = None) -> bool:
-    """Fan sensors all ok and no critical fan SEL event (at or after ``since`` when given)."""
+    """Fan sensors all ok and no critical fan SEL event (at or after ``since`` when given; an event without a
+    readable time does not count then)."""
     bmc = _dict(bmc)
+    after = parse_time(since) if since is not None else None
     fans = [s for s in _list(bmc.get("sensors")) if isinstance(s, dict) and _s(s.get("type")) == "fan"]
     if not fans or any(_s(s.get("status")) != "ok" for s in fans):
         return False
     for ev in _list(bmc.get("sel")):
         if not isinstance(ev, dict) or "fan" not in (_s(ev.get("sensor_type")) + _s(ev.get("sensor"))).lower():
             continue
-        if _s(ev.get("severity")) in ("critical", "non_recoverable") and (since is None or _s(ev.get("time")) >= since):
+        if _s(ev.get("severity")) not in ("critical", "non_recoverable"):
+            continue
+        when = parse_time(ev.get("time"))
+        if since is None or (after is not None and when is not None and when >= after):
             return False
     return True
 
@@ -227,24 +251,23 @@ def hash_tree(root: str, skip: tuple = ("manifest.json",)) -> List[Dict[str, Any
     return sorted(files, key=lambda f: f["path"])
 
 
-def manifest(
-    ticket: str, host: str, part: str, component: Optional[str], files: List[Dict[str, Any]], serials: Any,
-    extra: Any = None, created: Optional[str] = None,
-) -> Dict[str, Any]:  # fmt: skip
-    """The evidence bundle manifest: what, for which ticket/part, every file with its sha256, the serials."""
+def manifest(head: Any, files: List[Dict[str, Any]], serials: Any, created: Optional[str] = None) -> Dict[str, Any]:
+    """The evidence bundle manifest: what (``head``: ticket, host, part, component, and ``extra`` keys merged in),
+    every file with its sha256, the serials."""
+    head = _dict(head)
     m = {
         "schema": MANIFEST_SCHEMA,
-        "ticket": ticket,
-        "host": host,
-        "part": part,
-        "component": component,
-        "created": created or now_iso(),
+        "ticket": _s(head.get("ticket")),
+        "host": _s(head.get("host")),
+        "part": _s(head.get("part")),
+        "component": _s(head.get("component")) or None,
+        "created": created or utcnow_iso(),
         "files": sorted(_list(files), key=lambda f: f.get("path", "")),
         "serials": _dict(serials),
         "gpu_uuids": _dict(_dict(serials).get("gpu_uuid")),
         "hca_psids": _dict(_dict(serials).get("hca_psid")),
     }
-    m.update(_dict(extra))
+    m.update(_dict(head.get("extra")))
     return m
 
 
@@ -279,7 +302,7 @@ def new_record(
 ) -> Dict[str, Any]:
     if part not in PARTS:
         raise ReplaceError("unknown part %r (one of %s)" % (part, ", ".join(PARTS)))
-    t = now or now_iso()
+    t = now or utcnow_iso()
     return {
         "schema": SCHEMA,
         "ticket": _safe(ticket, "ticket"),
@@ -324,7 +347,7 @@ def advance(record: Dict[str, Any], step: str, data: Any = None, now: Optional[s
     missing = [s for s in STEPS[:idx] if s not in record["steps"]]
     if missing:
         raise ReplaceError("step %s before %s" % (step, ", ".join(missing)))
-    t = now or now_iso()
+    t = now or utcnow_iso()
     data = dict(_dict(data))
     for key in ("before", "after", "verdict", "evidence"):
         if key in data:
@@ -341,7 +364,7 @@ def advance(record: Dict[str, Any], step: str, data: Any = None, now: Optional[s
 
 def stop(record: Dict[str, Any], step: str, reason: str, data: Any = None, now: Optional[str] = None) -> Dict[str, Any]:
     """The flow stopped before ``step`` (e.g. ``verified``: part not replaced); the node stays drained."""
-    t = now or now_iso()
+    t = now or utcnow_iso()
     data = dict(_dict(data))
     for key in ("after", "verdict"):
         if key in data:
@@ -355,7 +378,7 @@ def stop(record: Dict[str, Any], step: str, reason: str, data: Any = None, now: 
 
 def reopen_for_prepare(record: Dict[str, Any], now: Optional[str] = None) -> Dict[str, Any]:
     """A prepare run on a stopped record (the swap must be redone): forget power-off and every return step."""
-    t = now or now_iso()
+    t = now or utcnow_iso()
     if record.get("status") != "stopped":
         return record
     for s in ("powered_off", "handed_over") + RETURN_STEPS:
@@ -369,6 +392,8 @@ def reopen_for_prepare(record: Dict[str, Any], now: Optional[str] = None) -> Dic
 
 def load_record(state_dir: str, ticket: str, host: str) -> Optional[Dict[str, Any]]:
     path = record_path(state_dir, ticket, host)
+    if os.path.islink(path):
+        raise ReplaceError("replacement record %s is a symbolic link: refusing it" % path)
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -402,83 +427,87 @@ def summary(record: Any) -> Dict[str, Any]:
     }
 
 
-def _cli(cmd: str, req: Dict[str, Any]) -> Any:
-    if cmd == "inventory":
-        return part_inventory(req.get("facts"), req.get("bmc_remote"), req.get("state_gpus"))
-    if cmd == "verify":
-        after = req.get("after")
-        if after is None and "facts" in req:  # one call: inventory of the facts, then the comparison
-            after = part_inventory(req.get("facts"), req.get("bmc_remote"))
-        res = verify(_s(req.get("part")), _s(req.get("component")) or None, req.get("before"), after,
-                     bool(req.get("fan_confirmed")), fan_clean(req.get("bmc")) if req.get("bmc") else None)  # fmt: skip
-        res["after"] = after
-        return res
-    if cmd == "manifest":
-        root = _s(req.get("root"))
-        serials = req.get("serials")
-        if serials is None and "facts" in req:  # one call: inventory of the facts, serials.json, the manifest
-            serials = part_inventory(req.get("facts"), req.get("bmc_remote"), req.get("state_gpus"))
-        writes = _dict(req.get("write"))
-        if "serials.json" in writes and writes["serials.json"] is None:
-            writes["serials.json"] = serials
-        for name, doc in sorted(writes.items()):
-            if doc is None:
-                continue
-            target = os.path.realpath(os.path.join(root, name))
-            if not target.startswith(os.path.realpath(root) + os.sep):
-                raise ReplaceError("refusing to write outside the bundle: %r" % name)
-            ensure_private_dir(os.path.dirname(target))
-            atomic_write_json(target, doc)
-        m = manifest(_s(req.get("ticket")), _s(req.get("host")), _s(req.get("part")), _s(req.get("component")) or None,
-                     hash_tree(root), serials, req.get("extra"))  # fmt: skip
-        atomic_write_json(os.path.join(root, "manifest.json"), m)
-        return {"path": os.path.join(root, "manifest.json"), "files": len(m["files"]), "serials": serials}
-    if cmd == "verify-manifest":
-        return verify_manifest(_s(req.get("root")))
-    state_dir, ticket, host = _s(req.get("state_dir")), _s(req.get("ticket")), _s(req.get("host"))
+def _open(rec: Optional[Dict[str, Any]], ticket: str, host: str, req: Dict[str, Any]) -> Dict[str, Any]:
+    part, comp, phase = _s(req.get("part")), _s(req.get("component")) or None, _s(req.get("phase"))
+    if rec is None:
+        return new_record(ticket, host, part, comp)
+    if (rec.get("part"), rec.get("component")) != (part, comp):
+        raise ReplaceError(
+            "record %s-%s is for %s %s, not %s %s" % (ticket, host, rec.get("part"), rec.get("component"), part, comp)
+        )
+    if rec.get("status") == "closed":
+        if phase == "return":
+            return rec  # a rerun of the return phase: nothing left to do
+        raise ReplaceError("replacement %s on %s is closed; use a new ticket" % (ticket, host))
+    if phase == "prepare":
+        return reopen_for_prepare(rec)
+    return rec
+
+
+def apply_command(rec: Optional[Dict[str, Any]], command: str, ticket: str, host: str, req: Any) -> Dict[str, Any]:
+    """The record after ``command`` (``open|step|stop|show``) on ``rec`` (None: there is none yet); ``rec``
+    itself is left as it was; a step reached before is not recorded again. ``req`` holds ``part, component, phase`` (open), ``step, data`` (step) or
+    ``step, reason, data`` (stop)."""
+    req = _dict(req)
+    rec = copy.deepcopy(rec)
+    if command == "open":
+        return _open(rec, ticket, host, req)
+    if rec is None:
+        raise ReplaceError("no replacement record for %s on %s: run replace_phase=prepare first" % (ticket, host))
+    if command == "step":
+        if _s(req.get("step")) in _dict(rec.get("steps")) and rec.get("status") != "stopped":
+            return rec  # reached before: recorded once
+        return advance(rec, _s(req.get("step")), req.get("data"))
+    if command == "stop":
+        return stop(rec, _s(req.get("step")), _s(req.get("reason")), req.get("data"))
+    if command != "show":
+        raise ReplaceError("unknown command %r" % command)
+    return rec
+
+
+def update_record(state_dir: str, ticket: str, host: str, command: str, req: Any = None, check_mode: bool = False):
+    """Load, apply ``command`` and save the record under its lock. Returns ``(before, after, path)``; ``before``
+    is None for a new record. ``show`` and check mode read only (no lock, nothing written)."""
     if not state_dir:
         raise ReplaceError("state_dir is required")
+    path = record_path(state_dir, ticket, host)
+    if check_mode or command == "show":
+        before = load_record(state_dir, ticket, host)
+        return before, apply_command(before, command, ticket, host, req), path
     ensure_private_dir(os.path.join(state_dir, "replace"))
-    with StateLock(state_dir, "replace-%s-%s" % (_safe(ticket, "ticket"), _safe(host, "host"))):
-        rec = load_record(state_dir, ticket, host)
-        if cmd == "open":
-            part, comp = _s(req.get("part")), _s(req.get("component")) or None
-            if rec is None:
-                rec = new_record(ticket, host, part, comp)
-            elif rec.get("status") == "closed":
-                raise ReplaceError("replacement %s on %s is closed; use a new ticket" % (ticket, host))
-            elif (rec.get("part"), rec.get("component")) != (part, comp):
-                raise ReplaceError("record %s-%s is for %s %s, not %s %s" % (ticket, host, rec.get("part"),
-                                                                             rec.get("component"), part, comp))  # fmt: skip
-            elif _s(req.get("phase")) == "prepare":
-                reopen_for_prepare(rec)
-        elif rec is None:
-            raise ReplaceError("no replacement record for %s on %s: run replace_phase=prepare first" % (ticket, host))
-        elif cmd == "step":
-            advance(rec, _s(req.get("step")), req.get("data"))
-        elif cmd == "stop":
-            stop(rec, _s(req.get("step")), _s(req.get("reason")), req.get("data"))
-        elif cmd != "show":
-            raise ReplaceError("unknown command %r" % cmd)
-        path = save_record(state_dir, rec) if cmd != "show" else record_path(state_dir, ticket, host)
-    return dict(summary(rec), path=path, record=rec)
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    """CLI: ``open|step|stop|show`` {state_dir, ticket, host, ...} | ``inventory`` | ``verify`` | ``manifest`` |
-    ``verify-manifest``; JSON request on stdin, JSON answer on stdout (``{failed, msg}`` and exit 2 on errors)."""
-    argv = sys.argv[1:] if argv is None else argv
     try:
-        req = json.loads(sys.stdin.read() or "{}")
-        if not isinstance(req, dict):
-            raise ReplaceError("request is not a JSON object")
-        ans = _cli(argv[0] if argv else "", req)
-    except (ReplaceError, StateError, ValueError, TypeError, KeyError, OSError) as exc:
-        sys.stdout.write(json.dumps({"failed": True, "msg": str(exc)}) + "\n")
-        return 2
-    sys.stdout.write(json.dumps(ans, sort_keys=True) + "\n")
-    return 0
+        with StateLock(state_dir, "replace-%s-%s" % (ticket, host)):
+            before = load_record(state_dir, ticket, host)
+            after = apply_command(before, command, ticket, host, req)
+            if after != before:
+                save_record(state_dir, after)
+    except StateError as exc:
+        raise ReplaceError(str(exc)) from exc
+    return before, after, path
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())  # CLI only; never reached when imported by a module
+# -- the evidence bundle -------------------------------------------------------------------------------------
+def _bundle_target(root: str, name: str) -> str:
+    target = os.path.realpath(os.path.join(root, name))
+    if not target.startswith(os.path.realpath(root) + os.sep):
+        raise ReplaceError("refusing to write outside the bundle: %r" % name)
+    return target
+
+
+def write_bundle(root: str, head: Dict[str, Any], serials: Any, writes: Any = None, check_mode: bool = False):
+    """Write ``writes`` (name -> JSON document; None skips it) into the bundle ``root``, then ``manifest.json``
+    over every file. ``head`` holds ``ticket, host, part, component, extra``. Check mode writes nothing and
+    returns the manifest as it would be (files already there). Returns ``(manifest, written names)``."""
+    if not root:
+        raise ReplaceError("root (the bundle directory) is required")
+    docs = {name: doc for name, doc in sorted(_dict(writes).items()) if doc is not None}
+    targets = {name: _bundle_target(root, name) for name in docs}
+    if not check_mode:
+        for name, doc in docs.items():
+            ensure_private_dir(os.path.dirname(targets[name]))
+            atomic_write_json(targets[name], doc)
+    files = hash_tree(root) if os.path.isdir(root) else []
+    m = manifest(head, files, serials)
+    if not check_mode:
+        atomic_write_json(os.path.join(root, "manifest.json"), m)
+    return m, sorted(docs) + ["manifest.json"]

@@ -123,13 +123,17 @@ def test_critical_liquid_flow_sensor_is_a_cooling_finding_and_powers_off_nothing
     assert power_state(b, 1) == "On" and power_state(b, 2) == "On"
     assert leak["ipmi_power"].read_text().strip() == "1"
     assert all(s == "IDLE" for s in slurm_states(testbed).values())
-    # the record is private, and the audit trail shows no change and no guard decision for this alert
+    # the record is private, and the audit trail shows no guard decision and no change for this alert but the
+    # run record itself (gpuops.cluster.leak_assess writing the result file, on the controller)
     path = sd / "leak" / "ALERT-FLOW-1.json"
     assert path.stat().st_mode & 0o777 == 0o600
     lines = [json.loads(x) for x in (sd / "audit" / "audit.log").read_text().splitlines()]
     mine = [x for x in lines if x.get("run_id") == lines[-1]["run_id"]]
     assert mine[0]["event"] == "run_start" and mine[-1]["event"] == "run_end"
-    assert [x for x in mine if x["event"] == "task" and x.get("changed")] == []
+    changed = [
+        (x["module"], x.get("delegated_to") or x["host"]) for x in mine if x["event"] == "task" and x.get("changed")
+    ]
+    assert changed == [("gpuops.cluster.leak_assess", "localhost")], changed
     assert [x for x in mine if x["event"] == "guard"] == []
 
 

@@ -120,6 +120,11 @@ def test_row_remap_failure_replaced_end_to_end(testbed, bed):
     assert rec["status"] == "closed" and rec["verdict"]["verdict"] == "replaced"
     assert rec["verdict"]["changed"] == [bus] and rec["after"]["gpu"][bus] != old_serial
     assert _replace.done_steps(rec) == list(_replace.STEPS)
+    assert rec["steps"]["isolated"]["via"] == "gpuops.cluster.isolate"
+    # a rerun of the return phase on the closed record changes nothing
+    res = replace(testbed, bed, host, ticket, "return", bus)
+    assert res.returncode == 0 and "is closed" in res.stdout, res.stdout[-4000:]
+    assert record(bed, ticket, host) == rec
     assert rec["steps"]["accepted"]["mode"] in ("inspect", "onboard")
     testbed.wait_for(lambda: testbed.node_state(host) == "IDLE", timeout=20, what="node back in service")
 
@@ -139,12 +144,17 @@ def test_serial_unchanged_is_refused_and_the_node_stays_drained(testbed, bed):
     with testbed.edit_state(host) as s:
         faults.apply(s, "row_remap_failure", gpu=GPU)
     bus = bus_of(testbed, host)
-    # the other paths: drained by gpuops.cluster.slurm_node, powered off and on by the technician, no dcgmi diag
-    slim = ("-e", "replace_use_isolate_role=false", "-e", "replace_bmc_power=false", "-e", "replace_dcgm_level=0")
+    # the other paths: powered off and on by the technician, no dcgmi diag; isolated through the isolate role (its
+    # guard) all the same. Check mode first: it shows what opening the record would do and writes nothing.
+    slim = ("-e", "replace_bmc_power=false", "-e", "replace_dcgm_level=0")
+    res = replace(testbed, bed, host, ticket, "prepare", bus, *(slim + ("--check",)))
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert "next isolated" in res.stdout and record(bed, ticket, host) is None
+    assert "DRAIN" not in testbed.node_state(host)
     res = replace(testbed, bed, host, ticket, "prepare", bus, *slim)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     rec = record(bed, ticket, host)
-    assert rec["steps"]["isolated"]["via"] == "gpuops.cluster.slurm_node"
+    assert rec["steps"]["isolated"]["via"] == "gpuops.cluster.isolate"
     assert rec["steps"]["powered_off"]["method"] == "technician"
     # the technician did not swap anything
     res = replace(testbed, bed, host, ticket, "return", bus, *slim)
@@ -155,3 +165,6 @@ def test_serial_unchanged_is_refused_and_the_node_stays_drained(testbed, bed):
     assert rec["verdict"]["verdict"] == "not_replaced" and "resumed" not in rec["steps"]
     assert "DRAIN" in testbed.node_state(host)
     assert os.path.exists(_replace.record_path(str(state_dir(bed, ticket)), ticket, host))
+    # the guard's history holds the isolation claim of this run (the guard was not skipped)
+    history = json.loads((state_dir(bed, ticket) / "isolation" / "history.json").read_text())
+    assert [e.get("node") for e in history["entries"]] == [host], history

@@ -213,7 +213,9 @@ def test_reports_are_private_and_replace_planted_links(tmp_path, victim, monkeyp
     assert_private_dir(new_dir.parent)
 
 
-def test_replacement_records_and_bundles_are_private(tmp_path):
+def test_replacement_records_and_bundles_are_private(tmp_path, run_action, victim):
+    from ansible_collections.gpuops.cluster.plugins.action import replace_parts, replace_record
+
     sdir = tmp_path / "state"
     rec = _replace.new_record("T-1", "gpu-node-01", "gpu", "00000000:07:00.0")
     path = _replace.save_record(str(sdir), rec)
@@ -222,6 +224,26 @@ def test_replacement_records_and_bundles_are_private(tmp_path):
     while os.path.realpath(d) != os.path.realpath(str(tmp_path)):
         assert_private_dir(d)
         d = os.path.dirname(d)
+    # through the action: a link planted at the record's path is refused, never read or written through
+    os.unlink(path)
+    os.symlink(str(victim), path)
+    args = {"action": "open", "state_dir": str(sdir), "ticket": "T-1", "host": "gpu-node-01", "part": "gpu",
+            "component": "00000000:07:00.0"}  # fmt: skip
+    out = run_action(replace_record, args)
+    assert out["failed"] is True and "symbolic link" in out["msg"] and victim.read_text() == SECRET
+    os.unlink(path)
+    out = run_action(replace_record, args)
+    assert not out.get("failed"), out
+    assert_private(path)
+    # the evidence bundle: every file 0600, every directory 0700
+    bundle = tmp_path / "evidence" / "T-1" / "gpu-node-01"
+    out = run_action(replace_parts, {"action": "manifest", "root": str(bundle), "ticket": "T-1", "host": "gpu-node-01",
+                                     "part": "gpu", "serials": {"gpu": {}}, "write_serials": True,
+                                     "write": {"bmc/remote.json": {"sel": []}}})  # fmt: skip
+    assert not out.get("failed"), out
+    for name in ("serials.json", "bmc/remote.json", "manifest.json"):
+        assert_private(str(bundle / name))
+    assert_private_dir(bundle / "bmc")
 
 
 def _run_module(mod, args, capsys):
