@@ -18,7 +18,12 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _capture, _ipmi, _redfish
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, read_text
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
+    ParseError,
+    error_record,
+    internal_error,
+    read_text,
+)
 from ansible_collections.gpuops.cluster.plugins.module_utils._http import Http, HttpError
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
 
@@ -413,8 +418,5 @@ def collect(
         return collect_ipmitool(mode, host, user, password, port, timeout, ipmitool_path)
     except Exception as exc:  # noqa: BLE001 - the collector boundary: a bug becomes an error record
         result = empty_result(None)
-        msg = "%s: %s" % (type(exc).__name__, exc)
-        if password:
-            msg = msg.replace(password, "********")
-        result["errors"].append(error_record(DOMAIN, "internal", msg))
+        result["errors"].append(internal_error(DOMAIN, exc, redact=password))
         return result

@@ -35,6 +35,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     decode,
     ensure_private_dir,
     error_record,
+    internal_error,
     list_capture_dir,
     parse_int,
     read_capture_bytes,
@@ -851,5 +852,5 @@ def collect(
         return _collect_live(sysfs_root or "/", float(timeout), ibstat_path or "ibstat")
     except Exception as exc:  # noqa: BLE001 - collector boundary: report, never raise
         out = _result()
-        out["errors"].append(error_record(DOMAIN, "internal", f"{type(exc).__name__}: {exc}"))
+        out["errors"].append(internal_error(DOMAIN, exc))
         return out

@@ -28,6 +28,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     MAX_LINE_CHARS,
     ParseError,
     error_record,
+    internal_error,
     to_int,
 )
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, run_in_child, which
@@ -598,5 +599,5 @@ def collect(
         return _collect_live(mounts, filesystems, services, float(timeout), root or "/")
     except Exception as exc:  # noqa: BLE001 - collector boundary: report, never raise
         out = _result()
-        out["errors"].append(error_record(DOMAIN, "internal", f"{type(exc).__name__}: {exc}"))
+        out["errors"].append(internal_error(DOMAIN, exc))
         return out
