@@ -34,6 +34,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     read_text,
 )
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
+from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time
 from ansible_collections.gpuops.cluster.plugins.module_utils._xid_catalog import recovery_action_name
 
 PARSER = "kernel_log"
@@ -558,31 +559,17 @@ def map_gpus(events: List[Dict[str, Any]], gpus: Optional[Sequence[Dict[str, Any
             ev["gpu_index"] = short[bus[:-2]]
 
 
-def _parse_iso(value: Any) -> Optional[datetime.datetime]:
-    if not isinstance(value, str):
-        return None
-    s = value.strip().replace("Z", "+00:00").replace(" ", "T", 1)
-    m = re.match(r"^(.*[+-]\d\d)(\d\d)$", s)
-    if m and ":" not in s[-5:]:
-        s = "%s:%s" % (m.group(1), m.group(2))
-    s = re.sub(r"\.(\d{1,6})\d*", lambda mm: "." + (mm.group(1) + "000000")[:6], s)
-    try:
-        return datetime.datetime.fromisoformat(s)
-    except ValueError:
-        return None
-
-
 def filter_since(events: List[Dict[str, Any]], since: Any) -> List[Dict[str, Any]]:
     """Drop events placed before ``since`` (an ISO time); events without a timestamp are kept.
 
     When one side has no UTC offset, wall-clock times are compared.
     """
-    bound = _parse_iso(since)
+    bound = parse_time(since, assume_utc=False)
     if bound is None:
         return events
     out = []
     for ev in events:
-        t = _parse_iso(ev.get("timestamp"))
+        t = parse_time(ev.get("timestamp"), assume_utc=False)
         if t is not None:
             a, b = t, bound
             if (a.tzinfo is None) != (b.tzinfo is None):
@@ -728,7 +715,7 @@ def _collect_capture(
     if text is None:
         return result
     result["source"] = "capture:kernel.log"
-    ref = _parse_iso(meta.get("captured_at")) or _mtime(path)
+    ref = parse_time(meta.get("captured_at"), assume_utc=False) or _mtime(path)
     _finish(result, text, path, ref, gpus, since, max_events, True)
     return result
 
