@@ -145,8 +145,9 @@ def _valid(year: int, month: int, day: int, hh: int, mm: int, ss: int) -> bool:
     return True
 
 
-def _fmt(year: int, month: int, day: int, hh: int, mm: int, ss: int, frac: str = "", tz: str = "") -> str:
-    s = "%04d-%02d-%02dT%02d:%02d:%02d" % (year, month, day, hh, mm, ss)
+def _fmt(fields: Tuple[int, int, int, int, int, int], frac: str = "", tz: str = "") -> str:
+    """``(year, month, day, hh, mm, ss)`` and the fraction and offset as the ISO time of a kernel event."""
+    s = "%04d-%02d-%02dT%02d:%02d:%02d" % fields
     if frac:
         s += "." + (frac + "000000")[:6]
     return s + tz
@@ -166,14 +167,14 @@ def split_time(line: str, ref: Optional[datetime.datetime] = None) -> Tuple[Opti
     if m:
         y, mo, d, hh, mi, ss = (parse_int(g) for g in m.groups()[:6])
         if _valid(y, mo, d, hh, mi, ss):
-            return _fmt(y, mo, d, hh, mi, ss, m.group(7) or "", _tz(m.group(8))), rest[m.end() :]
+            return _fmt((y, mo, d, hh, mi, ss), m.group(7) or "", _tz(m.group(8))), rest[m.end() :]
         return None, rest[m.end() :]
     m = _CTIME.match(rest)
     if m:
         month = _MONTHS.get(m.group(1).lower())
         day, hh, mi, ss, y = (parse_int(g) for g in m.groups()[1:])
         if month and _valid(y, month, day, hh, mi, ss):
-            return _fmt(y, month, day, hh, mi, ss), rest[m.end() :]
+            return _fmt((y, month, day, hh, mi, ss)), rest[m.end() :]
         return None, rest[m.end() :]
     m = _MONO.match(rest)
     if m:
@@ -189,7 +190,7 @@ def split_time(line: str, ref: Optional[datetime.datetime] = None) -> Tuple[Opti
                 if cand - ref.replace(tzinfo=None) > datetime.timedelta(days=1):
                     year -= 1
             if _valid(year, month, day, hh, mi, ss):
-                return _fmt(year, month, day, hh, mi, ss, m.group(6) or ""), rest[m.end() :]
+                return _fmt((year, month, day, hh, mi, ss), m.group(6) or ""), rest[m.end() :]
         return None, rest[m.end() :]
     return None, rest
 
@@ -318,7 +319,6 @@ def _line_event(
 ) -> None:
     """The event (if any) of one kernel log line, appended to ``events``."""
     lineno = idx + 1
-    last_aer = box[0]
     ts = split_time(line, ref_time)[0]
     m = _XID.search(line)
     if m and "SXid" not in line:
@@ -326,35 +326,13 @@ def _line_event(
         return
     m = _SXID.search(line)
     if m:
-        ev = _xid_event("sxid", m, lineno, line, ts)
-        prev = events[-1] if events else None
-        dm = _SXID_DETAIL.match(ev["message"])
-        if (
-            dm
-            and prev is not None
-            and prev["kind"] == "sxid"
-            and (prev["code"], prev["bus_id"]) == (ev["code"], ev["bus_id"])
-            and lineno - prev["line"] <= 3
-        ):
-            # "Severity N Engine instance ..." and "Data {...}" lines detail the SXid just above.
-            prev["detail"]["severity_level" if dm.group(2) else "data"] = (
-                parse_int(dm.group(2)) if dm.group(2) else ev["message"]
-            )
-            return
-        events.append(ev)
+        _add_sxid(events, _xid_event("sxid", m, lineno, line, ts))
         return
     if "NVRM:" in line:
-        ev = _fallen(lines, idx, line, ts, consumed)
-        if ev is not None:
-            # Newer drivers print "GPU ...: GPU has fallen off the bus." right after the Xid 79 line.
-            for prev in reversed(events[-3:]):
-                if prev["kind"] == "xid" and prev["code"] == 79 and prev["bus_id"] == ev["bus_id"]:
-                    if lineno - prev["line"] <= 5:
-                        ev["detail"]["xid79_line"] = prev["line"]
-                    break
-            events.append(ev)
+        _add_fallen(events, _fallen(lines, idx, line, ts, consumed), lineno)
         return
     if "AER" in line or "PCIe Bus Error" in line:
+        last_aer = box[0]
         ev = _aer(line, lineno, ts, last_aer)
         if ev is not None:
             if ev is not last_aer:
@@ -362,54 +340,88 @@ def _line_event(
             box[0] = ev
         return
     if "mlx5_core" in line:
-        m = _MLX5_LINK.search(line)
-        if m:
-            state = m.group(3)
-            events.append(
-                _event(
-                    "mlx5_link",
-                    lineno,
-                    line,
-                    ts,
-                    bus_id=normalize_bus_id(m.group(1)),
-                    message="Link %s" % state,
-                    detail={"state": state, "interface": m.group(2)},
-                )
-            )
-            return
-        m = _MLX5_POWER.search(line)
-        if m:
-            watts = parse_int(m.group(2)) if m.group(2) else None
-            events.append(
-                _event(
-                    "mlx5_power",
-                    lineno,
-                    line,
-                    ts,
-                    bus_id=normalize_bus_id(m.group(1)),
-                    message=line[max(line.lower().find("detected insufficient"), m.start()) :].strip(),
-                    detail={"slot_power_w": watts},
-                )
-            )
-        return
-    if "carrier" in line:
-        m = _CARRIER.search(line)
-        if m:
-            state = "down" if m.group(2) == "Lost" else "up"
-            events.append(
-                _event(
-                    "mlx5_link",
-                    lineno,
-                    line,
-                    ts,
-                    message="%s carrier" % m.group(2),
-                    detail={"state": state, "interface": m.group(1), "via": "carrier"},
-                )
-            )
-            return
-    ev = _mce_edac(line, lineno, ts)
+        ev = _mlx5(line, lineno, ts)
+    elif "carrier" in line:
+        ev = _carrier(line, lineno, ts) or _mce_edac(line, lineno, ts)
+    else:
+        ev = _mce_edac(line, lineno, ts)
     if ev is not None:
         events.append(ev)
+
+
+def _add_sxid(events: List[Dict[str, Any]], ev: Dict[str, Any]) -> None:
+    """An SXid event, or its "Severity N Engine instance ..." / "Data {...}" line detailing the SXid just above."""
+    prev = events[-1] if events else None
+    dm = _SXID_DETAIL.match(ev["message"])
+    if (
+        dm
+        and prev is not None
+        and prev["kind"] == "sxid"
+        and (prev["code"], prev["bus_id"]) == (ev["code"], ev["bus_id"])
+        and ev["line"] - prev["line"] <= 3
+    ):
+        prev["detail"]["severity_level" if dm.group(2) else "data"] = (
+            parse_int(dm.group(2)) if dm.group(2) else ev["message"]
+        )
+        return
+    events.append(ev)
+
+
+def _add_fallen(events: List[Dict[str, Any]], ev: Optional[Dict[str, Any]], lineno: int) -> None:
+    if ev is None:
+        return
+    # Newer drivers print "GPU ...: GPU has fallen off the bus." right after the Xid 79 line.
+    for prev in reversed(events[-3:]):
+        if prev["kind"] == "xid" and prev["code"] == 79 and prev["bus_id"] == ev["bus_id"]:
+            if lineno - prev["line"] <= 5:
+                ev["detail"]["xid79_line"] = prev["line"]
+            break
+    events.append(ev)
+
+
+def _mlx5(line: str, lineno: int, ts: Optional[str]) -> Optional[Dict[str, Any]]:
+    """mlx5_core link up/down and insufficient slot power."""
+    m = _MLX5_LINK.search(line)
+    if m:
+        state = m.group(3)
+        return _event(
+            "mlx5_link",
+            lineno,
+            line,
+            ts,
+            bus_id=normalize_bus_id(m.group(1)),
+            message="Link %s" % state,
+            detail={"state": state, "interface": m.group(2)},
+        )
+    m = _MLX5_POWER.search(line)
+    if not m:
+        return None
+    watts = parse_int(m.group(2)) if m.group(2) else None
+    return _event(
+        "mlx5_power",
+        lineno,
+        line,
+        ts,
+        bus_id=normalize_bus_id(m.group(1)),
+        message=line[max(line.lower().find("detected insufficient"), m.start()) :].strip(),
+        detail={"slot_power_w": watts},
+    )
+
+
+def _carrier(line: str, lineno: int, ts: Optional[str]) -> Optional[Dict[str, Any]]:
+    """``<iface>: Lost carrier`` / ``Gained carrier`` as an mlx5_link event."""
+    m = _CARRIER.search(line)
+    if not m:
+        return None
+    state = "down" if m.group(2) == "Lost" else "up"
+    return _event(
+        "mlx5_link",
+        lineno,
+        line,
+        ts,
+        message="%s carrier" % m.group(2),
+        detail={"state": state, "interface": m.group(1), "via": "carrier"},
+    )
 
 
 def _fallen(lines: Sequence[str], idx: int, line: str, ts: Optional[str], consumed: set) -> Optional[Dict[str, Any]]:
