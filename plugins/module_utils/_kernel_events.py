@@ -114,17 +114,17 @@ def _finish(
     src: str,
     ref: Optional[datetime.datetime],
     gpus: Any,
-    since: Any,
     max_events: int,
     filter_by_since: bool,
 ) -> None:
+    """Parse ``text`` into ``result``: events after ``result["since"]`` (when asked), mapped to GPUs, capped."""
     try:
         events = parse_kernel_log(text, src, ref, result["errors"])
     except ParseError as exc:
         result["errors"].append(exc.to_error(DOMAIN))
         return
     if filter_by_since:
-        events = filter_since(events, since)
+        events = filter_since(events, result["since"])
     map_gpus(events, gpus)
     if max_events and len(events) > max_events:
         result["events_dropped"] = len(events) - max_events
@@ -195,7 +195,7 @@ def collect(
         res = run_command(argv, timeout=timeout)
         if res.ok:
             result["source"] = "journalctl"
-            _finish(result, res.stdout, "journalctl", ref, gpus, since, max_events, False)
+            _finish(result, res.stdout, "journalctl", ref, gpus, max_events, False)
             return result
         kind = "timeout" if res.timed_out else "tool_error"
         result["errors"].append(error_record(DOMAIN, kind, res.describe(), "journalctl"))
@@ -211,7 +211,7 @@ def collect(
     # journalctl failed but dmesg worked: its error is noise only when nothing was lost.
     result["errors"] = [e for e in result["errors"] if e["kind"] == "timeout"]
     result["source"] = "dmesg"
-    _finish(result, res.stdout, "dmesg", ref, gpus, since, max_events, True)
+    _finish(result, res.stdout, "dmesg", ref, gpus, max_events, True)
     return result
 
 
@@ -240,7 +240,7 @@ def _collect_capture(
         return result
     result["source"] = "capture:kernel.log"
     ref = parse_time(meta.get("captured_at"), assume_utc=False) or _mtime(path)
-    _finish(result, text, path, ref, gpus, since, max_events, True)
+    _finish(result, text, path, ref, gpus, max_events, True)
     return result
 
 
