@@ -201,25 +201,28 @@ def classify(name: str, unit: Optional[str], entity: Optional[str] = None, discr
         return "power_supply"
     if unit in _UNIT_TYPE:
         return _UNIT_TYPE[unit]
-    lname = n.lower()
     if _PSU_NAME.search(n) or ent == "10":
         return "power_supply"
-    if "temp" in lname:
-        return "temperature"
-    if "fan" in lname or ent in ("29", "30"):
-        return "fan"
-    if re.search(r"\bv(?:olt|core|bat|cc|dd)|\d\.\d+v\b|\d+v\b", lname):
-        return "voltage"
-    if "curr" in lname or "amp" in lname:
-        return "current"
-    if "pwr" in lname or "power" in lname or "watt" in lname:
-        return "power"
-    if "ecc" in lname or "dimm" in lname or "mem" in lname:
-        return "memory"
-    if "cpu" in lname or "proc" in lname:
-        return "processor"
-    if "drive" in lname or "disk" in lname or "hdd" in lname:
-        return "drive"
+    return _type_by_name(n.lower(), ent)
+
+
+#: Sensor types by words in the (lower-case) name, first match wins; entity ids 29/30 are fans.
+_NAME_TYPES = (
+    ("temperature", re.compile(r"temp")),
+    ("fan", re.compile(r"fan")),
+    ("voltage", re.compile(r"\bv(?:olt|core|bat|cc|dd)|\d\.\d+v\b|\d+v\b")),
+    ("current", re.compile(r"curr|amp")),
+    ("power", re.compile(r"pwr|power|watt")),
+    ("memory", re.compile(r"ecc|dimm|mem")),
+    ("processor", re.compile(r"cpu|proc")),
+    ("drive", re.compile(r"drive|disk|hdd")),
+)
+
+
+def _type_by_name(lname: str, ent: str) -> str:
+    for stype, pattern in _NAME_TYPES:
+        if pattern.search(lname) or (stype == "fan" and ent in ("29", "30")):
+            return stype
     return "other"
 
 
@@ -287,18 +290,21 @@ def _discrete_status(stype: str, states: List[str], status: str) -> str:
     return status
 
 
-def _sensor(name: str, stype: str, reading, unit, status, states, thresholds, number=None, entity=None):
-    return {
+def _sensor(name: str, stype: str, status: str, **fields: Any) -> Dict[str, Any]:
+    """One sensor record; ``fields`` sets ``reading``, ``unit``, ``states``, ``thresholds``, ``number``, ``entity``."""
+    rec: Dict[str, Any] = {
         "name": name,
         "type": stype,
-        "reading": reading,
-        "unit": unit,
+        "reading": None,
+        "unit": None,
         "status": status,
-        "states": states,
-        "thresholds": thresholds,
-        "number": number,
-        "entity": entity,
+        "states": [],
+        "thresholds": {},
+        "number": None,
+        "entity": None,
     }
+    rec.update(fields)
+    return rec
 
 
 _SENSOR_NUM = re.compile(r"^([0-9A-Fa-f]{1,2})h$")
@@ -349,14 +355,14 @@ def _sdr_row(name: str, value: str, status_col: str) -> Dict[str, Any]:
         states, dstatus = _raw_discrete(stype, value)
         if status == "ok":
             status = dstatus
-        return _sensor(name, stype, None, None, status, states, {})
+        return _sensor(name, stype, status, states=states)
     reading, unit = _reading(value)
     if reading is None:
         # 'Not Readable', 'no reading', 'disabled': no reading is 'not present', never a failure
         if clean(value) is None or value.lower() in ("not readable", "no reading", "disabled"):
             status = "not_present" if status in ("ok", "not_present", "unknown") else status
     stype = classify(name, unit)
-    return _sensor(name, stype, reading, unit, status, [], {})
+    return _sensor(name, stype, status, reading=reading, unit=unit)
 
 
 def _elist_row(name: str, num: str, status_col: str, entity: str, rest: str) -> Dict[str, Any]:
@@ -382,7 +388,7 @@ def _elist_row(name: str, num: str, status_col: str, entity: str, rest: str) -> 
     discrete = bool(states) or (reading is None and status != "not_present")
     stype = classify(name, unit, entity, discrete=discrete and unit in (None, "W"))
     status = _discrete_status(stype, states, status)
-    return _sensor(name, stype, reading, unit, status, states, {}, number, entity)
+    return _sensor(name, stype, status, reading=reading, unit=unit, states=states, number=number, entity=entity)
 
 
 _THRESH_KEYS = ("lnr", "lcr", "lnc", "unc", "ucr", "unr")
@@ -403,10 +409,10 @@ def _sensor_row(cols: List[str]) -> Dict[str, Any]:
         stype = classify(name, None, discrete=True)
         raw = value if re.match(r"^0x[0-9a-fA-F]+$", value) else "0x%02x" % (int(status_col, 16) >> 8)
         states, status = _raw_discrete(stype, raw)
-        return _sensor(name, stype, None, None, status, states, thresholds)
+        return _sensor(name, stype, status, states=states, thresholds=thresholds)
     reading, _u = num_unit(value)
     status = _STATUS.get(status_col.lower(), "unknown")
     if reading is None:
         status = "not_present" if status in ("ok", "not_present", "unknown") else status
     stype = classify(name, unit)
-    return _sensor(name, stype, reading, unit, status, states, thresholds)
+    return _sensor(name, stype, status, reading=reading, unit=unit, states=states, thresholds=thresholds)
