@@ -10,7 +10,7 @@ Runs on managed nodes (Python 3.8+) and on the controller. No Ansible imports.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     clean,
@@ -156,21 +156,22 @@ def recovery_action(value: Any) -> Optional[str]:
         # "None" is a sentinel for clean(); here it is the real value "no action needed".
         return "none" if isinstance(value, str) and value.strip().lower() == "none" else None
     s = str(v).lower().replace("_", " ")
-    if "drain" in s and "reset" in s:
-        return "drain_and_reset"
-    if "drain" in s:
-        return "drain_p2p"
-    if "imex" in s:
-        return "recover_imex_domain"
-    if "bus" in s and "reset" in s:
-        return "bus_reset"
-    if "system" in s and "reboot" in s:
-        return "system_reboot"
-    if "reboot" in s:
-        return "node_reboot"
-    if "reset" in s:
-        return "gpu_reset"
+    for name, words in _RECOVERY_WORDS:
+        if all(w in s for w in words):
+            return name
     return s.replace(" ", "_")
+
+
+#: nvidia-smi's recovery action words -> normalized name, first match wins ("drain and reset" before "drain").
+_RECOVERY_WORDS = (
+    ("drain_and_reset", ("drain", "reset")),
+    ("drain_p2p", ("drain",)),
+    ("recover_imex_domain", ("imex",)),
+    ("bus_reset", ("bus", "reset")),
+    ("system_reboot", ("system", "reboot")),
+    ("node_reboot", ("reboot",)),
+    ("gpu_reset", ("reset",)),
+)
 
 
 _POWER_PATHS = {
@@ -238,6 +239,78 @@ def _bool_or_none(value: Any) -> Optional[bool]:
     return to_bool(value) if isinstance(value, (str, bool)) else (bool(value) if isinstance(value, int) else None)
 
 
+def _temperature(t: Dict[str, Any], g: Callable[[str], Any]) -> None:
+    t["gpu_c"] = to_float(g("temperature/gpu_temp"))
+    t["memory_c"] = to_float(g("temperature/memory_temp"))
+    t["shutdown_c"] = to_float(g("temperature/gpu_temp_max_threshold"))
+    t["slowdown_c"] = to_float(g("temperature/gpu_temp_slow_threshold"))
+    t["max_operating_c"] = to_float(g("temperature/gpu_temp_max_gpu_threshold"))
+    t["memory_max_operating_c"] = to_float(g("temperature/gpu_temp_max_mem_threshold"))
+    t["tlimit_c"] = to_float(g("temperature/gpu_temp_tlimit"))
+    t["shutdown_tlimit_c"] = to_float(g("temperature/gpu_temp_max_tlimit_threshold"))
+    t["slowdown_tlimit_c"] = to_float(g("temperature/gpu_temp_slow_tlimit_threshold"))
+    t["max_operating_tlimit_c"] = to_float(g("temperature/gpu_temp_max_gpu_tlimit_threshold"))
+    for k, v in t.items():
+        if isinstance(v, float) and v.is_integer():
+            t[k] = int(v)
+
+
+def _ecc(ecc: Dict[str, Any], f: Dict[str, Any]) -> None:
+    g = f.get
+    ecc["mode_current"] = _bool_or_none(g("ecc_mode/current_ecc"))
+    ecc["mode_pending"] = _bool_or_none(g("ecc_mode/pending_ecc"))
+    ecc["layout"] = _ecc_layout(f)
+    ecc["volatile"] = _ecc_counts(f, "volatile")
+    ecc["aggregate"] = _ecc_counts(f, "aggregate")
+    ecc["sram_threshold_exceeded"] = _bool_or_none(g("ecc_errors/aggregate/sram_threshold_exceeded"))
+    ecc["channel_repair_pending"] = _bool_or_none(g("ecc_errors/channel_repair_pending"))
+    ecc["tpc_repair_pending"] = _bool_or_none(g("ecc_errors/tpc_repair_pending"))
+    ecc["unrepairable_memory"] = _bool_or_none(g("ecc_errors/unrepairable_memory"))
+
+
+def _pages(rp: Dict[str, Any], rr: Dict[str, Any], g: Callable[[str], Any]) -> None:
+    """Retired pages (before Ampere) and remapped rows (Ampere and later)."""
+    rp["sbe"] = to_int(g("retired_pages/multiple_single_bit_retirement/retired_count"))
+    rp["dbe"] = to_int(g("retired_pages/double_bit_retirement/retired_count"))
+    pend = [_bool_or_none(g("retired_pages/pending_retirement")), _bool_or_none(g("retired_pages/pending_blacklist"))]
+    rp["pending"] = True if True in pend else (False if False in pend else None)
+    rp["supported"] = rp["sbe"] is not None or rp["dbe"] is not None or rp["pending"] is not None
+
+    rr["correctable"] = to_int(g("remapped_rows/remapped_row_corr"))
+    rr["uncorrectable"] = to_int(g("remapped_rows/remapped_row_unc"))
+    rr["pending"] = _bool_or_none(g("remapped_rows/remapped_row_pending"))
+    rr["failure"] = _bool_or_none(g("remapped_rows/remapped_row_failure"))
+    h = "remapped_rows/row_remapper_histogram/row_remapper_histogram_"
+    rr["histogram"] = {k: to_int(g(h + k)) for k in ("max", "high", "partial", "low", "none")}
+    rr["supported"] = any(rr[k] is not None for k in ("correctable", "uncorrectable", "pending", "failure"))
+
+
+def _throttle(th: Dict[str, Any], f: Dict[str, Any]) -> None:
+    """Clock event reasons, named alike before (<= R530) and after (>= R535) the rename."""
+    for container, prefix in THROTTLE_CONTAINERS:
+        plen = len(container)
+        for path, value in f.items():
+            if not path.startswith(container):
+                continue
+            leaf = path[plen:]
+            th["raw"][leaf] = value if not isinstance(value, str) else value.strip()
+            if leaf.startswith(prefix):
+                name = THROTTLE_NAMES.get(leaf[len(prefix) :])
+                if name and isinstance(value, str) and value.strip().lower() == "active" and name not in th["active"]:
+                    th["active"].append(name)
+
+
+def _pcie(pc: Dict[str, Any], g: Callable[[str], Any]) -> None:
+    lp = "pci/pci_gpu_link_info/"
+    pc["gen_current"] = to_int(g(lp + "pcie_gen/current_link_gen"))
+    pc["gen_max"] = to_int(g(lp + "pcie_gen/max_link_gen"))
+    pc["gen_max_device"] = to_int(g(lp + "pcie_gen/max_device_link_gen"))
+    pc["gen_max_host"] = to_int(g(lp + "pcie_gen/max_host_link_gen"))
+    pc["width_current"] = to_int(g(lp + "link_widths/current_link_width"))
+    pc["width_max"] = to_int(g(lp + "link_widths/max_link_width"))
+    pc["replay_counter"] = to_int(g("pci/replay_counter"))
+
+
 def record_from_fields(
     f: Dict[str, Any],
     *,
@@ -264,20 +337,7 @@ def record_from_fields(
         "pending": _bool_or_none(g("mig_mode/pending_mig")),
     }
 
-    t = rec["temperature"]
-    t["gpu_c"] = to_float(g("temperature/gpu_temp"))
-    t["memory_c"] = to_float(g("temperature/memory_temp"))
-    t["shutdown_c"] = to_float(g("temperature/gpu_temp_max_threshold"))
-    t["slowdown_c"] = to_float(g("temperature/gpu_temp_slow_threshold"))
-    t["max_operating_c"] = to_float(g("temperature/gpu_temp_max_gpu_threshold"))
-    t["memory_max_operating_c"] = to_float(g("temperature/gpu_temp_max_mem_threshold"))
-    t["tlimit_c"] = to_float(g("temperature/gpu_temp_tlimit"))
-    t["shutdown_tlimit_c"] = to_float(g("temperature/gpu_temp_max_tlimit_threshold"))
-    t["slowdown_tlimit_c"] = to_float(g("temperature/gpu_temp_slow_tlimit_threshold"))
-    t["max_operating_tlimit_c"] = to_float(g("temperature/gpu_temp_max_gpu_tlimit_threshold"))
-    for k, v in t.items():
-        if isinstance(v, float) and v.is_integer():
-            t[k] = int(v)
+    _temperature(rec["temperature"], g)
 
     # Power: <power_readings> (<= R525), <gpu_power_readings> (R530+), average/instant split (~R570+).
     rec["power"] = {
@@ -305,55 +365,13 @@ def record_from_fields(
     }
     rec["memory"] = {"total_mib": to_int(g("fb_memory_usage/total")), "used_mib": to_int(g("fb_memory_usage/used"))}
 
-    ecc = rec["ecc"]
-    ecc["mode_current"] = _bool_or_none(g("ecc_mode/current_ecc"))
-    ecc["mode_pending"] = _bool_or_none(g("ecc_mode/pending_ecc"))
-    ecc["layout"] = _ecc_layout(f)
-    ecc["volatile"] = _ecc_counts(f, "volatile")
-    ecc["aggregate"] = _ecc_counts(f, "aggregate")
-    ecc["sram_threshold_exceeded"] = _bool_or_none(g("ecc_errors/aggregate/sram_threshold_exceeded"))
-    ecc["channel_repair_pending"] = _bool_or_none(g("ecc_errors/channel_repair_pending"))
-    ecc["tpc_repair_pending"] = _bool_or_none(g("ecc_errors/tpc_repair_pending"))
-    ecc["unrepairable_memory"] = _bool_or_none(g("ecc_errors/unrepairable_memory"))
+    _ecc(rec["ecc"], f)
 
-    rp = rec["retired_pages"]
-    rp["sbe"] = to_int(g("retired_pages/multiple_single_bit_retirement/retired_count"))
-    rp["dbe"] = to_int(g("retired_pages/double_bit_retirement/retired_count"))
-    pend = [_bool_or_none(g("retired_pages/pending_retirement")), _bool_or_none(g("retired_pages/pending_blacklist"))]
-    rp["pending"] = True if True in pend else (False if False in pend else None)
-    rp["supported"] = rp["sbe"] is not None or rp["dbe"] is not None or rp["pending"] is not None
+    _pages(rec["retired_pages"], rec["remapped_rows"], g)
 
-    rr = rec["remapped_rows"]
-    rr["correctable"] = to_int(g("remapped_rows/remapped_row_corr"))
-    rr["uncorrectable"] = to_int(g("remapped_rows/remapped_row_unc"))
-    rr["pending"] = _bool_or_none(g("remapped_rows/remapped_row_pending"))
-    rr["failure"] = _bool_or_none(g("remapped_rows/remapped_row_failure"))
-    h = "remapped_rows/row_remapper_histogram/row_remapper_histogram_"
-    rr["histogram"] = {k: to_int(g(h + k)) for k in ("max", "high", "partial", "low", "none")}
-    rr["supported"] = any(rr[k] is not None for k in ("correctable", "uncorrectable", "pending", "failure"))
+    _throttle(rec["throttle"], f)
 
-    th = rec["throttle"]
-    for container, prefix in THROTTLE_CONTAINERS:
-        plen = len(container)
-        for path, value in f.items():
-            if not path.startswith(container):
-                continue
-            leaf = path[plen:]
-            th["raw"][leaf] = value if not isinstance(value, str) else value.strip()
-            if leaf.startswith(prefix):
-                name = THROTTLE_NAMES.get(leaf[len(prefix) :])
-                if name and isinstance(value, str) and value.strip().lower() == "active" and name not in th["active"]:
-                    th["active"].append(name)
-
-    pc = rec["pcie"]
-    lp = "pci/pci_gpu_link_info/"
-    pc["gen_current"] = to_int(g(lp + "pcie_gen/current_link_gen"))
-    pc["gen_max"] = to_int(g(lp + "pcie_gen/max_link_gen"))
-    pc["gen_max_device"] = to_int(g(lp + "pcie_gen/max_device_link_gen"))
-    pc["gen_max_host"] = to_int(g(lp + "pcie_gen/max_host_link_gen"))
-    pc["width_current"] = to_int(g(lp + "link_widths/current_link_width"))
-    pc["width_max"] = to_int(g(lp + "link_widths/max_link_width"))
-    pc["replay_counter"] = to_int(g("pci/replay_counter"))
+    _pcie(rec["pcie"], g)
 
     fab = {
         "state": clean(g("fabric/state")),
