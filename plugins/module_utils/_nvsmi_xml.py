@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
@@ -239,6 +239,89 @@ def finish(result: Dict[str, Any], messages: Dict[str, Any], source: Optional[st
     return result
 
 
+#: Top-level elements of ``<nvidia_smi_log>`` kept in the result: result key and converter.
+_TOP_LEVEL = {
+    "driver_version": ("driver_version", clean),
+    "cuda_version": ("cuda_version", clean),
+    "attached_gpus": ("count", to_int),
+    "timestamp": ("timestamp", clean),
+}
+
+
+class _Pull:
+    """Streams one ``<nvidia_smi_log>`` document: each ``<gpu>`` is normalized (and dropped) at its end tag."""
+
+    def __init__(self, result: Dict[str, Any], source: Optional[str]) -> None:
+        self.result = result
+        self.source = source
+        self.records = Records(PARSER, source, DOMAIN, result["errors"])
+        self.root: Any = None
+        self.depth = 0
+        self.gpu_index = 0
+        self.closing = False
+
+    def run(self, body: str, chunk: int) -> None:
+        parser = ET.XMLPullParser(events=("start", "end"))
+        for pos in range(0, len(body), chunk):
+            parser.feed(body[pos : pos + chunk])
+            for event, elem in parser.read_events():
+                self.event(event, elem)
+        self.closing = True
+        parser.close()
+        list(parser.read_events())
+
+    def event(self, event: str, elem: Any) -> None:
+        if event == "start":
+            self.depth += 1
+            if self.depth == 1:
+                self.root = elem
+                if elem.tag != "nvidia_smi_log":
+                    raise ParseError("root element is <%s>, not <nvidia_smi_log>" % elem.tag, PARSER, self.source)
+            return
+        self.depth -= 1
+        if self.depth != 1:
+            return
+        if elem.tag == "gpu":
+            self.gpu(elem)
+        elif elem.tag in _TOP_LEVEL:
+            key, convert = _TOP_LEVEL[elem.tag]
+            self.result[key] = convert(elem.text)
+
+    def gpu(self, elem: Any) -> None:
+        with self.records.at(None):  # one GPU that cannot be normalized costs that GPU only
+            fields = fields_from_gpu_element(elem)
+            rec = record_from_fields(fields, index=self.gpu_index, bus_id=elem.get("id"), processes=_processes(elem))
+            self.result["gpus"].append(rec)
+        self.gpu_index += 1
+        if self.root is not None:
+            self.root.remove(elem)
+
+
+def _document(text: str, start: int) -> Tuple[str, List[str], int]:
+    """The XML document of ``text`` from ``start``, the lines around it, and the line it starts on."""
+    outside: List[str] = text[:start].splitlines() if start > 0 else []
+    end = text.rfind("</nvidia_smi_log>")
+    body = text[start:]
+    if end >= 0:
+        tail = text[end + len("</nvidia_smi_log>") :]
+        if tail.strip():
+            outside.extend(tail.splitlines())
+        body = text[start : end + len("</nvidia_smi_log>")]
+    body = _strip_block(body, "supported_clocks")
+    if "Unable to determine" in body:
+        # An error line captured into the middle of the document (2>&1) is XML character data: find it.
+        outside.extend(ln for ln in body.splitlines() if DEVICE_ERROR_RE.search(ln))
+    return body, outside, text.count("\n", 0, start)
+
+
+def _xml_error(exc: ET.ParseError, pull: _Pull, line_offset: int) -> ParseError:
+    line = getattr(exc, "position", (None, None))[0]
+    line = line + line_offset if line is not None else None
+    what = "truncated" if pull.closing or "no element found" in str(exc) else "malformed"
+    msg = "%s nvidia-smi XML after %d complete GPU(s): %s" % (what, len(pull.result["gpus"]), exc)
+    return ParseError(msg, PARSER, pull.source, line)
+
+
 def parse(text: str, source: Optional[str] = None, chunk: int = 1 << 16) -> Dict[str, Any]:
     """Parse ``nvidia-smi -q -x`` output into ``{source, driver_version, cuda_version, count, gpus, errors}``.
 
@@ -253,7 +336,6 @@ def parse(text: str, source: Optional[str] = None, chunk: int = 1 << 16) -> Dict
     start = text.find("<?xml")
     if start < 0:
         start = text.find("<nvidia_smi_log")
-    outside: List[str] = []
     if start < 0:
         messages = scan_messages(text.splitlines(), source)
         if not messages["unreadable"] and not messages["tool_errors"]:
@@ -261,73 +343,14 @@ def parse(text: str, source: Optional[str] = None, chunk: int = 1 << 16) -> Dict
                 raise ParseError("empty output", PARSER, source, 1)
             raise ParseError("not nvidia-smi XML output: %r" % text.strip()[:120], PARSER, source, 1)
         return finish(result, messages, source, PARSER)
-    if start > 0:
-        outside.extend(text[:start].splitlines())
-    end = text.rfind("</nvidia_smi_log>")
-    body = text[start:]
-    if end >= 0:
-        tail = text[end + len("</nvidia_smi_log>") :]
-        if tail.strip():
-            outside.extend(tail.splitlines())
-        body = text[start : end + len("</nvidia_smi_log>")]
-    line_offset = text.count("\n", 0, start)
-    body = _strip_block(body, "supported_clocks")
-    if "Unable to determine" in body:
-        # An error line captured into the middle of the document (2>&1) is XML character data: find it.
-        outside.extend(ln for ln in body.splitlines() if DEVICE_ERROR_RE.search(ln))
+    body, outside, line_offset = _document(text, start)
     messages = scan_messages(outside, source) if outside else {"unreadable": [], "tool_errors": []}
-
-    records = Records(PARSER, source, DOMAIN, result["errors"])
-    parser = ET.XMLPullParser(events=("start", "end"))
-    root = None
-    depth = 0
-    gpu_index = 0
+    pull = _Pull(result, source)
     error: Optional[ParseError] = None
-    closing = False
     try:
-        for pos in range(0, len(body), chunk):
-            parser.feed(body[pos : pos + chunk])
-            for event, elem in parser.read_events():
-                if event == "start":
-                    depth += 1
-                    if depth == 1:
-                        root = elem
-                        if elem.tag != "nvidia_smi_log":
-                            raise ParseError("root element is <%s>, not <nvidia_smi_log>" % elem.tag, PARSER, source)
-                    continue
-                depth -= 1
-                if depth != 1:
-                    continue
-                tag = elem.tag
-                if tag == "gpu":
-                    with records.at(None):  # one GPU that cannot be normalized costs that GPU only
-                        fields = fields_from_gpu_element(elem)
-                        rec = record_from_fields(
-                            fields, index=gpu_index, bus_id=elem.get("id"), processes=_processes(elem)
-                        )
-                        result["gpus"].append(rec)
-                    gpu_index += 1
-                    if root is not None:
-                        root.remove(elem)
-                elif tag == "driver_version":
-                    result["driver_version"] = clean(elem.text)
-                elif tag == "cuda_version":
-                    result["cuda_version"] = clean(elem.text)
-                elif tag == "attached_gpus":
-                    result["count"] = to_int(elem.text)
-                elif tag == "timestamp":
-                    result["timestamp"] = clean(elem.text)
-        closing = True
-        parser.close()
-        list(parser.read_events())
+        pull.run(body, chunk)
     except ET.ParseError as exc:
-        line = getattr(exc, "position", (None, None))[0]
-        line = line + line_offset if line is not None else None
-        if closing or "no element found" in str(exc):
-            msg = "truncated nvidia-smi XML after %d complete GPU(s): %s" % (len(result["gpus"]), exc)
-        else:
-            msg = "malformed nvidia-smi XML after %d complete GPU(s): %s" % (len(result["gpus"]), exc)
-        error = ParseError(msg, PARSER, source, line)
+        error = _xml_error(exc, pull, line_offset)
     except ParseError as exc:
         error = exc
     if error is not None:
