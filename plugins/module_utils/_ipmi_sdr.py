@@ -290,7 +290,7 @@ def _discrete_status(stype: str, states: List[str], status: str) -> str:
     return status
 
 
-def _sensor(name: str, stype: str, status: str, **fields: Any) -> Dict[str, Any]:
+def sensor_record(name: str, stype: str, status: str, **fields: Any) -> Dict[str, Any]:
     """One sensor record; ``fields`` sets ``reading``, ``unit``, ``states``, ``thresholds``, ``number``, ``entity``."""
     rec: Dict[str, Any] = {
         "name": name,
@@ -355,14 +355,14 @@ def _sdr_row(name: str, value: str, status_col: str) -> Dict[str, Any]:
         states, dstatus = _raw_discrete(stype, value)
         if status == "ok":
             status = dstatus
-        return _sensor(name, stype, status, states=states)
+        return sensor_record(name, stype, status, states=states)
     reading, unit = _reading(value)
     if reading is None:
         # 'Not Readable', 'no reading', 'disabled': no reading is 'not present', never a failure
         if clean(value) is None or value.lower() in ("not readable", "no reading", "disabled"):
             status = "not_present" if status in ("ok", "not_present", "unknown") else status
     stype = classify(name, unit)
-    return _sensor(name, stype, status, reading=reading, unit=unit)
+    return sensor_record(name, stype, status, reading=reading, unit=unit)
 
 
 def _elist_row(name: str, num: str, status_col: str, entity: str, rest: str) -> Dict[str, Any]:
@@ -388,7 +388,7 @@ def _elist_row(name: str, num: str, status_col: str, entity: str, rest: str) -> 
     discrete = bool(states) or (reading is None and status != "not_present")
     stype = classify(name, unit, entity, discrete=discrete and unit in (None, "W"))
     status = _discrete_status(stype, states, status)
-    return _sensor(name, stype, status, reading=reading, unit=unit, states=states, number=number, entity=entity)
+    return sensor_record(name, stype, status, reading=reading, unit=unit, states=states, number=number, entity=entity)
 
 
 _THRESH_KEYS = ("lnr", "lcr", "lnc", "unc", "ucr", "unr")
@@ -409,10 +409,10 @@ def _sensor_row(cols: List[str]) -> Dict[str, Any]:
         stype = classify(name, None, discrete=True)
         raw = value if re.match(r"^0x[0-9a-fA-F]+$", value) else "0x%02x" % (int(status_col, 16) >> 8)
         states, status = _raw_discrete(stype, raw)
-        return _sensor(name, stype, status, states=states, thresholds=thresholds)
+        return sensor_record(name, stype, status, states=states, thresholds=thresholds)
     reading, _u = num_unit(value)
     status = _STATUS.get(status_col.lower(), "unknown")
     if reading is None:
         status = "not_present" if status in ("ok", "not_present", "unknown") else status
     stype = classify(name, unit)
-    return _sensor(name, stype, status, reading=reading, unit=unit, states=states, thresholds=thresholds)
+    return sensor_record(name, stype, status, reading=reading, unit=unit, states=states, thresholds=thresholds)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records, clean, to_float
+from ansible_collections.gpuops.cluster.plugins.module_utils._ipmi_sdr import sensor_record
 
 REDFISH_KEYS = ("systems", "chassis", "firmware", "managers", "leak_detectors", "log_entries", "psus", "memory")
 
@@ -128,18 +129,18 @@ def _thresholds(doc: Dict[str, Any]) -> Dict[str, float]:
     return out
 
 
-def _sensor(name, stype, reading, unit, status, states=None, thresholds=None, source=None):
-    return {
-        "name": name,
-        "type": stype,
-        "reading": reading,
-        "unit": unit,
-        "status": status,
-        "states": states or [],
-        "thresholds": thresholds or {},
-        "number": None,
-        "entity": source,
-    }
+def _sensor(name, stype, reading, unit, status, states=None, **more):
+    """A sensor record as ipmitool's (``more``: ``thresholds``, and ``source``, the Redfish resource it came from)."""
+    return sensor_record(
+        name,
+        stype,
+        status,
+        reading=reading,
+        unit=unit,
+        states=states or [],
+        thresholds=more.get("thresholds") or {},
+        entity=more.get("source"),
+    )
 
 
 def _list(doc: Dict[str, Any], key: str) -> List[Dict[str, Any]]:
