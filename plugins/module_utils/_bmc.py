@@ -169,11 +169,7 @@ def _capture_redfish(result: Dict[str, Any], capture_dir: str) -> bool:
 
 def collect_capture(capture_dir: str) -> Dict[str, Any]:
     result = empty_result("capture")
-    try:
-        meta = _capture.load_meta(capture_dir)
-    except ParseError as exc:
-        result["errors"].append(exc.to_error(DOMAIN))
-        meta = {}
+    meta = _capture.meta_or_error(capture_dir, result["errors"], DOMAIN)
     found = _capture_ipmi(result, capture_dir, meta)
     if not _capture_redfish(result, capture_dir) and not found:
         result["source"] = None

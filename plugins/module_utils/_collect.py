@@ -136,10 +136,7 @@ def collect_all(
                 error_record("capture", "missing", "capture directory %s" % what, source=capture_dir)
             )
             return facts
-        try:
-            meta = _capture.load_meta(capture_dir)
-        except ParseError as exc:
-            facts["errors"].append(exc.to_error("capture"))
+        meta = _capture.meta_or_error(capture_dir, facts["errors"], "capture")
         facts["hostname"] = meta.get("hostname")
         if meta.get("captured_at"):
             facts["collected_at"] = meta["captured_at"]

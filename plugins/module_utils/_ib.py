@@ -145,11 +145,7 @@ def _ibstat_into(out: Dict[str, Any], text: str, stderr: str, source: str) -> No
 
 def _collect_capture(capture_dir: str) -> Dict[str, Any]:
     out = _result()
-    try:
-        meta = _capture.load_meta(capture_dir)
-    except ParseError as exc:
-        meta = {}
-        out["errors"].append(exc.to_error(DOMAIN))
+    meta = _capture.meta_or_error(capture_dir, out["errors"], DOMAIN)
     out["collected_at"] = _epoch(meta.get("captured_at", meta.get("collected_at")))
     out["boot_id"] = clean(meta.get("boot_id")) if isinstance(meta.get("boot_id"), str) else None
     if out["boot_id"] is None:

@@ -465,36 +465,25 @@ def _aer(line: str, lineno: int, ts: Optional[str], last: Optional[Dict[str, Any
     m = _AER_RECEIVED.search(line)
     if m:
         bus = _aer_id_to_bus(m.group(3)) if m.group(3) else normalize_bus_id((m.group(4) or "").rstrip(",."))
-        return _event(
-            "aer",
-            lineno,
-            line,
-            ts,
-            bus_id=bus,
-            severity=_aer_severity(m.group(1), m.group(2)),
-            message=line[m.start() :].strip(),
-        )
-    m = _AER_BUS_ERROR.search(line)
-    if m:
+        fields: Dict[str, Any] = {"severity": _aer_severity(m.group(1), m.group(2)), "message": line[m.start() :]}
+    else:
+        m = _AER_BUS_ERROR.search(line)
+        if not m:
+            return None
         bus = normalize_bus_id(m.group(1))
-        sev = _aer_severity(m.group(2), None)
         err_type = (m.group(3) or "").strip() or None
         # The "PCIe Bus Error" line right after "error received" describes the same error.
         if last is not None and 0 < lineno - last["line"] <= 3 and last["bus_id"] in (bus, None):
             last["bus_id"] = bus
             last["detail"]["type"] = err_type
             return last
-        return _event(
-            "aer",
-            lineno,
-            line,
-            ts,
-            bus_id=bus,
-            severity=sev,
-            message=line[line.find("PCIe Bus Error") :].strip(),
-            detail={"type": err_type},
-        )
-    return None
+        fields = {
+            "severity": _aer_severity(m.group(2), None),
+            "message": line[line.find("PCIe Bus Error") :],
+            "detail": {"type": err_type},
+        }
+    fields["message"] = fields["message"].strip()
+    return _event("aer", lineno, line, ts, bus_id=bus, **fields)
 
 
 def _mce_edac(line: str, lineno: int, ts: Optional[str]) -> Optional[Dict[str, Any]]:

@@ -422,11 +422,7 @@ _CAPTURE_TYPES = {
 
 def _collect_capture(capture_dir: str, mounts) -> Dict[str, Any]:
     out = _result()
-    try:
-        meta = _capture.load_meta(capture_dir)
-    except ParseError as exc:
-        meta = {}
-        out["errors"].append(exc.to_error(DOMAIN))
+    meta = _capture.meta_or_error(capture_dir, out["errors"], DOMAIN)
     try:
         text = _capture.read(capture_dir, "node.json")
     except ParseError as exc:
