@@ -19,6 +19,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     to_float,
     to_int,
 )
+from ansible_collections.gpuops.cluster.plugins.module_utils._xid_catalog import RECOVERY_ACTIONS
 
 DOMAIN = "gpu"
 
@@ -40,18 +41,6 @@ THROTTLE_CONTAINERS = (
     ("clocks_event_reasons/", "clocks_event_reason_"),
     ("clocks_throttle_reasons/", "clocks_throttle_reason_"),
 )
-
-#: nvmlDeviceGpuRecoveryAction_t values and the strings nvidia-smi prints for them.
-RECOVERY_ACTIONS = {
-    0: "none",
-    1: "gpu_reset",
-    2: "node_reboot",
-    3: "drain_p2p",
-    4: "drain_and_reset",
-    5: "recover_imex_domain",
-    6: "bus_reset",
-    7: "system_reboot",
-}
 
 
 def new_record(index: Optional[int] = None) -> Dict[str, Any]:

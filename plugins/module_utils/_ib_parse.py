@@ -11,7 +11,7 @@ Runs on managed nodes (Python 3.8+) and on the controller. No Ansible imports.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
@@ -151,26 +151,23 @@ def _strip_code(value: Optional[str]) -> Optional[str]:
     return m.group(1).strip() if m else v
 
 
-def norm_state(value: Optional[str]) -> Optional[str]:
-    """Logical port state from sysfs (``4: ACTIVE``) or ibstat (``Active``) -> ``ACTIVE``."""
+def _norm_word(value: Optional[str], names: Dict[str, str], unknown: Callable[[str], str]) -> Optional[str]:
+    """``value`` without its numeric code, as spelled in ``names``; a word ``names`` lacks goes through ``unknown``."""
     v = _strip_code(value)
     if v is None:
         return None
     key = v.lower()
-    if key in _STATE_NAMES:
-        return _STATE_NAMES[key]
-    return v.upper()
+    return names[key] if key in names else unknown(v)
+
+
+def norm_state(value: Optional[str]) -> Optional[str]:
+    """Logical port state from sysfs (``4: ACTIVE``) or ibstat (``Active``) -> ``ACTIVE``."""
+    return _norm_word(value, _STATE_NAMES, str.upper)
 
 
 def norm_phys_state(value: Optional[str]) -> Optional[str]:
     """Physical state from sysfs (``5: LinkUp``, ``7: Phy Test``) or ibstat (``LinkUp``, ``PhyTest``)."""
-    v = _strip_code(value)
-    if v is None:
-        return None
-    key = v.lower()
-    if key in _PHYS_NAMES:
-        return _PHYS_NAMES[key]
-    return v
+    return _norm_word(value, _PHYS_NAMES, str)
 
 
 def parse_rate(value: Optional[str]) -> Dict[str, Any]:
