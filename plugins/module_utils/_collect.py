@@ -72,6 +72,13 @@ def collector_spec(timeout: float = 30, **options: Dict[str, Any]) -> Dict[str, 
     return spec
 
 
+def pick(params: Dict[str, Any], *names: str, **values: Any) -> Dict[str, Any]:
+    """The keyword arguments of a collector: module ``params`` by ``names``, plus computed ``values``."""
+    kwargs = {name: params[name] for name in names}
+    kwargs.update(values)
+    return kwargs
+
+
 def boundary(
     domain: str, fn: Callable[..., Any], empty: Optional[Dict[str, Any]] = None, **kwargs: Any
 ) -> Dict[str, Any]:

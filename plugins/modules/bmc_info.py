@@ -110,7 +110,7 @@ bmc:
 from ansible.module_utils.basic import AnsibleModule, env_fallback
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._bmc import DOMAIN, collect, empty_result
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec
+from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
 
 
 def main():
@@ -133,15 +133,18 @@ def main():
         DOMAIN,
         collect,
         empty_result(None),
-        capture_dir=p["capture_dir"],
-        mode=mode,
-        host=p["bmc_host"],
-        user=p["bmc_user"],
-        password=p["bmc_password"],
-        port=p["port"],
-        validate_certs=p["validate_certs"],
-        timeout=p["timeout"],
-        ipmitool_path=p["ipmitool_path"],
+        **pick(
+            p,
+            "capture_dir",
+            "port",
+            "validate_certs",
+            "timeout",
+            "ipmitool_path",
+            mode=mode,
+            host=p["bmc_host"],
+            user=p["bmc_user"],
+            password=p["bmc_password"],
+        ),
     )
     module.exit_json(changed=False, bmc=bmc)
 

@@ -73,7 +73,7 @@ dcgm:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec
+from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
 from ansible_collections.gpuops.cluster.plugins.module_utils._dcgm import DOMAIN, collect
 
 
@@ -85,10 +85,7 @@ def main():
         DOMAIN,
         collect,
         {"level": p["run_level"], "layout": None, "overall": None, "tests": [], "gpus": {}},
-        capture_dir=p["capture_dir"],
-        run_level=p["run_level"],
-        timeout=p["timeout"],
-        dcgmi_path=p["dcgmi_path"],
+        **pick(p, "capture_dir", "run_level", "timeout", "dcgmi_path"),
     )
     module.exit_json(changed=False, dcgm=dcgm)
 

@@ -115,7 +115,7 @@ gpu:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec
+from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
 from ansible_collections.gpuops.cluster.plugins.module_utils._gpu import DOMAIN, collect
 
 
@@ -129,10 +129,7 @@ def main():
         DOMAIN,
         collect,
         {"driver_version": None, "cuda_version": None, "count": None, "gpus": []},
-        capture_dir=p["capture_dir"],
-        timeout=max(p["timeout"], 0.1),
-        use_nvml=p["use_nvml"],
-        nvidia_smi=p["nvidia_smi_path"],
+        **pick(p, "capture_dir", "use_nvml", timeout=max(p["timeout"], 0.1), nvidia_smi=p["nvidia_smi_path"]),
     )
     module.exit_json(changed=False, gpu=gpu)
 

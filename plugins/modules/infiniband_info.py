@@ -97,7 +97,7 @@ ib:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec
+from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
 from ansible_collections.gpuops.cluster.plugins.module_utils._ib import DOMAIN, collect
 
 
@@ -109,10 +109,7 @@ def main():
         DOMAIN,
         collect,
         {"collected_at": None, "boot_id": None, "hcas": []},
-        capture_dir=p["capture_dir"],
-        sysfs_root=p["sysfs_root"],
-        timeout=max(p["timeout"], 0.1),
-        ibstat_path=p["ibstat_path"],
+        **pick(p, "capture_dir", "sysfs_root", "ibstat_path", timeout=max(p["timeout"], 0.1)),
     )
     module.exit_json(changed=False, ib=ib)
 

@@ -82,7 +82,7 @@ kernel:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec
+from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
 from ansible_collections.gpuops.cluster.plugins.module_utils._kernel_events import DOMAIN, collect
 
 
@@ -98,11 +98,7 @@ def main():
         DOMAIN,
         collect,
         {"boot_id": None, "since": p["since"], "events": [], "events_dropped": 0},
-        capture_dir=p["capture_dir"],
-        since=p["since"],
-        gpus=p["gpus"],
-        timeout=p["timeout"],
-        max_events=max(p["max_events"], 0),
+        **pick(p, "capture_dir", "since", "gpus", "timeout", max_events=max(p["max_events"], 0)),
     )
     module.exit_json(changed=False, kernel=kernel)
 

@@ -95,14 +95,14 @@ rails:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec
+from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
 from ansible_collections.gpuops.cluster.plugins.module_utils._nccl import DOMAIN, collect
 
 _OPTIONS = ("capture_dir", "timeout", "path", "min_bytes", "max_bytes", "step_factor", "gpus", "launcher", "extra_args")
 
 
 def _run(p, env):
-    return boundary(DOMAIN, collect, {"rows": []}, env=env, **{k: p[k] for k in _OPTIONS})
+    return boundary(DOMAIN, collect, {"rows": []}, **pick(p, *_OPTIONS, env=env))
 
 
 def main():

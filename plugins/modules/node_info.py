@@ -104,7 +104,7 @@ node:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec
+from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
 from ansible_collections.gpuops.cluster.plugins.module_utils._node import DOMAIN, collect
 
 
@@ -121,11 +121,7 @@ def main():
         DOMAIN,
         collect,
         {"hostname": None, "boot_id": None, "mounts": [], "filesystems": [], "services": {}},
-        capture_dir=p["capture_dir"],
-        mounts=p["mounts"],
-        filesystems=p["filesystems"],
-        services=p["services"],
-        timeout=max(p["timeout"], 0.1),
+        **pick(p, "capture_dir", "mounts", "filesystems", "services", timeout=max(p["timeout"], 0.1)),
     )
     module.exit_json(changed=False, node=node)
 
