@@ -35,19 +35,10 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     internal_error,
 )
 from ansible_collections.gpuops.cluster.plugins.module_utils._ib_parse import (
-    COUNTER_BITS,
-    COUNTER_DIRS,
     DOMAIN,
-    HCA_ATTRS,
-    MAX_ATTR_BYTES,
-    MAX_COUNTERS,
-    MAX_HCAS,
-    MAX_PORTS,
-    PORT_ATTRS,
     compare,
     find_ibpanic,
     guid_from_gid,
-    natural_key,
     norm_guid,
     norm_phys_state,
     norm_state,
@@ -62,27 +53,18 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._ib_sysfs import (
     parse_sysfs_flat,
     read_attr,
     read_sysfs_class,
-    snapshot_sysfs,
 )
+
+from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, run_in_child, which
 
 #: the public names, some of them re-exported from the modules this one was split into
 __all__ = [
-    "COUNTER_BITS",
-    "COUNTER_DIRS",
     "DOMAIN",
-    "HCA_ATTRS",
-    "MAX_ATTR_BYTES",
-    "MAX_COUNTERS",
-    "MAX_HCAS",
-    "MAX_PORTS",
-    "PORT_ATTRS",
     "capture_sysfs",
     "collect",
     "compare",
-    "find_ibpanic",
     "guid_from_gid",
     "hcas_from_snapshot",
-    "natural_key",
     "norm_guid",
     "norm_phys_state",
     "norm_state",
@@ -90,12 +72,9 @@ __all__ = [
     "parse_ibstatus",
     "parse_rate",
     "parse_sysfs_flat",
-    "read_attr",
     "read_sysfs_class",
     "saturated",
-    "snapshot_sysfs",
 ]
-from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, run_in_child, which
 
 # ---------------------------------------------------------------------------------------------------------------
 # Collector

@@ -43,6 +43,8 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._node_parse import 
     parse_stat_f,
 )
 
+from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, run_in_child, which
+
 #: the public names, some of them re-exported from the modules this one was split into
 __all__ = [
     "ALIASES",
@@ -69,7 +71,6 @@ __all__ = [
     "parse_stat_f",
     "probe_path",
 ]
-from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, run_in_child, which
 
 DOMAIN = "node"
 
