@@ -290,6 +290,13 @@ def _discrete_status(stype: str, states: List[str], status: str) -> str:
     return status
 
 
+def text_records(text: Any, parser: str, source: Optional[str], errors: Optional[List[Dict[str, Any]]]) -> Records:
+    """The record keeper of one ipmitool listing; input that is not text raises ParseError."""
+    if not isinstance(text, str):
+        raise ParseError("input is not text", parser, source)
+    return Records(parser, source, DOMAIN, errors)
+
+
 def sensor_record(name: str, stype: str, status: str, **fields: Any) -> Dict[str, Any]:
     """One sensor record; ``fields`` sets ``reading``, ``unit``, ``states``, ``thresholds``, ``number``, ``entity``."""
     rec: Dict[str, Any] = {
@@ -321,9 +328,7 @@ def parse_sdr(
     A malformed sensor row is a ``parse`` entry in ``errors`` and the other sensors are kept; without an
     ``errors`` list it raises ParseError with the sensors as ``partial``.
     """
-    if not isinstance(text, str):
-        raise ParseError("input is not text", "ipmitool_sdr", source)
-    rec = Records("ipmitool_sdr", source, DOMAIN, errors)
+    rec = text_records(text, "ipmitool_sdr", source, errors)
     sensors: List[Dict[str, Any]] = []
     content = False
     for lineno, line in enumerate(text.splitlines(), 1):

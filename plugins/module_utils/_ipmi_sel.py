@@ -20,10 +20,10 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     to_int,
 )
 from ansible_collections.gpuops.cluster.plugins.module_utils._ipmi_sdr import (
-    DOMAIN,
     SEL_SENSOR_TYPES,
     LEAK_NAME,
     state_severity,
+    text_records,
 )
 
 # ---------------------------------------------------------------------------------------------------- SEL
@@ -136,9 +136,7 @@ def parse_sel(
     flaw is its reading (``Reading 2.7.1 > Threshold 2.5``) is kept with reading and threshold null, plus
     that entry. Without an ``errors`` list it raises ParseError with the events as ``partial``.
     """
-    if not isinstance(text, str):
-        raise ParseError("input is not text", "ipmitool_sel", source)
-    rec = Records("ipmitool_sel", source, DOMAIN, errors)
+    rec = text_records(text, "ipmitool_sel", source, errors)
     events: List[Dict[str, Any]] = []
     content = False
     for lineno, line in enumerate(text.splitlines(), 1):
