@@ -54,20 +54,11 @@ attributes:
     platforms: posix
 """
 
-    # Attributes of controller steps: a documentation stub whose work runs in an action plugin. A module adds
-    # its own words with ``attributes: {check_mode: {details: ...}}``, which Ansible merges over these.
+    # The action attribute of controller steps (a documentation stub whose work runs in an action plugin), next to
+    # attributes_info or attributes_action: extends_documentation_fragment: [gpuops.cluster.common.attributes_info,
+    # gpuops.cluster.common.attributes_controller]. A module adds its own words with attributes: {check_mode: {details}}.
     ATTRIBUTES_CONTROLLER = r"""
 attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
   action:
     description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
     support: full

@@ -21,7 +21,6 @@ Runs on managed nodes (Python 3.8+) and on the controller. No Ansible imports.
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import time
@@ -56,6 +55,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._ib_sysfs import (
 )
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, run_in_child, which
+from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time
 
 #: the public names, some of them re-exported from the modules this one was split into
 __all__ = [
@@ -86,23 +86,13 @@ def _result(source: Optional[str] = None) -> Dict[str, Any]:
 
 
 def _epoch(value: Any) -> Optional[float]:
-    """Epoch seconds from a number or an ISO 8601 string (``2026-12-02T10:00:00Z``)."""
+    """``collected_at`` as epoch seconds: a number as it is, a time string through ``_timeutil.parse_time``."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
         return float(value)
-    if not isinstance(value, str) or not value.strip():
-        return None
-    s = value.strip()
-    if s.endswith("Z"):
-        s = s[:-1] + "+00:00"
-    try:
-        dt = datetime.datetime.fromisoformat(s)
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=datetime.timezone.utc)
-    return dt.timestamp()
+    dt = parse_time(value) if isinstance(value, str) else None
+    return dt.timestamp() if dt is not None else None
 
 
 def _ibstat_into(out: Dict[str, Any], text: str, stderr: str, source: str) -> None:

@@ -45,7 +45,7 @@ options:
     type: list
     elements: str
     default: []
-extends_documentation_fragment: [gpuops.cluster.common.attributes_controller]
+extends_documentation_fragment: [gpuops.cluster.common.attributes_info, gpuops.cluster.common.attributes_controller]
 attributes:
   check_mode:
     details: Nothing on the node changes; the controller-side files are written in check mode too.
