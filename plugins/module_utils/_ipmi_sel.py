@@ -25,6 +25,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._ipmi_sdr import (
     state_severity,
     text_records,
 )
+from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z
 
 # ---------------------------------------------------------------------------------------------------- SEL
 
@@ -57,6 +58,7 @@ _DATE_PATTERNS = (
     (re.compile(r"^([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})$"), ("Y", "m", "d")),
     (re.compile(r"^([0-9]{1,2})\.([0-9]{1,2})\.([0-9]{4})$"), ("d", "m", "Y")),
 )
+
 _TIME = re.compile(r"^([0-9]{1,2}):([0-9]{2})(?::([0-9]{2}))?(?:\s*([AaPp][Mm]))?(?:\s+([A-Za-z][A-Za-z0-9+:-]*))?$")
 
 
@@ -94,7 +96,7 @@ def sel_time(date_s: str, time_s: str) -> Optional[str]:
         om = re.match(r"^(?:UTC|GMT)?([+-])([0-9]{1,2}):?([0-9]{2})?$", tz_u)
         if off is not None:
             if off == 0:
-                return dt.strftime("%Y-%m-%dT%H:%M:%S") + "Z"
+                return iso_z(dt)  # a naive time is UTC to iso_z
             return dt.replace(tzinfo=datetime.timezone(datetime.timedelta(hours=off))).isoformat()
         if om:
             delta = datetime.timedelta(hours=int(om.group(2)), minutes=int(om.group(3) or 0))
