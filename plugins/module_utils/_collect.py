@@ -56,9 +56,11 @@ def _collector(domain: str) -> Callable[..., Dict[str, Any]]:
         fn = DOMAIN_MODULES[domain].collect
         _cache[domain] = fn
         try:
-            _params[domain] = tuple(inspect.signature(fn).parameters)
+            named = tuple(inspect.signature(fn).parameters)
         except (TypeError, ValueError):
-            _params[domain] = ()
+            named = ()
+        # keyword options a collector takes through **kwargs (bmc: its connection) are listed next to it
+        _params[domain] = named + tuple(getattr(DOMAIN_MODULES[domain], "CONNECTION_KEYS", ()))
     return fn
 
 

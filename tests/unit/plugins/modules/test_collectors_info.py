@@ -107,3 +107,18 @@ def test_collector_spec_has_the_common_options():
         "timeout": {"type": "float", "default": 10},
         "extra": {"type": "str"},
     }
+
+
+def test_collect_all_passes_bmc_connection_options(monkeypatch):
+    seen = {}
+
+    def fake_bmc(capture_dir=None, mode="inband", timeout=30, ipmitool_path="ipmitool", **connection):
+        seen.update(connection, mode=mode)
+        return {"source": "redfish", "sensors": []}
+
+    monkeypatch.setattr(_collect._bmc, "collect", fake_bmc)
+    monkeypatch.setattr(_collect, "_cache", {})  # fresh caches, restored after the test
+    monkeypatch.setattr(_collect, "_params", {})
+    facts = _collect.collect_all(domains=["bmc"], options={"bmc": {"mode": "redfish", "host": "h", "port": 8443}})
+    assert facts["bmc"]["source"] == "redfish"
+    assert seen == {"mode": "redfish", "host": "h", "port": 8443}
