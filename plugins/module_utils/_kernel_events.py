@@ -25,6 +25,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Sequence
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _capture
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
     error_record,
@@ -145,19 +146,6 @@ def _capture_boot_id(capture_dir: str, meta: Dict[str, Any]) -> Optional[str]:
     return None
 
 
-def _load_meta(capture_dir: str, errors: List[Dict[str, Any]]) -> Dict[str, Any]:
-    try:
-        text = read_text(os.path.join(capture_dir, "capture.json"))
-        data = json.loads(text) if text else {}
-    except ParseError as exc:
-        errors.append(exc.to_error(DOMAIN))
-        return {}
-    except ValueError as exc:
-        errors.append(error_record(DOMAIN, "parse", "capture.json: invalid JSON: %s" % exc, "capture.json"))
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _find(exe: str) -> Optional[str]:
     if os.path.isabs(exe):
         return exe if os.access(exe, os.X_OK) else None
@@ -219,7 +207,7 @@ def _collect_capture(
     capture_dir: str, since: Any, gpus: Optional[Sequence[Dict[str, Any]]], max_events: int
 ) -> Dict[str, Any]:
     errors: List[Dict[str, Any]] = []
-    meta = _load_meta(capture_dir, errors)
+    meta = _capture.meta_or_error(capture_dir, errors, DOMAIN)
     result = _empty(None, since, _capture_boot_id(capture_dir, meta))
     result["errors"] = errors
     path = os.path.join(capture_dir, "kernel.log")
