@@ -151,61 +151,49 @@ def _list(doc: Dict[str, Any], key: str) -> List[Dict[str, Any]]:
 # ------------------------------------------------------------------------------------------ resources
 
 
-def parse_system(doc: Dict[str, Any]) -> Dict[str, Any]:
+def _identity(doc: Dict[str, Any], rollup: bool = True) -> Dict[str, Any]:
+    """``id``, ``name``, ``health`` (and ``health_rollup``) and ``state`` of a resource."""
     st = _status(doc)
-    return {
-        "systems": [
-            {
-                "id": _id(doc),
-                "name": _str(doc.get("Name")),
-                "power_state": _str(doc.get("PowerState")),
-                "health": health(st.get("Health")),
-                "health_rollup": health(st.get("HealthRollup")),
-                "state": _state(doc),
-                "bios_version": _str(doc.get("BiosVersion")),
-                "serial": _str(doc.get("SerialNumber")),
-                "model": _str(doc.get("Model")),
-                "manufacturer": _str(doc.get("Manufacturer")),
-                "uuid": _str(doc.get("UUID")),
-            }
-        ]
-    }
+    out = {"id": _id(doc), "name": _str(doc.get("Name")), "health": health(st.get("Health"))}
+    if rollup:
+        out["health_rollup"] = health(st.get("HealthRollup"))
+    out["state"] = _state(doc)
+    return out
+
+
+def _strings(doc: Dict[str, Any], fields: Tuple[Tuple[str, str], ...]) -> Dict[str, Any]:
+    """``{our key: the Redfish property as a string}`` for each ``(our key, property)`` of ``fields``."""
+    return {key: _str(doc.get(prop)) for key, prop in fields}
+
+
+_SYSTEM_FIELDS = (
+    ("power_state", "PowerState"),
+    ("bios_version", "BiosVersion"),
+    ("serial", "SerialNumber"),
+    ("model", "Model"),
+    ("manufacturer", "Manufacturer"),
+    ("uuid", "UUID"),
+)
+_CHASSIS_FIELDS = (
+    ("chassis_type", "ChassisType"),
+    ("power_state", "PowerState"),
+    ("serial", "SerialNumber"),
+    ("model", "Model"),
+    ("manufacturer", "Manufacturer"),
+)
+_MANAGER_FIELDS = (("firmware_version", "FirmwareVersion"), ("model", "Model"), ("manager_type", "ManagerType"))
+
+
+def parse_system(doc: Dict[str, Any]) -> Dict[str, Any]:
+    return {"systems": [dict(_identity(doc), **_strings(doc, _SYSTEM_FIELDS))]}
 
 
 def parse_chassis(doc: Dict[str, Any]) -> Dict[str, Any]:
-    st = _status(doc)
-    return {
-        "chassis": [
-            {
-                "id": _id(doc),
-                "name": _str(doc.get("Name")),
-                "health": health(st.get("Health")),
-                "health_rollup": health(st.get("HealthRollup")),
-                "state": _state(doc),
-                "chassis_type": _str(doc.get("ChassisType")),
-                "power_state": _str(doc.get("PowerState")),
-                "serial": _str(doc.get("SerialNumber")),
-                "model": _str(doc.get("Model")),
-                "manufacturer": _str(doc.get("Manufacturer")),
-            }
-        ]
-    }
+    return {"chassis": [dict(_identity(doc), **_strings(doc, _CHASSIS_FIELDS))]}
 
 
 def parse_manager(doc: Dict[str, Any]) -> Dict[str, Any]:
-    return {
-        "managers": [
-            {
-                "id": _id(doc),
-                "name": _str(doc.get("Name")),
-                "firmware_version": _str(doc.get("FirmwareVersion")),
-                "health": health(_status(doc).get("Health")),
-                "state": _state(doc),
-                "model": _str(doc.get("Model")),
-                "manager_type": _str(doc.get("ManagerType")),
-            }
-        ]
-    }
+    return {"managers": [dict(_identity(doc, rollup=False), **_strings(doc, _MANAGER_FIELDS))]}
 
 
 def _each(doc: Dict[str, Any], key: str, rec: Optional[Records], build: Any) -> None:
