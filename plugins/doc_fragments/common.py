@@ -53,3 +53,13 @@ attributes:
     support: N/A
     platforms: posix
 """
+
+    # The action attribute of controller steps (a documentation stub whose work runs in an action plugin), next to
+    # attributes_info or attributes_action: extends_documentation_fragment: [gpuops.cluster.common.attributes_info,
+    # gpuops.cluster.common.attributes_controller]. A module adds its own words with attributes: {check_mode: {details}}.
+    ATTRIBUTES_CONTROLLER = r"""
+attributes:
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+"""

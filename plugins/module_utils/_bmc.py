@@ -18,7 +18,12 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _capture, _ipmi, _redfish
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, read_text
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
+    ParseError,
+    error_record,
+    internal_error,
+    read_text,
+)
 from ansible_collections.gpuops.cluster.plugins.module_utils._http import Http, HttpError
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
 
@@ -103,13 +108,8 @@ def _merge_redfish(result: Dict[str, Any], frag: Dict[str, Any]) -> None:
 # ------------------------------------------------------------------------------------------ capture
 
 
-def collect_capture(capture_dir: str) -> Dict[str, Any]:
-    result = empty_result("capture")
-    try:
-        meta = _capture.load_meta(capture_dir)
-    except ParseError as exc:
-        result["errors"].append(exc.to_error(DOMAIN))
-        meta = {}
+def _capture_ipmi(result: Dict[str, Any], capture_dir: str, meta: Dict[str, Any]) -> bool:
+    """The ipmitool listings of a capture into ``result``; True when any file was there."""
     found = False
     for name, _args, key in IPMI_FILES:
         path = _capture.path(capture_dir, name)
@@ -128,36 +128,50 @@ def collect_capture(capture_dir: str) -> Dict[str, Any]:
             continue
         found = True
         _apply(result, key, text, path)
-    rdir = _capture.path(capture_dir, _capture.REDFISH_DIR)
+    return found
+
+
+def _capture_redfish_file(result: Dict[str, Any], path: str) -> None:
+    try:
+        text = read_text(path)
+    except ParseError as exc:
+        result["errors"].append(exc.to_error(DOMAIN, "unreadable"))
+        return
+    if text is None:
+        return
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        result["errors"].append(error_record(DOMAIN, "parse", "invalid JSON: %s" % exc, path, "redfish"))
+        return
+    for d in doc if isinstance(doc, list) else [doc]:
+        try:
+            _merge_redfish(result, _redfish.parse_document(d, path, result["errors"]))
+        except ParseError as exc:
+            result["errors"].append(exc.to_error(DOMAIN))
+
+
+def _capture_redfish(result: Dict[str, Any], capture_dir: str) -> bool:
+    """The Redfish documents of a capture into ``result``; True when any ``redfish/*.json`` was there."""
     try:  # redfish/ must be a real directory of the capture: a link is refused, never followed
         rnames = _capture.list_dir(capture_dir, _capture.REDFISH_DIR)
     except ParseError as exc:
         result["errors"].append(exc.to_error(DOMAIN))
-        rnames = None
-    if rnames is not None:
-        for fname in rnames:
-            if not fname.endswith(".json"):
-                continue
-            path = os.path.join(rdir, fname)
+        return False
+    rdir = _capture.path(capture_dir, _capture.REDFISH_DIR)
+    found = False
+    for fname in rnames or ():
+        if fname.endswith(".json"):
             found = True
-            try:
-                text = read_text(path)
-            except ParseError as exc:
-                result["errors"].append(exc.to_error(DOMAIN, "unreadable"))
-                continue
-            if text is None:
-                continue
-            try:
-                doc = json.loads(text)
-            except ValueError as exc:
-                result["errors"].append(error_record(DOMAIN, "parse", "invalid JSON: %s" % exc, path, "redfish"))
-                continue
-            for d in doc if isinstance(doc, list) else [doc]:
-                try:
-                    _merge_redfish(result, _redfish.parse_document(d, path, result["errors"]))
-                except ParseError as exc:
-                    result["errors"].append(exc.to_error(DOMAIN))
-    if not found:
+            _capture_redfish_file(result, os.path.join(rdir, fname))
+    return found
+
+
+def collect_capture(capture_dir: str) -> Dict[str, Any]:
+    result = empty_result("capture")
+    meta = _capture.meta_or_error(capture_dir, result["errors"], DOMAIN)
+    found = _capture_ipmi(result, capture_dir, meta)
+    if not _capture_redfish(result, capture_dir) and not found:
         result["source"] = None
     return result
 
@@ -308,42 +322,7 @@ class _Walker:
                 self.parse(mem)
             self.log_services(system)
         for chassis in self.members(Http.link(root, "Chassis")):
-            self.parse(chassis)
-            ts = self.get(Http.link(chassis, "ThermalSubsystem"))
-            if ts is not None:
-                for fan in self.members(Http.link(ts, "Fans")):
-                    self.parse(fan)
-                leak = self.get(Http.link(ts, "LeakDetection"))
-                if leak is not None:
-                    detectors = self.members(Http.link(leak, "LeakDetectors"))
-                    for det in detectors:
-                        self.parse(det)
-                    if not detectors:
-                        self.parse(leak)
-            thermal = self.get(Http.link(chassis, "Thermal"))
-            self.parse(thermal)
-            ps = self.get(Http.link(chassis, "PowerSubsystem"))
-            if ps is not None:
-                for psu in self.members(Http.link(ps, "PowerSupplies")):
-                    self.parse(psu)
-            power = self.get(Http.link(chassis, "Power"))
-            if power is not None and (ps is None or not self.result["redfish"]["psus"]):
-                self.parse(power)
-            elif power is not None:
-                frag = _redfish.parse_document(power, None, self.result["errors"])
-                frag.pop("psus", None)
-                frag["sensors"] = [s for s in frag["sensors"] if s["type"] != "power_supply"]
-                _merge_redfish(self.result, frag)
-            if ts is None and thermal is None:
-                for sensor in self.members(Http.link(chassis, "Sensors"), limit=300):
-                    self.parse(sensor)
-            elif any(Http.link(ts, k) for k in ("LeakDetection", "CoolantConnectors", "Pumps")):
-                # a liquid-cooled chassis: its coolant sensors (flow, pressure, liquid temperatures) are only in
-                # Sensors. Keep those; the rest came from Thermal/ThermalSubsystem (issue 12: typed "coolant",
-                # cooling findings, never the leak power-off path)
-                for sensor in self.members(Http.link(chassis, "Sensors"), limit=300):
-                    if _redfish.sensor_type(sensor)[0] == "coolant":
-                        self.parse(sensor)
+            self.chassis(chassis)
         for manager in self.members(Http.link(root, "Managers")):
             self.parse(manager)
             self.log_services(manager)
@@ -351,6 +330,51 @@ class _Walker:
         if upd is not None:
             for fw in self.members(Http.link(upd, "FirmwareInventory"), limit=1000):
                 self.parse(fw)
+
+    def chassis(self, chassis: Dict[str, Any]) -> None:
+        self.parse(chassis)
+        ts = self.get(Http.link(chassis, "ThermalSubsystem"))
+        if ts is not None:
+            self.thermal_subsystem(ts)
+        thermal = self.get(Http.link(chassis, "Thermal"))
+        self.parse(thermal)
+        self.power(chassis)
+        if ts is None and thermal is None:
+            for sensor in self.members(Http.link(chassis, "Sensors"), limit=300):
+                self.parse(sensor)
+        elif any(Http.link(ts, k) for k in ("LeakDetection", "CoolantConnectors", "Pumps")):
+            # a liquid-cooled chassis: its coolant sensors (flow, pressure, liquid temperatures) are only in
+            # Sensors. Keep those; the rest came from Thermal/ThermalSubsystem (issue 12: typed "coolant",
+            # cooling findings, never the leak power-off path)
+            for sensor in self.members(Http.link(chassis, "Sensors"), limit=300):
+                if _redfish.sensor_type(sensor)[0] == "coolant":
+                    self.parse(sensor)
+
+    def thermal_subsystem(self, ts: Dict[str, Any]) -> None:
+        for fan in self.members(Http.link(ts, "Fans")):
+            self.parse(fan)
+        leak = self.get(Http.link(ts, "LeakDetection"))
+        if leak is not None:
+            detectors = self.members(Http.link(leak, "LeakDetectors"))
+            for det in detectors:
+                self.parse(det)
+            if not detectors:
+                self.parse(leak)
+
+    def power(self, chassis: Dict[str, Any]) -> None:
+        """PowerSubsystem first; the deprecated Power resource adds its PSUs only when PowerSubsystem had none."""
+        ps = self.get(Http.link(chassis, "PowerSubsystem"))
+        if ps is not None:
+            for psu in self.members(Http.link(ps, "PowerSupplies")):
+                self.parse(psu)
+        power = self.get(Http.link(chassis, "Power"))
+        if power is not None and (ps is None or not self.result["redfish"]["psus"]):
+            self.parse(power)
+        elif power is not None:
+            frag = _redfish.parse_document(power, None, self.result["errors"])
+            frag.pop("psus", None)
+            frag["sensors"] = [s for s in frag["sensors"] if s["type"] != "power_supply"]
+            _merge_redfish(self.result, frag)
 
 
 def redfish_base_url(host: str, port: Optional[int] = None) -> str:
@@ -385,19 +409,27 @@ def collect_redfish(
 # ------------------------------------------------------------------------------------------ entry point
 
 
+#: What ``collect(**connection)`` accepts besides its named parameters.
+CONNECTION_KEYS = ("host", "user", "password", "port", "validate_certs")
+
+
 def collect(
     capture_dir: Optional[str] = None,
     mode: str = "inband",
-    host: Optional[str] = None,
-    user: Optional[str] = None,
-    password: Optional[str] = None,
-    port: Optional[int] = None,
-    validate_certs: bool = True,
     timeout: float = 30,
     ipmitool_path: str = "ipmitool",
+    **connection: Any,
 ) -> Dict[str, Any]:
-    """The ``bmc`` domain dict. Never raises: failures are error records."""
+    """The ``bmc`` domain dict. Never raises: failures are error records.
+
+    ``connection`` holds the out-of-band BMC: ``host``, ``user``, ``password``, ``port``, ``validate_certs``.
+    """
+    password = connection.get("password")
     try:
+        unknown = sorted(set(connection) - set(CONNECTION_KEYS))
+        if unknown:
+            raise TypeError("unknown connection option(s): %s" % ", ".join(unknown))
+        host, user, port = connection.get("host"), connection.get("user"), connection.get("port")
         if capture_dir:
             return collect_capture(capture_dir)
         if mode not in MODES:
@@ -409,12 +441,10 @@ def collect(
             result["errors"].append(error_record(DOMAIN, "missing", "mode %s needs a BMC host" % mode))
             return result
         if mode == "redfish":
-            return collect_redfish(str(host), user, password, port, validate_certs, timeout)
+            validate = connection.get("validate_certs", True)
+            return collect_redfish(str(host), user, password, port, validate, timeout)
         return collect_ipmitool(mode, host, user, password, port, timeout, ipmitool_path)
     except Exception as exc:  # noqa: BLE001 - the collector boundary: a bug becomes an error record
         result = empty_result(None)
-        msg = "%s: %s" % (type(exc).__name__, exc)
-        if password:
-            msg = msg.replace(password, "********")
-        result["errors"].append(error_record(DOMAIN, "internal", msg))
+        result["errors"].append(internal_error(DOMAIN, exc, redact=password))
         return result

@@ -116,6 +116,15 @@ def load_meta(capture_dir: str) -> Dict[str, Any]:
     return data
 
 
+def meta_or_error(capture_dir: str, errors: List[Dict[str, Any]], domain: str) -> Dict[str, Any]:
+    """capture.json as :func:`load_meta` reads it; a broken one is an error record of ``domain`` and ``{}``."""
+    try:
+        return load_meta(capture_dir)
+    except ParseError as exc:
+        errors.append(exc.to_error(domain))
+        return {}
+
+
 def file_status(meta: Dict[str, Any], name: str) -> Dict[str, Any]:
     """Per-file entry of capture.json: {"rc": int|None, "stderr": str, "timed_out": bool} or {}."""
     files = meta.get("files") if isinstance(meta, dict) else None

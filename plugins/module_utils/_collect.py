@@ -13,7 +13,6 @@ import inspect
 import os
 import socket
 import time
-import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 # Static imports on purpose: AnsiballZ bundles only the module_utils it can see imported, so a module that
@@ -28,7 +27,8 @@ from ansible_collections.gpuops.cluster.plugins.module_utils import (
     _node,
     _slurm_parse,
 )
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, utcnow_iso
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, internal_error
+from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow_iso
 
 SCHEMA = "gpuops.facts/v1"
 
@@ -56,32 +56,62 @@ def _collector(domain: str) -> Callable[..., Dict[str, Any]]:
         fn = DOMAIN_MODULES[domain].collect
         _cache[domain] = fn
         try:
-            _params[domain] = tuple(inspect.signature(fn).parameters)
+            named = tuple(inspect.signature(fn).parameters)
         except (TypeError, ValueError):
-            _params[domain] = ()
+            named = ()
+        # keyword options a collector takes through **kwargs (bmc: its connection) are listed next to it
+        _params[domain] = named + tuple(getattr(DOMAIN_MODULES[domain], "CONNECTION_KEYS", ()))
     return fn
 
 
-def _call(domain: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    """Run one domain's collect(); anything it raises becomes an error record, never a traceback."""
+def collector_spec(timeout: float = 30, **options: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """The argument spec of a ``*_info`` module: ``capture_dir`` and ``timeout`` (doc fragment ``common``) + options."""
+    spec: Dict[str, Dict[str, Any]] = {
+        "capture_dir": {"type": "path"},
+        "timeout": {"type": "float", "default": timeout},
+    }
+    spec.update(options)
+    return spec
+
+
+def pick(params: Dict[str, Any], *names: str, **values: Any) -> Dict[str, Any]:
+    """The keyword arguments of a collector: module ``params`` by ``names``, plus computed ``values``."""
+    kwargs = {name: params[name] for name in names}
+    kwargs.update(values)
+    return kwargs
+
+
+def boundary(
+    domain: str, fn: Callable[..., Any], empty: Optional[Dict[str, Any]] = None, **kwargs: Any
+) -> Dict[str, Any]:
+    """The collector error boundary: ``fn(**kwargs)``, or, when it raises, ``empty`` with an error record.
+
+    Every ``*_info`` module and :func:`collect_all` call collectors through here, so a bug in a collector is a
+    ``collector.error`` finding (kind ``internal``, naming ``domain``), never a traceback.
+    """
     try:
-        fn = _collector(domain)
-        accepted = _params.get(domain) or ()
-        args = {k: v for k, v in kwargs.items() if k in accepted and v is not None}
-        result = fn(**args)
+        result = fn(**kwargs)
         if not isinstance(result, dict):
             raise TypeError("collect() returned %s" % type(result).__name__)
         result.setdefault("errors", [])
         return result
     except ParseError as exc:
-        return {"source": None, "errors": [exc.to_error(domain)]}
+        error = exc.to_error(domain)
     except Exception as exc:  # noqa: BLE001 - the module boundary: report, never raise
-        tb = traceback.extract_tb(exc.__traceback__)
-        where = "%s:%d" % (os.path.basename(tb[-1].filename), tb[-1].lineno) if tb else None
-        return {
-            "source": None,
-            "errors": [error_record(domain, "internal", "%s: %s" % (type(exc).__name__, exc), source=where)],
-        }
+        error = internal_error(domain, exc)
+    result = dict(empty or {})
+    result.update(source=None, errors=[error])
+    return result
+
+
+def _call(domain: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """Run one domain's collect() through :func:`boundary`, with the keyword arguments it accepts."""
+    try:
+        fn = _collector(domain)
+    except Exception as exc:  # noqa: BLE001 - the module boundary: report, never raise
+        return {"source": None, "errors": [internal_error(domain, exc)]}
+    accepted = _params.get(domain) or ()
+    return boundary(domain, fn, **{k: v for k, v in kwargs.items() if k in accepted and v is not None})
 
 
 def collect_all(
@@ -115,10 +145,7 @@ def collect_all(
                 error_record("capture", "missing", "capture directory %s" % what, source=capture_dir)
             )
             return facts
-        try:
-            meta = _capture.load_meta(capture_dir)
-        except ParseError as exc:
-            facts["errors"].append(exc.to_error("capture"))
+        meta = _capture.meta_or_error(capture_dir, facts["errors"], "capture")
         facts["hostname"] = meta.get("hostname")
         if meta.get("captured_at"):
             facts["collected_at"] = meta["captured_at"]

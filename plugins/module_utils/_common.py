@@ -8,14 +8,16 @@ Runs on managed nodes (Python 3.8+) and on the controller. No Ansible imports.
 
 from __future__ import annotations
 
-import datetime
 import errno
 import math
 import os
 import re
 import stat
 import tempfile
+import traceback
 from typing import Any, Dict, List, Optional, Tuple
+
+from ansible_collections.gpuops.cluster.plugins.module_utils import _timeutil
 
 #: Strings that real tools print instead of a value. Compared after strip() and lower().
 SENTINELS = frozenset(
@@ -121,6 +123,16 @@ def error_record(
         "parser": parser,
         "line": line,
     }
+
+
+def internal_error(domain: str, exc: BaseException, redact: Optional[str] = None) -> Dict[str, Any]:
+    """The error record of a bug caught at a collector boundary (kind ``internal``, source ``file:line``)."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = "%s:%d" % (os.path.basename(tb[-1].filename), tb[-1].lineno) if tb else None
+    msg = "%s: %s" % (type(exc).__name__, exc)
+    if redact:
+        msg = msg.replace(redact, "********")
+    return error_record(domain, "internal", msg, source=where)
 
 
 def clean(value: Any) -> Any:
@@ -552,8 +564,8 @@ def open_private(path: str, flags: int = os.O_RDWR | os.O_CREAT, mode: int = 0o6
     return fd
 
 
-def utcnow_iso() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+#: Re-exported for callers that import it from here (plugin_utils/_inspect.py); new code imports ``_timeutil``.
+utcnow_iso = _timeutil.utcnow_iso
 
 
 def normalize_bus_id(value: Any) -> Optional[str]:

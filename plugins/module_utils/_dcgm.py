@@ -107,6 +107,125 @@ def _gpu_order(kv: Any) -> Any:
     return (len(kv[0]), kv[0])
 
 
+class _DiagText:
+    """The state of one ``dcgmi diag`` table read line by line (a DCGM 3.x or 4.x layout)."""
+
+    def __init__(self, source: Optional[str], errors: List[Dict[str, Any]]) -> None:
+        self.source = source
+        self.errors = errors
+        self.width = 45
+        self.section: Optional[str] = None
+        self.metadata: Dict[str, str] = {}
+        self.tests: List[Dict[str, Any]] = []
+        self.current: Optional[Dict[str, Any]] = None
+        # The message being assembled from wrapped rows: [test, list of raw segments, gpu or None, is_error]
+        self.msg: Optional[List[Any]] = None
+        self.all_gpus: List[Dict[str, Any]] = []  # tests whose result applies to "All" GPUs
+        self.saw_table = False
+
+    def flush(self) -> None:
+        if self.msg is None:
+            return
+        test, segments, gpu, is_error = self.msg
+        self.msg = None
+        body = re.sub(r"\s+", " ", "".join(segments)).strip()
+        if not body:
+            return
+        if gpu is not None:
+            body = "GPU %s: %s" % (gpu, body)
+        test["messages"].append(body)
+        if is_error:
+            for g in set(_GPU_IN_TEXT.findall(body)) | ({gpu} if gpu is not None else set()):
+                test["gpus"][str(g)] = worst(test["gpus"].get(str(g)), "fail")
+            test["result"] = worst(test["result"], "fail")
+
+    def segment(self, value: str) -> str:
+        v = value[1:] if value.startswith(" ") else value
+        return v[: self.width].ljust(self.width) if len(v.rstrip()) <= self.width else v.rstrip() + " "
+
+    def line(self, stripped: str, lineno: int) -> None:
+        if stripped.startswith("Error:") or stripped.startswith("Error :"):
+            self.flush()
+            msg = stripped[6:].strip() or stripped
+            self.errors.append(error_record(DOMAIN, "tool_error", msg, self.source, PARSER, lineno))
+            return
+        m = _SECTION.match(stripped)
+        if m:
+            self.flush()
+            self.section = m.group(1).strip()
+            self.saw_table = True
+            self.current = None
+            return
+        if _BORDER.match(stripped):
+            if stripped.startswith("+-") and stripped.count("+") >= 3:
+                parts = stripped.split("+")
+                if len(parts) >= 3 and len(parts[2]) > 10:
+                    self.width = len(parts[2]) - 3
+            self.saw_table = True
+            return
+        cells = _cells(stripped)
+        if cells is not None:
+            self.row(cells[0].strip(), cells[1])
+
+    def row(self, name: str, value: str) -> None:
+        vstrip = value.strip()
+        self.saw_table = True
+        if name == "Diagnostic" and vstrip == "Result":
+            return
+        if self.section and self.section.lower() == "metadata" and name:
+            self.metadata[name] = vstrip
+            return
+        mm = _MSG_NAME.match(name) if name else None
+        if mm:
+            self.flush()
+            if self.current is None:
+                self.current = _new_test(self.section or "Deployment", self.section)
+                self.tests.append(self.current)
+            self.msg = [self.current, [self.segment(value)], mm.group(2), mm.group(1).lower() == "error"]
+        elif name:
+            self.flush()
+            self.current = _new_test(name, self.section)
+            self.tests.append(self.current)
+            _apply_result(self.current, vstrip, self.all_gpus)
+        elif self.current is not None:
+            self.continuation(self.current, value, vstrip)
+
+    def continuation(self, current: Dict[str, Any], value: str, vstrip: str) -> None:
+        """A row without a name: per-GPU result, another "Fail - GPU: 1" row, or wrapped message text."""
+        pg = _PER_GPU.match(vstrip)
+        if pg and self.msg is None:
+            current["gpus"][pg.group(1)] = worst(current["gpus"].get(pg.group(1)), _word(pg.group(2)))
+        elif self.msg is not None:
+            self.msg[1].append(self.segment(value))
+        elif _RESULT.match(vstrip):
+            _apply_result(current, vstrip, self.all_gpus)
+
+    def result(self) -> Dict[str, Any]:
+        device_ids = [d.strip() for d in self.metadata.get("GPU Device IDs Detected", "").split(",") if d.strip()]
+        for test in self.all_gpus:
+            for i in range(len(device_ids)):
+                test["gpus"].setdefault(str(i), test["result"])
+        gpus: Dict[str, str] = {}
+        for test in self.tests:
+            test["result"] = worst(test["result"], *test["gpus"].values())
+            for g, r in test["gpus"].items():
+                w = worst(gpus.get(g), r)
+                if w is not None:
+                    gpus[g] = w
+        overall = worst(*(t["result"] for t in self.tests))
+        return {
+            "level": infer_level(self.tests),
+            "layout": _layout(self.metadata, self.tests),
+            "overall": None if overall == "skip" else overall,
+            "version": self.metadata.get("DCGM Version") or None,
+            "driver_version": self.metadata.get("Driver Version Detected") or None,
+            "gpu_device_ids": device_ids,
+            "tests": self.tests,
+            "gpus": dict(sorted(gpus.items(), key=_gpu_order)),
+            "errors": self.errors,
+        }
+
+
 def parse_diag(text: str, source: Optional[str] = None) -> Dict[str, Any]:
     """Parse ``dcgmi diag`` text. Returns the dcgm domain (without ``source``/``level`` from the caller).
 
@@ -120,131 +239,19 @@ def parse_diag(text: str, source: Optional[str] = None) -> Dict[str, Any]:
         except ValueError as exc:
             raise ParseError("invalid JSON: %s" % exc, PARSER, source) from exc
         return parse_diag_json(obj, source)
-    width = 45
-    section: Optional[str] = None
-    metadata: Dict[str, str] = {}
-    tests: List[Dict[str, Any]] = []
     errors: List[Dict[str, Any]] = []
-    current: Optional[Dict[str, Any]] = None
-    # The message being assembled from wrapped rows: [test, list of raw segments, gpu or None, is_error]
-    msg: Optional[List[Any]] = None
-    all_gpus: List[Dict[str, Any]] = []  # tests whose result applies to "All" GPUs
-    saw_table = False
+    table = _DiagText(source, errors)
     # A malformed row costs that row (a parse entry with its line), never the run's result.
     rec = Records(PARSER, source, DOMAIN, errors)
-
-    def flush() -> None:
-        nonlocal msg
-        if msg is None:
-            return
-        test, segments, gpu, is_error = msg
-        body = re.sub(r"\s+", " ", "".join(segments)).strip()
-        if body:
-            if gpu is not None:
-                body = "GPU %s: %s" % (gpu, body)
-            test["messages"].append(body)
-            if is_error:
-                for g in set(_GPU_IN_TEXT.findall(body)) | ({gpu} if gpu is not None else set()):
-                    test["gpus"][str(g)] = worst(test["gpus"].get(str(g)), "fail")
-                test["result"] = worst(test["result"], "fail")
-        msg = None
-
-    def segment(value: str) -> str:
-        v = value[1:] if value.startswith(" ") else value
-        return v[:width].ljust(width) if len(v.rstrip()) <= width else v.rstrip() + " "
-
     for lineno, line in enumerate(text.splitlines(), start=1):
         with rec.at(lineno):
             stripped = line.strip()
-            if not stripped or rec.too_long(stripped, lineno):
-                continue
-            if stripped.startswith("Error:") or stripped.startswith("Error :"):
-                flush()
-                errors.append(
-                    error_record(DOMAIN, "tool_error", stripped[6:].strip() or stripped, source, PARSER, lineno)
-                )
-                continue
-            m = _SECTION.match(stripped)
-            if m:
-                flush()
-                section = m.group(1).strip()
-                saw_table = True
-                current = None
-                continue
-            if _BORDER.match(stripped):
-                if stripped.startswith("+-") and stripped.count("+") >= 3:
-                    parts = stripped.split("+")
-                    if len(parts) >= 3 and len(parts[2]) > 10:
-                        width = len(parts[2]) - 3
-                saw_table = True
-                continue
-            cells = _cells(stripped)
-            if cells is None:
-                continue
-            name, value = cells[0].strip(), cells[1]
-            vstrip = value.strip()
-            if name == "Diagnostic" and vstrip == "Result":
-                saw_table = True
-                continue
-            saw_table = True
-            if section and section.lower() == "metadata" and name:
-                metadata[name] = vstrip
-                continue
-            mm = _MSG_NAME.match(name) if name else None
-            if mm:
-                flush()
-                is_error = mm.group(1).lower() == "error"
-                if current is None:
-                    current = _new_test(section or "Deployment", section)
-                    tests.append(current)
-                msg = [current, [segment(value)], mm.group(2), is_error]
-                continue
-            if name:
-                flush()
-                current = _new_test(name, section)
-                tests.append(current)
-                _apply_result(current, vstrip, all_gpus)
-                continue
-            # Continuation row: per-GPU result, another "Fail - GPU: 1" row, or wrapped message text.
-            if current is None:
-                continue
-            pg = _PER_GPU.match(vstrip)
-            if pg and msg is None:
-                current["gpus"][pg.group(1)] = worst(current["gpus"].get(pg.group(1)), _word(pg.group(2)))
-                continue
-            if msg is not None:
-                msg[1].append(segment(value))
-                continue
-            if _RESULT.match(vstrip):
-                _apply_result(current, vstrip, all_gpus)
-    flush()
-    if not saw_table and not errors:
+            if stripped and not rec.too_long(stripped, lineno):
+                table.line(stripped, lineno)
+    table.flush()
+    if not table.saw_table and not errors:
         raise ParseError("no dcgmi diag table and no dcgmi error message", PARSER, source)
-    device_ids = [d.strip() for d in metadata.get("GPU Device IDs Detected", "").split(",") if d.strip()]
-    for test in all_gpus:
-        for i in range(len(device_ids)):
-            test["gpus"].setdefault(str(i), test["result"])
-    gpus: Dict[str, str] = {}
-    for test in tests:
-        test["result"] = worst(test["result"], *test["gpus"].values())
-        for g, r in test["gpus"].items():
-            w = worst(gpus.get(g), r)
-            if w is not None:
-                gpus[g] = w
-    overall = worst(*(t["result"] for t in tests))
-    if overall == "skip":
-        overall = None
-    return {
-        "level": infer_level(tests),
-        "layout": _layout(metadata, tests),
-        "overall": overall,
-        "version": metadata.get("DCGM Version") or None,
-        "driver_version": metadata.get("Driver Version Detected") or None,
-        "gpu_device_ids": device_ids,
-        "tests": tests,
-        "gpus": dict(sorted(gpus.items(), key=_gpu_order)),
-        "errors": errors,
-    }
+    return table.result()
 
 
 def _json_status(value: Any) -> Optional[str]:

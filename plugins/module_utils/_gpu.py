@@ -109,11 +109,7 @@ def _merge_nvlink(result: Dict[str, Any], texts: Dict[str, Optional[str]]) -> No
 def collect_capture(capture_dir: str) -> Dict[str, Any]:
     """The gpu domain from a capture directory (docs/capture.md)."""
     errors: list = []
-    try:
-        meta = _capture.load_meta(capture_dir)
-    except ParseError as exc:
-        errors.append(exc.to_error(DOMAIN))
-        meta = {}
+    meta = _capture.meta_or_error(capture_dir, errors, DOMAIN)
     result = None
     for name, parse, stem in ((XML_FILE, _nvsmi_xml.parse, "xml"), (TEXT_FILE, _nvsmi_text.parse, "text")):
         source = "capture:" + name

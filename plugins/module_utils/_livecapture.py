@@ -22,10 +22,10 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     UnsafeFileError,
     ensure_private_dir,
     read_capture_bytes,
-    utcnow_iso,
     write_private_atomic,
 )
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
+from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow_iso
 
 #: capture file -> argv. The first element is looked up on PATH; a missing tool is recorded, not fatal.
 COMMANDS: List[Tuple[str, List[str]]] = [

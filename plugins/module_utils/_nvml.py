@@ -106,12 +106,12 @@ class _Reader:
             return None
 
 
-def _device_fields(r: _Reader, nv: Any, h: Any) -> Dict[str, Any]:
+def _const(nv: Any, name: str, default: Any = None) -> Any:
+    return getattr(nv, name, default)
 
-    def c(name: str, default: Any = None) -> Any:
-        return getattr(nv, name, default)
 
-    f: Dict[str, Any] = {}
+def _identity(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:
+    """Name, architecture, serial, UUID, VBIOS, bus id, persistence and MIG mode."""
     f["product_name"] = _text(r("nvmlDeviceGetName", h))
     arch = r("nvmlDeviceGetArchitecture", h)
     f["product_architecture"] = _ARCH.get(arch) if arch is not None else None
@@ -126,17 +126,23 @@ def _device_fields(r: _Reader, nv: Any, h: Any) -> Dict[str, Any]:
         f["mig_mode/current_mig"] = _enabled(mig[0])
         f["mig_mode/pending_mig"] = _enabled(mig[1])
 
-    f["temperature/gpu_temp"] = r("nvmlDeviceGetTemperature", h, c("NVML_TEMPERATURE_GPU", 0))
-    f["temperature/memory_temp"] = r.field(h, c("NVML_FI_DEV_MEMORY_TEMP"))
+
+def _temperatures(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:
+    """Temperatures and their thresholds."""
+    f["temperature/gpu_temp"] = r("nvmlDeviceGetTemperature", h, _const(nv, "NVML_TEMPERATURE_GPU", 0))
+    f["temperature/memory_temp"] = r.field(h, _const(nv, "NVML_FI_DEV_MEMORY_TEMP"))
     for path, const in (
         ("temperature/gpu_temp_max_threshold", "NVML_TEMPERATURE_THRESHOLD_SHUTDOWN"),
         ("temperature/gpu_temp_slow_threshold", "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN"),
         ("temperature/gpu_temp_max_gpu_threshold", "NVML_TEMPERATURE_THRESHOLD_GPU_MAX"),
         ("temperature/gpu_temp_max_mem_threshold", "NVML_TEMPERATURE_THRESHOLD_MEM_MAX"),
     ):
-        if c(const) is not None:
-            f[path] = r("nvmlDeviceGetTemperatureThreshold", h, c(const))
+        if _const(nv, const) is not None:
+            f[path] = r("nvmlDeviceGetTemperatureThreshold", h, _const(nv, const))
 
+
+def _power(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:
+    """Power draw and limits (NVML reports milliwatts)."""
     for path, name in (
         ("power_readings/power_draw", "nvmlDeviceGetPowerUsage"),
         ("power_readings/power_limit", "nvmlDeviceGetPowerManagementLimit"),
@@ -148,14 +154,20 @@ def _device_fields(r: _Reader, nv: Any, h: Any) -> Dict[str, Any]:
     cons = r("nvmlDeviceGetPowerManagementLimitConstraints", h)
     f["power_readings/max_power_limit"] = cons[1] / 1000.0 if cons else None
 
+
+def _clocks(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:
+    """Current and maximum clocks."""
     for key, const in (
         ("graphics_clock", "NVML_CLOCK_GRAPHICS"),
         ("sm_clock", "NVML_CLOCK_SM"),
         ("mem_clock", "NVML_CLOCK_MEM"),
     ):
-        f["clocks/" + key] = r("nvmlDeviceGetClockInfo", h, c(const))
-        f["max_clocks/" + key] = r("nvmlDeviceGetMaxClockInfo", h, c(const))
+        f["clocks/" + key] = r("nvmlDeviceGetClockInfo", h, _const(nv, const))
+        f["max_clocks/" + key] = r("nvmlDeviceGetMaxClockInfo", h, _const(nv, const))
 
+
+def _usage(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:
+    """Utilization and framebuffer memory."""
     util = r("nvmlDeviceGetUtilizationRates", h)
     if util is not None:
         f["utilization/gpu_util"] = util.gpu
@@ -165,6 +177,9 @@ def _device_fields(r: _Reader, nv: Any, h: Any) -> Dict[str, Any]:
         f["fb_memory_usage/total"] = int(mem.total) // _MIB
         f["fb_memory_usage/used"] = int(mem.used) // _MIB
 
+
+def _ecc(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:
+    """ECC mode and counts."""
     ecc = r("nvmlDeviceGetEccMode", h)
     if ecc:
         f["ecc_mode/current_ecc"] = _enabled(ecc[0])
@@ -174,14 +189,22 @@ def _device_fields(r: _Reader, nv: Any, h: Any) -> Dict[str, Any]:
             ("corrected", "NVML_MEMORY_ERROR_TYPE_CORRECTED"),
             ("uncorrected", "NVML_MEMORY_ERROR_TYPE_UNCORRECTED"),
         ):
-            f["ecc_errors/%s/%s" % (scope, kind)] = r("nvmlDeviceGetTotalEccErrors", h, c(etype), c(counter))
+            f["ecc_errors/%s/%s" % (scope, kind)] = r(
+                "nvmlDeviceGetTotalEccErrors", h, _const(nv, etype), _const(nv, counter)
+            )
 
-    sbe = r("nvmlDeviceGetRetiredPages", h, c("NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS", 0))
-    dbe = r("nvmlDeviceGetRetiredPages", h, c("NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR", 1))
+
+def _retired(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:
+    """Retired pages (before Ampere)."""
+    sbe = r("nvmlDeviceGetRetiredPages", h, _const(nv, "NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS", 0))
+    dbe = r("nvmlDeviceGetRetiredPages", h, _const(nv, "NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR", 1))
     f["retired_pages/multiple_single_bit_retirement/retired_count"] = len(sbe) if sbe is not None else None
     f["retired_pages/double_bit_retirement/retired_count"] = len(dbe) if dbe is not None else None
     f["retired_pages/pending_retirement"] = _yes(r("nvmlDeviceGetRetiredPagesPendingStatus", h))
 
+
+def _remapped(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:
+    """Remapped rows (Ampere and later)."""
     rows = r("nvmlDeviceGetRemappedRows", h)
     if rows:
         f["remapped_rows/remapped_row_corr"] = rows[0]
@@ -193,6 +216,9 @@ def _device_fields(r: _Reader, nv: Any, h: Any) -> Dict[str, Any]:
             for k in ("max", "high", "partial", "low", "none"):
                 f["remapped_rows/row_remapper_histogram/row_remapper_histogram_" + k] = getattr(hist, k, None)
 
+
+def _reasons(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:
+    """Clock event (throttle) reasons, under the R535 names."""
     mask = r("nvmlDeviceGetCurrentClocksEventReasons", h)
     if mask is None:
         mask = r("nvmlDeviceGetCurrentClocksThrottleReasons", h)
@@ -200,6 +226,9 @@ def _device_fields(r: _Reader, nv: Any, h: Any) -> Dict[str, Any]:
         for bit, name in _REASON_BITS:
             f["clocks_event_reasons/clocks_event_reason_" + name] = "Active" if int(mask) & bit else "Not Active"
 
+
+def _pcie(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:
+    """PCIe link generation, width and replays."""
     lp = "pci/pci_gpu_link_info/"
     f[lp + "pcie_gen/current_link_gen"] = r("nvmlDeviceGetCurrPcieLinkGeneration", h)
     f[lp + "pcie_gen/max_link_gen"] = r("nvmlDeviceGetMaxPcieLinkGeneration", h)
@@ -208,9 +237,30 @@ def _device_fields(r: _Reader, nv: Any, h: Any) -> Dict[str, Any]:
     f[lp + "link_widths/max_link_width"] = r("nvmlDeviceGetMaxPcieLinkWidth", h)
     f["pci/replay_counter"] = r("nvmlDeviceGetPcieReplayCounter", h)
 
-    action = r.field(h, c("NVML_FI_DEV_GET_GPU_RECOVERY_ACTION"))
+
+def _recovery(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:
+    """The recovery action (R550+ field)."""
+    action = r.field(h, _const(nv, "NVML_FI_DEV_GET_GPU_RECOVERY_ACTION"))
     if action is not None:
         f["gpu_recovery_action"] = action
+
+
+def _device_fields(r: _Reader, nv: Any, h: Any) -> Dict[str, Any]:
+    f: Dict[str, Any] = {}
+    for part in (
+        _identity,
+        _temperatures,
+        _power,
+        _clocks,
+        _usage,
+        _ecc,
+        _retired,
+        _remapped,
+        _reasons,
+        _pcie,
+        _recovery,
+    ):
+        part(f, r, nv, h)
     f.update(_fabric(r, nv, h))
     return f
 

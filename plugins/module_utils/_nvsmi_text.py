@@ -216,6 +216,91 @@ def _process_item(block: _Block, key: str, value: str) -> None:
             cur["used_mib"] = to_int(value)
 
 
+#: Header keys of the text (indent 0) kept in the result: result key and converter.
+_HEADER = {
+    "Driver Version": ("driver_version", clean),
+    "CUDA Version": ("cuda_version", clean),
+    "Attached GPUs": ("count", to_int),
+    "Timestamp": ("timestamp", clean),
+}
+
+
+class _Text:
+    """The state of one ``nvidia-smi -q`` text read line by line: GPU blocks, header values, error lines."""
+
+    def __init__(self, result: Dict[str, Any]) -> None:
+        self.result = result
+        self.blocks: List[_Block] = []
+        self.block: Optional[_Block] = None
+        # Stack of (indent, section path or None for an unknown section).
+        self.stack: List[Tuple[int, Optional[str]]] = []
+        self.message_lines: List[str] = []
+        self.saw_header = False
+
+    def line(self, line: str, lineno: int) -> None:
+        s = line.strip()
+        if not s:
+            return
+        indent = len(line) - len(line.lstrip())
+        if indent == 0:
+            self.top(s, lineno)
+        elif s.startswith("Unable to determine") or self.block is None:
+            # An indented error line (a GPU block holding only the driver's error), or noise outside a block.
+            if "Unable to determine" in s or "Unknown Error" in s:
+                self.message_lines.append(s)
+        else:
+            self.inner(self.block, s, indent)
+
+    def top(self, s: str, lineno: int) -> None:
+        self.stack = []
+        if s.startswith("GPU ") and " : " not in s:
+            self.block = _Block(s[4:].strip(), lineno)
+            self.blocks.append(self.block)
+            return
+        key, sep, value = s.partition(" : ")
+        if sep:
+            self.saw_header = True
+            if key.strip() in _HEADER:
+                name, convert = _HEADER[key.strip()]
+                self.result[name] = convert(value)
+            return
+        if s.startswith("=") and "NVSMI LOG" in s:
+            self.saw_header = True
+            return
+        # An error line instead of a GPU block; it also ends the current block.
+        self.message_lines.append(s)
+        if DEVICE_ERROR_RE.search(s):
+            self.block = None
+
+    def inner(self, block: _Block, s: str, indent: int) -> None:
+        stack = self.stack
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        section = stack[-1][1] if stack else ""
+        key, sep, value = s.partition(" : ")
+        if not sep and s.endswith(" :"):
+            key, sep, value = s[:-2], " : ", ""
+        if not sep:
+            # A section header.
+            stack.append((indent, None if section is None else SECTIONS.get((section, s))))
+            if section == "" and s in _LAST_SECTIONS:
+                block.complete = True
+        elif section == "processes":
+            _process_item(block, key.rstrip(), value)
+        elif section is not None:
+            self.value(block, section, key.rstrip(), value)
+
+    @staticmethod
+    def value(block: _Block, section: str, key: str, value: str) -> None:
+        path = KEYS.get((section, key))
+        if path is not None:
+            block.fields[path] = value.strip()
+            if path == "product_name":
+                block.product = True
+        elif section == "" and key in _LAST_SECTIONS:
+            block.complete = True
+
+
 def parse(text: str, source: Optional[str] = None) -> Dict[str, Any]:
     """Parse ``nvidia-smi -q`` output into ``{source, driver_version, cuda_version, count, gpus, errors}``.
 
@@ -225,84 +310,12 @@ def parse(text: str, source: Optional[str] = None) -> Dict[str, Any]:
     if not isinstance(text, str):
         raise ParseError("input is not text", PARSER, source)
     result = empty_result(source)
-    blocks: List[_Block] = []
-    block: Optional[_Block] = None
-    # Stack of (indent, section path or None for an unknown section).
-    stack: List[Tuple[int, Optional[str]]] = []
-    message_lines: List[str] = []
-    saw_header = False
-    sections = SECTIONS
-    keys = KEYS
-    lineno = 0
-    for line in text.splitlines():
-        lineno += 1
-        s = line.strip()
-        if not s:
-            continue
-        indent = len(line) - len(line.lstrip())
-        if indent == 0:
-            stack = []
-            if s.startswith("GPU ") and " : " not in s:
-                block = _Block(s[4:].strip(), lineno)
-                blocks.append(block)
-                continue
-            key, sep, value = s.partition(" : ")
-            if sep:
-                key = key.strip()
-                saw_header = True
-                if key == "Driver Version":
-                    result["driver_version"] = clean(value)
-                elif key == "CUDA Version":
-                    result["cuda_version"] = clean(value)
-                elif key == "Attached GPUs":
-                    result["count"] = to_int(value)
-                elif key == "Timestamp":
-                    result["timestamp"] = clean(value)
-                continue
-            if s.startswith("=") and "NVSMI LOG" in s:
-                saw_header = True
-                continue
-            # An error line instead of a GPU block; it also ends the current block.
-            message_lines.append(s)
-            if DEVICE_ERROR_RE.search(s):
-                block = None
-            continue
-        if s.startswith("Unable to determine") or block is None:
-            # An indented error line (a GPU block holding only the driver's error), or noise outside a block.
-            if "Unable to determine" in s or "Unknown Error" in s:
-                message_lines.append(s)
-            continue
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        section = stack[-1][1] if stack else ""
-        key, sep, value = s.partition(" : ")
-        if not sep and s.endswith(" :"):
-            key, sep, value = s[:-2], " : ", ""
-        if not sep:
-            # A section header.
-            if section is None:
-                stack.append((indent, None))
-                continue
-            path = sections.get((section, s))
-            stack.append((indent, path))
-            if section == "" and s in _LAST_SECTIONS:
-                block.complete = True
-            continue
-        if section is None:
-            continue
-        key = key.rstrip()
-        if section == "processes":
-            _process_item(block, key, value)
-            continue
-        path = keys.get((section, key))
-        if path is not None:
-            block.fields[path] = value.strip()
-            if path == "product_name":
-                block.product = True
-        elif section == "" and key in _LAST_SECTIONS:
-            block.complete = True
-    if not blocks and not saw_header:
-        messages = scan_messages(message_lines, source)
+    state = _Text(result)
+    for lineno, line in enumerate(text.splitlines(), 1):
+        state.line(line, lineno)
+    blocks = state.blocks
+    if not blocks and not state.saw_header:
+        messages = scan_messages(state.message_lines, source)
         if messages["unreadable"] or messages["tool_errors"]:
             return finish(result, messages, source, PARSER)
         if not text.strip():
@@ -313,16 +326,15 @@ def parse(text: str, source: Optional[str] = None) -> Dict[str, Any]:
         with records.at(b.line):  # one GPU block that cannot be normalized costs that GPU only
             rec = record_from_fields(b.fields, index=i, bus_id=b.bus_id, processes=b.procs)
             result["gpus"].append(rec)
-    out = finish(result, scan_messages(message_lines, source), source, PARSER)
+    out = finish(result, scan_messages(state.message_lines, source), source, PARSER)
     cut = [b for b in blocks if b.product and not b.complete]
     if cut:
         b = cut[-1]
-        err = ParseError(
+        raise ParseError(
             "truncated nvidia-smi -q output: GPU %s (line %d) ends before its Processes section" % (b.bus_id, b.line),
             PARSER,
             source,
             b.line,
             partial=out,
         )
-        raise err
     return out

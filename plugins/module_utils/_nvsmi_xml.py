@@ -7,7 +7,7 @@
 Every source (XML, ``nvidia-smi -q`` text, NVML) is first reduced to *fields*: a flat dict from the
 nvidia-smi XML element path below ``<gpu>`` (``"temperature/gpu_temp"``) to the printed value (or a
 Python value from NVML). :func:`record_from_fields` turns fields into the normalized record of
-docs/facts.md, so the three sources agree by construction.
+docs/facts.md (in ``_gpu_record``, re-exported here), so the three sources agree by construction.
 
 Runs on managed nodes (Python 3.8+). No Ansible imports.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
@@ -24,45 +24,40 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     clean,
     error_record,
     normalize_bus_id,
-    to_bool,
-    to_float,
     to_int,
 )
-
-PARSER = "nvsmi_xml"
-DOMAIN = "gpu"
-
-#: Normalized clock event (throttle) names, keyed by the nvidia-smi XML suffix.
-THROTTLE_NAMES = {
-    "gpu_idle": "gpu_idle",
-    "applications_clocks_setting": "applications_clocks_setting",
-    "sw_power_cap": "sw_power_cap",
-    "hw_slowdown": "hw_slowdown",
-    "hw_thermal_slowdown": "hw_thermal_slowdown",
-    "hw_power_brake_slowdown": "hw_power_brake_slowdown",
-    "sync_boost": "sync_boost",
-    "sw_thermal_slowdown": "sw_thermal_slowdown",
-    "display_clocks_setting": "display_clock_setting",
-    "display_clock_setting": "display_clock_setting",
-}
-#: Containers before (<= R530) and after (>= R535) the rename, with their leaf prefixes.
-THROTTLE_CONTAINERS = (
-    ("clocks_event_reasons/", "clocks_event_reason_"),
-    ("clocks_throttle_reasons/", "clocks_throttle_reason_"),
+from ansible_collections.gpuops.cluster.plugins.module_utils._gpu_record import (
+    DOMAIN,
+    RECOVERY_ACTIONS,
+    THROTTLE_CONTAINERS,
+    THROTTLE_NAMES,
+    new_record,
+    record_from_fields,
+    recovery_action,
+    unreadable_record,
 )
 
-#: nvmlDeviceGpuRecoveryAction_t values and the strings nvidia-smi prints for them.
-RECOVERY_ACTIONS = {
-    0: "none",
-    1: "gpu_reset",
-    2: "node_reboot",
-    3: "drain_p2p",
-    4: "drain_and_reset",
-    5: "recover_imex_domain",
-    6: "bus_reset",
-    7: "system_reboot",
-}
+#: the public names, some of them re-exported from the modules this one was split into
+__all__ = [
+    "DEVICE_ERROR_RE",
+    "DOMAIN",
+    "PARSER",
+    "RECOVERY_ACTIONS",
+    "THROTTLE_CONTAINERS",
+    "THROTTLE_NAMES",
+    "TOOL_ERROR_MARKERS",
+    "empty_result",
+    "fields_from_gpu_element",
+    "finish",
+    "new_record",
+    "parse",
+    "record_from_fields",
+    "recovery_action",
+    "scan_messages",
+    "unreadable_record",
+]
 
+PARSER = "nvsmi_xml"
 #: One-line driver errors printed instead of (or before) the output. Two spaces before "Reboot" are
 #: real; "GPU0000:07:00.0" (no space) is real too.
 DEVICE_ERROR_RE = re.compile(
@@ -107,323 +102,6 @@ _SKIP = frozenset(
         "power_profiles",
     )
 )
-
-
-def new_record(index: Optional[int] = None) -> Dict[str, Any]:
-    """A GPU record of docs/facts.md with every value unknown."""
-    return {
-        "index": index,
-        "readable": True,
-        "error": None,
-        "bus_id": None,
-        "uuid": None,
-        "serial": None,
-        "name": None,
-        "architecture": None,
-        "vbios_version": None,
-        "driver_version": None,
-        "cuda_version": None,
-        "persistence_mode": None,
-        "mig_mode": {"current": None, "pending": None},
-        "temperature": {
-            "gpu_c": None,
-            "memory_c": None,
-            "slowdown_c": None,
-            "shutdown_c": None,
-            "max_operating_c": None,
-            "memory_max_operating_c": None,
-            "tlimit_c": None,
-            "slowdown_tlimit_c": None,
-            "shutdown_tlimit_c": None,
-            "max_operating_tlimit_c": None,
-        },
-        "power": {
-            "draw_w": None,
-            "instant_w": None,
-            "limit_w": None,
-            "enforced_limit_w": None,
-            "default_limit_w": None,
-            "max_limit_w": None,
-        },
-        "clocks": {
-            "graphics_mhz": None,
-            "sm_mhz": None,
-            "memory_mhz": None,
-            "max_graphics_mhz": None,
-            "max_sm_mhz": None,
-            "max_memory_mhz": None,
-        },
-        "utilization": {"gpu_pct": None, "memory_pct": None},
-        "memory": {"total_mib": None, "used_mib": None},
-        "ecc": {
-            "mode_current": None,
-            "mode_pending": None,
-            "layout": None,
-            "volatile": {"corrected": None, "uncorrected": None},
-            "aggregate": {"corrected": None, "uncorrected": None},
-            "sram_threshold_exceeded": None,
-            "channel_repair_pending": None,
-            "tpc_repair_pending": None,
-            "unrepairable_memory": None,
-        },
-        "retired_pages": {"supported": False, "sbe": None, "dbe": None, "pending": None},
-        "remapped_rows": {
-            "supported": False,
-            "correctable": None,
-            "uncorrectable": None,
-            "pending": None,
-            "failure": None,
-            "histogram": {"max": None, "high": None, "partial": None, "low": None, "none": None},
-        },
-        "throttle": {"active": [], "raw": {}},
-        "pcie": {
-            "gen_current": None,
-            "gen_max": None,
-            "gen_max_device": None,
-            "gen_max_host": None,
-            "width_current": None,
-            "width_max": None,
-            "replay_counter": None,
-        },
-        "nvlink": None,
-        "fabric": None,
-        "reset_status": {"reset_required": None, "drain_and_reset_recommended": None},
-        "recovery_action": None,
-        "processes": [],
-    }
-
-
-def unreadable_record(bus_id: Optional[str], message: str, index: Optional[int] = None) -> Dict[str, Any]:
-    """A GPU the driver cannot read: kept in the list, never dropped."""
-    rec = new_record(index)
-    rec["readable"] = False
-    rec["error"] = message
-    rec["bus_id"] = normalize_bus_id(bus_id) if bus_id else None
-    return rec
-
-
-def recovery_action(value: Any) -> Optional[str]:
-    """nvidia-smi's ``GPU Recovery Action`` string or NVML's enum -> normalized name."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return RECOVERY_ACTIONS.get(value, "unknown_%d" % value)
-    v = clean(value)
-    if v is None:
-        # "None" is a sentinel for clean(); here it is the real value "no action needed".
-        return "none" if isinstance(value, str) and value.strip().lower() == "none" else None
-    s = str(v).lower().replace("_", " ")
-    if "drain" in s and "reset" in s:
-        return "drain_and_reset"
-    if "drain" in s:
-        return "drain_p2p"
-    if "imex" in s:
-        return "recover_imex_domain"
-    if "bus" in s and "reset" in s:
-        return "bus_reset"
-    if "system" in s and "reboot" in s:
-        return "system_reboot"
-    if "reboot" in s:
-        return "node_reboot"
-    if "reset" in s:
-        return "gpu_reset"
-    return s.replace(" ", "_")
-
-
-_POWER_PATHS = {
-    key: tuple(c + n for c in ("gpu_power_readings/", "power_readings/") for n in names)
-    for key, names in (
-        ("draw_w", ("power_draw", "average_power_draw")),
-        ("instant_w", ("instant_power_draw",)),
-        ("limit_w", ("power_limit", "current_power_limit")),
-        ("enforced_limit_w", ("enforced_power_limit", "current_power_limit")),
-        ("default_limit_w", ("default_power_limit",)),
-        ("max_limit_w", ("max_power_limit",)),
-    )
-}
-
-
-def _first(f: Dict[str, Any], paths: Any) -> Optional[float]:
-    for p in paths:
-        if p in f:
-            v = to_float(f[p])
-            if v is not None:
-                return v
-    return None
-
-
-def _sum(values: List[Optional[int]]) -> Optional[int]:
-    known = [v for v in values if v is not None]
-    return sum(known) if known else None
-
-
-def _ecc_counts(f: Dict[str, Any], scope: str) -> Dict[str, Optional[int]]:
-    """Corrected/uncorrected totals for ``volatile`` or ``aggregate``, whatever the layout."""
-    p = "ecc_errors/" + scope + "/"
-    if p + "corrected" in f or p + "uncorrected" in f:  # NVML totals
-        return {"corrected": to_int(f.get(p + "corrected")), "uncorrected": to_int(f.get(p + "uncorrected"))}
-    if p + "single_bit/total" in f or p + "double_bit/total" in f:
-        return {
-            "corrected": to_int(f.get(p + "single_bit/total")),
-            "uncorrected": to_int(f.get(p + "double_bit/total")),
-        }
-    corr = _sum([to_int(f.get(p + "sram_correctable")), to_int(f.get(p + "dram_correctable"))])
-    unc = _sum(
-        [
-            to_int(f.get(p + "sram_uncorrectable")),
-            to_int(f.get(p + "sram_uncorrectable_parity")),
-            to_int(f.get(p + "sram_uncorrectable_secded")),
-            to_int(f.get(p + "dram_uncorrectable")),
-        ]
-    )
-    return {"corrected": corr, "uncorrected": unc}
-
-
-def _ecc_layout(f: Dict[str, Any]) -> Optional[str]:
-    if "ecc_errors/volatile/single_bit/total" in f or "ecc_errors/aggregate/single_bit/total" in f:
-        return "legacy"
-    if "ecc_errors/volatile/sram_uncorrectable_parity" in f or "ecc_errors/aggregate/sram_uncorrectable_parity" in f:
-        return "sram_split"
-    if "ecc_errors/volatile/sram_correctable" in f or "ecc_errors/aggregate/sram_correctable" in f:
-        return "sram_dram"
-    if "ecc_errors/volatile/corrected" in f:
-        return "nvml"
-    return None
-
-
-def _bool_or_none(value: Any) -> Optional[bool]:
-    return to_bool(value) if isinstance(value, (str, bool)) else (bool(value) if isinstance(value, int) else None)
-
-
-def record_from_fields(
-    f: Dict[str, Any],
-    *,
-    index: Optional[int] = None,
-    bus_id: Optional[str] = None,
-    driver_version: Optional[str] = None,
-    cuda_version: Optional[str] = None,
-    processes: Optional[List[Dict[str, Any]]] = None,
-) -> Dict[str, Any]:
-    """The normalized GPU record from XML-path fields (see the module docstring)."""
-    g = f.get
-    rec = new_record(index)
-    rec["bus_id"] = normalize_bus_id(g("pci/pci_bus_id")) or normalize_bus_id(bus_id)
-    rec["uuid"] = clean(g("uuid"))
-    rec["serial"] = clean(g("serial"))
-    rec["name"] = clean(g("product_name"))
-    rec["architecture"] = clean(g("product_architecture"))
-    rec["vbios_version"] = clean(g("vbios_version"))
-    rec["driver_version"] = clean(driver_version)
-    rec["cuda_version"] = clean(cuda_version)
-    rec["persistence_mode"] = _bool_or_none(g("persistence_mode"))
-    rec["mig_mode"] = {
-        "current": _bool_or_none(g("mig_mode/current_mig")),
-        "pending": _bool_or_none(g("mig_mode/pending_mig")),
-    }
-
-    t = rec["temperature"]
-    t["gpu_c"] = to_float(g("temperature/gpu_temp"))
-    t["memory_c"] = to_float(g("temperature/memory_temp"))
-    t["shutdown_c"] = to_float(g("temperature/gpu_temp_max_threshold"))
-    t["slowdown_c"] = to_float(g("temperature/gpu_temp_slow_threshold"))
-    t["max_operating_c"] = to_float(g("temperature/gpu_temp_max_gpu_threshold"))
-    t["memory_max_operating_c"] = to_float(g("temperature/gpu_temp_max_mem_threshold"))
-    t["tlimit_c"] = to_float(g("temperature/gpu_temp_tlimit"))
-    t["shutdown_tlimit_c"] = to_float(g("temperature/gpu_temp_max_tlimit_threshold"))
-    t["slowdown_tlimit_c"] = to_float(g("temperature/gpu_temp_slow_tlimit_threshold"))
-    t["max_operating_tlimit_c"] = to_float(g("temperature/gpu_temp_max_gpu_tlimit_threshold"))
-    for k, v in t.items():
-        if isinstance(v, float) and v.is_integer():
-            t[k] = int(v)
-
-    # Power: <power_readings> (<= R525), <gpu_power_readings> (R530+), average/instant split (~R570+).
-    rec["power"] = {
-        "draw_w": _first(f, _POWER_PATHS["draw_w"]),
-        "instant_w": _first(f, _POWER_PATHS["instant_w"]),
-        "limit_w": _first(f, _POWER_PATHS["limit_w"]),
-        "enforced_limit_w": _first(f, _POWER_PATHS["enforced_limit_w"]),
-        "default_limit_w": _first(f, _POWER_PATHS["default_limit_w"]),
-        "max_limit_w": _first(f, _POWER_PATHS["max_limit_w"]),
-    }
-
-    ck = rec["clocks"]
-    for key, path in (
-        ("graphics_mhz", "clocks/graphics_clock"),
-        ("sm_mhz", "clocks/sm_clock"),
-        ("memory_mhz", "clocks/mem_clock"),
-        ("max_graphics_mhz", "max_clocks/graphics_clock"),
-        ("max_sm_mhz", "max_clocks/sm_clock"),
-        ("max_memory_mhz", "max_clocks/mem_clock"),
-    ):
-        ck[key] = to_int(g(path))
-    rec["utilization"] = {
-        "gpu_pct": to_int(g("utilization/gpu_util")),
-        "memory_pct": to_int(g("utilization/memory_util")),
-    }
-    rec["memory"] = {"total_mib": to_int(g("fb_memory_usage/total")), "used_mib": to_int(g("fb_memory_usage/used"))}
-
-    ecc = rec["ecc"]
-    ecc["mode_current"] = _bool_or_none(g("ecc_mode/current_ecc"))
-    ecc["mode_pending"] = _bool_or_none(g("ecc_mode/pending_ecc"))
-    ecc["layout"] = _ecc_layout(f)
-    ecc["volatile"] = _ecc_counts(f, "volatile")
-    ecc["aggregate"] = _ecc_counts(f, "aggregate")
-    ecc["sram_threshold_exceeded"] = _bool_or_none(g("ecc_errors/aggregate/sram_threshold_exceeded"))
-    ecc["channel_repair_pending"] = _bool_or_none(g("ecc_errors/channel_repair_pending"))
-    ecc["tpc_repair_pending"] = _bool_or_none(g("ecc_errors/tpc_repair_pending"))
-    ecc["unrepairable_memory"] = _bool_or_none(g("ecc_errors/unrepairable_memory"))
-
-    rp = rec["retired_pages"]
-    rp["sbe"] = to_int(g("retired_pages/multiple_single_bit_retirement/retired_count"))
-    rp["dbe"] = to_int(g("retired_pages/double_bit_retirement/retired_count"))
-    pend = [_bool_or_none(g("retired_pages/pending_retirement")), _bool_or_none(g("retired_pages/pending_blacklist"))]
-    rp["pending"] = True if True in pend else (False if False in pend else None)
-    rp["supported"] = rp["sbe"] is not None or rp["dbe"] is not None or rp["pending"] is not None
-
-    rr = rec["remapped_rows"]
-    rr["correctable"] = to_int(g("remapped_rows/remapped_row_corr"))
-    rr["uncorrectable"] = to_int(g("remapped_rows/remapped_row_unc"))
-    rr["pending"] = _bool_or_none(g("remapped_rows/remapped_row_pending"))
-    rr["failure"] = _bool_or_none(g("remapped_rows/remapped_row_failure"))
-    h = "remapped_rows/row_remapper_histogram/row_remapper_histogram_"
-    rr["histogram"] = {k: to_int(g(h + k)) for k in ("max", "high", "partial", "low", "none")}
-    rr["supported"] = any(rr[k] is not None for k in ("correctable", "uncorrectable", "pending", "failure"))
-
-    th = rec["throttle"]
-    for container, prefix in THROTTLE_CONTAINERS:
-        plen = len(container)
-        for path, value in f.items():
-            if not path.startswith(container):
-                continue
-            leaf = path[plen:]
-            th["raw"][leaf] = value if not isinstance(value, str) else value.strip()
-            if leaf.startswith(prefix):
-                name = THROTTLE_NAMES.get(leaf[len(prefix) :])
-                if name and isinstance(value, str) and value.strip().lower() == "active" and name not in th["active"]:
-                    th["active"].append(name)
-
-    pc = rec["pcie"]
-    lp = "pci/pci_gpu_link_info/"
-    pc["gen_current"] = to_int(g(lp + "pcie_gen/current_link_gen"))
-    pc["gen_max"] = to_int(g(lp + "pcie_gen/max_link_gen"))
-    pc["gen_max_device"] = to_int(g(lp + "pcie_gen/max_device_link_gen"))
-    pc["gen_max_host"] = to_int(g(lp + "pcie_gen/max_host_link_gen"))
-    pc["width_current"] = to_int(g(lp + "link_widths/current_link_width"))
-    pc["width_max"] = to_int(g(lp + "link_widths/max_link_width"))
-    pc["replay_counter"] = to_int(g("pci/replay_counter"))
-
-    fab = {
-        "state": clean(g("fabric/state")),
-        "status": clean(g("fabric/status")),
-        "clique_id": clean(g("fabric/cliqueId")),
-        "cluster_uuid": clean(g("fabric/clusterUuid")),
-    }
-    rec["fabric"] = fab if any(v is not None for v in fab.values()) else None
-    rec["reset_status"] = {
-        "reset_required": _bool_or_none(g("gpu_reset_status/reset_required")),
-        "drain_and_reset_recommended": _bool_or_none(g("gpu_reset_status/drain_and_reset_recommended")),
-    }
-    rec["recovery_action"] = recovery_action(g("gpu_recovery_action"))
-    rec["processes"] = processes or []
-    return rec
 
 
 #: nvidia-smi nests at most 4 levels below <gpu>; deeper input is not nvidia-smi's and is cut off.
@@ -561,6 +239,89 @@ def finish(result: Dict[str, Any], messages: Dict[str, Any], source: Optional[st
     return result
 
 
+#: Top-level elements of ``<nvidia_smi_log>`` kept in the result: result key and converter.
+_TOP_LEVEL = {
+    "driver_version": ("driver_version", clean),
+    "cuda_version": ("cuda_version", clean),
+    "attached_gpus": ("count", to_int),
+    "timestamp": ("timestamp", clean),
+}
+
+
+class _Pull:
+    """Streams one ``<nvidia_smi_log>`` document: each ``<gpu>`` is normalized (and dropped) at its end tag."""
+
+    def __init__(self, result: Dict[str, Any], source: Optional[str]) -> None:
+        self.result = result
+        self.source = source
+        self.records = Records(PARSER, source, DOMAIN, result["errors"])
+        self.root: Any = None
+        self.depth = 0
+        self.gpu_index = 0
+        self.closing = False
+
+    def run(self, body: str, chunk: int) -> None:
+        parser = ET.XMLPullParser(events=("start", "end"))
+        for pos in range(0, len(body), chunk):
+            parser.feed(body[pos : pos + chunk])
+            for event, elem in parser.read_events():
+                self.event(event, elem)
+        self.closing = True
+        parser.close()
+        list(parser.read_events())
+
+    def event(self, event: str, elem: Any) -> None:
+        if event == "start":
+            self.depth += 1
+            if self.depth == 1:
+                self.root = elem
+                if elem.tag != "nvidia_smi_log":
+                    raise ParseError("root element is <%s>, not <nvidia_smi_log>" % elem.tag, PARSER, self.source)
+            return
+        self.depth -= 1
+        if self.depth != 1:
+            return
+        if elem.tag == "gpu":
+            self.gpu(elem)
+        elif elem.tag in _TOP_LEVEL:
+            key, convert = _TOP_LEVEL[elem.tag]
+            self.result[key] = convert(elem.text)
+
+    def gpu(self, elem: Any) -> None:
+        with self.records.at(None):  # one GPU that cannot be normalized costs that GPU only
+            fields = fields_from_gpu_element(elem)
+            rec = record_from_fields(fields, index=self.gpu_index, bus_id=elem.get("id"), processes=_processes(elem))
+            self.result["gpus"].append(rec)
+        self.gpu_index += 1
+        if self.root is not None:
+            self.root.remove(elem)
+
+
+def _document(text: str, start: int) -> Tuple[str, List[str], int]:
+    """The XML document of ``text`` from ``start``, the lines around it, and the line it starts on."""
+    outside: List[str] = text[:start].splitlines() if start > 0 else []
+    end = text.rfind("</nvidia_smi_log>")
+    body = text[start:]
+    if end >= 0:
+        tail = text[end + len("</nvidia_smi_log>") :]
+        if tail.strip():
+            outside.extend(tail.splitlines())
+        body = text[start : end + len("</nvidia_smi_log>")]
+    body = _strip_block(body, "supported_clocks")
+    if "Unable to determine" in body:
+        # An error line captured into the middle of the document (2>&1) is XML character data: find it.
+        outside.extend(ln for ln in body.splitlines() if DEVICE_ERROR_RE.search(ln))
+    return body, outside, text.count("\n", 0, start)
+
+
+def _xml_error(exc: ET.ParseError, pull: _Pull, line_offset: int) -> ParseError:
+    line = getattr(exc, "position", (None, None))[0]
+    line = line + line_offset if line is not None else None
+    what = "truncated" if pull.closing or "no element found" in str(exc) else "malformed"
+    msg = "%s nvidia-smi XML after %d complete GPU(s): %s" % (what, len(pull.result["gpus"]), exc)
+    return ParseError(msg, PARSER, pull.source, line)
+
+
 def parse(text: str, source: Optional[str] = None, chunk: int = 1 << 16) -> Dict[str, Any]:
     """Parse ``nvidia-smi -q -x`` output into ``{source, driver_version, cuda_version, count, gpus, errors}``.
 
@@ -575,7 +336,6 @@ def parse(text: str, source: Optional[str] = None, chunk: int = 1 << 16) -> Dict
     start = text.find("<?xml")
     if start < 0:
         start = text.find("<nvidia_smi_log")
-    outside: List[str] = []
     if start < 0:
         messages = scan_messages(text.splitlines(), source)
         if not messages["unreadable"] and not messages["tool_errors"]:
@@ -583,73 +343,14 @@ def parse(text: str, source: Optional[str] = None, chunk: int = 1 << 16) -> Dict
                 raise ParseError("empty output", PARSER, source, 1)
             raise ParseError("not nvidia-smi XML output: %r" % text.strip()[:120], PARSER, source, 1)
         return finish(result, messages, source, PARSER)
-    if start > 0:
-        outside.extend(text[:start].splitlines())
-    end = text.rfind("</nvidia_smi_log>")
-    body = text[start:]
-    if end >= 0:
-        tail = text[end + len("</nvidia_smi_log>") :]
-        if tail.strip():
-            outside.extend(tail.splitlines())
-        body = text[start : end + len("</nvidia_smi_log>")]
-    line_offset = text.count("\n", 0, start)
-    body = _strip_block(body, "supported_clocks")
-    if "Unable to determine" in body:
-        # An error line captured into the middle of the document (2>&1) is XML character data: find it.
-        outside.extend(ln for ln in body.splitlines() if DEVICE_ERROR_RE.search(ln))
+    body, outside, line_offset = _document(text, start)
     messages = scan_messages(outside, source) if outside else {"unreadable": [], "tool_errors": []}
-
-    records = Records(PARSER, source, DOMAIN, result["errors"])
-    parser = ET.XMLPullParser(events=("start", "end"))
-    root = None
-    depth = 0
-    gpu_index = 0
+    pull = _Pull(result, source)
     error: Optional[ParseError] = None
-    closing = False
     try:
-        for pos in range(0, len(body), chunk):
-            parser.feed(body[pos : pos + chunk])
-            for event, elem in parser.read_events():
-                if event == "start":
-                    depth += 1
-                    if depth == 1:
-                        root = elem
-                        if elem.tag != "nvidia_smi_log":
-                            raise ParseError("root element is <%s>, not <nvidia_smi_log>" % elem.tag, PARSER, source)
-                    continue
-                depth -= 1
-                if depth != 1:
-                    continue
-                tag = elem.tag
-                if tag == "gpu":
-                    with records.at(None):  # one GPU that cannot be normalized costs that GPU only
-                        fields = fields_from_gpu_element(elem)
-                        rec = record_from_fields(
-                            fields, index=gpu_index, bus_id=elem.get("id"), processes=_processes(elem)
-                        )
-                        result["gpus"].append(rec)
-                    gpu_index += 1
-                    if root is not None:
-                        root.remove(elem)
-                elif tag == "driver_version":
-                    result["driver_version"] = clean(elem.text)
-                elif tag == "cuda_version":
-                    result["cuda_version"] = clean(elem.text)
-                elif tag == "attached_gpus":
-                    result["count"] = to_int(elem.text)
-                elif tag == "timestamp":
-                    result["timestamp"] = clean(elem.text)
-        closing = True
-        parser.close()
-        list(parser.read_events())
+        pull.run(body, chunk)
     except ET.ParseError as exc:
-        line = getattr(exc, "position", (None, None))[0]
-        line = line + line_offset if line is not None else None
-        if closing or "no element found" in str(exc):
-            msg = "truncated nvidia-smi XML after %d complete GPU(s): %s" % (len(result["gpus"]), exc)
-        else:
-            msg = "malformed nvidia-smi XML after %d complete GPU(s): %s" % (len(result["gpus"]), exc)
-        error = ParseError(msg, PARSER, source, line)
+        error = _xml_error(exc, pull, line_offset)
     except ParseError as exc:
         error = exc
     if error is not None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records, clean, to_float
+from ansible_collections.gpuops.cluster.plugins.module_utils._ipmi_sdr import sensor_record
 
 REDFISH_KEYS = ("systems", "chassis", "firmware", "managers", "leak_detectors", "log_entries", "psus", "memory")
 
@@ -128,18 +129,18 @@ def _thresholds(doc: Dict[str, Any]) -> Dict[str, float]:
     return out
 
 
-def _sensor(name, stype, reading, unit, status, states=None, thresholds=None, source=None):
-    return {
-        "name": name,
-        "type": stype,
-        "reading": reading,
-        "unit": unit,
-        "status": status,
-        "states": states or [],
-        "thresholds": thresholds or {},
-        "number": None,
-        "entity": source,
-    }
+def _sensor(name, stype, reading, unit, status, states=None, **more):
+    """A sensor record as ipmitool's (``more``: ``thresholds``, and ``source``, the Redfish resource it came from)."""
+    return sensor_record(
+        name,
+        stype,
+        status,
+        reading=reading,
+        unit=unit,
+        states=states or [],
+        thresholds=more.get("thresholds") or {},
+        entity=more.get("source"),
+    )
 
 
 def _list(doc: Dict[str, Any], key: str) -> List[Dict[str, Any]]:
@@ -150,61 +151,49 @@ def _list(doc: Dict[str, Any], key: str) -> List[Dict[str, Any]]:
 # ------------------------------------------------------------------------------------------ resources
 
 
-def parse_system(doc: Dict[str, Any]) -> Dict[str, Any]:
+def _identity(doc: Dict[str, Any], rollup: bool = True) -> Dict[str, Any]:
+    """``id``, ``name``, ``health`` (and ``health_rollup``) and ``state`` of a resource."""
     st = _status(doc)
-    return {
-        "systems": [
-            {
-                "id": _id(doc),
-                "name": _str(doc.get("Name")),
-                "power_state": _str(doc.get("PowerState")),
-                "health": health(st.get("Health")),
-                "health_rollup": health(st.get("HealthRollup")),
-                "state": _state(doc),
-                "bios_version": _str(doc.get("BiosVersion")),
-                "serial": _str(doc.get("SerialNumber")),
-                "model": _str(doc.get("Model")),
-                "manufacturer": _str(doc.get("Manufacturer")),
-                "uuid": _str(doc.get("UUID")),
-            }
-        ]
-    }
+    out = {"id": _id(doc), "name": _str(doc.get("Name")), "health": health(st.get("Health"))}
+    if rollup:
+        out["health_rollup"] = health(st.get("HealthRollup"))
+    out["state"] = _state(doc)
+    return out
+
+
+def _strings(doc: Dict[str, Any], fields: Tuple[Tuple[str, str], ...]) -> Dict[str, Any]:
+    """``{our key: the Redfish property as a string}`` for each ``(our key, property)`` of ``fields``."""
+    return {key: _str(doc.get(prop)) for key, prop in fields}
+
+
+_SYSTEM_FIELDS = (
+    ("power_state", "PowerState"),
+    ("bios_version", "BiosVersion"),
+    ("serial", "SerialNumber"),
+    ("model", "Model"),
+    ("manufacturer", "Manufacturer"),
+    ("uuid", "UUID"),
+)
+_CHASSIS_FIELDS = (
+    ("chassis_type", "ChassisType"),
+    ("power_state", "PowerState"),
+    ("serial", "SerialNumber"),
+    ("model", "Model"),
+    ("manufacturer", "Manufacturer"),
+)
+_MANAGER_FIELDS = (("firmware_version", "FirmwareVersion"), ("model", "Model"), ("manager_type", "ManagerType"))
+
+
+def parse_system(doc: Dict[str, Any]) -> Dict[str, Any]:
+    return {"systems": [dict(_identity(doc), **_strings(doc, _SYSTEM_FIELDS))]}
 
 
 def parse_chassis(doc: Dict[str, Any]) -> Dict[str, Any]:
-    st = _status(doc)
-    return {
-        "chassis": [
-            {
-                "id": _id(doc),
-                "name": _str(doc.get("Name")),
-                "health": health(st.get("Health")),
-                "health_rollup": health(st.get("HealthRollup")),
-                "state": _state(doc),
-                "chassis_type": _str(doc.get("ChassisType")),
-                "power_state": _str(doc.get("PowerState")),
-                "serial": _str(doc.get("SerialNumber")),
-                "model": _str(doc.get("Model")),
-                "manufacturer": _str(doc.get("Manufacturer")),
-            }
-        ]
-    }
+    return {"chassis": [dict(_identity(doc), **_strings(doc, _CHASSIS_FIELDS))]}
 
 
 def parse_manager(doc: Dict[str, Any]) -> Dict[str, Any]:
-    return {
-        "managers": [
-            {
-                "id": _id(doc),
-                "name": _str(doc.get("Name")),
-                "firmware_version": _str(doc.get("FirmwareVersion")),
-                "health": health(_status(doc).get("Health")),
-                "state": _state(doc),
-                "model": _str(doc.get("Model")),
-                "manager_type": _str(doc.get("ManagerType")),
-            }
-        ]
-    }
+    return {"managers": [dict(_identity(doc, rollup=False), **_strings(doc, _MANAGER_FIELDS))]}
 
 
 def _each(doc: Dict[str, Any], key: str, rec: Optional[Records], build: Any) -> None:

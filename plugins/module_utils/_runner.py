@@ -71,14 +71,71 @@ def which(name: str, path: Optional[str] = None) -> Optional[str]:
     return shutil.which(name, path=path)
 
 
+def _quiet(call: Callable[..., Any], *args: Any) -> None:
+    """``call(*args)``, ignoring OSError (closing a pipe or signalling a process that is already gone)."""
+    try:
+        call(*args)
+    except OSError:
+        pass
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
+        _quiet(proc.kill)
+
+
+def _abandon(pid: int) -> None:
+    """Reap ``pid`` only if it is already gone, never wait (a process in D state cannot be reaped)."""
+    _quiet(os.waitpid, pid, os.WNOHANG)
+
+
+def _feed(proc: subprocess.Popen[bytes], stdin_data: Optional[bytes]) -> None:
+    if stdin_data is not None and proc.stdin is not None:
+        _quiet(proc.stdin.write, stdin_data)
+        _quiet(proc.stdin.close)
+
+
+def _read_until(res: CommandResult, fds: Sequence[int], deadline: float, max_bytes: int) -> Dict[int, List[bytes]]:
+    """Read ``fds`` until both close, the deadline passes (``res.timed_out``) or ``max_bytes`` (``res.error``)."""
+    bufs: Dict[int, List[bytes]] = {fd: [] for fd in fds}
+    open_fds = set(bufs)
+    total = 0
+    while open_fds:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            res.timed_out = True
+            break
         try:
-            proc.kill()
-        except OSError:
-            pass
+            ready = select.select(list(open_fds), [], [], min(remaining, 1.0))[0]
+        except InterruptedError:  # pragma: no cover - PEP 475 retries for us
+            continue
+        for fd in ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                open_fds.discard(fd)
+                continue
+            total += len(chunk)
+            if total > max_bytes:
+                res.error = "output over %d bytes" % max_bytes
+                open_fds.clear()
+                break
+            bufs[fd].append(chunk)
+    return bufs
+
+
+def _reap(res: CommandResult, proc: subprocess.Popen[bytes], deadline: float) -> None:
+    """Pipes closed: the process is exiting. Reap it, but still never block past the deadline."""
+    while True:
+        rc = proc.poll()
+        if rc is not None:
+            res.rc = rc
+            return
+        if time.monotonic() >= deadline:
+            res.timed_out = True
+            return
+        time.sleep(0.005)
 
 
 def run_command(
@@ -112,69 +169,79 @@ def run_command(
         res.error = "cannot run: %s" % (exc.strerror or exc)
         res.duration = time.monotonic() - start
         return res
-    if stdin_data is not None and proc.stdin is not None:
-        try:
-            proc.stdin.write(stdin_data)
-        except OSError:
-            pass
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
+    _feed(proc, stdin_data)
     out_fd = proc.stdout.fileno()  # type: ignore[union-attr]
     err_fd = proc.stderr.fileno()  # type: ignore[union-attr]
-    bufs: Dict[int, List[bytes]] = {out_fd: [], err_fd: []}
-    open_fds = set(bufs)
-    total = 0
     deadline = start + timeout
-    while open_fds:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            res.timed_out = True
-            break
-        try:
-            ready = select.select(list(open_fds), [], [], min(remaining, 1.0))[0]
-        except InterruptedError:  # pragma: no cover - PEP 475 retries for us
-            continue
-        for fd in ready:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                open_fds.discard(fd)
-                continue
-            total += len(chunk)
-            if total > max_bytes:
-                res.error = "output over %d bytes" % max_bytes
-                open_fds.clear()
-                break
-            bufs[fd].append(chunk)
+    bufs = _read_until(res, (out_fd, err_fd), deadline, max_bytes)
     if not res.timed_out and res.error is None:
-        # Pipes closed: the process is exiting. Reap it, but still never block past the deadline.
-        while True:
-            rc = proc.poll()
-            if rc is not None:
-                res.rc = rc
-                break
-            if time.monotonic() >= deadline:
-                res.timed_out = True
-                break
-            time.sleep(0.005)
+        _reap(res, proc, deadline)
     if res.timed_out or res.error is not None:
         _kill_group(proc)
-        # Abandoned: reap only if it is already gone, never wait.
-        try:
-            os.waitpid(proc.pid, os.WNOHANG)
-        except OSError:
-            pass
+        _abandon(proc.pid)
         proc.returncode = -9  # keep Popen.__del__ from tracking it
     for f in (proc.stdout, proc.stderr):
-        try:
-            f.close()  # type: ignore[union-attr]
-        except OSError:
-            pass
+        _quiet(f.close)  # type: ignore[union-attr]
     res.stdout = decode(b"".join(bufs[out_fd]))
     res.stderr = decode(b"".join(bufs[err_fd]))
     res.duration = time.monotonic() - start
     return res
+
+
+def _child(func: Callable[..., Any], args: Sequence[Any], rfd: int, wfd: int) -> None:
+    """In the forked child: run ``func``, write the JSON outcome to ``wfd`` and exit without cleanup."""
+    code = 0
+    try:
+        os.close(rfd)
+        try:
+            payload = {"ok": True, "value": func(*args)}
+        except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent as data
+            payload = {
+                "ok": False,
+                "error": "%s: %s" % (type(exc).__name__, exc),
+                "exc_type": type(exc).__name__,
+                "trace": traceback.format_exc()[-2000:],
+            }
+        data = json.dumps(payload, default=str).encode("utf-8")
+        view = memoryview(data)
+        while view:
+            n = os.write(wfd, view)
+            view = view[n:]
+    except BaseException:  # noqa: BLE001
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _read_pipe(rfd: int, deadline: float) -> Optional[List[bytes]]:
+    """Everything written to ``rfd`` until it closes; None when the deadline passes first."""
+    chunks: List[bytes] = []
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready = select.select([rfd], [], [], min(remaining, 1.0))[0]
+            if not ready:
+                continue
+            chunk = os.read(rfd, 65536)
+            if not chunk:
+                return chunks
+            chunks.append(chunk)
+    finally:
+        os.close(rfd)
+
+
+def _wait_exiting(pid: int) -> None:
+    """The child closed its end: it is exiting; reap without blocking for long."""
+    for _attempt in range(200):
+        try:
+            done = os.waitpid(pid, os.WNOHANG)[0]
+        except OSError:
+            return
+        if done:
+            return
+        time.sleep(0.005)
 
 
 def run_in_child(func: Callable[..., Any], args: Sequence[Any] = (), timeout: float = 30.0) -> Dict[str, Any]:
@@ -187,64 +254,14 @@ def run_in_child(func: Callable[..., Any], args: Sequence[Any] = (), timeout: fl
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:  # child
-        code = 0
-        try:
-            os.close(rfd)
-            try:
-                payload = {"ok": True, "value": func(*args)}
-            except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent as data
-                payload = {
-                    "ok": False,
-                    "error": "%s: %s" % (type(exc).__name__, exc),
-                    "exc_type": type(exc).__name__,
-                    "trace": traceback.format_exc()[-2000:],
-                }
-            data = json.dumps(payload, default=str).encode("utf-8")
-            view = memoryview(data)
-            while view:
-                n = os.write(wfd, view)
-                view = view[n:]
-        except BaseException:  # noqa: BLE001
-            code = 1
-        finally:
-            os._exit(code)
+        _child(func, args, rfd, wfd)
     os.close(wfd)
-    chunks: List[bytes] = []
-    timed_out = False
-    try:
-        while True:
-            remaining = start + timeout - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
-                break
-            ready = select.select([rfd], [], [], min(remaining, 1.0))[0]
-            if not ready:
-                continue
-            chunk = os.read(rfd, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(rfd)
-    if timed_out:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except OSError:
-            pass
+    chunks = _read_pipe(rfd, start + timeout)
+    if chunks is None:
+        _quiet(os.kill, pid, signal.SIGKILL)
+        _abandon(pid)
         return {"ok": False, "timed_out": True, "error": "timed out after %.1f s" % timeout}
-    # The child closed its end: it is exiting; reap without blocking for long.
-    for _attempt in range(200):
-        try:
-            done = os.waitpid(pid, os.WNOHANG)[0]
-        except OSError:
-            break
-        if done:
-            break
-        time.sleep(0.005)
+    _wait_exiting(pid)
     try:
         out = json.loads(decode(b"".join(chunks)))
     except ValueError:

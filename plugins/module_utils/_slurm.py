@@ -185,73 +185,82 @@ def plan(
     """
     if state not in STATES:
         raise ValueError("state must be one of %s" % ", ".join(STATES))
-    updates: List[Dict[str, str]] = []
-    warnings: List[str] = []
-    requeue_ids: List[int] = []
-    not_requeueable: List[Dict[str, Any]] = []
-    others, ours = status.get("other_reason"), status.get("gpuops_reason")
-    after_reason = status.get("reason")
-    message = "node %s is %s" % (status.get("name"), status.get("state"))
-
+    out: Dict[str, Any] = {
+        "updates": [],
+        "requeue": [],
+        "not_requeueable": [],
+        "warnings": [],
+        "after_reason": status.get("reason"),
+        "message": "node %s is %s" % (status.get("name"), status.get("state")),
+    }
     if state in ("drained", "down"):
         if not reason or not reason.strip():
             raise ValueError("reason is required for state=%s" % state)
-        want = gpuops_reason(reason, prefix)
-        new_reason = join_reason(others, want)
-        if state == "drained":
-            if not status.get("drain") or ours != want:
-                updates.append({"State": "DRAIN", "Reason": new_reason or want})
-                after_reason = new_reason
-                message = "drain %s: %s" % (status.get("name"), new_reason)
-            if others and ours is None:
-                warnings.append("node was already drained by someone else (%s); their reason is kept" % others)
-        elif not status.get("down") or ours != want:
-            updates.append({"State": "DOWN", "Reason": new_reason or want})
-            after_reason = new_reason
-            message = "down %s: %s" % (status.get("name"), new_reason)
+        _plan_stop(out, state, status, gpuops_reason(reason, prefix))
         if requeue:
-            for job in status.get("jobs") or []:
-                if job.get("state") not in ("RUNNING", "SUSPENDED", "CONFIGURING"):
-                    continue
-                if job.get("requeueable"):
-                    requeue_ids.append(job["job_id"])
-                else:
-                    not_requeueable.append(job)
-            if not_requeueable:
-                warnings.append(
-                    "jobs that cannot be requeued keep running: %s"
-                    % ", ".join(
-                        "%s (nodes %s)" % (j.get("job_id"), ",".join(j.get("other_nodes") or []) or "-")
-                        for j in not_requeueable
-                    )
-                )
+            _plan_requeue(out, status)
     elif state == "resumed":
-        blocked = status.get("drain") or status.get("down")
-        if blocked and ours is None and others is not None and not force:
-            warnings.append(
-                "node %s is %s by someone else (%s): not resumed, use force=true to override"
-                % (status.get("name"), "drained" if status.get("drain") else "down", others)
+        _plan_resume(out, status, force)
+    return out
+
+
+def _plan_stop(out: Dict[str, Any], state: str, status: Dict[str, Any], want: str) -> None:
+    """Drain or down with our reason ``want``, keeping anyone else's reason next to it."""
+    others, ours = status.get("other_reason"), status.get("gpuops_reason")
+    new_reason = join_reason(others, want)
+    if state == "drained":
+        if not status.get("drain") or ours != want:
+            out["updates"].append({"State": "DRAIN", "Reason": new_reason or want})
+            out["after_reason"] = new_reason
+            out["message"] = "drain %s: %s" % (status.get("name"), new_reason)
+        if others and ours is None:
+            out["warnings"].append("node was already drained by someone else (%s); their reason is kept" % others)
+    elif not status.get("down") or ours != want:
+        out["updates"].append({"State": "DOWN", "Reason": new_reason or want})
+        out["after_reason"] = new_reason
+        out["message"] = "down %s: %s" % (status.get("name"), new_reason)
+
+
+def _plan_requeue(out: Dict[str, Any], status: Dict[str, Any]) -> None:
+    """Requeue the node's running jobs that allow it; the others keep running, with a warning."""
+    for job in status.get("jobs") or []:
+        if job.get("state") not in ("RUNNING", "SUSPENDED", "CONFIGURING"):
+            continue
+        if job.get("requeueable"):
+            out["requeue"].append(job["job_id"])
+        else:
+            out["not_requeueable"].append(job)
+    if out["not_requeueable"]:
+        out["warnings"].append(
+            "jobs that cannot be requeued keep running: %s"
+            % ", ".join(
+                "%s (nodes %s)" % (j.get("job_id"), ",".join(j.get("other_nodes") or []) or "-")
+                for j in out["not_requeueable"]
             )
-            message = "left as is: reason set by someone else"
-        elif blocked and ours is not None and others is not None and not force:
-            updates.append({"State": "DRAIN", "Reason": others})
-            after_reason = others
-            message = "removed the gpuops reason; node stays drained for: %s" % others
-            warnings.append(message)
-        elif blocked:
-            updates.append({"State": "RESUME"})
-            after_reason = None
-            message = "resume %s" % status.get("name")
-            if others is not None:
-                warnings.append("force: cleared a drain set by someone else (%s)" % others)
-    return {
-        "updates": updates,
-        "requeue": requeue_ids,
-        "not_requeueable": not_requeueable,
-        "warnings": warnings,
-        "after_reason": after_reason,
-        "message": message,
-    }
+        )
+
+
+def _plan_resume(out: Dict[str, Any], status: Dict[str, Any], force: bool) -> None:
+    """Resume, unless someone else's reason holds the node (then only our reason goes, or ``force``)."""
+    others, ours = status.get("other_reason"), status.get("gpuops_reason")
+    blocked = status.get("drain") or status.get("down")
+    if blocked and ours is None and others is not None and not force:
+        out["warnings"].append(
+            "node %s is %s by someone else (%s): not resumed, use force=true to override"
+            % (status.get("name"), "drained" if status.get("drain") else "down", others)
+        )
+        out["message"] = "left as is: reason set by someone else"
+    elif blocked and ours is not None and others is not None and not force:
+        out["updates"].append({"State": "DRAIN", "Reason": others})
+        out["after_reason"] = others
+        out["message"] = "removed the gpuops reason; node stays drained for: %s" % others
+        out["warnings"].append(out["message"])
+    elif blocked:
+        out["updates"].append({"State": "RESUME"})
+        out["after_reason"] = None
+        out["message"] = "resume %s" % status.get("name")
+        if others is not None:
+            out["warnings"].append("force: cleared a drain set by someone else (%s)" % others)
 
 
 # ----------------------------------------------------------------------------------------------------------

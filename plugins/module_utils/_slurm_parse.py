@@ -14,7 +14,6 @@ Runs on managed nodes (Python 3.8+) and on the controller. No Ansible imports.
 
 from __future__ import annotations
 
-import datetime
 import os
 import re
 from typing import Any, Dict, List, Optional
@@ -27,6 +26,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     read_text,
 )
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
+from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, parse_time
 
 PARSER = "scontrol"
 DOMAIN = "slurm"
@@ -52,6 +52,7 @@ KNOWN_KEYS = frozenset(
     TresPerJob MailUser MailType CpusPerTres MemPerTres
     """.split()
 )
+
 _REASON = re.compile(r"^(.*?)\s*\[([^@\]]*)@([^\]]*)\]\s*$")
 _GRES_GPU = re.compile(r"(?:^|,)gpu(?::[^:,()]+)?:([0-9]+)")
 
@@ -235,11 +236,7 @@ def _epoch_iso(value: Any) -> Optional[str]:
         value = value.get("number")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         return None
-    try:
-        t = datetime.datetime.fromtimestamp(value, datetime.timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return None
-    return t.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return iso_z(parse_time(value))
 
 
 _BASE_STATES = ("IDLE", "ALLOCATED", "ALLOC", "MIXED", "DOWN", "FUTURE", "UNKNOWN", "ERROR")

@@ -11,7 +11,7 @@ short_description: Read BMC sensors, SEL, FRU and Redfish inventory as normalize
 version_added: 0.1.0
 author: gpuops.cluster contributors (@gpuops)
 description:
-  - Returns the C(bmc) domain of the C(gpuops.facts/v1) schema (C(docs/facts.md)) - sensors with a normalized
+  - Returns the C(bmc) domain of the facts schema (C(docs/facts.md)) - sensors with a normalized
     status (a discrete C(Failure detected) PSU is critical even when ipmitool's status column says C(ok); C(ns) is
     C(not_present), not a failure), SEL events with severity and direction, FRU serials, MC firmware, and from
     Redfish systems, chassis, firmware inventory, managers, PSUs, memory, leak detectors and log entries.
@@ -109,39 +109,42 @@ bmc:
 
 from ansible.module_utils.basic import AnsibleModule, env_fallback
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._bmc import collect
+from ansible_collections.gpuops.cluster.plugins.module_utils._bmc import DOMAIN, collect, empty_result
+from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec={
-            "capture_dir": {"type": "path"},
-            "timeout": {"type": "float", "default": 30},
-            "bmc_host": {"type": "str"},
-            "bmc_user": {"type": "str", "fallback": (env_fallback, ["GPUOPS_BMC_USER"])},
-            "bmc_password": {"type": "str", "no_log": True, "fallback": (env_fallback, ["GPUOPS_BMC_PASSWORD"])},
-            "protocol": {"type": "str", "choices": ["ipmi", "redfish"], "default": "redfish"},
-            "port": {"type": "int"},
-            "validate_certs": {"type": "bool", "default": True},
-            "ipmitool_path": {"type": "str", "default": "ipmitool"},
-        },
-        supports_check_mode=True,
+    spec = collector_spec(
+        bmc_host={"type": "str"},
+        bmc_user={"type": "str", "fallback": (env_fallback, ["GPUOPS_BMC_USER"])},
+        bmc_password={"type": "str", "no_log": True, "fallback": (env_fallback, ["GPUOPS_BMC_PASSWORD"])},
+        protocol={"type": "str", "choices": ["ipmi", "redfish"], "default": "redfish"},
+        port={"type": "int"},
+        validate_certs={"type": "bool", "default": True},
+        ipmitool_path={"type": "str", "default": "ipmitool"},
     )
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     p = module.params
     if not p["bmc_host"]:
         mode = "inband"
     else:
         mode = "ipmi_lan" if p["protocol"] == "ipmi" else "redfish"
-    bmc = collect(
-        capture_dir=p["capture_dir"],
-        mode=mode,
-        host=p["bmc_host"],
-        user=p["bmc_user"],
-        password=p["bmc_password"],
-        port=p["port"],
-        validate_certs=p["validate_certs"],
-        timeout=p["timeout"],
-        ipmitool_path=p["ipmitool_path"],
+    bmc = boundary(
+        DOMAIN,
+        collect,
+        empty_result(None),
+        **pick(
+            p,
+            "capture_dir",
+            "port",
+            "validate_certs",
+            "timeout",
+            "ipmitool_path",
+            mode=mode,
+            host=p["bmc_host"],
+            user=p["bmc_user"],
+            password=p["bmc_password"],
+        ),
     )
     module.exit_json(changed=False, bmc=bmc)
 

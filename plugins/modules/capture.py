@@ -45,21 +45,10 @@ options:
     type: list
     elements: str
     default: []
+extends_documentation_fragment: [gpuops.cluster.common.attributes_info, gpuops.cluster.common.attributes_controller]
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
     details: Nothing on the node changes; the controller-side files are written in check mode too.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
-  action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-    support: full
 seealso:
   - module: gpuops.cluster.collect_info
 """

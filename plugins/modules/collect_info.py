@@ -64,7 +64,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 facts:
-  description: The aggregate facts of the node (schema C(gpuops.facts/v1), see the collection's C(docs/facts.md)).
+  description: The aggregate facts of the node (the facts schema, see the collection's C(docs/facts.md)).
   returned: always
   type: dict
   sample:

@@ -73,28 +73,20 @@ dcgm:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import error_record
+from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
 from ansible_collections.gpuops.cluster.plugins.module_utils._dcgm import DOMAIN, collect
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            capture_dir=dict(type="path"),
-            timeout=dict(type="float", default=30),
-            run_level=dict(type="int", default=1, choices=[1, 2, 3, 4]),
-            dcgmi_path=dict(type="path"),
-        ),
-        supports_check_mode=True,
-    )
+    spec = collector_spec(run_level={"type": "int", "default": 1, "choices": [1, 2, 3, 4]}, dcgmi_path={"type": "path"})
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     p = module.params
-    try:
-        dcgm = collect(
-            capture_dir=p["capture_dir"], run_level=p["run_level"], timeout=p["timeout"], dcgmi_path=p["dcgmi_path"]
-        )
-    except Exception as exc:  # noqa: BLE001 - the collector boundary: a bug becomes an error record
-        dcgm = {"source": None, "level": p["run_level"], "layout": None, "overall": None, "tests": [], "gpus": {}}
-        dcgm["errors"] = [error_record(DOMAIN, "internal", "%s: %s" % (type(exc).__name__, exc))]
+    dcgm = boundary(
+        DOMAIN,
+        collect,
+        {"level": p["run_level"], "layout": None, "overall": None, "tests": [], "gpus": {}},
+        **pick(p, "capture_dir", "run_level", "timeout", "dcgmi_path"),
+    )
     module.exit_json(changed=False, dcgm=dcgm)
 
 

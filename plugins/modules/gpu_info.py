@@ -115,31 +115,22 @@ gpu:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import error_record
+from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
 from ansible_collections.gpuops.cluster.plugins.module_utils._gpu import DOMAIN, collect
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            capture_dir=dict(type="path"),
-            timeout=dict(type="float", default=30),
-            use_nvml=dict(type="bool", default=True),
-            nvidia_smi_path=dict(type="str", default="nvidia-smi"),
-        ),
-        supports_check_mode=True,
+    spec = collector_spec(
+        use_nvml={"type": "bool", "default": True}, nvidia_smi_path={"type": "str", "default": "nvidia-smi"}
     )
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     p = module.params
-    try:
-        gpu = collect(
-            capture_dir=p["capture_dir"],
-            timeout=max(p["timeout"], 0.1),
-            use_nvml=p["use_nvml"],
-            nvidia_smi=p["nvidia_smi_path"],
-        )
-    except Exception as exc:  # noqa: BLE001 - the collector boundary: a bug becomes an error record
-        gpu = {"source": None, "driver_version": None, "cuda_version": None, "count": None, "gpus": []}
-        gpu["errors"] = [error_record(DOMAIN, "internal", "%s: %s" % (type(exc).__name__, exc))]
+    gpu = boundary(
+        DOMAIN,
+        collect,
+        {"driver_version": None, "cuda_version": None, "count": None, "gpus": []},
+        **pick(p, "capture_dir", "use_nvml", timeout=max(p["timeout"], 0.1), nvidia_smi=p["nvidia_smi_path"]),
+    )
     module.exit_json(changed=False, gpu=gpu)
 
 

@@ -97,26 +97,20 @@ ib:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._ib import collect
+from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
+from ansible_collections.gpuops.cluster.plugins.module_utils._ib import DOMAIN, collect
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            capture_dir=dict(type="path"),
-            timeout=dict(type="float", default=30),
-            sysfs_root=dict(type="path", default="/"),
-            ibstat_path=dict(type="str", default="ibstat"),
-        ),
-        supports_check_mode=True,
-    )
+    spec = collector_spec(sysfs_root={"type": "path", "default": "/"}, ibstat_path={"type": "str", "default": "ibstat"})
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     p = module.params
-    ib = collect(
-        capture_dir=p["capture_dir"],
-        sysfs_root=p["sysfs_root"],
-        timeout=max(p["timeout"], 0.1),
-        ibstat_path=p["ibstat_path"],
-    )  # collect() never raises: a bug becomes an error record of kind internal
+    ib = boundary(
+        DOMAIN,
+        collect,
+        {"collected_at": None, "boot_id": None, "hcas": []},
+        **pick(p, "capture_dir", "sysfs_root", "ibstat_path", timeout=max(p["timeout"], 0.1)),
+    )
     module.exit_json(changed=False, ib=ib)
 
 

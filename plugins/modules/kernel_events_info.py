@@ -82,33 +82,24 @@ kernel:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import error_record
+from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
 from ansible_collections.gpuops.cluster.plugins.module_utils._kernel_events import DOMAIN, collect
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            capture_dir=dict(type="path"),
-            timeout=dict(type="float", default=30),
-            since=dict(type="str"),
-            gpus=dict(type="list", elements="dict", default=[]),
-            max_events=dict(type="int", default=5000),
-        ),
-        supports_check_mode=True,
+    spec = collector_spec(
+        since={"type": "str"},
+        gpus={"type": "list", "elements": "dict", "default": []},
+        max_events={"type": "int", "default": 5000},
     )
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     p = module.params
-    try:
-        kernel = collect(
-            capture_dir=p["capture_dir"],
-            since=p["since"],
-            gpus=p["gpus"],
-            timeout=p["timeout"],
-            max_events=max(p["max_events"], 0),
-        )
-    except Exception as exc:  # noqa: BLE001 - the collector boundary: a bug becomes an error record
-        kernel = {"source": None, "boot_id": None, "since": p["since"], "events": [], "events_dropped": 0}
-        kernel["errors"] = [error_record(DOMAIN, "internal", "%s: %s" % (type(exc).__name__, exc))]
+    kernel = boundary(
+        DOMAIN,
+        collect,
+        {"boot_id": None, "since": p["since"], "events": [], "events_dropped": 0},
+        **pick(p, "capture_dir", "since", "gpus", "timeout", max_events=max(p["max_events"], 0)),
+    )
     module.exit_json(changed=False, kernel=kernel)
 
 

@@ -95,54 +95,33 @@ rails:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import error_record
+from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
 from ansible_collections.gpuops.cluster.plugins.module_utils._nccl import DOMAIN, collect
+
+_OPTIONS = ("capture_dir", "timeout", "path", "min_bytes", "max_bytes", "step_factor", "gpus", "launcher", "extra_args")
 
 
 def _run(p, env):
-    try:
-        return collect(
-            capture_dir=p["capture_dir"],
-            timeout=p["timeout"],
-            path=p["path"],
-            env=env,
-            min_bytes=p["min_bytes"],
-            max_bytes=p["max_bytes"],
-            step_factor=p["step_factor"],
-            gpus=p["gpus"],
-            launcher=p["launcher"],
-            extra_args=p["extra_args"],
-        )
-    except Exception as exc:  # noqa: BLE001 - the collector boundary: a bug becomes an error record
-        return {
-            "source": None,
-            "rows": [],
-            "errors": [error_record(DOMAIN, "internal", "%s: %s" % (type(exc).__name__, exc))],
-        }
+    return boundary(DOMAIN, collect, {"rows": []}, **pick(p, *_OPTIONS, env=env))
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            capture_dir=dict(type="path"),
-            timeout=dict(type="float", default=300),
-            path=dict(type="path"),
-            min_bytes=dict(type="str", default="1G"),
-            max_bytes=dict(type="str", default="8G"),
-            step_factor=dict(type="int", default=2),
-            gpus=dict(type="int", default=0),
-            launcher=dict(type="list", elements="str", default=[]),
-            extra_args=dict(type="list", elements="str", default=[]),
-            env=dict(type="dict", default={}),
-            rails=dict(type="list", elements="str", default=[]),
-        ),
-        supports_check_mode=True,
+    spec = collector_spec(
+        timeout=300,
+        path={"type": "path"},
+        min_bytes={"type": "str", "default": "1G"},
+        max_bytes={"type": "str", "default": "8G"},
+        step_factor={"type": "int", "default": 2},
+        gpus={"type": "int", "default": 0},
+        launcher={"type": "list", "elements": "str", "default": []},
+        extra_args={"type": "list", "elements": "str", "default": []},
+        env={"type": "dict", "default": {}},
+        rails={"type": "list", "elements": "str", "default": []},
     )
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     p = module.params
     env = {str(k): str(v) for k, v in p["env"].items()}
-    rails = []
-    for rail in p["rails"]:
-        rails.append({"rail": rail, "result": _run(p, dict(env, NCCL_IB_HCA=rail))})
+    rails = [{"rail": rail, "result": _run(p, dict(env, NCCL_IB_HCA=rail))} for rail in p["rails"]]
     nccl = rails[0]["result"] if rails else _run(p, env)
     module.exit_json(changed=False, nccl=nccl, rails=rails)
 

@@ -104,28 +104,25 @@ node:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._node import collect
+from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
+from ansible_collections.gpuops.cluster.plugins.module_utils._node import DOMAIN, collect
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            capture_dir=dict(type="path"),
-            timeout=dict(type="float", default=10),
-            mounts=dict(type="list", elements="raw", default=[]),
-            filesystems=dict(type="list", elements="str", default=[]),
-            services=dict(type="list", elements="raw"),
-        ),
-        supports_check_mode=True,
+    spec = collector_spec(
+        timeout=10,
+        mounts={"type": "list", "elements": "raw", "default": []},
+        filesystems={"type": "list", "elements": "str", "default": []},
+        services={"type": "list", "elements": "raw"},
     )
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     p = module.params
-    node = collect(
-        capture_dir=p["capture_dir"],
-        mounts=p["mounts"],
-        filesystems=p["filesystems"],
-        services=p["services"],
-        timeout=max(p["timeout"], 0.1),
-    )  # collect() never raises: a bug becomes an error record of kind internal
+    node = boundary(
+        DOMAIN,
+        collect,
+        {"hostname": None, "boot_id": None, "mounts": [], "filesystems": [], "services": {}},
+        **pick(p, "capture_dir", "mounts", "filesystems", "services", timeout=max(p["timeout"], 0.1)),
+    )
     module.exit_json(changed=False, node=node)
 
 

@@ -1,0 +1,284 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""InfiniBand sysfs: a safe snapshot of ``/sys/class/infiniband`` (known attribute paths only, no link loops), its
+flat capture form, HCAs from a snapshot, and copying the tree into a capture directory. ``_ib`` re-exports its
+public names.
+
+Runs on managed nodes (Python 3.8+). No Ansible imports.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ansible_collections.gpuops.cluster.plugins.module_utils import _capture
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
+    ParseError,
+    Records,
+    UnsafeFileError,
+    decode,
+    ensure_private_dir,
+    error_record,
+    list_capture_dir,
+    read_capture_bytes,
+    to_int,
+    write_private_atomic,
+)
+from ansible_collections.gpuops.cluster.plugins.module_utils._ib_parse import (
+    COUNTER_DIRS,
+    DOMAIN,
+    GID0,
+    HCA_ATTRS,
+    MAX_ATTR_BYTES,
+    MAX_COUNTERS,
+    MAX_HCAS,
+    MAX_PORTS,
+    PORT_ATTRS,
+    PORT_NUM,
+    SAFE_COUNTER,
+    SAFE_NAME,
+    hca_record,
+    port_record,
+    natural_key,
+)
+from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_in_child
+
+# ---------------------------------------------------------------------------------------------------------------
+# sysfs: safe snapshot, flat listing, HCAs from a snapshot
+# ---------------------------------------------------------------------------------------------------------------
+
+
+_OPEN_FLAGS = os.O_RDONLY
+for _flag in ("O_NONBLOCK", "O_CLOEXEC", "O_NOCTTY", "O_NOFOLLOW"):
+    _OPEN_FLAGS |= getattr(os, _flag, 0)
+
+
+def read_attr(path: str) -> Optional[str]:
+    """One sysfs attribute, stripped; None when absent, not a regular file (FIFO, dir, device) or unreadable.
+
+    Opened with O_NONBLOCK (a FIFO planted in a tree cannot block us) and O_NOFOLLOW (sysfs attributes are never
+    links: a link to a device is not opened at all); at most MAX_ATTR_BYTES are read.
+    """
+    flags = _OPEN_FLAGS
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, MAX_ATTR_BYTES)
+    except OSError:  # EINVAL (some hw_counters), EIO (firmware), EACCES ...
+        return None
+    finally:
+        os.close(fd)
+    return decode(data).strip()
+
+
+def _listdir(path: str) -> Optional[List[str]]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return None
+
+
+def _capture_attr_reader(errors: List[Dict[str, Any]]) -> Callable[[str], Optional[str]]:
+    """read_attr for a capture tree: the capture reader (no link, regular files only, capped), and a refused
+    entry is an error naming it rather than a silent gap."""
+
+    def read(path: str) -> Optional[str]:
+        try:
+            data = read_capture_bytes(path, MAX_ATTR_BYTES, "sysfs")
+        except UnsafeFileError as exc:
+            errors.append(exc.to_error(DOMAIN))
+            return None
+        return None if data is None else decode(data).strip()
+
+    return read
+
+
+def snapshot_sysfs(class_dir: str, confine: bool = False) -> Tuple[Dict[str, str], List[Dict[str, Any]]]:
+    """Read the allowlisted attributes below ``class_dir`` (``.../sys/class/infiniband``).
+
+    Returns ``({"mlx5_0/fw_ver": "28.41.1000", "mlx5_0/ports/1/counters/link_downed": "255", ...}, errors)``.
+    Never walks: only the class directory, ``<hca>/ports``, ``<hca>/ports/<n>/{counters,hw_counters}`` are
+    listed; entries are filtered by name; HCAs reached twice (two links to one device) are read once.
+    ``confine`` (a capture tree, not the live sysfs): no directory or file that is a link is entered or read
+    (the walk never leaves the capture), and each refused entry is an ``unreadable`` error naming it.
+    """
+    snap: Dict[str, str] = {}
+    errors: List[Dict[str, Any]] = []
+    listdir = list_capture_dir if confine else _listdir
+    read = _capture_attr_reader(errors) if confine else read_attr
+    names = listdir(class_dir)
+    if names is None:
+        if os.path.lexists(class_dir):
+            errors.append(error_record(DOMAIN, "unreadable", f"cannot list {class_dir}", source="sysfs"))
+        return snap, errors
+    seen = set()
+    for hca in sorted((n for n in names if SAFE_NAME.match(n)), key=natural_key)[:MAX_HCAS]:
+        hdir = os.path.join(class_dir, hca)
+        try:
+            real = os.path.realpath(hdir)
+        except (OSError, RuntimeError):  # pragma: no cover - realpath is non-strict
+            real = hdir
+        if real in seen:
+            continue
+        seen.add(real)
+        if not os.path.isdir(hdir) or (confine and os.path.islink(hdir)):  # a dangling or looping link, a file
+            errors.append(error_record(DOMAIN, "unreadable", f"{hdir} is not a readable HCA directory", "sysfs"))
+            continue
+        found = False
+        present = set(listdir(hdir) or ())  # list first: no failed open() per absent attribute
+        for attr in HCA_ATTRS:
+            v = read(os.path.join(hdir, attr)) if attr in present else None
+            if v is not None:
+                snap[f"{hca}/{attr}"] = v
+                found = True
+        ports = listdir(os.path.join(hdir, "ports")) if "ports" in present else None
+        for pn in sorted((p for p in ports or () if p.isdigit() and len(p) < 6), key=int)[:MAX_PORTS]:
+            pdir = os.path.join(hdir, "ports", pn)
+            prefix = f"{hca}/ports/{pn}/"
+            in_port = set(listdir(pdir) or ())
+            for attr in PORT_ATTRS + (GID0,):
+                v = read(os.path.join(pdir, attr)) if attr.split("/", maxsplit=1)[0] in in_port else None
+                if v is not None:
+                    snap[prefix + attr] = v
+                    found = True
+            for cdir in COUNTER_DIRS:
+                entries = (listdir(os.path.join(pdir, cdir)) if cdir in in_port else None) or []
+                for cname in sorted(e for e in entries if SAFE_COUNTER.match(e))[:MAX_COUNTERS]:
+                    v = read(os.path.join(pdir, cdir, cname))
+                    if v is not None:
+                        snap[f"{prefix}{cdir}/{cname}"] = v
+        if not found:
+            # keep the HCA visible even when nothing below it was readable
+            snap.setdefault(f"{hca}/ports", "")
+    return snap, errors
+
+
+def parse_sysfs_flat(text: str, source: Optional[str] = None) -> Dict[str, str]:
+    """A flattened sysfs listing (``grep -r . | sort`` in the class dir: ``./mlx5_0/fw_ver:28.41.1000``).
+
+    Returns the same mapping as :func:`snapshot_sysfs`. Lines that are not ``path:value`` are skipped;
+    raises ParseError when no line is.
+    """
+    snap: Dict[str, str] = {}
+    for line in text.splitlines():
+        path, sep, value = line.partition(":")
+        if not sep:
+            continue
+        path = path.strip()
+        if path.startswith("./"):
+            path = path[2:]
+        parts = path.split("/")
+        if not parts or any(not p or p in (".", "..") for p in parts) or not SAFE_NAME.match(parts[0]):
+            continue
+        snap[path] = value.strip()
+    if not snap and text.strip():
+        raise ParseError("no 'path:value' line found", "sysfs_flat", source, None)
+    return snap
+
+
+def hcas_from_snapshot(
+    snap: Dict[str, str], source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
+) -> List[Dict[str, Any]]:
+    """HCA records (docs/facts.md ``ib.hcas``) from a snapshot mapping.
+
+    A port whose attributes cannot be read into a record is a ``parse`` entry in ``errors`` (the other ports
+    and HCAs are kept); without an ``errors`` list it raises ParseError with the HCAs as ``partial``.
+    """
+    rec = Records("sysfs", source, DOMAIN, errors)
+    hca_raw: Dict[str, Dict[str, Any]] = {}
+    port_raw: Dict[Tuple[str, int], Dict[str, Any]] = {}
+    counters: Dict[Tuple[str, int], Dict[str, Dict[str, int]]] = {}
+    attr_map = {"hca_type": "ca_type", "fw_ver": "fw_version", "board_id": "board_id", "node_guid": "node_guid"}
+    for path, value in snap.items():
+        parts = path.split("/")
+        hca = parts[0]
+        if not SAFE_NAME.match(hca):
+            continue
+        raw = hca_raw.setdefault(hca, {})
+        if len(parts) == 2 and parts[1] in attr_map:
+            raw[attr_map[parts[1]]] = value
+            continue
+        if len(parts) < 4 or parts[1] != "ports" or not PORT_NUM.match(parts[2]):
+            continue
+        key = (hca, int(parts[2]))
+        praw = port_raw.setdefault(key, {})
+        rest = parts[3:]
+        if len(rest) == 1 and rest[0] in PORT_ATTRS:
+            praw[rest[0]] = value
+        elif rest == ["gids", "0"]:
+            praw["gid0"] = value
+        elif len(rest) == 2 and rest[0] in COUNTER_DIRS:
+            n = to_int(value)
+            if n is not None:
+                counters.setdefault(key, {}).setdefault(rest[0], {})[rest[1]] = n
+    hcas = []
+    for hca in sorted(hca_raw, key=natural_key):
+        ports = []
+        for (h, pn), praw in port_raw.items():
+            if h != hca:
+                continue
+            by_dir = counters.get((h, pn), {})
+            merged = dict(by_dir.get("counters", {}))
+            for name, val in by_dir.get("hw_counters", {}).items():
+                merged["hw_" + name if name in merged else name] = val
+            with rec.at(None):
+                ports.append(port_record(pn, praw, dict(sorted(merged.items()))))
+        with rec.at(None):
+            hcas.append(hca_record(hca, hca_raw[hca], ports))
+    return rec.finish(hcas)
+
+
+def read_sysfs_class(class_dir: str, confine: bool = False) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """HCA records and error records from a sysfs class directory (live, or in a capture: ``confine``)."""
+    snap, errors = snapshot_sysfs(class_dir, confine)
+    return hcas_from_snapshot(snap, class_dir, errors), errors
+
+
+def capture_sysfs(sysfs_root: str, dest_dir: str, timeout: Optional[float] = 30.0) -> Dict[str, Any]:
+    """Copy the allowlisted IB attributes of ``<sysfs_root>/sys/class/infiniband`` into
+    ``<dest_dir>/sys/class/infiniband/<hca>/...`` as plain files (never the whole tree, never links).
+
+    The read runs in a child abandoned after ``timeout`` seconds (None: in this process). Returns
+    ``{"hcas": [...names], "files": N, "collected_at": epoch, "errors": [...]}``.
+    """
+    class_dir = os.path.join(sysfs_root, _capture.SYSFS_IB)
+    out: Dict[str, Any] = {"hcas": [], "files": 0, "collected_at": time.time(), "errors": []}
+    if timeout is None:
+        snap, errors = snapshot_sysfs(class_dir)
+    else:
+        res = run_in_child(snapshot_sysfs, (class_dir,), timeout)
+        if not res.get("ok"):
+            kind = "timeout" if res.get("timed_out") else "internal"
+            msg = f"reading {class_dir}: {res.get('error')}"
+            out["errors"].append(error_record(DOMAIN, kind, msg, source="sysfs"))
+            return out
+        snap, errors = res["value"]
+    out["errors"].extend(errors)
+    dest_class = os.path.join(dest_dir, _capture.SYSFS_IB)
+    hcas = set()
+    for rel, value in sorted(snap.items()):
+        parts = rel.split("/")
+        if any(not p or p in (".", "..") for p in parts):
+            continue
+        target = os.path.join(dest_class, *parts)
+        try:
+            if parts[1:] == ["ports"]:  # placeholder of an HCA with nothing readable: keep it visible
+                ensure_private_dir(target)
+                hcas.add(parts[0])
+                continue
+            write_private_atomic(target, value + "\n")  # 0600 in 0700 dirs, never through a link
+        except OSError as exc:
+            out["errors"].append(error_record(DOMAIN, "internal", f"cannot write {target}: {exc}", "sysfs"))
+            continue
+        hcas.add(parts[0])
+        out["files"] += 1
+    out["hcas"] = sorted(hcas, key=natural_key)
+    return out
