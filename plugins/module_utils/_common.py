@@ -474,6 +474,8 @@ def ensure_private_dir(path: str, mode: int = 0o700, tighten: bool = False) -> s
     cur = os.path.abspath(path)
     while not os.path.isdir(cur):
         if os.path.lexists(cur):
+            if os.path.isdir(cur):  # another process created it between the two checks
+                break
             raise NotADirectoryError(errno.ENOTDIR, "not a directory", cur)
         missing.append(cur)
         parent = os.path.dirname(cur)

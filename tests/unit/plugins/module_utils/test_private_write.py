@@ -333,3 +333,21 @@ def test_state_subdirs_of_an_older_install_are_narrowed_the_state_dir_is_not(tmp
     assert_private_dir(sdir / "hosts")
     assert_private_dir(sdir / "locks")
     assert mode(sdir) == 0o755  # the operator's directory (it may be shared): its files are private instead
+
+
+def test_ensure_private_dir_tolerates_a_directory_created_by_another_process(tmp_path, monkeypatch):
+    """The race the guard's concurrency test hit: the directory appears between isdir() and lexists()."""
+    target = tmp_path / "state" / "locks"
+    real_isdir = os.path.isdir
+    seen = []
+
+    def racing_isdir(p):
+        if str(p) == str(target) and not seen:
+            seen.append(p)
+            os.makedirs(str(target))  # another process wins the race here
+            return False
+        return real_isdir(p)
+
+    monkeypatch.setattr(C.os.path, "isdir", racing_isdir)
+    assert C.ensure_private_dir(str(target)) == str(target)
+    assert seen and real_isdir(str(target))
