@@ -19,83 +19,81 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context imp
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import severity_rank
 
 
+_LIQUID_LEVEL = {"critical": "Critical", "non_recoverable": "Critical", "non_critical": "Warning"}
+
+
 def check_bmc(ctx: Ctx, facts: Dict[str, Any]) -> None:
     bmc = as_dict(facts.get("bmc"))
     if not bmc:
         return
     th = ctx.policy["thresholds"]["bmc"]
-    fail_states = [s.lower() for s in th["failure_states"]]
     for s in as_list(bmc.get("sensors")):
-        if not isinstance(s, dict):
-            continue
-        name, status, typ = s.get("name"), s.get("status"), s.get("type")
-        comp = "bmc/%s" % name
-        ev = {k: s.get(k) for k in ("type", "reading", "unit", "status", "states")}
-        if typ == "coolant":
-            # coolant flow / pressure / level / temperature: a cooling fault (isolate or monitor), never the
-            # leak power-off path; the policy refuses emergency_shutdown here
-            level = {"critical": "Critical", "non_recoverable": "Critical", "non_critical": "Warning"}.get(
-                as_str(status)
-            )
-            sa = sev_action(th["coolant"], level)
-            if sa:
-                ctx.add(
-                    "bmc.coolant",
-                    sa[0],
-                    comp,
-                    level,
-                    "coolant sensor %s: %s (reading %s %s)" % (name, status, s.get("reading"), s.get("unit") or ""),
-                    sa[1],
-                    "thresholds.bmc.coolant[%s]" % level,
-                    ev,
-                )
-            continue
-        if typ == "leak":
-            level = {"critical": "Critical", "non_recoverable": "Critical", "non_critical": "Warning"}.get(
-                as_str(status)
-            )
-            sa = sev_action(th["leak"], level)
-            if sa:
-                ctx.add(
-                    "bmc.leak",
-                    sa[0],
-                    comp,
-                    level,
-                    "leak sensor %s: %s (%s)"
-                    % (name, status, ", ".join(map(str, as_list(s.get("states")))) or s.get("reading")),
-                    sa[1],
-                    "thresholds.bmc.leak[%s]" % level,
-                    ev,
-                )
-            continue
-        typed = sev_action(as_dict(th["sensor_type_status"].get(as_str(typ))), status)
-        sa = typed or sev_action(th["sensor_status"], status)
-        bad = [str(st) for st in as_list(s.get("states")) if str(st).lower() in fail_states]
-        if bad:  # an asserted failure state counts even when the status column says ok (a failed PSU can)
-            fs = ("P2", "replace") if typ == "power_supply" else ("P2", "monitor")
-            if sa is None or severity_rank(sa[0]) > severity_rank(fs[0]):
-                sa = fs
-            ctx.add(
-                "bmc.sensor",
-                sa[0],
-                comp,
-                bad[0],
-                "BMC sensor %s: %s" % (name, ", ".join(bad)),
-                sa[1],
-                "thresholds.bmc.failure_states (asserted failure state)",
-                ev,
-            )
-        elif sa:
-            ctx.add(
-                "bmc.sensor",
-                sa[0],
-                comp,
-                status,
-                "BMC sensor %s: %s (reading %s %s)" % (name, status, s.get("reading"), s.get("unit") or ""),
-                sa[1],
-                "thresholds.bmc.%s[%s]" % ("sensor_type_status.%s" % typ if typed else "sensor_status", status),
-                ev,
-            )
+        if isinstance(s, dict):
+            check_sensor(ctx, s, th)
+    check_sel(ctx, bmc, th)
+    check_redfish(ctx, as_dict(bmc.get("redfish")), th)
+
+
+def check_sensor(ctx: Ctx, s: Dict[str, Any], th: Dict[str, Any]) -> None:
+    """One BMC sensor: leak and coolant sensors by their own tables, the others by status and failure states."""
+    name, status, typ = s.get("name"), s.get("status"), s.get("type")
+    comp = "bmc/%s" % name
+    ev = {k: s.get(k) for k in ("type", "reading", "unit", "status", "states")}
+    if typ in ("coolant", "leak"):
+        _check_liquid(ctx, s, th, comp, ev)
+        return
+    typed = sev_action(as_dict(th["sensor_type_status"].get(as_str(typ))), status)
+    sa = typed or sev_action(th["sensor_status"], status)
+    fail_states = [st.lower() for st in th["failure_states"]]
+    bad = [str(st) for st in as_list(s.get("states")) if str(st).lower() in fail_states]
+    if bad:  # an asserted failure state counts even when the status column says ok (a failed PSU can)
+        fs = ("P2", "replace") if typ == "power_supply" else ("P2", "monitor")
+        if sa is None or severity_rank(sa[0]) > severity_rank(fs[0]):
+            sa = fs
+        ctx.add(
+            "bmc.sensor",
+            sa[0],
+            comp,
+            bad[0],
+            "BMC sensor %s: %s" % (name, ", ".join(bad)),
+            sa[1],
+            "thresholds.bmc.failure_states (asserted failure state)",
+            evidence=ev,
+        )
+    elif sa:
+        ctx.add(
+            "bmc.sensor",
+            sa[0],
+            comp,
+            status,
+            "BMC sensor %s: %s (reading %s %s)" % (name, status, s.get("reading"), s.get("unit") or ""),
+            sa[1],
+            "thresholds.bmc.%s[%s]" % ("sensor_type_status.%s" % typ if typed else "sensor_status", status),
+            evidence=ev,
+        )
+
+
+def _check_liquid(ctx: Ctx, s: Dict[str, Any], th: Dict[str, Any], comp: str, ev: Dict[str, Any]) -> None:
+    """A leak sensor (bmc.leak, the power-off path) or a coolant sensor (bmc.coolant: flow, pressure, level,
+    temperature: a cooling fault, isolate or monitor, never the leak power-off; the policy refuses
+    emergency_shutdown there)."""
+    name, status, typ = s.get("name"), s.get("status"), s.get("type")
+    level = _LIQUID_LEVEL.get(as_str(status))
+    sa = sev_action(th[typ], level)
+    if not sa:
+        return
+    if typ == "coolant":
+        message = "coolant sensor %s: %s (reading %s %s)" % (name, status, s.get("reading"), s.get("unit") or "")
+    else:
+        message = "leak sensor %s: %s (%s)" % (
+            name,
+            status,
+            ", ".join(map(str, as_list(s.get("states")))) or s.get("reading"),
+        )
+    ctx.add("bmc.%s" % typ, sa[0], comp, level, message, sa[1], "thresholds.bmc.%s[%s]" % (typ, level), evidence=ev)
+
+
+def check_sel(ctx: Ctx, bmc: Dict[str, Any], th: Dict[str, Any]) -> None:
     # SEL: asserted critical entries in the lookback that no later deassertion closed
     lookback = ctx.ref - datetime.timedelta(hours=th["sel_lookback_hours"])
     open_: Dict[Tuple[str, str], Dict[str, Any]] = {}
@@ -126,9 +124,11 @@ def check_bmc(ctx: Ctx, facts: Dict[str, Any]) -> None:
             % (sensor, event, e.get("time"), o["count"], "y" if o["count"] == 1 else "ies"),
             "monitor",
             "bmc.sel: asserted %s entry within %sh" % (e.get("severity"), th["sel_lookback_hours"]),
-            {"id": e.get("id"), "sensor_type": e.get("sensor_type"), "time": e.get("time")},
+            evidence={"id": e.get("id"), "sensor_type": e.get("sensor_type"), "time": e.get("time")},
         )
-    rf = as_dict(bmc.get("redfish"))
+
+
+def check_redfish(ctx: Ctx, rf: Dict[str, Any], th: Dict[str, Any]) -> None:
     for kind in ("systems", "chassis", "managers"):
         for r in as_list(rf.get(kind)):
             if not isinstance(r, dict):
@@ -144,7 +144,7 @@ def check_bmc(ctx: Ctx, facts: Dict[str, Any]) -> None:
                     "Redfish %s %s health %s" % (kind, r.get("id"), h),
                     sa[1],
                     "thresholds.bmc.health[%s]" % h,
-                    {"health": h, "id": r.get("id")},
+                    evidence={"health": h, "id": r.get("id")},
                 )
     for kind, sev, action in (("psus", "P2", "replace"), ("memory", "P1", "replace")):
         for r in as_list(rf.get(kind)):
@@ -158,7 +158,7 @@ def check_bmc(ctx: Ctx, facts: Dict[str, Any]) -> None:
                     "Redfish %s %s health Critical" % (kind, name),
                     action,
                     "bmc.health: %s Critical" % kind,
-                    {"serial": r.get("serial"), "health": "Critical"},
+                    evidence={"serial": r.get("serial"), "health": "Critical"},
                 )
     for d in as_list(rf.get("leak_detectors")):
         if not isinstance(d, dict):
@@ -174,5 +174,5 @@ def check_bmc(ctx: Ctx, facts: Dict[str, Any]) -> None:
                 "leak detector %s: %s" % (d.get("name"), st),
                 sa[1],
                 "thresholds.bmc.leak[%s]" % st,
-                {"state": d.get("state"), "health": d.get("health")},
+                evidence={"state": d.get("state"), "health": d.get("health")},
             )

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import datetime
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import normalize_bus_id
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time
@@ -36,6 +36,18 @@ def as_list(value: Any) -> List[Any]:
     return value if isinstance(value, list) else []
 
 
+class RateWindow(NamedTuple):
+    """A counter reading window: the previous reading of the component, the one being built (checks write
+    their counters into it) and the seconds between the two (None: no usable previous reading)."""
+
+    prev: Dict[str, Any]
+    cur: Dict[str, Any]
+    interval: Optional[float]
+
+
+_EXTRA = frozenset(("evidence", "bus_id", "serial", "raised_at"))
+
+
 class Ctx:
     """Collects findings for one node, with side data (bus id, serial, time) for the state."""
 
@@ -58,11 +70,18 @@ class Ctx:
         message: str,
         action: str,
         rule: str,
-        evidence: Optional[Dict[str, Any]] = None,
-        bus_id: Optional[str] = None,
-        serial: Optional[str] = None,
-        raised_at: Optional[datetime.datetime] = None,
+        **extra: Any,
     ) -> Dict[str, Any]:
+        """Add one finding (a finding with the same id is kept when it is at least as severe).
+
+        ``extra``: ``evidence`` (dict), and what the state remembers about the component: ``bus_id`` and
+        ``serial`` (a GPU: escalation counts per serial, resets and replacements clear by them) and
+        ``raised_at`` (the time of the event that raised it).
+        """
+        unknown = set(extra) - _EXTRA
+        if unknown:
+            raise TypeError("Ctx.add: unknown argument(s) %s" % ", ".join(sorted(unknown)))
+        evidence = extra.get("evidence")
         code_s = as_str(code)
         fid = "%s:%s:%s:%s" % (self.host, check, component, code_s if code_s is not None else "")
         finding = {
@@ -83,8 +102,22 @@ class Ctx:
         if old is not None and severity_rank(old["severity"]) <= severity_rank(severity):
             return old
         self.findings[fid] = finding
-        self.meta[fid] = {"bus_id": bus_id, "serial": serial, "raised_at": raised_at}
+        self.meta[fid] = {k: extra.get(k) for k in ("bus_id", "serial", "raised_at")}
         return finding
+
+    def for_gpu(self, gpu: Dict[str, Any], component: Optional[str] = None, serial: bool = True):
+        """An ``add`` for findings about ``gpu``: the component (default ``gpu_comp``), its bus id and (with
+        ``serial``) its serial filled in. The returned function takes ``(check, severity, code, message,
+        action, rule, evidence=None)``."""
+        comp = component or gpu_comp(gpu)
+        where = {"bus_id": normalize_bus_id(gpu.get("bus_id"))}
+        if serial:
+            where["serial"] = as_str(gpu.get("serial"))
+
+        def add(check: str, severity: str, code: Any, message: str, action: str, rule: str, evidence=None):
+            return self.add(check, severity, comp, code, message, action, rule, evidence=evidence, **where)
+
+        return add
 
 
 # ------------------------------------------------------------------------------------------- helpers

@@ -156,7 +156,7 @@ def check_collector_errors(ctx: Ctx, facts: Dict[str, Any]) -> None:
             action,
             "collector_errors.%s" % ("overrides[%s]" % key if sa else "default")
             + ("; required domain" if required else ""),
-            {
+            evidence={
                 "required": required,
                 "count": len(es),
                 "errors": [{k: e.get(k) for k in ("message", "source", "parser", "line")} for e in es[:3]],

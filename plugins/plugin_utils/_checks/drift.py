@@ -73,7 +73,7 @@ def check_drift(ctx: Ctx, facts: Dict[str, Any], baseline: Any) -> None:
                 "%s: %s, baseline %s" % (what, have, want),
                 "monitor",
                 rule,
-                {"baseline": want, "current": have},
+                evidence={"baseline": want, "current": have},
             )
 
     bg, cg = as_dict(baseline.get("gpu")), cur["gpu"]

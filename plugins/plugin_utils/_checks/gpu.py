@@ -34,7 +34,7 @@ def check_gpu_inventory(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[
                 "%s: the driver cannot read this GPU (%s)" % (gpu_label(g), g.get("error") or "no detail"),
                 "reboot",
                 "gpu.missing: GPU unreadable ('GPU is lost. Reboot the system to recover this GPU')",
-                {"bus_id": g.get("bus_id"), "error": g.get("error")},
+                evidence={"bus_id": g.get("bus_id"), "error": g.get("error")},
                 bus_id=normalize_bus_id(g.get("bus_id")),
                 serial=as_str(g.get("serial")),
             )
@@ -59,7 +59,7 @@ def check_gpu_inventory(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[
                 "%d of %d expected GPUs visible" % (count, expected),
                 "isolate",
                 "gpu.missing: profile gpu_count=%d (AzNHC check_gpu_count, NHC2009)" % expected,
-                {"count": count, "expected": expected},
+                evidence={"count": count, "expected": expected},
             )
     model = profile.get("gpu_model")
     if model:
@@ -74,7 +74,7 @@ def check_gpu_inventory(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[
                     "%s is a %s, the profile expects %s" % (gpu_label(g), name, model),
                     "monitor",
                     "profile gpu_model",
-                    {"name": name, "expected": model},
+                    evidence={"name": name, "expected": model},
                 )
 
 
@@ -83,7 +83,7 @@ def check_ecc(ctx: Ctx, g: Dict[str, Any], xids_here: set) -> None:
     ecc = as_dict(g.get("ecc"))
     vol = as_dict(ecc.get("volatile"))
     agg = as_dict(ecc.get("aggregate"))
-    comp, bus, serial = gpu_comp(g), normalize_bus_id(g.get("bus_id")), as_str(g.get("serial"))
+    add = ctx.for_gpu(g)
     vu, vc = as_num(vol.get("uncorrected")), as_num(vol.get("corrected"))
     au, ac = as_num(agg.get("uncorrected")), as_num(agg.get("corrected"))
     if vu is not None and vu >= th["volatile_uncorrected"]:
@@ -98,46 +98,37 @@ def check_ecc(ctx: Ctx, g: Dict[str, Any], xids_here: set) -> None:
             why = "uncontained%s (NVIDIA WORKFLOW_XID_48: reset to remap/retire)" % (
                 " (Xid %s)" % ",".join(map(str, uncontained)) if uncontained else ", no Xid explains it"
             )
-        ctx.add(
+        add(
             "gpu.ecc",
             sev,
-            comp,
             "volatile_uncorrected",
             "%s: %d uncorrectable ECC errors since the driver loaded, %s"
             % (gpu_label(g), vu, why.split(" (", maxsplit=1)[0]),
             action,
             "gpu.ecc: volatile uncorrected >= %s, %s" % (th["volatile_uncorrected"], why),
-            {"volatile": vol, "aggregate": agg, "xids": sorted(xids_here)},
-            bus_id=bus,
-            serial=serial,
+            evidence={"volatile": vol, "aggregate": agg, "xids": sorted(xids_here)},
         )
     elif vc is not None and vc >= th["volatile_corrected"]:
-        ctx.add(
+        add(
             "gpu.ecc",
             "P2",
-            comp,
             "volatile_corrected",
             "%s: %d correctable ECC errors since the driver loaded" % (gpu_label(g), vc),
             "monitor",
             "gpu.ecc: volatile corrected >= %s (AzNHC check_gpu_ecc SRAM threshold)" % th["volatile_corrected"],
-            {"volatile": vol},
-            bus_id=bus,
-            serial=serial,
+            evidence={"volatile": vol},
         )
     if (au is not None and au >= th["aggregate_uncorrected"]) or (ac is not None and ac >= th["aggregate_corrected"]):
         # Lifetime counters survive reboots and GPU moves: advice only, never an alarm by themselves.
-        ctx.add(
+        add(
             "gpu.ecc",
             "P3",
-            comp,
             "aggregate",
             "%s: lifetime ECC counts corrected=%s uncorrected=%s"
             % (gpu_label(g), agg.get("corrected"), agg.get("uncorrected")),
             "monitor",
             "gpu.ecc: aggregate (lifetime) counts are advice only (P3)",
-            {"aggregate": agg},
-            bus_id=bus,
-            serial=serial,
+            evidence={"aggregate": agg},
         )
 
 
@@ -146,81 +137,66 @@ def check_row_remap(ctx: Ctx, g: Dict[str, Any], xids_here: set) -> None:
     if rr.get("supported") is False or not rr:
         return
     th = ctx.policy["thresholds"]["remap"]
-    comp, bus, serial = gpu_comp(g), normalize_bus_id(g.get("bus_id")), as_str(g.get("serial"))
+    add = ctx.for_gpu(g)
     ev = {k: rr.get(k) for k in ("correctable", "uncorrectable", "pending", "failure", "histogram")}
     unc = as_num(rr.get("uncorrectable"))
     if rr.get("failure") is True:
-        ctx.add(
+        add(
             "gpu.row_remap",
             "P1",
-            comp,
             "failure",
             "%s: row remapping FAILED (an RMA criterion)" % gpu_label(g),
             "replace",
             "gpu.row_remap: remapped_rows.failure (NVIDIA: RMA; AzNHC NHC2007)",
-            ev,
-            bus_id=bus,
-            serial=serial,
+            evidence=ev,
         )
     elif unc is not None and unc >= th["rma_uncorrectable_rows"]:
-        ctx.add(
+        add(
             "gpu.row_remap",
             "P1",
-            comp,
             "rma_limit",
             "%s: %d rows remapped for uncorrectable errors (RMA limit %s)"
             % (gpu_label(g), unc, th["rma_uncorrectable_rows"]),
             "replace",
             "gpu.row_remap: uncorrectable remaps >= %s (DCGM limit, #1190)" % th["rma_uncorrectable_rows"],
-            ev,
-            bus_id=bus,
-            serial=serial,
+            evidence=ev,
         )
     if rr.get("pending") is True:
         hot = sorted(xids_here & set(th["uncorrectable_xids"]))
         sev = "P1" if hot else "P2"
-        ctx.add(
+        add(
             "gpu.row_remap",
             sev,
-            comp,
             "pending",
             "%s: a row remap is pending; reset the GPU when idle to activate it%s"
             % (gpu_label(g), " (uncorrectable Xid %s this boot)" % ",".join(map(str, hot)) if hot else ""),
             "reset_gpu",
             "gpu.row_remap: pending (NVIDIA row remapping: a reset activates the remap)%s"
             % ("; P1 with uncorrectable Xid" if hot else ""),
-            dict(ev, xids=hot),
-            bus_id=bus,
-            serial=serial,
+            evidence=dict(ev, xids=hot),
         )
     hist = as_dict(rr.get("histogram"))
     if hist:
         mx, hi, none = as_num(hist.get("max")), as_num(hist.get("high")), as_num(hist.get("none"))
         if mx is not None and hi is not None and mx + hi == 0:
-            ctx.add(
+            add(
                 "gpu.row_remap",
                 "P3",
-                comp,
                 "histogram_exhausted",
                 "%s: no memory bank has max/high remap availability left; plan a replacement" % gpu_label(g),
                 "replace",
                 "gpu.row_remap: row_remapper_histogram max+high == 0 (remap capacity running out)",
-                {"histogram": hist},
-                bus_id=bus,
-                serial=serial,
+                evidence={"histogram": hist},
             )
         elif none is not None and none > 0:
-            ctx.add(
+            add(
                 "gpu.row_remap",
                 "P3",
-                comp,
                 "histogram_none",
                 "%s: %d memory banks have no remap capacity left" % (gpu_label(g), none),
                 "monitor",
                 "gpu.row_remap: row_remapper_histogram none > 0",
-                {"histogram": hist},
-                bus_id=bus,
-                serial=serial,
+                evidence={"histogram": hist},
             )
 
 
@@ -229,46 +205,37 @@ def check_retired_pages(ctx: Ctx, g: Dict[str, Any]) -> None:
     if rp.get("supported") is not True:  # N/A on Ampere+ (row remapping instead) is not a fault
         return
     th = ctx.policy["thresholds"]["retired_pages"]
-    comp, bus, serial = gpu_comp(g), normalize_bus_id(g.get("bus_id")), as_str(g.get("serial"))
+    add = ctx.for_gpu(g)
     sbe, dbe = as_num(rp.get("sbe")) or 0, as_num(rp.get("dbe")) or 0
     if sbe + dbe >= th["max_total"]:
-        ctx.add(
+        add(
             "gpu.retired_pages",
             "P1",
-            comp,
             "max",
             "%s: %d pages retired (limit %s)" % (gpu_label(g), sbe + dbe, th["max_total"]),
             "replace",
             "gpu.retired_pages: total >= %s (DCGM max retired pages; AzNHC NHC2018)" % th["max_total"],
-            rp,
-            bus_id=bus,
-            serial=serial,
+            evidence=rp,
         )
     elif dbe >= th["dbe_soft_limit"]:
-        ctx.add(
+        add(
             "gpu.retired_pages",
             "P2",
-            comp,
             "dbe",
             "%s: %d pages retired for double-bit errors" % (gpu_label(g), dbe),
             "monitor",
             "gpu.retired_pages: DBE >= %s (DCGM DBE soft limit)" % th["dbe_soft_limit"],
-            rp,
-            bus_id=bus,
-            serial=serial,
+            evidence=rp,
         )
     if rp.get("pending") is True:
-        ctx.add(
+        add(
             "gpu.retired_pages",
             "P2",
-            comp,
             "pending",
             "%s: a page retirement is pending; reset the GPU (or reload the driver) when idle" % gpu_label(g),
             "reset_gpu",
             "gpu.retired_pages: pending retirement (NVIDIA dynamic page retirement)",
-            rp,
-            bus_id=bus,
-            serial=serial,
+            evidence=rp,
         )
 
 
@@ -292,7 +259,7 @@ def check_recovery_action(ctx: Ctx, g: Dict[str, Any]) -> None:
         "%s: the driver asks for recovery action '%s'" % (gpu_label(g), ra),
         sa[1],
         "recovery_actions[%s] (NVML nvmlDeviceGpuRecoveryAction_t)" % ra,
-        {"recovery_action": g.get("recovery_action"), "reset_status": rs or None},
+        evidence={"recovery_action": g.get("recovery_action"), "reset_status": rs or None},
         bus_id=normalize_bus_id(g.get("bus_id")),
         serial=as_str(g.get("serial")),
     )
@@ -316,7 +283,7 @@ def check_temperature(ctx: Ctx, g: Dict[str, Any]) -> None:
                 "%s: %g C, at its shutdown temperature (%g C)" % (gpu_label(g), gpu_c, shut or p1),
                 "emergency_shutdown",
                 "gpu.temperature: gpu_c >= shutdown - %s C" % th["gpu_shutdown_margin_c"],
-                t,
+                evidence=t,
             )
         elif gpu_c >= p2:
             ctx.add(
@@ -327,7 +294,7 @@ def check_temperature(ctx: Ctx, g: Dict[str, Any]) -> None:
                 "%s: %g C, near its slowdown temperature (%g C)" % (gpu_label(g), gpu_c, slow or p2),
                 "tune",
                 "gpu.temperature: gpu_c >= slowdown - %s C" % th["gpu_slowdown_margin_c"],
-                t,
+                evidence=t,
             )
     if mem_c is not None:
         if mem_c >= th["memory_p1_c"]:
@@ -339,7 +306,7 @@ def check_temperature(ctx: Ctx, g: Dict[str, Any]) -> None:
                 "%s: memory at %g C" % (gpu_label(g), mem_c),
                 "emergency_shutdown",
                 "gpu.temperature: memory_c >= %s C" % th["memory_p1_c"],
-                t,
+                evidence=t,
             )
         elif mem_c >= th["memory_p2_c"]:
             ctx.add(
@@ -350,7 +317,7 @@ def check_temperature(ctx: Ctx, g: Dict[str, Any]) -> None:
                 "%s: memory at %g C" % (gpu_label(g), mem_c),
                 "tune",
                 "gpu.temperature: memory_c >= %s C (HBM max operating)" % th["memory_p2_c"],
-                t,
+                evidence=t,
             )
 
 
@@ -380,7 +347,7 @@ def check_throttle(ctx: Ctx, gpus: List[Dict[str, Any]]) -> None:
                 ),
                 action,
                 rule,
-                {"active": as_dict(g.get("throttle")).get("active"), "on_every_gpu": everywhere},
+                evidence={"active": as_dict(g.get("throttle")).get("active"), "on_every_gpu": everywhere},
             )
     pct = ctx.policy["thresholds"]["power"]["cap_below_default_pct"]
     for g in readable:
@@ -395,7 +362,7 @@ def check_throttle(ctx: Ctx, gpus: List[Dict[str, Any]]) -> None:
                 "%s: power limit %g W is below the default %g W" % (gpu_label(g), lim, dflt),
                 "tune",
                 "thresholds.power.cap_below_default_pct=%s" % pct,
-                {"power": p},
+                evidence={"power": p},
             )
 
 
@@ -411,7 +378,7 @@ def check_driver(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, An
             "driver %s, the profile expects %s" % (have, want),
             "tune",
             "gpu.driver: profile driver_version (bring it in line with the upgrade playbook)",
-            {"driver_version": have, "expected": want},
+            evidence={"driver_version": have, "expected": want},
         )
 
 
@@ -444,7 +411,7 @@ def check_diag(ctx: Ctx, facts: Dict[str, Any]) -> None:
             % (gpu_label(g), level, res, ", ".join(failed_tests.get(str(idx), [])) or "no test named"),
             action,
             "gpu.diag: dcgmi diag %s (AzNHC NHC2020 DCGM diag failure)" % res,
-            {"level": level, "tests": failed_tests.get(str(idx), [])},
+            evidence={"level": level, "tests": failed_tests.get(str(idx), [])},
             bus_id=normalize_bus_id(g.get("bus_id")),
             serial=as_str(g.get("serial")),
         )
@@ -459,7 +426,7 @@ def check_diag(ctx: Ctx, facts: Dict[str, Any]) -> None:
             "DCGM diag level %s: %s" % (level, res),
             action,
             "gpu.diag: dcgmi diag overall %s" % res,
-            {"level": level},
+            evidence={"level": level},
         )
 
 

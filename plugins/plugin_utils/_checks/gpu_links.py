@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import normalize_bus_id
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import (
     Ctx,
+    RateWindow,
     as_dict,
     as_list,
     as_num,
-    as_str,
     gpu_comp,
     gpu_label,
 )
@@ -26,43 +25,34 @@ def _under_load(ctx: Ctx, g: Dict[str, Any]) -> bool:
     return util is not None and util >= ctx.policy["thresholds"]["pcie"]["load_utilization_pct"]
 
 
-def check_pcie(
-    ctx: Ctx,
-    g: Dict[str, Any],
-    profile: Optional[Dict[str, Any]],
-    prev: Dict[str, Any],
-    cur: Dict[str, Any],
-    interval: Optional[float],
-) -> None:
+def check_pcie(ctx: Ctx, g: Dict[str, Any], profile: Optional[Dict[str, Any]], window: RateWindow) -> None:
+    """Link generation and width against the profile; the replay-counter rate over ``window``."""
+    prev, cur, interval = window
     p = as_dict(g.get("pcie"))
-    comp, bus = gpu_comp(g), normalize_bus_id(g.get("bus_id"))
+    add_bus = ctx.for_gpu(g, serial=False)
     gen, width = as_num(p.get("gen_current")), as_num(p.get("width_current"))
     want_gen = (profile or {}).get("pcie_gen") or as_num(p.get("gen_max"))
     if gen is not None and want_gen and gen < want_gen and _under_load(ctx, g):
-        ctx.add(
+        add_bus(
             "gpu.pcie",
             "P2",
-            comp,
             "gen",
             "%s: PCIe Gen%d under load, expected Gen%d" % (gpu_label(g), gen, want_gen),
             "reseat",
             "gpu.pcie: link generation below %s while under load (idle downshift is power saving)"
             % ("profile pcie_gen" if (profile or {}).get("pcie_gen") else "gen_max"),
-            p,
-            bus_id=bus,
+            evidence=p,
         )
     want_w = (profile or {}).get("pcie_width")
     if want_w and width is not None and width < want_w:
-        ctx.add(
+        add_bus(
             "gpu.pcie",
             "P2",
-            comp,
             "width",
             "%s: PCIe x%d, expected x%d" % (gpu_label(g), width, want_w),
             "reseat",
             "gpu.pcie: width below profile pcie_width",
-            p,
-            bus_id=bus,
+            evidence=p,
         )
     replay = as_num(p.get("replay_counter"))
     cur["pcie_replay"] = replay
@@ -78,32 +68,25 @@ def check_pcie(
     per_min = delta / (interval / 60.0)
     limit = per_lane * lanes
     if per_min > limit:
-        ctx.add(
+        add_bus(
             "gpu.pcie",
             "P2",
-            comp,
             "replay",
             "%s: PCIe replays at %.2f/min (limit %.2f)" % (gpu_label(g), per_min, limit),
             "monitor",
             "gpu.pcie: replay rate > DCGM limit (BER 1e-12 x line rate, per lane per minute)",
-            {"delta": delta, "interval_s": interval, "limit_per_min": limit},
-            bus_id=bus,
+            evidence={"delta": delta, "interval_s": interval, "limit_per_min": limit},
         )
 
 
-def check_nvlink(
-    ctx: Ctx,
-    g: Dict[str, Any],
-    profile: Optional[Dict[str, Any]],
-    prev: Dict[str, Any],
-    cur: Dict[str, Any],
-    interval: Optional[float],
-) -> None:
+def check_nvlink(ctx: Ctx, g: Dict[str, Any], profile: Optional[Dict[str, Any]], window: RateWindow) -> None:
+    """Links down or missing against the profile; error-counter rates over ``window``."""
+    prev, cur, interval = window
     nv = g.get("nvlink")
     if not isinstance(nv, dict):
         return
     links = [lk for lk in as_list(nv.get("links")) if isinstance(lk, dict)]
-    comp, bus, serial = gpu_comp(g), normalize_bus_id(g.get("bus_id")), as_str(g.get("serial"))
+    add = ctx.for_gpu(g)
     want = (profile or {}).get("nvlinks_per_gpu")
     up = [lk.get("link") for lk in links if lk.get("state") == "up"]
     down = [lk for lk in links if lk.get("state") != "up"]
@@ -111,31 +94,25 @@ def check_nvlink(
     # same GPU are up (a GPU without NVLink lists none). Unknown hardware gets no "missing" alarm.
     if want or up:
         for lk in down:
-            ctx.add(
+            ctx.for_gpu(g, "%s/nvlink%s" % (gpu_comp(g), lk.get("link")))(
                 "gpu.nvlink",
                 "P1",
-                "%s/nvlink%s" % (comp, lk.get("link")),
                 "down",
                 "%s NVLink %s is %s (%d of %s links up)"
                 % (gpu_label(g), lk.get("link"), lk.get("state") or "not reported", len(up), want or len(links)),
                 "reset_gpu",
                 "gpu.nvlink: link not up (NVIDIA Xid 136 link training: RESET_GPU; repeated: reseat/RMA)",
-                {"state": lk.get("state"), "up": len(up), "expected": want},
-                bus_id=bus,
-                serial=serial,
+                evidence={"state": lk.get("state"), "up": len(up), "expected": want},
             )
     if want and len(links) < want:
-        ctx.add(
+        add(
             "gpu.nvlink",
             "P1",
-            comp,
             "missing",
             "%s: %d of %d NVLinks reported" % (gpu_label(g), len(links), want),
             "reset_gpu",
             "gpu.nvlink: profile nvlinks_per_gpu=%d" % want,
-            {"listed": len(links), "up": len(up), "expected": want},
-            bus_id=bus,
-            serial=serial,
+            evidence={"listed": len(links), "up": len(up), "expected": want},
         )
     th = ctx.policy["thresholds"]["nvlink"]
     cur_err: Dict[str, Any] = {}
@@ -155,30 +132,26 @@ def check_nvlink(
         if any(v < 0 for v in deltas.values()):
             continue  # counters reset (driver reload): new baseline
         crc = deltas.get("crc_flit", 0) + deltas.get("crc_data", 0)
-        lcomp = "%s/nvlink%s" % (comp, key)
+        add_link = ctx.for_gpu(g, "%s/nvlink%s" % (gpu_comp(g), key), serial=False)
         if crc / interval >= th["crc_per_second"]:
-            ctx.add(
+            add_link(
                 "gpu.nvlink",
                 "P2",
-                lcomp,
                 "crc",
                 "%s NVLink %s: %.1f CRC errors/s" % (gpu_label(g), key, crc / interval),
                 "monitor",
                 "gpu.nvlink: CRC >= %s/s (DCGM NVLink CRC limit)" % th["crc_per_second"],
-                {"deltas": deltas, "interval_s": interval},
-                bus_id=bus,
+                evidence={"deltas": deltas, "interval_s": interval},
             )
         if deltas.get("recovery", 0) >= th["recovery_delta"]:
-            ctx.add(
+            add_link(
                 "gpu.nvlink",
                 "P2",
-                lcomp,
                 "recovery",
                 "%s NVLink %s: %d link recoveries since last run" % (gpu_label(g), key, deltas["recovery"]),
                 "monitor",
                 "gpu.nvlink: recovery delta >= %s (DCGM NVLink error >= 1)" % th["recovery_delta"],
-                {"deltas": deltas, "interval_s": interval},
-                bus_id=bus,
+                evidence={"deltas": deltas, "interval_s": interval},
             )
     cur["nvlink"] = cur_err
 
@@ -200,7 +173,7 @@ def check_fabric(ctx: Ctx, g: Dict[str, Any]) -> None:
             "%s: NVLink fabric state '%s' (status %s)" % (gpu_label(g), state, status),
             "monitor" if pending else "isolate",
             "gpu.fabric: state not in %s (check nvidia-fabricmanager / NVSwitch)" % th["ok_states"],
-            fab,
+            evidence=fab,
         )
     elif status is not None and status not in th["ok_status"]:
         ctx.add(
@@ -211,5 +184,5 @@ def check_fabric(ctx: Ctx, g: Dict[str, Any]) -> None:
             "%s: NVLink fabric status '%s'" % (gpu_label(g), status),
             "isolate",
             "gpu.fabric: status not in %s" % th["ok_status"],
-            fab,
+            evidence=fab,
         )

@@ -48,7 +48,7 @@ def check_ib_ports(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, 
                     "IB port %s not found" % name,
                     "isolate",
                     "ib.port_state: profile ib_ports (AzNHC NHC2002 missing IB)",
-                    {"expected": expected},
+                    evidence={"expected": expected},
                 )
         checked = [(n, h, p) for n, h, p in ports if n in expected]
     elif isinstance(want, int) and not isinstance(want, bool):
@@ -67,7 +67,7 @@ def check_ib_ports(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, 
                 "%d of %d expected IB ports found" % (len(checked), want),
                 "isolate",
                 "ib.port_state: profile ib_ports=%d (AzNHC NHC2002)" % want,
-                {"found": sorted(n for n, _hca, _port in checked), "expected": want},
+                evidence={"found": sorted(n for n, _hca, _port in checked), "expected": want},
             )
     else:
         checked = []
@@ -86,7 +86,7 @@ def check_ib_ports(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, 
                 "IB port %s is %s (%s): no subnet manager configured it" % (name, state, phys),
                 "isolate",
                 "ib.port_state: INIT/ARMED = subnet manager did not finish",
-                ev,
+                evidence=ev,
             )
         elif expected_here and state != "ACTIVE" and state != "ACTIVE_DEFER":
             ctx.add(
@@ -97,7 +97,7 @@ def check_ib_ports(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, 
                 "IB port %s is %s (%s)" % (name, state, phys),
                 "reseat",
                 "ib.port_state: expected port not ACTIVE (AzNHC NHC2004 IB port down)",
-                ev,
+                evidence=ev,
             )
         elif expected_here and rate_want and state == "ACTIVE":
             rate = as_num(p.get("rate_gbps"))
@@ -110,7 +110,7 @@ def check_ib_ports(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, 
                     "IB port %s at %g Gb/s, expected %g" % (name, rate, rate_want),
                     "reseat",
                     "ib.port_rate: below profile ib_rate_gbps (downtrained link)",
-                    ev,
+                    evidence=ev,
                 )
 
 
@@ -140,7 +140,7 @@ def check_ib_counters(
                     % (name, counters.get(cname)),
                     "monitor",
                     "ib.link_flap: link_downed at its 8-bit ceiling = a link that flapped at least that often",
-                    {"value": counters.get(cname), "saturated": True},
+                    evidence={"value": counters.get(cname), "saturated": True},
                 )
             elif cname in th["counters"]:
                 ctx.add(
@@ -152,7 +152,7 @@ def check_ib_counters(
                     "clear the port counters (perfquery -R)" % (name, cname, counters.get(cname)),
                     "monitor",
                     "ib.errors: saturated counter (8/4-bit ceiling): delta unknown",
-                    {"value": counters.get(cname)},
+                    evidence={"value": counters.get(cname)},
                 )
         prev = as_dict(prev_ports.get(name))
         interval = rate_base(prev, boot, t)
@@ -183,7 +183,7 @@ def check_ib_counters(
                 "reseat" if p1 else "monitor",
                 "ib.link_flap: link_downed +%d within one boot (>= %d: P1, AzNHC NHC2005 flapping)"
                 % (flap, fl["p1_downs"]),
-                {"delta": flap, "interval_s": interval},
+                evidence={"delta": flap, "interval_s": interval},
             )
         if interval < th["min_interval_s"]:
             new_ports[name] = prev  # keep the older baseline until the interval is long enough for a rate
@@ -204,7 +204,7 @@ def check_ib_counters(
                     rule.get("action", "monitor"),
                     "thresholds.ib.counters[%s]: >= %s/h and +%s (NVSentinel NIC monitor defaults)"
                     % (cname, rule.get("per_hour"), rule.get("min_delta", 1)),
-                    {
+                    evidence={
                         "delta": d,
                         "interval_s": interval,
                         "per_hour": rate,

@@ -34,7 +34,7 @@ def check_node(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, Any]
                     "%s is not mounted" % path,
                     "isolate",
                     "node.mounts: profile mounts",
-                    m,
+                    evidence=m,
                 )
         elif m.get("responsive") is False:
             ctx.add(
@@ -45,7 +45,7 @@ def check_node(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, Any]
                 "%s does not respond (%s)" % (path, m.get("error")),
                 "isolate",
                 "node.mounts: a hung mount hangs every job that touches it",
-                m,
+                evidence=m,
             )
         elif as_num(m.get("free_pct")) is not None and as_num(m.get("free_pct")) < min_free:
             ctx.add(
@@ -56,7 +56,7 @@ def check_node(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, Any]
                 "%s has %s%% free" % (path, m.get("free_pct")),
                 "monitor",
                 "thresholds.mounts.min_free_pct=%s" % min_free,
-                m,
+                evidence=m,
             )
     services = as_dict(node.get("services"))
     for name in as_list((profile or {}).get("services")):
@@ -72,7 +72,7 @@ def check_node(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, Any]
                 "service %s is not running" % name,
                 "tune",
                 "node.services: profile services",
-                svc,
+                evidence=svc,
             )
     fm = services.get("nvidia-fabricmanager")
     need = bool((profile or {}).get("nvswitch"))
@@ -86,7 +86,7 @@ def check_node(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, Any]
             "nvidia-fabricmanager is not running on an NVSwitch system: GPUs cannot use NVLink",
             "isolate",
             "node.fabric_manager: profile nvswitch=true",
-            {"service": fm},
+            evidence={"service": fm},
         )
     if need or fm_running:
         fmv = node.get("fabric_manager_version") or (fm or {}).get("version")
@@ -100,5 +100,5 @@ def check_node(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, Any]
                 "fabric manager %s does not match driver %s" % (fmv, drv),
                 "isolate",
                 "node.fabric_manager: version must equal the driver's (FM refuses to start otherwise)",
-                {"fabric_manager_version": fmv, "driver_version": drv},
+                evidence={"fabric_manager_version": fmv, "driver_version": drv},
             )

@@ -25,6 +25,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import (
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.catalogue import CHECK_DOMAINS, FACT_DOMAINS
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import (
     Ctx,
+    RateWindow,
     as_dict,
     as_list,
     boot_id_of,
@@ -104,7 +105,7 @@ def evaluate_node(
             "node unreachable%s" % (": %s" % reason if reason else ""),
             "isolate",
             "node.unreachable: no facts from the node (node down)",
-            {"reason": reason},
+            evidence={"reason": reason},
         )
         facts = {}
     else:
@@ -160,7 +161,7 @@ def run_checks(
                 "check %s failed: %s: %s" % (name, type(exc).__name__, exc),
                 "monitor",
                 "internal error in the health policy",
-                {"check": name},
+                evidence={"check": name},
             )
 
     guarded("gpu.missing", gpu.check_gpu_inventory, ctx, facts, profile)
@@ -189,8 +190,9 @@ def run_checks(
         guarded("gpu.retired_pages", gpu.check_retired_pages, ctx, g)
         guarded("gpu.recovery_action", gpu.check_recovery_action, ctx, g)
         guarded("gpu.temperature", gpu.check_temperature, ctx, g)
-        guarded("gpu.pcie", gpu_links.check_pcie, ctx, g, profile, prev, scratch, interval)
-        guarded("gpu.nvlink", gpu_links.check_nvlink, ctx, g, profile, prev, scratch, interval)
+        window = RateWindow(prev, scratch, interval)
+        guarded("gpu.pcie", gpu_links.check_pcie, ctx, g, profile, window)
+        guarded("gpu.nvlink", gpu_links.check_nvlink, ctx, g, profile, window)
         guarded("gpu.fabric", gpu_links.check_fabric, ctx, g)
         if bus:
             new_gpus[bus] = cur

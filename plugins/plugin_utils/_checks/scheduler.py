@@ -32,7 +32,7 @@ def check_scheduler(ctx: Ctx, facts: Dict[str, Any]) -> None:
             "Slurm: %s (%s)" % (n.get("state"), reason or "no reason"),
             "monitor",
             "scheduler.node_state: DOWN / not responding = node down",
-            ev,
+            evidence=ev,
         )
     elif words & {"DRAIN", "DRAINED", "DRAINING"}:
         ours = str(reason).startswith("gpuops")
@@ -47,5 +47,5 @@ def check_scheduler(ctx: Ctx, facts: Dict[str, Any]) -> None:
             "none" if ours else "monitor",
             "scheduler.node_state: drained by %s"
             % ("gpuops" if ours else "someone else (reason owner: %s)" % (n.get("reason_user") or "unknown")),
-            ev,
+            evidence=ev,
         )

@@ -68,87 +68,109 @@ def _xid_row(ctx: Ctx, code: int) -> Tuple[Dict[str, Any], List[str]]:
     return row, notes
 
 
-def check_xid(ctx: Ctx, facts: Dict[str, Any], hs: Dict[str, Any], counts) -> None:
-    events = [e for e in as_list(as_dict(facts.get("kernel")).get("events")) if isinstance(e, dict)]
-    by_bus = gpu_by_bus(facts)
-    by_index = {g.get("index"): g for g in gpu_list(facts) if isinstance(g.get("index"), int)}
+def _xid_code(ev: Dict[str, Any]) -> Optional[int]:
+    """The Xid an event reports (79 for "fallen off the bus"); None for other events and the Xid 45 cleanups."""
+    kind = ev.get("kind")
+    if kind == "fallen_off_bus":
+        return 79
+    code = ev.get("code") if kind == "xid" else None
+    if not isinstance(code, int) or isinstance(code, bool):
+        return None
+    if code == 45 and ev.get("caused_by"):
+        return None  # report the root Xid, not the cleanup
+    return code
+
+
+def _new_group(ev: Dict[str, Any]) -> Dict[str, Any]:
+    return {
+        "count": 0,
+        "first": None,
+        "last": None,
+        "pids": set(),
+        "processes": set(),
+        "raw": ev.get("raw") or ev.get("message"),
+        "recovery_action": None,
+        "fatal": False,
+        "undated": 0,
+        "gpu_index": ev.get("gpu_index"),
+    }
+
+
+def _count_event(grp: Dict[str, Any], ev: Dict[str, Any]) -> None:
+    grp["count"] += 1
+    ts = parse_time(ev.get("timestamp"))
+    if ts is None:
+        grp["undated"] += 1
+    else:
+        grp["first"] = ts if grp["first"] is None or ts < grp["first"] else grp["first"]
+        grp["last"] = ts if grp["last"] is None or ts > grp["last"] else grp["last"]
+    if as_str(ev.get("pid")) not in _USER_PROC_UNKNOWN:
+        grp["pids"].add(as_str(ev.get("pid")))
+    if as_str(ev.get("process")) not in _USER_PROC_UNKNOWN:
+        grp["processes"].add(as_str(ev.get("process")))
+    if ev.get("recovery_action"):
+        grp["recovery_action"] = ev.get("recovery_action")
+    if ev.get("severity") == "fatal" or "fatal" in str(ev.get("message") or "").lower().split():
+        grp["fatal"] = True
+
+
+def group_xids(
+    facts: Dict[str, Any], counts, by_index: Dict[Any, Dict[str, Any]]
+) -> Dict[Tuple[int, Optional[str]], Dict[str, Any]]:
+    """The Xid events that count (``counts``: this boot, not cleared), grouped by (code, bus id)."""
     groups: Dict[Tuple[int, Optional[str]], Dict[str, Any]] = {}
-    for ev in events:
-        kind = ev.get("kind")
-        if kind == "fallen_off_bus":
-            code: Any = 79
-        elif kind == "xid":
-            code = ev.get("code")
-        else:
+    for ev in as_list(as_dict(facts.get("kernel")).get("events")):
+        code = _xid_code(ev) if isinstance(ev, dict) else None
+        if code is None:
             continue
-        if not isinstance(code, int) or isinstance(code, bool):
-            continue
-        if code == 45 and ev.get("caused_by"):
-            continue  # report the root Xid, not the cleanup
         bus = normalize_bus_id(ev.get("bus_id"))
         if bus is None and isinstance(ev.get("gpu_index"), int) and ev["gpu_index"] in by_index:
             bus = normalize_bus_id(by_index[ev["gpu_index"]].get("bus_id"))
-        if not counts(ev, bus):
-            continue
-        grp = groups.setdefault(
-            (code, bus),
-            {
-                "count": 0,
-                "first": None,
-                "last": None,
-                "pids": set(),
-                "processes": set(),
-                "raw": ev.get("raw") or ev.get("message"),
-                "recovery_action": None,
-                "fatal": False,
-                "undated": 0,
-                "gpu_index": ev.get("gpu_index"),
-            },
-        )
-        grp["count"] += 1
-        ts = parse_time(ev.get("timestamp"))
-        if ts is None:
-            grp["undated"] += 1
-        else:
-            grp["first"] = ts if grp["first"] is None or ts < grp["first"] else grp["first"]
-            grp["last"] = ts if grp["last"] is None or ts > grp["last"] else grp["last"]
-        if as_str(ev.get("pid")) not in _USER_PROC_UNKNOWN:
-            grp["pids"].add(as_str(ev.get("pid")))
-        if as_str(ev.get("process")) not in _USER_PROC_UNKNOWN:
-            grp["processes"].add(as_str(ev.get("process")))
-        if ev.get("recovery_action"):
-            grp["recovery_action"] = ev.get("recovery_action")
-        if ev.get("severity") == "fatal" or "fatal" in str(ev.get("message") or "").lower().split():
-            grp["fatal"] = True
+        if counts(ev, bus):
+            _count_event(groups.setdefault((code, bus), _new_group(ev)), ev)
+    return groups
+
+
+def xid_verdict(ctx: Ctx, code: int, row: Dict[str, Any], grp: Dict[str, Any], notes: List[str]) -> Tuple[str, str]:
+    """(severity, action) of one Xid group: the catalogue row, refined by the recovery action Xid 154 carries,
+    by how many processes hit a user-caused Xid, and by "Fatal" on the line. Appends the reasons to ``notes``."""
     xp = ctx.policy["xid"]
+    sev, action = row.get("severity", "P2"), row.get("action", "monitor")
+    if code == xp["recovery_action_xid"] and grp["recovery_action"]:
+        ra = _xid_catalog.recovery_action_name(grp["recovery_action"]) or str(grp["recovery_action"])
+        sa = sev_action(ctx.policy["recovery_actions"], ra)
+        if ra == "none":
+            sev, action = "P3", "none"
+        elif sa:
+            sev, action = sa
+        notes.append("recovery_actions[%s] (Xid 154 carries the new action)" % ra)
+    elif row.get("user_caused"):
+        distinct = len(grp["pids"] | grp["processes"])
+        if distinct >= xp["user_caused_repeat_processes"]:
+            sev, action = "P2", "monitor"
+            notes.append("same GPU from %d processes: run DCGM diag (NVIDIA WORKFLOW_XID_%s)" % (distinct, code))
+        else:
+            sev = xp["user_caused_severity"]
+            notes.append("user-caused: application fault, not a node alarm")
+    elif grp["fatal"] and isinstance(row.get("fatal_escalation"), dict):
+        sev = row["fatal_escalation"].get("severity", sev)
+        action = row["fatal_escalation"].get("action", action)
+        notes.append("'Fatal' on the line")
+    return sev, action
+
+
+def check_xid(ctx: Ctx, facts: Dict[str, Any], hs: Dict[str, Any], counts) -> None:
+    by_bus = gpu_by_bus(facts)
+    by_index = {g.get("index"): g for g in gpu_list(facts) if isinstance(g.get("index"), int)}
+    groups = group_xids(facts, counts, by_index)
     for (code, bus), grp in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         row, notes = _xid_row(ctx, code)
-        sev, action = row.get("severity", "P2"), row.get("action", "monitor")
+        sev, action = xid_verdict(ctx, code, row, grp, notes)
         g = by_bus.get(bus) if bus else None
         if g is None and isinstance(grp["gpu_index"], int):
             g = by_index.get(grp["gpu_index"])
         comp = gpu_comp(g) if g else ("gpu:%s" % bus if bus else "node")
         label = gpu_label(g) if g else ("GPU %s" % bus if bus else "GPU (bus id not in the log)")
-        if code == xp["recovery_action_xid"] and grp["recovery_action"]:
-            ra = _xid_catalog.recovery_action_name(grp["recovery_action"]) or str(grp["recovery_action"])
-            sa = sev_action(ctx.policy["recovery_actions"], ra)
-            if ra == "none":
-                sev, action = "P3", "none"
-            elif sa:
-                sev, action = sa
-            notes.append("recovery_actions[%s] (Xid 154 carries the new action)" % ra)
-        elif row.get("user_caused"):
-            distinct = len(grp["pids"] | grp["processes"])
-            if distinct >= xp["user_caused_repeat_processes"]:
-                sev, action = "P2", "monitor"
-                notes.append("same GPU from %d processes: run DCGM diag (NVIDIA WORKFLOW_XID_%s)" % (distinct, code))
-            else:
-                sev = xp["user_caused_severity"]
-                notes.append("user-caused: application fault, not a node alarm")
-        elif grp["fatal"] and isinstance(row.get("fatal_escalation"), dict):
-            sev = row["fatal_escalation"].get("severity", sev)
-            action = row["fatal_escalation"].get("action", action)
-            notes.append("'Fatal' on the line")
         when = " since %s" % iso_z(grp["first"]) if grp["first"] else ""
         ctx.add(
             "gpu.xid",
@@ -166,7 +188,7 @@ def check_xid(ctx: Ctx, facts: Dict[str, Any], hs: Dict[str, Any], counts) -> No
             ),
             action,
             "; ".join(notes),
-            {
+            evidence={
                 "code": code,
                 "bus_id": bus,
                 "count": grp["count"],
@@ -214,6 +236,6 @@ def check_sxid(ctx: Ctx, facts: Dict[str, Any], counts) -> None:
             action,
             "nvswitch.sxid: %s SXid (a fatal NVSwitch error needs a node reboot)"
             % ("fatal" if grp["fatal"] else "non-fatal"),
-            {"count": grp["count"], "sample": str(grp["raw"] or "")[:300]},
+            evidence={"count": grp["count"], "sample": str(grp["raw"] or "")[:300]},
             bus_id=bus,
         )
