@@ -266,59 +266,35 @@ def check_recovery_action(ctx: Ctx, g: Dict[str, Any]) -> None:
 
 
 def check_temperature(ctx: Ctx, g: Dict[str, Any]) -> None:
+    """GPU and memory temperature: P1 (emergency_shutdown) at the hot limit, P2 (tune) at the warm one."""
     th = ctx.policy["thresholds"]["temperature"]
     t = as_dict(g.get("temperature"))
     gpu_c, mem_c = as_num(t.get("gpu_c")), as_num(t.get("memory_c"))
     slow, shut = as_num(t.get("slowdown_c")), as_num(t.get("shutdown_c"))
-    comp = gpu_comp(g)
+    label = gpu_label(g)
+    levels = []  # (code, value, (hot limit, message, rule), (warm limit, message, rule))
     if gpu_c is not None:
         p1 = shut - th["gpu_shutdown_margin_c"] if shut and shut > 0 else th["gpu_fallback_p1_c"]
         p2 = slow - th["gpu_slowdown_margin_c"] if slow and slow > 0 else th["gpu_fallback_p2_c"]
-        if gpu_c >= p1:
-            ctx.add(
-                "gpu.temperature",
-                "P1",
-                comp,
-                "gpu",
-                "%s: %g C, at its shutdown temperature (%g C)" % (gpu_label(g), gpu_c, shut or p1),
-                "emergency_shutdown",
-                "gpu.temperature: gpu_c >= shutdown - %s C" % th["gpu_shutdown_margin_c"],
-                evidence=t,
-            )
-        elif gpu_c >= p2:
-            ctx.add(
-                "gpu.temperature",
-                "P2",
-                comp,
-                "gpu",
-                "%s: %g C, near its slowdown temperature (%g C)" % (gpu_label(g), gpu_c, slow or p2),
-                "tune",
-                "gpu.temperature: gpu_c >= slowdown - %s C" % th["gpu_slowdown_margin_c"],
-                evidence=t,
-            )
+        hot = (p1, "%s: %g C, at its shutdown temperature (%g C)" % (label, gpu_c, shut or p1))
+        warm = (p2, "%s: %g C, near its slowdown temperature (%g C)" % (label, gpu_c, slow or p2))
+        rules = (
+            "gpu_c >= shutdown - %s C" % th["gpu_shutdown_margin_c"],
+            "gpu_c >= slowdown - %s C" % th["gpu_slowdown_margin_c"],
+        )
+        levels.append(("gpu", gpu_c, hot + (rules[0],), warm + (rules[1],)))
     if mem_c is not None:
-        if mem_c >= th["memory_p1_c"]:
-            ctx.add(
-                "gpu.temperature",
-                "P1",
-                comp,
-                "memory",
-                "%s: memory at %g C" % (gpu_label(g), mem_c),
-                "emergency_shutdown",
-                "gpu.temperature: memory_c >= %s C" % th["memory_p1_c"],
-                evidence=t,
-            )
-        elif mem_c >= th["memory_p2_c"]:
-            ctx.add(
-                "gpu.temperature",
-                "P2",
-                comp,
-                "memory",
-                "%s: memory at %g C" % (gpu_label(g), mem_c),
-                "tune",
-                "gpu.temperature: memory_c >= %s C (HBM max operating)" % th["memory_p2_c"],
-                evidence=t,
-            )
+        message = "%s: memory at %g C" % (label, mem_c)
+        hot = (th["memory_p1_c"], message, "memory_c >= %s C" % th["memory_p1_c"])
+        warm = (th["memory_p2_c"], message, "memory_c >= %s C (HBM max operating)" % th["memory_p2_c"])
+        levels.append(("memory", mem_c, hot, warm))
+    for code, value, hot, warm in levels:
+        for (limit, message, rule), sev, action in ((hot, "P1", "emergency_shutdown"), (warm, "P2", "tune")):
+            if value >= limit:
+                ctx.add(
+                    "gpu.temperature", sev, gpu_comp(g), code, message, action, "gpu.temperature: " + rule, evidence=t
+                )
+                break
 
 
 def check_throttle(ctx: Ctx, gpus: List[Dict[str, Any]]) -> None:
@@ -369,17 +345,20 @@ def check_throttle(ctx: Ctx, gpus: List[Dict[str, Any]]) -> None:
 def check_driver(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, Any]]) -> None:
     want = (profile or {}).get("driver_version")
     have = as_dict(facts.get("gpu")).get("driver_version")
-    if want and have and str(want) != str(have):
-        ctx.add(
-            "gpu.driver",
-            "P3",
-            "node",
-            "version",
-            "driver %s, the profile expects %s" % (have, want),
-            "tune",
-            "gpu.driver: profile driver_version (bring it in line with the upgrade playbook)",
-            evidence={"driver_version": have, "expected": want},
-        )
+    if not want or not have or str(want) == str(have):
+        return
+    message = "driver %s, the profile expects %s" % (have, want)
+    rule = "gpu.driver: profile driver_version (bring it in line with the upgrade playbook)"
+    ctx.add(
+        "gpu.driver",
+        "P3",
+        "node",
+        "version",
+        message,
+        "tune",
+        rule,
+        evidence={"driver_version": have, "expected": want},
+    )
 
 
 def check_diag(ctx: Ctx, facts: Dict[str, Any]) -> None:

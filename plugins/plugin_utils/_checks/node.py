@@ -7,12 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import (
-    Ctx,
-    as_dict,
-    as_list,
-    as_num,
-)
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import Ctx, as_dict, as_list, as_num
 
 
 def check_node(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, Any]]) -> None:
