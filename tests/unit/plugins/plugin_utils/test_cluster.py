@@ -192,3 +192,22 @@ def test_node_status_with_facts_and_policy():
     assert K.node_status([], {"gpu": gpu_ok, "ib": {"errors": [{"kind": "parse"}]}}, P.DEFAULT_POLICY) == "healthy"
     # the required gpu domain not read at all: the node is not healthy, it is unknown
     assert K.node_status([], {"ib": {"errors": [{"kind": "parse"}]}}, P.DEFAULT_POLICY) == "error"
+
+
+def test_blind_reason_names_the_needed_unknown_domains_only():
+    domains = {
+        "gpu": {"state": "unknown", "needed": True, "reason": "not captured"},
+        "ib": {"state": "unknown", "needed": True, "reason": "not captured"},
+        "bmc": {"state": "unknown", "needed": False, "reason": "timeout"},
+    }
+    assert K._blind_reason(domains, {"gpu", "ib", "bmc"}) == "could not read gpu, ib: not captured"
+    assert K._blind_reason(domains, {"bmc"}) is None
+
+
+def test_required_collector_error_from_findings_or_facts():
+    policy = {"collector_errors": {"required_domains": ["gpu"]}}
+    f = {"check": "collector.error", "component": "collector:gpu", "message": "gpu collector timeout", "evidence": {}}
+    assert K._required_collector_error([f], None, policy) == "gpu collector timeout"
+    assert K._required_collector_error([dict(f, component="collector:ib")], None, policy) is None
+    assert K._required_collector_error([], {"gpu": {"errors": [{"kind": "x"}]}}, policy) == "gpu collector errors"
+    assert K._required_collector_error([], {"gpu": {"errors": []}}, policy) is None
