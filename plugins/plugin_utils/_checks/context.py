@@ -105,16 +105,17 @@ class Ctx:
         self.meta[fid] = {k: extra.get(k) for k in ("bus_id", "serial", "raised_at")}
         return finding
 
-    def for_gpu(self, gpu: Dict[str, Any], component: Optional[str] = None, serial: bool = True):
-        """An ``add`` for findings about ``gpu``: the component (default ``gpu_comp``), its bus id and (with
-        ``serial``) its serial filled in. The returned function takes ``(check, severity, code, message,
-        action, rule, evidence=None)``."""
-        comp = component or gpu_comp(gpu)
-        where = {"bus_id": normalize_bus_id(gpu.get("bus_id"))}
-        if serial:
-            where["serial"] = as_str(gpu.get("serial"))
+    def for_gpu(self, gpu: Dict[str, Any], suffix: str = "", serial: bool = True):
+        """An ``add`` for findings about ``gpu``: the component (``gpu_comp`` + ``suffix``, e.g. ``/nvlink3``),
+        its bus id and (with ``serial``) its serial filled in when a finding is added (checks bind it for
+        every GPU, most of which have nothing to report). The returned function takes ``(check, severity,
+        code, message, action, rule, evidence=None)``."""
 
         def add(check: str, severity: str, code: Any, message: str, action: str, rule: str, evidence=None):
+            where = {"bus_id": normalize_bus_id(gpu.get("bus_id"))}
+            if serial:
+                where["serial"] = as_str(gpu.get("serial"))
+            comp = gpu_comp(gpu) + suffix
             return self.add(check, severity, comp, code, message, action, rule, evidence=evidence, **where)
 
         return add

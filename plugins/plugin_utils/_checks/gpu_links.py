@@ -94,7 +94,7 @@ def check_nvlink(ctx: Ctx, g: Dict[str, Any], profile: Optional[Dict[str, Any]],
     # same GPU are up (a GPU without NVLink lists none). Unknown hardware gets no "missing" alarm.
     if want or up:
         for lk in down:
-            ctx.for_gpu(g, "%s/nvlink%s" % (gpu_comp(g), lk.get("link")))(
+            ctx.for_gpu(g, "/nvlink%s" % lk.get("link"))(
                 "gpu.nvlink",
                 "P1",
                 "down",
@@ -132,7 +132,7 @@ def check_nvlink(ctx: Ctx, g: Dict[str, Any], profile: Optional[Dict[str, Any]],
         if any(v < 0 for v in deltas.values()):
             continue  # counters reset (driver reload): new baseline
         crc = deltas.get("crc_flit", 0) + deltas.get("crc_data", 0)
-        add_link = ctx.for_gpu(g, "%s/nvlink%s" % (gpu_comp(g), key), serial=False)
+        add_link = ctx.for_gpu(g, "/nvlink%s" % key, serial=False)
         if crc / interval >= th["crc_per_second"]:
             add_link(
                 "gpu.nvlink",

@@ -37,7 +37,7 @@ def test_for_gpu_fills_component_bus_id_and_serial():
     f = c.for_gpu(g)("gpu.ecc", "P2", "code", "msg", "monitor", "rule", {"k": 1})
     assert f["component"] == "gpu3" and f["evidence"] == {"k": 1}
     assert c.meta[f["id"]]["bus_id"] == BUS[3] and c.meta[f["id"]]["serial"] == "1650923000123"
-    f = c.for_gpu(g, "gpu3/nvlink2", serial=False)("gpu.nvlink", "P2", "crc", "msg", "monitor", "rule")
+    f = c.for_gpu(g, "/nvlink2", serial=False)("gpu.nvlink", "P2", "crc", "msg", "monitor", "rule")
     assert f["component"] == "gpu3/nvlink2" and c.meta[f["id"]]["serial"] is None
     assert c.meta[f["id"]]["bus_id"] == BUS[3]
 
