@@ -16,11 +16,10 @@ Pure Python, no Ansible imports; runs on the controller.
 
 from __future__ import annotations
 
-import datetime
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import domain_states, finding_domain
-from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time
+from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time, utcnow
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import (
     DEFAULT_POLICY,
     DOMAIN_KINDS,
@@ -158,7 +157,7 @@ class _Cluster:
 
     def __init__(self, nodes: Dict[str, Dict[str, Any]], policy: Dict[str, Any], now: Any) -> None:
         self.policy = policy
-        self.now = parse_time(now) or datetime.datetime.now(datetime.timezone.utc)
+        self.now = parse_time(now) or utcnow()
         self.corr = policy["correlation"]
         self.out: List[Dict[str, Any]] = []
         self.hosts = sorted(nodes)

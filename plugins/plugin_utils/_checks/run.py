@@ -6,11 +6,10 @@
 from __future__ import annotations
 
 import copy
-import datetime
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import normalize_bus_id
-from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, parse_time
+from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, parse_time, utcnow
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import (
     bmc,
     drift,
@@ -83,7 +82,7 @@ def evaluate_node(
     if isinstance(profile, str):
         profile = profile_for(policy, profile)
     validate_profile(profile)
-    now_dt = parse_time(now) or datetime.datetime.now(datetime.timezone.utc)
+    now_dt = parse_time(now) or utcnow()
     raw_state = state or {}
     if isinstance(raw_state.get("hosts"), dict):
         raw_state = raw_state["hosts"].get(host) or {}
