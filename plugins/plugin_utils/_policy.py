@@ -1,10 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The health policy as data: defaults, recursive site overrides, validation, version and hash.
+"""The health policy: the severity scale, the finding vocabulary, site overrides, validation, version and hash.
 
-``DEFAULT_POLICY`` holds every threshold, response time, escalation and clear rule the checks
-(``_checks.py``) and the cluster aggregation (``_cluster.py``) use. A site never edits it: it passes
+``SEVERITIES`` (P0..P3) and ``severity_rank`` are the one severity scale; ``ACTIONS``, ``CLEAR_RULES`` and
+``DISRUPTIVE_ACTIONS`` the vocabulary of findings (docs/findings.md). ``DEFAULT_POLICY`` (data, in
+``_policy_defaults.py``) holds every threshold, response time, escalation and clear rule the checks (the
+``_checks`` package) and the cluster aggregation (``_cluster.py``) use. A site never edits it: it passes
 ``gpuops_policy_overrides`` (a second variable), merged recursively by ``merge_policy``. An unknown key
 (a typo) raises ``PolicyError`` naming the dotted key path. ``policy_hash`` identifies the merged policy
 in report.json. Where a number comes from is in docs/checks.md (sources: health-policy-facts.md).
