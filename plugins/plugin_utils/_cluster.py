@@ -16,14 +16,14 @@ Pure Python, no Ansible imports; runs on the controller.
 
 from __future__ import annotations
 
-import datetime
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import domain_states, finding_domain
+from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time, utcnow
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import (
     DEFAULT_POLICY,
+    DOMAIN_KINDS,
     is_withheld,
-    parse_time,
     respond_by,
 )
 
@@ -50,31 +50,49 @@ def node_assessment(
     seen = [f for f in serious if not is_withheld(f) and finding_domain(f) not in unknown]
     if seen:
         return "faulty", "%d P0/P1 finding(s): %s" % (len(seen), seen[0].get("message"))
-    blind: Dict[str, List[str]] = {}
-    for d in sorted(unknown):
-        if domains[d].get("needed"):
-            blind.setdefault(str(domains[d].get("reason")), []).append(d)
+    blind = _blind_reason(domains, unknown)
     if blind:
-        return "error", "could not read " + "; ".join("%s: %s" % (", ".join(ds), why) for why, ds in blind.items())
+        return "error", blind
     if serious:
         f = serious[0]
         if is_withheld(f):
             return "error", str(f.get("message"))
         return "error", "%s (%s data unknown: not confirmed)" % (f.get("message"), finding_domain(f))
+    reason = _required_collector_error(fs, facts, policy)
+    if reason:
+        return "error", reason
+    p2 = [f for f in fs if f.get("severity") == "P2"]
+    if p2:
+        return "degraded", "%d P2 finding(s): %s" % (len(p2), p2[0].get("message"))
+    return "healthy", None
+
+
+def _blind_reason(domains: Dict[str, Dict[str, Any]], unknown: Set[str]) -> Optional[str]:
+    """Why the node's status is ``error`` when needed fact domains are unknown (None: none is)."""
+    blind: Dict[str, List[str]] = {}
+    for d in sorted(unknown):
+        if domains[d].get("needed"):
+            blind.setdefault(str(domains[d].get("reason")), []).append(d)
+    if not blind:
+        return None
+    return "could not read " + "; ".join("%s: %s" % (", ".join(ds), why) for why, ds in blind.items())
+
+
+def _required_collector_error(
+    fs: List[Dict[str, Any]], facts: Optional[Dict[str, Any]], policy: Optional[Dict[str, Any]]
+) -> Optional[str]:
+    """The message of a collector.error of a required domain, or of a required domain's facts errors."""
     required = set((policy or {}).get("collector_errors", {}).get("required_domains") or [])
     for f in fs:
         if f.get("check") != "collector.error":
             continue
         if (f.get("evidence") or {}).get("required") or str(f.get("component", "")).split(":", 1)[-1] in required:
-            return "error", str(f.get("message"))
+            return str(f.get("message"))
     if isinstance(facts, dict):
         for d in sorted(required):
             if isinstance(facts.get(d), dict) and facts[d].get("errors"):
-                return "error", "%s collector errors" % d
-    p2 = [f for f in fs if f.get("severity") == "P2"]
-    if p2:
-        return "degraded", "%d P2 finding(s): %s" % (len(p2), p2[0].get("message"))
-    return "healthy", None
+                return "%s collector errors" % d
+    return None
 
 
 def node_status(
@@ -93,33 +111,6 @@ def node_status(
     too, a required domain whose facts carry errors); else degraded if any P2; else healthy (P3 allowed).
     """
     return node_assessment(findings, facts, policy, domains)[0]
-
-
-def _cluster_finding(
-    check: str,
-    component: str,
-    code: str,
-    message: str,
-    rule: str,
-    evidence: Dict[str, Any],
-    now: datetime.datetime,
-    policy: Dict[str, Any],
-    action: str = "contact_vendor",
-) -> Dict[str, Any]:
-    return {
-        "check": check,
-        "severity": "P0",
-        "component": component,
-        "code": code,
-        "message": message,
-        "action": action,
-        "rule": rule,
-        "respond_by": respond_by("P0", now, policy),
-        "evidence": evidence,
-        "host": None,
-        "cause": None,
-        "id": "cluster:%s:%s:%s" % (check, component, code),
-    }
 
 
 def _explain(finding: Dict[str, Any], cause_id: str) -> None:
@@ -153,64 +144,97 @@ def evaluate_cluster(
       at least ``cluster.faulty_share`` of the nodes in status ``error``). Findings whose disruptive action
       was withheld (their domain could not be read) take part in no correlation.
     """
-    policy = policy if policy is not None else DEFAULT_POLICY
-    now_dt = parse_time(now) or datetime.datetime.now(datetime.timezone.utc)
-    corr = policy["correlation"]
-    cl = policy["cluster"]
-    out: List[Dict[str, Any]] = []
-    hosts = sorted(nodes)
-    findings = {h: [f for f in (nodes[h] or {}).get("findings") or [] if isinstance(f, dict)] for h in hosts}
-    status = {h: (nodes[h] or {}).get("status") or node_status(findings[h]) for h in hosts}
-    down = {h for h in hosts if status[h] in ("unreachable", "faulty")}
-    # nodes whose evidence could not be read: neither failed nor healthy; never counted as down
-    unknown = {h for h in hosts if status[h] == "error"}
-    domains: Dict[str, Dict[str, List[str]]] = {}
-    for kind in ("rack", "leaf", "power"):
-        groups: Dict[str, List[str]] = {}
-        for h in hosts:
-            name = (nodes[h] or {}).get(kind)
-            if name not in (None, ""):
-                groups.setdefault(str(name), []).append(h)
-        domains[kind] = groups
+    cl = _Cluster(nodes, policy if policy is not None else DEFAULT_POLICY, now)
+    cl.subnet_manager()
+    cl.correlate()
+    cl.domains_down()
+    cl.capacity()
+    return cl.out
 
-    # 1. IB ports in INIT/ARMED on many nodes: the subnet manager, not the nodes
-    sm = {
-        h: [
-            f
-            for f in findings[h]
-            if f.get("check") == "ib.port_state" and f.get("code") in ("INIT", "ARMED") and not f.get("cause")
-        ]
-        for h in hosts
-    }
-    sm = {h: fs for h, fs in sm.items() if fs}
-    if len(sm) >= corr["subnet_manager_min_nodes"]:
-        p0 = _cluster_finding(
+
+class _Cluster:
+    """The inspected nodes seen together, and the cluster findings made of them (``out``)."""
+
+    def __init__(self, nodes: Dict[str, Dict[str, Any]], policy: Dict[str, Any], now: Any) -> None:
+        self.policy = policy
+        self.now = parse_time(now) or utcnow()
+        self.corr = policy["correlation"]
+        self.out: List[Dict[str, Any]] = []
+        self.hosts = sorted(nodes)
+        self.findings = {
+            h: [f for f in (nodes[h] or {}).get("findings") or [] if isinstance(f, dict)] for h in self.hosts
+        }
+        self.status = {h: (nodes[h] or {}).get("status") or node_status(self.findings[h]) for h in self.hosts}
+        self.down = {h for h in self.hosts if self.status[h] in ("unreachable", "faulty")}
+        # nodes whose evidence could not be read: neither failed nor healthy; never counted as down
+        self.unknown = {h for h in self.hosts if self.status[h] == "error"}
+        self.domains: Dict[str, Dict[str, List[str]]] = {}
+        for kind in DOMAIN_KINDS:
+            groups: Dict[str, List[str]] = {}
+            for h in self.hosts:
+                name = (nodes[h] or {}).get(kind)
+                if name not in (None, ""):
+                    groups.setdefault(str(name), []).append(h)
+            self.domains[kind] = groups
+
+    def add(
+        self, check: str, component: str, code: str, message: str, rule: str, evidence: Dict[str, Any], action: str
+    ) -> Dict[str, Any]:
+        """Append one cluster finding (P0; host None; id ``cluster:<check>:<component>:<code>``) and return it."""
+        finding = {
+            "check": check,
+            "severity": "P0",
+            "component": component,
+            "code": code,
+            "message": message,
+            "action": action,
+            "rule": rule,
+            "respond_by": respond_by("P0", self.now, self.policy),
+            "evidence": evidence,
+            "host": None,
+            "cause": None,
+            "id": "cluster:%s:%s:%s" % (check, component, code),
+        }
+        self.out.append(finding)
+        return finding
+
+    def subnet_manager(self) -> None:
+        """1. IB ports in INIT/ARMED on many nodes: the subnet manager, not the nodes."""
+        sm = {
+            h: [
+                f
+                for f in self.findings[h]
+                if f.get("check") == "ib.port_state" and f.get("code") in ("INIT", "ARMED") and not f.get("cause")
+            ]
+            for h in self.hosts
+        }
+        sm = {h: fs for h, fs in sm.items() if fs}
+        least = self.corr["subnet_manager_min_nodes"]
+        if len(sm) < least:
+            return
+        p0 = self.add(
             "cluster.subnet_manager",
             "subnet_manager",
             "INIT/ARMED",
             "IB ports stuck in INIT/ARMED on %d nodes: check the subnet manager (opensm/UFM)" % len(sm),
-            "correlation.subnet_manager_min_nodes=%d" % corr["subnet_manager_min_nodes"],
+            "correlation.subnet_manager_min_nodes=%d" % least,
             {
                 "hosts": sorted(sm),
                 "ports": sorted("%s:%s" % (h, f.get("component")) for h, fs in sm.items() for f in fs)[:50],
             },
-            now_dt,
-            policy,
-            action="contact_vendor",
+            "contact_vendor",
         )
-        out.append(p0)
         for fs in sm.values():
             for f in fs:
                 _explain(f, p0["id"])
 
-    # 2. the same check failing on a large share of one domain
-    order_table = corr["domain_order"]
-    for check in corr["checks"]:
+    def _failing(self, check: str) -> Dict[str, List[Dict[str, Any]]]:
+        """Hosts with an alarm of ``check`` that nothing explains yet and whose evidence was read."""
         failing: Dict[str, List[Dict[str, Any]]] = {}
-        for h in hosts:
+        for h in self.hosts:
             fs = [
                 f
-                for f in findings[h]
+                for f in self.findings[h]
                 if f.get("check") == check
                 and f.get("severity") in _ALARM
                 and not f.get("cause")
@@ -218,65 +242,74 @@ def evaluate_cluster(
             ]
             if fs:
                 failing[h] = fs
-        if len(failing) < corr["min_nodes"]:
-            continue
-        explained: Set[str] = set()
-        for kind in order_table.get(check) or order_table.get("default") or ["leaf", "power", "rack"]:
-            for name, members in sorted(domains.get(kind, {}).items()):
-                hit = sorted(h for h in members if h in failing)
-                if len(hit) < corr["min_nodes"] or len(hit) < corr["min_share"] * len(members):
+        return failing
+
+    def correlate(self) -> None:
+        """2. The same check failing on a large share of one domain."""
+        corr = self.corr
+        order_table = corr["domain_order"]
+        for check in corr["checks"]:
+            failing = self._failing(check)
+            if len(failing) < corr["min_nodes"]:
+                continue
+            explained: Set[str] = set()
+            for kind in order_table.get(check) or order_table.get("default") or ["leaf", "power", "rack"]:
+                for name, members in sorted(self.domains.get(kind, {}).items()):
+                    hit = sorted(h for h in members if h in failing)
+                    if len(hit) < corr["min_nodes"] or len(hit) < corr["min_share"] * len(members):
+                        continue
+                    if set(hit) <= explained:
+                        continue  # an earlier domain already explains these nodes
+                    p0 = self.add(
+                        "cluster.%s" % kind,
+                        "%s:%s" % (kind, name),
+                        check,
+                        "%s failing on %d of %d nodes of %s %s: one cause, not %d node faults"
+                        % (check, len(hit), len(members), kind, name, len(hit)),
+                        "correlation: >= %s of the %s and >= %d nodes" % (corr["min_share"], kind, corr["min_nodes"]),
+                        {"hosts": hit, "members": len(members), "check": check},
+                        "monitor" if check.startswith("gpu.") else "contact_vendor",
+                    )
+                    explained |= set(hit)
+                    for h in hit:
+                        for f in failing[h]:
+                            _explain(f, p0["id"])
+
+    def domains_down(self) -> None:
+        """3. Whole domains down (every member unreachable or faulty); the first domain in the default order
+        that covers the nodes names them (a second one with the same members would be a duplicate)."""
+        least = self.policy["cluster"]["domain_down_min_nodes"]
+        for kind in self.corr["domain_order"].get("default") or ["leaf", "power", "rack"]:
+            for name, members in sorted(self.domains[kind].items()):
+                if len(members) < least or not all(h in self.down for h in members):
                     continue
-                if set(hit) <= explained:
-                    continue  # an earlier domain already explains these nodes
-                p0 = _cluster_finding(
+                serious = [f for h in members for f in self.findings[h] if f.get("severity") in ("P0", "P1")]
+                if all(f.get("cause") for f in serious):
+                    continue  # already explained by a correlation P0
+                p0 = self.add(
                     "cluster.%s" % kind,
                     "%s:%s" % (kind, name),
-                    check,
-                    "%s failing on %d of %d nodes of %s %s: one cause, not %d node faults"
-                    % (check, len(hit), len(members), kind, name, len(hit)),
-                    "correlation: >= %s of the %s and >= %d nodes" % (corr["min_share"], kind, corr["min_nodes"]),
-                    {"hosts": hit, "members": len(members), "check": check},
-                    now_dt,
-                    policy,
-                    action="monitor" if check.startswith("gpu.") else "contact_vendor",
+                    "down",
+                    "%s %s down: all %d nodes unreachable or faulty" % (kind, name, len(members)),
+                    "cluster.domain_down_min_nodes=%d" % least,
+                    {"hosts": members, "status": {h: self.status[h] for h in members}},
+                    "contact_vendor",
                 )
-                out.append(p0)
-                explained |= set(hit)
-                for h in hit:
-                    for f in failing[h]:
-                        _explain(f, p0["id"])
+                for h in members:
+                    for f in self.findings[h]:
+                        if f.get("check") == "node.unreachable":
+                            _explain(f, p0["id"])
 
-    # 3. whole domains down (every member unreachable or faulty); the first domain in the default order
-    #    that covers the nodes names them (a second one with the same members would be a duplicate)
-    for kind in order_table.get("default") or ["leaf", "power", "rack"]:
-        for name, members in sorted(domains[kind].items()):
-            if len(members) < cl["domain_down_min_nodes"] or not all(h in down for h in members):
-                continue
-            if all(all(f.get("cause") for f in findings[h] if f.get("severity") in ("P0", "P1")) for h in members):
-                continue  # already explained by a correlation P0
-            p0 = _cluster_finding(
-                "cluster.%s" % kind,
-                "%s:%s" % (kind, name),
-                "down",
-                "%s %s down: all %d nodes unreachable or faulty" % (kind, name, len(members)),
-                "cluster.domain_down_min_nodes=%d" % cl["domain_down_min_nodes"],
-                {"hosts": members, "status": {h: status[h] for h in members}},
-                now_dt,
-                policy,
-                action="contact_vendor",
-            )
-            out.append(p0)
-            for h in members:
-                for f in findings[h]:
-                    if f.get("check") == "node.unreachable":
-                        _explain(f, p0["id"])
-
-    # 4. cluster capacity (nodes in status error are unknown: not counted as lost, but named)
-    total = len(hosts)
-    unknown_note = "; %d more could not be inspected (status error, not counted)" % len(unknown) if unknown else ""
-    if total >= cl["min_nodes"] and total and len(down) / float(total) >= cl["faulty_share"]:
-        out.append(
-            _cluster_finding(
+    def capacity(self) -> None:
+        """4. Cluster capacity (nodes in status error are unknown: not counted as lost, but named); 5. a large
+        share of the cluster could not be inspected: the report cannot speak for it (P2)."""
+        cl = self.policy["cluster"]
+        total, down, unknown = len(self.hosts), self.down, self.unknown
+        if total < cl["min_nodes"] or not total:
+            return
+        unknown_note = "; %d more could not be inspected (status error, not counted)" % len(unknown) if unknown else ""
+        if len(down) / float(total) >= cl["faulty_share"]:
+            self.add(
                 "cluster.capacity",
                 "cluster",
                 "faulty_share",
@@ -284,26 +317,18 @@ def evaluate_cluster(
                 % (len(down), total, 100.0 * len(down) / total, unknown_note),
                 "cluster.faulty_share=%s" % cl["faulty_share"],
                 {"down": sorted(down), "total": total, "unknown": sorted(unknown)},
-                now_dt,
-                policy,
-                action="monitor",
+                "monitor",
             )
-        )
-    # 5. a large share of the cluster could not be inspected: the report cannot speak for it
-    if total >= cl["min_nodes"] and len(unknown) / float(total) >= cl["faulty_share"]:
-        f = _cluster_finding(
-            "cluster.unknown",
-            "cluster",
-            "unknown_share",
-            "%d of %d nodes could not be inspected (status error: evidence missing or unreadable); they are "
-            "neither counted as faulty nor as healthy" % (len(unknown), total),
-            "cluster.faulty_share=%s applied to nodes in status error" % cl["faulty_share"],
-            {"unknown": sorted(unknown), "total": total},
-            now_dt,
-            policy,
-            action="monitor",
-        )
-        f["severity"] = "P2"
-        f["respond_by"] = respond_by("P2", now_dt, policy)
-        out.append(f)
-    return out
+        if len(unknown) / float(total) >= cl["faulty_share"]:
+            f = self.add(
+                "cluster.unknown",
+                "cluster",
+                "unknown_share",
+                "%d of %d nodes could not be inspected (status error: evidence missing or unreadable); they are "
+                "neither counted as faulty nor as healthy" % (len(unknown), total),
+                "cluster.faulty_share=%s applied to nodes in status error" % cl["faulty_share"],
+                {"unknown": sorted(unknown), "total": total},
+                "monitor",
+            )
+            f["severity"] = "P2"
+            f["respond_by"] = respond_by("P2", self.now, self.policy)

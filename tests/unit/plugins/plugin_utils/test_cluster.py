@@ -38,6 +38,17 @@ def cluster(n_racks=4, per_rack=4):
     return nodes
 
 
+def correlations(out):
+    """The correlation P0s (a domain sharing one failing check), not the domains-down ones."""
+    return [f for f in out if f["check"] in ("cluster.leaf", "cluster.rack", "cluster.power") and f["code"] != "down"]
+
+
+def fail(nodes, hosts, *args, **kw):
+    """Give each of ``hosts`` one finding ``fnd(host, *args, **kw)``."""
+    for h in hosts:
+        nodes[h]["findings"] = [fnd(h, *args, **kw)]
+
+
 @pytest.mark.parametrize(
     "findings, status",
     [
@@ -57,11 +68,9 @@ def test_node_status(findings, status):
 
 def test_dead_leaf_is_one_p0_and_members_are_not_drained():
     nodes = cluster()
-    for i in range(4):
-        h = "r1n%d" % i
-        nodes[h]["findings"] = [fnd(h, "ib.port_state", component="mlx5_0/1", code="DOWN", action="reseat")]
+    fail(nodes, ["r1n%d" % i for i in range(4)], "ib.port_state", component="mlx5_0/1", code="DOWN", action="reseat")
     out = K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
-    corr = [f for f in out if f["check"] in ("cluster.leaf", "cluster.rack", "cluster.power") and f["code"] != "down"]
+    corr = correlations(out)
     assert len(corr) == 1
     p0 = corr[0]
     assert p0["severity"] == "P0" and p0["component"] == "leaf:leaf-1" and p0["code"] == "ib.port_state"
@@ -77,9 +86,7 @@ def test_dead_leaf_is_one_p0_and_members_are_not_drained():
 
 def test_three_independent_gpu_faults_in_different_racks_stay_node_findings():
     nodes = cluster()
-    for r in range(3):
-        h = "r%dn0" % r
-        nodes[h]["findings"] = [fnd(h, "gpu.xid", component="gpu1", code="79", action="reboot")]
+    fail(nodes, ["r%dn0" % r for r in range(3)], "gpu.xid", component="gpu1", code="79", action="reboot")
     out = K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
     assert out == []
     assert all(nodes["r%dn0" % r]["findings"][0]["action"] == "reboot" for r in range(3))
@@ -87,18 +94,12 @@ def test_three_independent_gpu_faults_in_different_racks_stay_node_findings():
 
 def test_correlation_needs_half_the_domain_and_three_nodes():
     nodes = cluster(n_racks=1, per_rack=8)
-    for i in range(3):  # 3 of 8 < half
-        h = "r0n%d" % i
-        nodes[h]["findings"] = [fnd(h, "ib.link_flap", "P2", component="mlx5_0/1", code="link_downed")]
-    assert not [
-        f
-        for f in K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
-        if f["check"] in ("cluster.leaf", "cluster.rack", "cluster.power") and f["code"] != "down"
-    ]
+    fail(
+        nodes, ["r0n%d" % i for i in range(3)], "ib.link_flap", "P2", component="mlx5_0/1", code="link_downed"
+    )  # 3 of 8 < half
+    assert not correlations(K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW))
     nodes = cluster(n_racks=1, per_rack=4)
-    for i in range(2):  # 2 of 4 is half, but fewer than 3 nodes
-        h = "r0n%d" % i
-        nodes[h]["findings"] = [fnd(h, "ib.link_flap", "P2")]
+    fail(nodes, ["r0n%d" % i for i in range(2)], "ib.link_flap", "P2")  # 2 of 4 is half, but fewer than 3 nodes
     assert not K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
     # both thresholds are policy data
     pol = P.merge_policy(None, {"correlation": {"min_nodes": 2}})
@@ -115,33 +116,25 @@ def test_p3_and_uncorrelated_checks_do_not_correlate():
 
 def test_leak_prefers_rack_and_power_issue_across_two_racks_names_the_power_domain():
     nodes = cluster()
-    for i in range(4):
-        h = "r2n%d" % i
-        nodes[h]["findings"] = [fnd(h, "bmc.leak", component="bmc/Tray1", code="Critical", action="emergency_shutdown")]
-    out = K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
-    assert [
-        f["component"]
-        for f in out
-        if f["check"] in ("cluster.leaf", "cluster.rack", "cluster.power") and f["code"] != "down"
-    ] == ["rack:rack-2"]
+    fail(
+        nodes,
+        ["r2n%d" % i for i in range(4)],
+        "bmc.leak",
+        component="bmc/Tray1",
+        code="Critical",
+        action="emergency_shutdown",
+    )
+    assert [f["component"] for f in correlations(K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW))] == ["rack:rack-2"]
     nodes = cluster()
-    for r in (0, 1):
-        for i in range(4):
-            h = "r%dn%d" % (r, i)
-            nodes[h]["findings"] = [fnd(h, "gpu.throttle", "P2", code="hw_power_brake_slowdown", action="monitor")]
-    out = K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
-    assert [
-        f["component"]
-        for f in out
-        if f["check"] in ("cluster.leaf", "cluster.rack", "cluster.power") and f["code"] != "down"
-    ] == ["power:pdu-0"]
+    hosts = ["r%dn%d" % (r, i) for r in (0, 1) for i in range(4)]
+    fail(nodes, hosts, "gpu.throttle", "P2", code="hw_power_brake_slowdown", action="monitor")
+    assert [f["component"] for f in correlations(K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW))] == ["power:pdu-0"]
 
 
 def test_subnet_manager_p0():
     nodes = cluster()
     hosts = ["r0n0", "r1n1", "r2n2", "r3n3"]
-    for h in hosts:
-        nodes[h]["findings"] = [fnd(h, "ib.port_state", component="mlx5_0/1", code="INIT")]
+    fail(nodes, hosts, "ib.port_state", component="mlx5_0/1", code="INIT")
     out = K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
     sm = [f for f in out if f["check"] == "cluster.subnet_manager"]
     assert len(sm) == 1 and sm[0]["component"] == "subnet_manager" and sm[0]["evidence"]["hosts"] == sorted(hosts)
@@ -153,9 +146,7 @@ def test_subnet_manager_p0():
 
 def test_rack_down_and_cluster_capacity():
     nodes = cluster(n_racks=4, per_rack=2)
-    for i in range(2):
-        h = "r3n%d" % i
-        nodes[h]["findings"] = [fnd(h, "node.unreachable")]
+    fail(nodes, ["r3n%d" % i for i in range(2)], "node.unreachable")
     out = K.evaluate_cluster(nodes, P.DEFAULT_POLICY, NOW)
     down = [f for f in out if f["code"] == "down"]
     # leaf-3 and rack-3 have the same members: one P0 (leaf first in the default order), not two
@@ -192,3 +183,22 @@ def test_node_status_with_facts_and_policy():
     assert K.node_status([], {"gpu": gpu_ok, "ib": {"errors": [{"kind": "parse"}]}}, P.DEFAULT_POLICY) == "healthy"
     # the required gpu domain not read at all: the node is not healthy, it is unknown
     assert K.node_status([], {"ib": {"errors": [{"kind": "parse"}]}}, P.DEFAULT_POLICY) == "error"
+
+
+def test_blind_reason_names_the_needed_unknown_domains_only():
+    domains = {
+        "gpu": {"state": "unknown", "needed": True, "reason": "not captured"},
+        "ib": {"state": "unknown", "needed": True, "reason": "not captured"},
+        "bmc": {"state": "unknown", "needed": False, "reason": "timeout"},
+    }
+    assert K._blind_reason(domains, {"gpu", "ib", "bmc"}) == "could not read gpu, ib: not captured"
+    assert K._blind_reason(domains, {"bmc"}) is None
+
+
+def test_required_collector_error_from_findings_or_facts():
+    policy = {"collector_errors": {"required_domains": ["gpu"]}}
+    f = {"check": "collector.error", "component": "collector:gpu", "message": "gpu collector timeout", "evidence": {}}
+    assert K._required_collector_error([f], None, policy) == "gpu collector timeout"
+    assert K._required_collector_error([dict(f, component="collector:ib")], None, policy) is None
+    assert K._required_collector_error([], {"gpu": {"errors": [{"kind": "x"}]}}, policy) == "gpu collector errors"
+    assert K._required_collector_error([], {"gpu": {"errors": []}}, policy) is None

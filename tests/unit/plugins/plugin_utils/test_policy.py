@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _timeutil
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy as P
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy_defaults as D
 
 
 def test_defaults_validate_and_are_not_mutated():
@@ -17,7 +19,7 @@ def test_defaults_validate_and_are_not_mutated():
     merged = P.merge_policy(P.DEFAULT_POLICY, {})
     assert merged == before
     assert P.DEFAULT_POLICY == before
-    assert merged["version"] == P.POLICY_VERSION
+    assert merged["version"] == D.POLICY_VERSION
 
 
 def test_override_one_threshold_keeps_all_others():
@@ -129,13 +131,14 @@ def test_respond_by(sev, now, want):
     assert P.respond_by(sev, now, P.DEFAULT_POLICY) == want
 
 
-def test_parse_time_forms():
-    assert P.iso(P.parse_time("2026-12-02T10:00:00+02:00")) == "2026-12-02T08:00:00Z"
-    assert P.iso(P.parse_time("2024-11-15T12:02:03,470068+00:00")) == "2024-11-15T12:02:03Z"
-    assert P.iso(P.parse_time(0)) == "1970-01-01T00:00:00Z"
-    assert P.parse_time("garbage") is None
-    assert P.parse_time(None) is None
-    assert P.parse_time(True) is None
+def test_respond_by_reads_every_time_form_of_timeutil():
+    # the policy has no time parser of its own: module_utils/_timeutil's parse_time/iso_z
+    assert P.parse_time is _timeutil.parse_time and not hasattr(P, "iso")
+    assert P.respond_by("P0", "2026-12-02T10:00:00+02:00", P.DEFAULT_POLICY) == "2026-12-02T08:15:00Z"
+    assert P.respond_by("P0", "2024-11-15T12:02:03,470068+00:00", P.DEFAULT_POLICY) == "2024-11-15T12:17:03Z"
+    assert P.respond_by("P0", 0, P.DEFAULT_POLICY) == "1970-01-01T00:15:00Z"
+    for junk in ("garbage", None, True):
+        assert P.respond_by("P0", junk, P.DEFAULT_POLICY) is None
 
 
 _val = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=5))
@@ -195,6 +198,19 @@ def test_fuzz_merge_policy_only_raises_policy_error(overrides):
         ({"thresholds": {"pcie": {"replay_per_lane_per_minute": {"7": "x"}}}}, "replay_per_lane_per_minute.7"),
         ({"kernel_events": {"lookback_hours": 1e9}}, "kernel_events.lookback_hours"),
         ({"escalation": {"gpu.xid": {"79": {"window_days": -1}}}}, "escalation.gpu.xid.79.window_days"),
+        # one case per validator (_validate_times/_tables/_xid/_escalation/_cluster)
+        ({"response_times": {"P2": "soon"}}, "response_times.P2"),
+        ({"thresholds": {"bmc": {"sensor_type_status": {"fan": {"ok": {"severity": "P4"}}}}}}, "fan.ok.severity"),
+        ({"recovery_actions": {"reboot": {"action": "pray"}}}, "recovery_actions.reboot.action"),
+        ({"collector_errors": {"default": {"severity": "P9"}}}, "collector_errors.default.severity"),
+        ({"thresholds": {"bmc": {"coolant": {"Critical": {"action": "emergency_shutdown"}}}}}, "coolant.Critical"),
+        ({"xid": {"overrides": {"abc": {"severity": "P1"}}}}, "xid.overrides.abc"),
+        ({"xid": {"overrides": {"13": {"colour": "red"}}}}, "xid.overrides.13.colour"),
+        ({"xid": {"user_caused_severity": "P4"}}, "xid.user_caused_severity"),
+        ({"escalation": {"gpu.xid": "often"}}, "escalation.gpu.xid"),
+        ({"correlation": {"domain_order": {"default": ["room"]}}}, "correlation.domain_order.default"),
+        ({"correlation": {"min_share": 1.5}}, "correlation.min_share"),
+        ({"cluster": {"faulty_share": 0}}, "cluster.faulty_share"),
     ],
 )
 def test_bad_values_in_open_maps_and_ranges_fail_naming_the_key(overrides, key):

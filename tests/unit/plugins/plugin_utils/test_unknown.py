@@ -20,6 +20,7 @@ import types
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks as C
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _cluster as K
@@ -39,22 +40,9 @@ from simnode.state import default_state  # noqa: E402
 NOW = "2026-12-02T10:00:00Z"
 NOW_DT = datetime.datetime(2026, 12, 2, 10, 0, tzinfo=datetime.timezone.utc)
 CLASS = "h100-sxm-8"
-#: the simulated cluster's profile (inventories/sim/group_vars/gpu_nodes.yml)
-PROFILE = {
-    "gpu_model": "NVIDIA H100 80GB HBM3",
-    "gpu_count": 8,
-    "nvlinks_per_gpu": 18,
-    "pcie_gen": 5,
-    "pcie_width": 16,
-    "ib_ports": 8,
-    "ib_rate_gbps": 400,
-    "ib_link_layer": "InfiniBand",
-    "driver_version": "535.161.08",
-    "fabric_manager_version": "535.161.08",
-    "mounts": ["/home", "/lustre"],
-    "services": ["nvidia-persistenced", "nvidia-dcgm", "nvidia-fabricmanager"],
-    "nvswitch": True,
-}
+#: the simulated cluster's profile, read from where the inventory keeps it
+SIM_GROUP_VARS = REPO / "inventories" / "sim" / "group_vars" / "gpu_nodes.yml"
+PROFILE = yaml.safe_load(SIM_GROUP_VARS.read_text(encoding="utf-8"))["gpuops_profiles"][CLASS]
 PROFILES = {CLASS: PROFILE}
 
 

@@ -1,0 +1,188 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""GPU interconnect checks: PCIe (generation, width, replay rate), NVLink (links, error rates), fabric."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import (
+    Ctx,
+    RateWindow,
+    as_dict,
+    as_list,
+    as_num,
+    gpu_comp,
+    gpu_label,
+)
+
+
+def _under_load(ctx: Ctx, g: Dict[str, Any]) -> bool:
+    if "gpu_idle" in as_list(as_dict(g.get("throttle")).get("active")):
+        return False
+    util = as_num(as_dict(g.get("utilization")).get("gpu_pct"))
+    return util is not None and util >= ctx.policy["thresholds"]["pcie"]["load_utilization_pct"]
+
+
+def check_pcie(ctx: Ctx, g: Dict[str, Any], profile: Optional[Dict[str, Any]], window: RateWindow) -> None:
+    """Link generation and width against the profile; the replay-counter rate over ``window``."""
+    prev, cur, interval = window
+    p = as_dict(g.get("pcie"))
+    add_bus = ctx.for_gpu(g, serial=False)
+    gen, width = as_num(p.get("gen_current")), as_num(p.get("width_current"))
+    want_gen = (profile or {}).get("pcie_gen") or as_num(p.get("gen_max"))
+    if gen is not None and want_gen and gen < want_gen and _under_load(ctx, g):
+        add_bus(
+            "gpu.pcie",
+            "P2",
+            "gen",
+            "%s: PCIe Gen%d under load, expected Gen%d" % (gpu_label(g), gen, want_gen),
+            "reseat",
+            "gpu.pcie: link generation below %s while under load (idle downshift is power saving)"
+            % ("profile pcie_gen" if (profile or {}).get("pcie_gen") else "gen_max"),
+            evidence=p,
+        )
+    want_w = (profile or {}).get("pcie_width")
+    if want_w and width is not None and width < want_w:
+        add_bus(
+            "gpu.pcie",
+            "P2",
+            "width",
+            "%s: PCIe x%d, expected x%d" % (gpu_label(g), width, want_w),
+            "reseat",
+            "gpu.pcie: width below profile pcie_width",
+            evidence=p,
+        )
+    replay = as_num(p.get("replay_counter"))
+    cur["pcie_replay"] = replay
+    th = ctx.policy["thresholds"]["pcie"]
+    prev_replay = as_num(prev.get("pcie_replay"))
+    if replay is None or prev_replay is None or interval is None or interval < th["min_interval_s"]:
+        return
+    delta = replay - prev_replay
+    lanes = width or as_num(p.get("width_max")) or 16
+    per_lane = th["replay_per_lane_per_minute"].get(str(int(gen or as_num(p.get("gen_max")) or 4)))
+    if delta <= 0 or per_lane is None:
+        return
+    per_min = delta / (interval / 60.0)
+    limit = per_lane * lanes
+    if per_min > limit:
+        add_bus(
+            "gpu.pcie",
+            "P2",
+            "replay",
+            "%s: PCIe replays at %.2f/min (limit %.2f)" % (gpu_label(g), per_min, limit),
+            "monitor",
+            "gpu.pcie: replay rate > DCGM limit (BER 1e-12 x line rate, per lane per minute)",
+            evidence={"delta": delta, "interval_s": interval, "limit_per_min": limit},
+        )
+
+
+def check_nvlink(ctx: Ctx, g: Dict[str, Any], profile: Optional[Dict[str, Any]], window: RateWindow) -> None:
+    """Links down or missing against the profile; error-counter rates over ``window``."""
+    prev, cur, interval = window
+    nv = g.get("nvlink")
+    if not isinstance(nv, dict):
+        return
+    links = [lk for lk in as_list(nv.get("links")) if isinstance(lk, dict)]
+    add = ctx.for_gpu(g)
+    want = (profile or {}).get("nvlinks_per_gpu")
+    up = [lk.get("link") for lk in links if lk.get("state") == "up"]
+    down = [lk for lk in links if lk.get("state") != "up"]
+    # A link the tool lists as not up is evidence when the profile expects NVLinks, or when other links of the
+    # same GPU are up (a GPU without NVLink lists none). Unknown hardware gets no "missing" alarm.
+    if want or up:
+        for lk in down:
+            ctx.for_gpu(g, "/nvlink%s" % lk.get("link"))(
+                "gpu.nvlink",
+                "P1",
+                "down",
+                "%s NVLink %s is %s (%d of %s links up)"
+                % (gpu_label(g), lk.get("link"), lk.get("state") or "not reported", len(up), want or len(links)),
+                "reset_gpu",
+                "gpu.nvlink: link not up (NVIDIA Xid 136 link training: RESET_GPU; repeated: reseat/RMA)",
+                evidence={"state": lk.get("state"), "up": len(up), "expected": want},
+            )
+    if want and len(links) < want:
+        add(
+            "gpu.nvlink",
+            "P1",
+            "missing",
+            "%s: %d of %d NVLinks reported" % (gpu_label(g), len(links), want),
+            "reset_gpu",
+            "gpu.nvlink: profile nvlinks_per_gpu=%d" % want,
+            evidence={"listed": len(links), "up": len(up), "expected": want},
+        )
+    th = ctx.policy["thresholds"]["nvlink"]
+    cur_err: Dict[str, Any] = {}
+    prev_err = as_dict(prev.get("nvlink"))
+    for lk in links:
+        e = as_dict(lk.get("errors"))
+        key = str(lk.get("link"))
+        cur_err[key] = e
+        pe = as_dict(prev_err.get(key))
+        if not pe or interval is None or interval < th["min_interval_s"]:
+            continue
+        deltas = {}
+        for name in ("replay", "recovery", "crc_flit", "crc_data"):
+            a, b = as_num(e.get(name)), as_num(pe.get(name))
+            if a is not None and b is not None:
+                deltas[name] = a - b
+        if any(v < 0 for v in deltas.values()):
+            continue  # counters reset (driver reload): new baseline
+        crc = deltas.get("crc_flit", 0) + deltas.get("crc_data", 0)
+        add_link = ctx.for_gpu(g, "/nvlink%s" % key, serial=False)
+        if crc / interval >= th["crc_per_second"]:
+            add_link(
+                "gpu.nvlink",
+                "P2",
+                "crc",
+                "%s NVLink %s: %.1f CRC errors/s" % (gpu_label(g), key, crc / interval),
+                "monitor",
+                "gpu.nvlink: CRC >= %s/s (DCGM NVLink CRC limit)" % th["crc_per_second"],
+                evidence={"deltas": deltas, "interval_s": interval},
+            )
+        if deltas.get("recovery", 0) >= th["recovery_delta"]:
+            add_link(
+                "gpu.nvlink",
+                "P2",
+                "recovery",
+                "%s NVLink %s: %d link recoveries since last run" % (gpu_label(g), key, deltas["recovery"]),
+                "monitor",
+                "gpu.nvlink: recovery delta >= %s (DCGM NVLink error >= 1)" % th["recovery_delta"],
+                evidence={"deltas": deltas, "interval_s": interval},
+            )
+    cur["nvlink"] = cur_err
+
+
+def check_fabric(ctx: Ctx, g: Dict[str, Any]) -> None:
+    fab = g.get("fabric")
+    if not isinstance(fab, dict):
+        return
+    th = ctx.policy["thresholds"]["fabric"]
+    state, status = fab.get("state"), fab.get("status")
+    comp = gpu_comp(g)
+    if state is not None and state not in th["ok_states"]:
+        pending = state in th["pending_states"]
+        ctx.add(
+            "gpu.fabric",
+            "P2" if pending else "P1",
+            comp,
+            "state",
+            "%s: NVLink fabric state '%s' (status %s)" % (gpu_label(g), state, status),
+            "monitor" if pending else "isolate",
+            "gpu.fabric: state not in %s (check nvidia-fabricmanager / NVSwitch)" % th["ok_states"],
+            evidence=fab,
+        )
+    elif status is not None and status not in th["ok_status"]:
+        ctx.add(
+            "gpu.fabric",
+            "P1",
+            comp,
+            "status",
+            "%s: NVLink fabric status '%s'" % (gpu_label(g), status),
+            "isolate",
+            "gpu.fabric: status not in %s" % th["ok_status"],
+            evidence=fab,
+        )

@@ -1,0 +1,244 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The default health policy (data): every threshold, response time, escalation and clear rule.
+
+Read it through ``_policy`` (``_policy.DEFAULT_POLICY``, ``_policy.merge_policy``), which validates site overrides
+against it. Where a number comes from is in docs/checks.md (sources: health-policy-facts.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+#: Bump when a default changes meaning (report.json carries it next to the hash).
+POLICY_VERSION = "2026.12.1"
+
+
+def _sev(severity: str, action: str) -> Dict[str, str]:
+    return {"severity": severity, "action": action}
+
+
+DEFAULT_POLICY: Dict[str, Any] = {
+    "version": POLICY_VERSION,
+    # Response table: how soon someone must act on a finding (respond_by = generated_at + this).
+    # Units: m, h, d, bd (business days: Saturday and Sunday skipped).
+    "response_times": {"P0": "15m", "P1": "30m", "P2": "2h", "P3": "1bd"},
+    "kernel_events": {
+        # Only events after max(current boot, last recorded clear of the GPU, now - lookback) count
+        # (NVSentinel syslog monitor bootLookbackWindow: 2h; AzNHC Xid check: last 2 h).
+        "lookback_hours": 2,
+    },
+    "xid": {
+        # Per-code overrides of the Xid catalogue row (_xid_catalog.py): {"94": {"severity": "P2", "action": ...}}.
+        "overrides": {},
+        # Codes confirmed as application faults: never a node alarm when a user process caused them.
+        "user_caused_severity": "P3",
+        # The same user-caused Xid on one GPU from this many distinct processes -> P2 (WORKFLOW_XID_13/31:
+        # repeats on the same GPU across applications point at the hardware: run DCGM diag).
+        "user_caused_repeat_processes": 3,
+        # Xid 154 carries the NEW recovery action: act on it.
+        "recovery_action_xid": 154,
+    },
+    "thresholds": {
+        "temperature": {
+            # Relative to the GPU's own slowdown/shutdown temperatures (facts temperature.slowdown_c/shutdown_c).
+            "gpu_slowdown_margin_c": 3,  # gpu_c >= slowdown_c - margin -> P2 (clocks about to drop)
+            "gpu_shutdown_margin_c": 2,  # gpu_c >= shutdown_c - margin -> P1 emergency_shutdown
+            "gpu_fallback_p2_c": 85,  # when the GPU reports no slowdown temperature (H100 max operating 85 C)
+            "gpu_fallback_p1_c": 92,
+            "memory_p2_c": 95,  # HBM max operating temperature
+            "memory_p1_c": 105,
+        },
+        "ecc": {
+            "volatile_uncorrected": 1,  # since driver load: P1 reset_gpu
+            "volatile_corrected": 10000,  # since driver load: P2 monitor (AzNHC SRAM correctable 10000)
+            "aggregate_uncorrected": 1,  # lifetime: P3 monitor only
+            "aggregate_corrected": 20000000,  # lifetime: P3 monitor only (AzNHC DRAM 20,000,000)
+            # A volatile uncorrectable count explained only by these Xids (contained errors) is P2, not P1.
+            "contained_xids": [94],
+        },
+        "remap": {
+            "rma_uncorrectable_rows": 512,  # DCGM limit / #1190 RMA criterion: 512 total remaps
+            # Xids that make a pending remap P1 (an uncorrectable error actually hit running work)
+            "uncorrectable_xids": [48, 95, 140, 171, 172],
+        },
+        "retired_pages": {
+            "max_total": 63,  # DCGM max retired pages -> P1 replace
+            "dbe_soft_limit": 15,  # DCGM DBE retired-page soft limit -> P2 monitor
+        },
+        "pcie": {
+            # A GPU counts as "under load" (so a lower link generation is a fault, not power saving) when
+            # gpu_idle is not active and utilization is at least this.
+            "load_utilization_pct": 20,
+            # DCGM replay-rate limit: BER 1e-12 x line rate, per lane per minute (DcgmHealthWatch.cpp).
+            "replay_per_lane_per_minute": {"1": 0.15, "2": 0.3, "3": 0.48, "4": 0.96, "5": 1.92, "6": 3.84},
+            "min_interval_s": 60,
+        },
+        "nvlink": {
+            "crc_per_second": 100,  # DCGM NVLink CRC >= 100/s
+            "recovery_delta": 1,  # DCGM NVLink error >= 1 (link retrained)
+            "min_interval_s": 60,
+        },
+        "power": {
+            # enforced power limit this far below the default limit -> P3 tune (a cap someone left behind)
+            "cap_below_default_pct": 10,
+        },
+        "throttle": {
+            # Normalized clock-event reasons (docs/facts.md) that are a fault; others (gpu_idle,
+            # sw_power_cap, applications_clocks_setting, sync_boost, display_clock_setting) are normal.
+            "reasons": {
+                "hw_slowdown": _sev("P2", "monitor"),
+                "hw_thermal_slowdown": _sev("P2", "tune"),
+                "hw_power_brake_slowdown": _sev("P2", "monitor"),
+                "sw_thermal_slowdown": _sev("P2", "tune"),
+            },
+        },
+        "ib": {
+            # Counter rates from two timestamped readings. per_hour: the rate threshold; min_delta: the
+            # increase that must also be seen. NVSentinel NIC monitor defaults, converted to per hour.
+            "counters": {
+                "symbol_error": {"per_hour": 120, "min_delta": 1, "severity": "P2", "action": "reseat"},
+                "link_error_recovery": {"per_hour": 300, "min_delta": 1, "severity": "P2", "action": "monitor"},
+                "port_rcv_errors": {"per_hour": 36000, "min_delta": 1, "severity": "P2", "action": "monitor"},
+                "local_link_integrity_errors": {"per_hour": 0, "min_delta": 1, "severity": "P2", "action": "reseat"},
+                "excessive_buffer_overrun_errors": {
+                    "per_hour": 0,
+                    "min_delta": 1,
+                    "severity": "P2",
+                    "action": "monitor",
+                },
+                "port_xmit_discards": {"per_hour": 360000, "min_delta": 1, "severity": "P2", "action": "monitor"},
+                "local_ack_timeout_err": {"per_hour": 3600, "min_delta": 1, "severity": "P2", "action": "monitor"},
+                "rnr_nak_retry_err": {"per_hour": 0, "min_delta": 1, "severity": "P2", "action": "monitor"},
+            },
+            # A shorter interval keeps the older reading as the baseline (a rate over seconds is noise).
+            "min_interval_s": 300,
+            "link_flap": {"p2_downs": 1, "p1_downs": 5},  # AzNHC: >= 5 flaps -> NHC2005
+        },
+        "bmc": {
+            # status -> severity/action; per sensor type overrides below.
+            "sensor_status": {
+                "non_critical": _sev("P3", "monitor"),
+                "critical": _sev("P2", "monitor"),
+                "non_recoverable": _sev("P1", "isolate"),
+            },
+            "sensor_type_status": {
+                "power_supply": {"critical": _sev("P2", "replace"), "non_recoverable": _sev("P2", "replace")},
+                "temperature": {"critical": _sev("P2", "tune"), "non_recoverable": _sev("P1", "emergency_shutdown")},
+            },
+            # Discrete states that mean a failure even when the status column says ok (a failed PSU can).
+            "failure_states": [
+                "Failure detected",
+                "Power Supply AC lost",
+                "Predictive failure",
+                "Config Error",
+                "Uncorrectable ECC",
+                "Redundancy Lost",
+            ],
+            "sel_lookback_hours": 24,
+            "health": {"Warning": _sev("P3", "monitor"), "Critical": _sev("P2", "monitor")},
+            # Leak detectors only (Redfish LeakDetectors, IPMI leak sensors): the one emergency_shutdown.
+            "leak": {"Warning": _sev("P1", "isolate"), "Critical": _sev("P1", "emergency_shutdown")},
+            # Coolant flow, pressure, level and temperature sensors: a cooling fault, never a power-off
+            # (emergency_shutdown is refused here).
+            "coolant": {"Warning": _sev("P2", "monitor"), "Critical": _sev("P1", "isolate")},
+        },
+        "mounts": {"min_free_pct": 5},
+        "fabric": {"ok_states": ["Completed"], "ok_status": ["Success"], "pending_states": ["In Progress"]},
+    },
+    "recovery_actions": {
+        # NVML GPU recovery action state (gpu.recovery_action) -> what to do.
+        "gpu_reset": _sev("P1", "reset_gpu"),
+        "node_reboot": _sev("P1", "reboot"),
+        "drain_p2p": _sev("P2", "reset_gpu"),
+        "drain_and_reset": _sev("P1", "reset_gpu"),
+        "recover_imex_domain": _sev("P2", "monitor"),
+        "bus_reset": _sev("P1", "reset_gpu"),
+        "system_reboot": _sev("P1", "reboot"),
+    },
+    "collector_errors": {
+        # A domain whose data is required: its collector.error makes the node status "error".
+        "required_domains": ["gpu"],
+        "default": _sev("P2", "monitor"),
+        # "<domain>:<kind>" -> severity/action. A hung nvidia-smi is the classic symptom of a GPU in a bad
+        # state (AzNHC NHC2015 "nvidia-smi hang" fails the node), so a GPU timeout is P1 reboot.
+        "overrides": {"gpu:timeout": _sev("P1", "reboot")},
+    },
+    # Escalation keyed by check then code ("*" = any code): the n-th incident within window_days for the
+    # same (host, GPU serial, check, code) uses steps[n-1] (the last step repeats).
+    "escalation": {
+        "gpu.xid": {
+            "79": {
+                "window_days": 30,
+                "steps": [_sev("P1", "reboot"), _sev("P1", "replace")],
+            },
+            "48": {
+                "window_days": 30,
+                "steps": [_sev("P1", "reset_gpu"), _sev("P1", "reset_gpu"), _sev("P1", "replace")],
+            },
+            "119": {
+                "window_days": 30,
+                "steps": [_sev("P1", "reset_gpu"), _sev("P1", "reboot"), _sev("P1", "contact_vendor")],
+            },
+        },
+    },
+    "clear_rules": {
+        # Faults whose action needs a reset/reboot/new part are remembered in the state dir until this holds.
+        "by_action": {
+            "reset_gpu": "needs_reset_record",
+            "reboot": "needs_new_boot",
+            "replace": "needs_serial_change",
+        },
+        # "<check>" or "<check>:<code>" -> rule; wins over by_action.
+        "checks": {
+            "gpu.recovery_action": "facts",  # an NVML state: it clears itself once the action was taken
+            "gpu.row_remap:pending": "needs_reset_record",
+            "gpu.row_remap:failure": "needs_serial_change",
+            "collector.error": "facts",
+            "node.unreachable": "facts",
+            "gpu.diag": "facts",  # a new diag run replaces the verdict
+        },
+    },
+    "correlation": {
+        # Node findings of these checks (severity P1/P2) on >= min_share of a domain's members and on
+        # >= min_nodes nodes become ONE P0 for the domain; members' actions become "monitor".
+        "checks": [
+            "node.unreachable",
+            "ib.port_state",
+            "ib.port_rate",
+            "ib.errors",
+            "ib.link_flap",
+            "node.mounts",
+            "bmc.sensor",
+            "bmc.leak",
+            "bmc.coolant",
+            "bmc.health",
+            "gpu.temperature",
+            "gpu.throttle",
+            "gpu.fabric",
+        ],
+        "min_share": 0.5,
+        "min_nodes": 3,
+        # Which domain explains a check first (the others are skipped when they name the same nodes).
+        "domain_order": {
+            "default": ["leaf", "power", "rack"],
+            "bmc.leak": ["rack", "power", "leaf"],
+            "bmc.coolant": ["rack", "power", "leaf"],
+            "bmc.sensor": ["power", "rack", "leaf"],
+            "gpu.temperature": ["rack", "power", "leaf"],
+            "gpu.throttle": ["power", "rack", "leaf"],
+        },
+        # IB ports stuck in INIT/ARMED on this many nodes: one P0 about the subnet manager.
+        "subnet_manager_min_nodes": 3,
+    },
+    "cluster": {
+        # Share of nodes faulty or unreachable at or above which the cluster itself is P0. NVSentinel's
+        # circuit breaker stops quarantining at 50% cordoned; we alarm well before that.
+        "faulty_share": 0.25,
+        "min_nodes": 4,  # below this many nodes the share is not meaningful
+        "domain_down_min_nodes": 2,  # a rack/leaf/power domain with all members down (at least this many)
+    },
+    # Hardware profiles: node class -> expectations (see PROFILE_KEYS). Sites add theirs here.
+    "profiles": {},
+}
