@@ -17,7 +17,6 @@ import tempfile
 import traceback
 from typing import Any, Dict, List, Optional, Tuple
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _timeutil
 
 #: Strings that real tools print instead of a value. Compared after strip() and lower().
 SENTINELS = frozenset(
@@ -564,10 +563,6 @@ def open_private(path: str, flags: int = os.O_RDWR | os.O_CREAT, mode: int = 0o6
         os.close(fd)
         raise
     return fd
-
-
-#: Re-exported for callers that import it from here (plugin_utils/_inspect.py); new code imports ``_timeutil``.
-utcnow_iso = _timeutil.utcnow_iso
 
 
 def normalize_bus_id(value: Any) -> Optional[str]:
