@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _ib, _nvsmi_xml, _redfish
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _planner
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _upgrade as U
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -384,7 +385,7 @@ def test_method_overrides_and_errors():
         assert ei.value.key == key
 
 
-# ---- the action's pure function ---------------------------------------------------------------------------------
+# ---- the plan of gpuops.cluster.upgrade_plan (_planner.plan_hosts) ---------------------------------------------------
 def _facts(cur, slurm_state="IDLE"):
     return {
         "gpu": {"driver_version": cur["driver"],
@@ -398,7 +399,6 @@ def _facts(cur, slurm_state="IDLE"):
 
 
 def test_plan_hosts_end_to_end():
-    action = pytest.importorskip("ansible_collections.gpuops.cluster.plugins.action.upgrade_plan")
     hosts = {}
     for i in range(12):
         cur = outdated() if i % 3 else copy.deepcopy(AT_TARGET)
@@ -408,7 +408,9 @@ def test_plan_hosts_end_to_end():
     hosts["n04"]["node_class"] = "a100"
     hosts["n05"]["facts"] = None
     hosts["n05"].update(facts_error="no facts: not collected", partition="gpu")  # gpuops_partition
-    res = action.plan_hosts(hosts, BASELINE, MATRIX, None, {"max_offline_share": 0.25, "max_per_rack": 1}, None, False)
+    res = _planner.plan_hosts(
+        hosts, BASELINE, MATRIX, None, {"max_offline_share": 0.25, "max_per_rack": 1}, None, False
+    )
     assert res["problems"] == []
     assert res["skipped"] == ["n00", "n03", "n06", "n09"]
     assert res["blocked"] == [
@@ -424,11 +426,11 @@ def test_plan_hosts_end_to_end():
     for b in res["batches"]:
         assert b["offline"]["gpu"] <= 3
     with pytest.raises(U.UpgradeError) as ei:
-        action.plan_hosts(hosts, BASELINE, MATRIX, {"h100-sxm-8": {"bios": {"activation": "x"}}}, {}, None, False)
+        _planner.plan_hosts(hosts, BASELINE, MATRIX, {"h100-sxm-8": {"bios": {"activation": "x"}}}, {}, None, False)
     assert ei.value.key == "gpuops_upgrade_methods.h100-sxm-8.bios.activation"
     bad = copy.deepcopy(BASELINE)
     bad["h100-sxm-8"]["fabric_manager"] = "550.54.15"
-    res = action.plan_hosts(hosts, bad, MATRIX, None, {}, None, False)
+    res = _planner.plan_hosts(hosts, bad, MATRIX, None, {}, None, False)
     assert keys(res["problems"]) == ["h100-sxm-8.fabric_manager"] and "batches" not in res
 
 
