@@ -39,6 +39,7 @@ def _capture_facts(hv):
 def _host_entry(hv, facts_var):
     """The planner's view of one host: placement from the inventory, facts registered or from its capture."""
     entry = {key: plain(hv.get(var)) for var, key in HOST_VARS}
+    entry["state"] = plain(hv.get("upgrade_slurm_state")) or entry["state"]  # collected by the upgrade role
     reg = hv.get(facts_var)
     reg = plain(reg) if reg is not None else None
     if isinstance(reg, dict) and isinstance(reg.get("facts"), dict):
