@@ -31,19 +31,12 @@ if TOOLS not in sys.path:
 
 from simnode import faults  # noqa: E402
 from simnode.capture import capture  # noqa: E402
+from simcluster.generate import NODE_CLASS  # noqa: E402
+from simcluster.generate import PROFILE as SIM_PROFILE  # noqa: E402
 from simnode.state import default_state  # noqa: E402
 
 NCCL = REPO / "tests" / "fixtures" / "nccl"
-PROFILE = {
-    "gpu_model": "NVIDIA H100 80GB HBM3",
-    "gpu_count": 8,
-    "nvlinks_per_gpu": 18,
-    "pcie_gen": 5,
-    "pcie_width": 16,
-    "ib_ports": 8,
-    "ib_rate_gbps": 400,
-    "ib_link_layer": "InfiniBand",
-}
+PROFILE = SIM_PROFILE[NODE_CLASS]  # the simulated cluster's H100 class (extra keys are ignored)
 ACC = {"gpu_memory_mib": 81559, "hca_count": 8}
 
 
@@ -198,7 +191,9 @@ def test_dcgm_fail_hang_and_warn(healthy):
     assert len(_onboard_burnin.check_dcgm(dcgm, facts, fail_on_warn=True)) == 2
     hung = {"level": 3, "overall": None, "tests": [], "gpus": {}, "errors": [{"kind": "timeout", "message": "x"}]}
     assert _onboard_burnin.check_dcgm(hung) == ["dcgmi diag -r 3 timed out: x"]
-    assert _onboard_burnin.check_dcgm({"level": 1, "tests": [], "gpus": {}, "errors": []}) == ["dcgmi diag produced no result"]
+    assert _onboard_burnin.check_dcgm({"level": 1, "tests": [], "gpus": {}, "errors": []}) == [
+        "dcgmi diag produced no result"
+    ]
 
 
 def test_nccl_thresholds_and_errors():
@@ -222,11 +217,18 @@ def test_record_resume_and_signoff(tmp_path):
     assert _onboard_record.resume_from(rec) == 0
     ok = _onboard_checks.verdict
     for st in ("inventory", "compliance", "health"):
-        rec = _onboard_record.record_stage(rec, ok(st, [], {"x": 1}), by="alice", now="2026-12-02T10:00:00Z", ticket="T")
+        rec = _onboard_record.record_stage(
+            rec, ok(st, [], {"x": 1}), by="alice", now="2026-12-02T10:00:00Z", ticket="T"
+        )
     assert _onboard_record.resume_from(rec) == 3 and rec["status"] == "in_progress"
-    rec = _onboard_record.record_stage(rec, ok("burnin", ["new Xid 48 on GPU 3", "IB port mlx5_2/1 symbol_error +7"], {}))
+    rec = _onboard_record.record_stage(
+        rec, ok("burnin", ["new Xid 48 on GPU 3", "IB port mlx5_2/1 symbol_error +7"], {})
+    )
     assert rec["status"] == "failed" and rec["failed_stage"] == "burnin" and _onboard_record.resume_from(rec) == 3
-    assert _onboard_record.drain_reason(rec) == "onboard burnin failed: new Xid 48 on GPU 3; IB port mlx5_2/1 symbol_error +7"
+    assert (
+        _onboard_record.drain_reason(rec)
+        == "onboard burnin failed: new Xid 48 on GPU 3; IB port mlx5_2/1 symbol_error +7"
+    )
     assert len(_onboard_record.drain_reason(_onboard_record.record_stage(rec, ok("burnin", ["x" * 500], {})))) == 200
     # a failure of an earlier stage makes the later passes stale
     rec2 = _onboard_record.record_stage(rec, ok("compliance", ["driver old"], {}))
