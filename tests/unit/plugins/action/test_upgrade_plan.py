@@ -69,3 +69,14 @@ def test_refusals_are_failed_results(run_action):
     assert out["failed"] is True and out["msg"].startswith("upgrade_plan: constraints.max_per_rack:")
     out = run_action(upgrade_plan, {"baseline": BASELINE, "matrix": MATRIX}, task_vars=tv)
     assert out["failed"] is True and "hosts" in out["msg"]
+
+
+def test_the_collected_slurm_state_counts_before_the_inventory_one(run_action):
+    hv = _hostvars()
+    hv["n0"]["gpuops_slurm_state"] = "IDLE"
+    hv["n0"]["upgrade_slurm_state"] = "IDLE+DRAIN"  # the upgrade role's collect entry point read it from Slurm
+    tv = {"hostvars": hv}
+    out = run_action(upgrade_plan, {"hosts": ["n0", "n2"], "baseline": BASELINE, "matrix": MATRIX}, task_vars=tv)
+    assert not out.get("failed"), out
+    assert out["stats"]["already_offline"] == {"gpu": 1}  # drained: costs no capacity, so n0 may go
+    assert "n0" in out["ordered_hosts"]
