@@ -136,6 +136,10 @@ resume_from: {description: Index of the first stage not passed (6 = all passed).
 next_stage: {description: Name of that stage (null when all passed)., returned: always, type: str, sample: burnin}
 result: {description: The stage verdict., returned: action=record, type: dict, sample: {stage: burnin, passed: false, problems: ["new Xid 48"]}}
 reason: {description: Slurm drain reason for a failed stage., returned: action=record, type: str, sample: "onboard burnin failed: ..."}
-paths: {description: Files written (in check mode - the files that would be written)., returned: always, type: dict, sample: {record: /var/lib/gpuops/state/onboarding/n1.json}}
+paths:
+  description: Files written (in check mode - the files that would be written).
+  returned: always
+  type: dict
+  sample: {record: /var/lib/gpuops/state/onboarding/n1.json}
 prometheus: {description: node_exporter textfile metrics., returned: action=signoff, type: str, sample: "gpuops_onboard_accepted{host=\"n1\"} 1"}
 """

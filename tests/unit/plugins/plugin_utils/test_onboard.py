@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Onboarding stage logic (_onboard_checks, _onboard_burnin, _onboard_record, _onboard_render): facts come from simnode states captured and parsed by the real collectors."""
+"""Onboarding stage logic (_onboard_checks, _onboard_burnin, _onboard_record, _onboard_render).
+
+Facts come from simnode states captured and parsed by the real collectors."""
 
 from __future__ import annotations
 
