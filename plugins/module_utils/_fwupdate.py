@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Pure helpers of the rolling upgrade: the Redfish SimpleUpdate protocol and the run report.
+"""Pure helpers of the rolling upgrade on the node side: the Redfish SimpleUpdate protocol.
 
 Redfish (DSP0266 "Asynchronous operations", UpdateService.SimpleUpdate):
   POST .../UpdateService/Actions/UpdateService.SimpleUpdate {ImageURI, Targets?, TransferProtocol?}
@@ -11,12 +11,12 @@ Redfish (DSP0266 "Asynchronous operations", UpdateService.SimpleUpdate):
   The image is then *staged*: it takes effect after the activation (BMC reset, host reboot or power cycle).
 
 Everything here is pure: the HTTP call is a function passed in (``get(url) -> (status, headers, body)``), the
-clock and sleep too, so the polling loop is tested without a BMC. No Ansible imports.
+clock and sleep too, so the polling loop is tested without a BMC. No Ansible imports. The run report is
+controller code: plugins/plugin_utils/_upgrade_report.py.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -189,165 +189,3 @@ def firmware_versions(members: Any) -> Dict[str, Optional[str]]:
             v = m.get("Version")
             out[m["Id"]] = v if isinstance(v, str) else None
     return out
-
-
-# --------------------------------------------------------------------------------------------- run report
-
-RESULT_ORDER = ("failed", "not_started", "upgraded", "at_target", "blocked")
-
-
-def _fmt_version(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, dict):
-        return ", ".join("%s %s" % (k, _fmt_version(x)) for k, x in sorted(v.items()))
-    if isinstance(v, list):
-        uniq = sorted({str(x) for x in v})
-        return "/".join(uniq) if uniq else "-"
-    return str(v)
-
-
-def _list(v: Any) -> List[Any]:
-    return v if isinstance(v, list) else []
-
-
-def _dict(v: Any) -> Optional[Dict[str, Any]]:
-    return v if isinstance(v, dict) else None
-
-
-def node_rows(record: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """One row per planned component of a node record: component, from, to, result, duration."""
-    rows = []
-    applied = {a.get("component"): a for a in _list(record.get("applied")) if isinstance(a, dict)}
-    for step in _list(record.get("steps")):
-        if not isinstance(step, dict):
-            continue
-        comp = step.get("component")
-        a = applied.get(comp)
-        rows.append(
-            {
-                "component": comp,
-                "from": step.get("from"),
-                "to": step.get("to"),
-                "applied": a is not None,
-                "seconds": a.get("seconds") if a else None,
-            }
-        )
-    return rows
-
-
-def build_report(
-    change_id: str,
-    records: List[Dict[str, Any]],
-    planned: Optional[List[str]] = None,
-    blocked: Optional[List[Dict[str, Any]]] = None,
-    deferred: Optional[List[Dict[str, Any]]] = None,
-    batches: Optional[List[Dict[str, Any]]] = None,
-    generated_at: str = "",
-) -> Dict[str, Any]:
-    """The run report: per node from/to versions, result, duration; planned nodes without a record are
-    ``not_started`` (the window closed, or the rollout stopped before their batch)."""
-    by_host: Dict[str, Dict[str, Any]] = {}
-    for rec in records:
-        if isinstance(rec, dict) and isinstance(rec.get("host"), str):
-            by_host[rec["host"]] = rec
-    nodes = []
-    for host in sorted(by_host):
-        rec = by_host[host]
-        dur = rec.get("duration_s")
-        try:
-            dur = round(float(dur), 1) if dur is not None else None
-        except (TypeError, ValueError):
-            dur = None
-        nodes.append(
-            {
-                "host": host,
-                "batch": rec.get("batch"),
-                "result": str(rec.get("result") or "unknown"),
-                "stage": rec.get("stage"),
-                "message": rec.get("message"),
-                "duration_s": dur,
-                "components": node_rows(rec),
-                "rollback": _dict(rec.get("rollback")),
-                "evidence": rec.get("evidence"),
-                "slurm": _dict(rec.get("slurm")),
-            }
-        )
-    for host in _list(planned):
-        if isinstance(host, str) and host not in by_host:
-            nodes.append({"host": host, "batch": None, "result": "not_started", "stage": None,
-                          "message": "not started (window closed or rollout stopped)", "duration_s": None,
-                          "components": [], "rollback": None, "evidence": None, "slurm": None})  # fmt: skip
-    for b in _list(blocked):
-        if isinstance(b, dict) and b.get("host") not in by_host:
-            nodes.append({"host": b.get("host"), "batch": None, "result": "blocked", "stage": None,
-                          "message": b.get("reason"), "duration_s": None, "components": [], "rollback": None,
-                          "evidence": None, "slurm": None})  # fmt: skip
-    counts: Dict[str, int] = {}
-    for n in nodes:
-        counts[n["result"]] = counts.get(n["result"], 0) + 1
-    return {
-        "change_id": change_id,
-        "generated_at": generated_at,
-        "counts": counts,
-        "ok": not any(n["result"] in ("failed", "not_started", "unknown") for n in nodes),
-        "batches": _list(batches),
-        "deferred": _list(deferred),
-        "nodes": nodes,
-    }
-
-
-def _md_cell(v: Any) -> str:
-    return str(v).replace("|", "\\|").replace("\n", " ")
-
-
-def render_markdown(report: Dict[str, Any]) -> str:
-    """The report as Markdown: a summary line, one table row per node component, then failures in detail."""
-    lines = ["# Upgrade run %s" % _md_cell(report.get("change_id") or "(no change id)"), ""]
-    if report.get("generated_at"):
-        lines += ["Generated %s." % report["generated_at"], ""]
-    counts = report.get("counts") or {}
-    lines.append("Result: **%s** - %s" % (
-        "complete" if report.get("ok") else "INCOMPLETE",
-        ", ".join("%d %s" % (counts[k], k) for k in sorted(counts, key=lambda k: (RESULT_ORDER + (k,)).index(k)))
-        or "no nodes",
-    ))  # fmt: skip
-    lines += ["", "| node | batch | result | component | from | to | duration (s) |", "|---|---|---|---|---|---|---|"]
-    for n in report.get("nodes") or []:
-        comps = n.get("components") or [{}]
-        for i, c in enumerate(comps):
-            lines.append(
-                "| %s | %s | %s | %s | %s | %s | %s |"
-                % (
-                    _md_cell(n.get("host")) if i == 0 else "",
-                    _md_cell("-" if n.get("batch") is None else n.get("batch")) if i == 0 else "",
-                    _md_cell(n.get("result")) if i == 0 else "",
-                    _md_cell(c.get("component") or "-"),
-                    _md_cell(_fmt_version(c.get("from"))),
-                    _md_cell(_fmt_version(c.get("to"))),
-                    _md_cell("-" if n.get("duration_s") is None else n.get("duration_s")) if i == 0 else "",
-                )
-            )
-    bad = [n for n in report.get("nodes") or [] if n.get("result") not in ("upgraded", "at_target")]
-    if bad:
-        lines += ["", "## Not upgraded", ""]
-        for n in bad:
-            extra = []
-            if n.get("stage"):
-                extra.append("stage %s" % n["stage"])
-            if n.get("slurm"):
-                extra.append("slurm %s" % _fmt_version({k: v for k, v in n["slurm"].items() if v is not None}))
-            if n.get("rollback"):
-                extra.append("rollback %s" % ("ok" if n["rollback"].get("ok") else "FAILED"))
-            if n.get("evidence"):
-                extra.append("evidence %s" % n["evidence"])
-            lines.append("- **%s** (%s): %s%s" % (_md_cell(n.get("host")), n.get("result"), _md_cell(n.get("message") or ""),
-                                                  (" - " + "; ".join(_md_cell(e) for e in extra)) if extra else ""))  # fmt: skip
-    for d in report.get("deferred") or []:
-        if isinstance(d, dict):
-            lines.append("- deferred %s: %s" % (_md_cell(d.get("name")), _md_cell(d.get("reason"))))
-    return "\n".join(lines) + "\n"
-
-
-def render_json(report: Dict[str, Any]) -> str:
-    return json.dumps(report, indent=2, sort_keys=True, default=str) + "\n"

@@ -12,7 +12,8 @@ version_added: 0.1.0
 author: gpuops.cluster contributors (@gpuops)
 description:
   - The controller half of the C(gpuops.cluster.onboard) role (run it delegated to C(localhost)). The stage
-    logic is C(plugins/plugin_utils/_onboard.py); this module reads and writes the per-node onboarding record
+    logic is C(plugins/plugin_utils/_onboard_checks.py), C(_onboard_burnin.py), C(_onboard_record.py) and
+    C(_onboard_render.py); this step reads and writes the per-node onboarding record
     C(<state_dir>/onboarding/<host>.json) (C(docs/onboarding.md)).
   - O(action=status) returns the record and the first stage that has not passed (a rerun resumes there).
   - O(action=record) evaluates O(stage) from its inputs, records the verdict (passed or failed, the problems,
@@ -21,6 +22,9 @@ description:
     and into the host's policy state (C(hosts/<host>.json) key C(baseline)), where every later inspection reads it.
   - O(action=signoff) writes the sign-off report C(<state_dir>/onboarding/<host>.signoff.json) and C(.md) and
     returns the node_exporter textfile metrics.
+  - Check mode evaluates and returns the same result and writes nothing (no record, no golden baseline, no
+    sign-off files). With C(--diff) the record's change is shown (before and after, as JSON).
+extends_documentation_fragment: [gpuops.cluster.common.attributes_action]
 options:
   action:
     description: "What to do."
@@ -85,6 +89,7 @@ options:
     description: "Severities that fail stage health."
     type: list
     elements: str
+    choices: [P0, P1, P2, P3]
     default: [P0, P1, P2]
   ignore_checks:
     description: "Checks that never fail stage health."
@@ -112,17 +117,6 @@ options:
   slurm_text:
     description: "C(scontrol show node <host>) output (stage service)."
     type: str
-attributes:
-  check_mode:
-    description: "Evaluates and returns the verdict without writing anything."
-    support: full
-  diff_mode:
-    description: "Not supported."
-    support: none
-  platform:
-    description: "Runs on the controller."
-    support: full
-    platforms: posix
 """
 
 EXAMPLES = r"""
@@ -142,6 +136,10 @@ resume_from: {description: Index of the first stage not passed (6 = all passed).
 next_stage: {description: Name of that stage (null when all passed)., returned: always, type: str, sample: burnin}
 result: {description: The stage verdict., returned: action=record, type: dict, sample: {stage: burnin, passed: false, problems: ["new Xid 48"]}}
 reason: {description: Slurm drain reason for a failed stage., returned: action=record, type: str, sample: "onboard burnin failed: ..."}
-paths: {description: Files written., returned: always, type: dict, sample: {record: /var/lib/gpuops/state/onboarding/n1.json}}
+paths:
+  description: Files written (in check mode - the files that would be written).
+  returned: always
+  type: dict
+  sample: {record: /var/lib/gpuops/state/onboarding/n1.json}
 prometheus: {description: node_exporter textfile metrics., returned: action=signoff, type: str, sample: "gpuops_onboard_accepted{host=\"n1\"} 1"}
 """

@@ -16,8 +16,9 @@ description:
     facts, plans the ordered per-node steps (BMC, BIOS, GPU/baseboard, HCA firmware, driver with fabric manager)
     and orders the hosts that need work into batches (C(docs/upgrades.md)).
   - Per host it reads the host variables C(gpuops_node_class), C(gpuops_rack), C(gpuops_leaf_switch),
-    C(gpuops_power_domain), C(gpuops_partition) (else the Slurm facts' partitions), C(gpuops_slurm_state)
-    (else the Slurm facts' state), C(gpuops_upgrade_priority) (higher goes earlier).
+    C(gpuops_power_domain), C(gpuops_partition) (else the Slurm facts' partitions), C(upgrade_slurm_state)
+    (set by the role C(gpuops.cluster.upgrade)'s entry point C(collect)), else C(gpuops_slurm_state), else the
+    Slurm facts' state, and C(gpuops_upgrade_priority) (higher goes earlier).
   - Facts come from O(facts_var) (a registered M(gpuops.cluster.collect_info) result), else from the host's
     C(gpuops_capture_dir), read in-process on the controller.
   - Hosts already at target are in RV(skipped) (an empty plan, so re-running the upgrade is a no-op). Hosts whose

@@ -169,37 +169,43 @@ def _check_matrix(matrix: Any, problems: List[Dict[str, Any]]) -> Dict[str, Any]
         problems.append(_problem(None, "gpuops_compat_matrix.driver", "must be a mapping of driver branch -> ranges"))
         return out
     for branch in sorted(drivers, key=str):
-        bkey = "gpuops_compat_matrix.driver.%s" % branch
-        if isinstance(branch, float):
-            problems.append(_problem(None, bkey, "driver branch %r was read as a number: quote it" % branch))
-            continue
-        entry = drivers[branch]
-        if entry is None:
-            entry = {}
-        if not isinstance(entry, dict):
-            problems.append(_problem(None, bkey, "must be a mapping of component -> {min, max}"))
-            continue
-        ranges: Dict[str, Dict[str, str]] = {}
-        for comp in sorted(entry, key=str):
-            ckey = "%s.%s" % (bkey, comp)
-            if comp not in RANGED:
-                problems.append(_problem(None, ckey, "unknown component (known: %s)" % ", ".join(RANGED)))
-                continue
-            rng = entry[comp]
-            if not isinstance(rng, dict):
-                problems.append(_problem(None, ckey, "must be a mapping {min, max}"))
-                continue
-            clean: Dict[str, str] = {}
-            for bound in sorted(rng, key=str):
-                if bound not in RANGE_KEYS:
-                    problems.append(_problem(None, "%s.%s" % (ckey, bound), "unknown key (known: max, min)"))
-                    continue
-                v = _version_value(rng[bound], "%s.%s" % (ckey, bound), problems, None)
-                if v is not None:
-                    clean[bound] = v
-            ranges[comp] = clean
-        out["driver"][str(branch)] = ranges
+        ranges = _check_branch(branch, drivers[branch], problems)
+        if ranges is not None:
+            out["driver"][str(branch)] = ranges
     return out
+
+
+def _check_branch(branch: Any, entry: Any, problems: List[Dict[str, Any]]) -> Optional[Dict[str, Dict[str, str]]]:
+    """One driver branch of the matrix: its usable ranges {component: {min, max}}, or None when unusable."""
+    bkey = "gpuops_compat_matrix.driver.%s" % branch
+    if isinstance(branch, float):
+        problems.append(_problem(None, bkey, "driver branch %r was read as a number: quote it" % branch))
+        return None
+    if entry is None:
+        entry = {}
+    if not isinstance(entry, dict):
+        problems.append(_problem(None, bkey, "must be a mapping of component -> {min, max}"))
+        return None
+    ranges: Dict[str, Dict[str, str]] = {}
+    for comp in sorted(entry, key=str):
+        ckey = "%s.%s" % (bkey, comp)
+        if comp not in RANGED:
+            problems.append(_problem(None, ckey, "unknown component (known: %s)" % ", ".join(RANGED)))
+            continue
+        rng = entry[comp]
+        if not isinstance(rng, dict):
+            problems.append(_problem(None, ckey, "must be a mapping {min, max}"))
+            continue
+        clean: Dict[str, str] = {}
+        for bound in sorted(rng, key=str):
+            if bound not in RANGE_KEYS:
+                problems.append(_problem(None, "%s.%s" % (ckey, bound), "unknown key (known: max, min)"))
+                continue
+            v = _version_value(rng[bound], "%s.%s" % (ckey, bound), problems, None)
+            if v is not None:
+                clean[bound] = v
+        ranges[comp] = clean
+    return ranges
 
 
 def matrix_entry(driver: str, branches: Dict[str, Any]) -> Optional[str]:

@@ -18,6 +18,7 @@ import datetime
 import json
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -25,6 +26,24 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
+if str(REPO / "tools") not in sys.path:
+    sys.path.insert(0, str(REPO / "tools"))
+
+from simcluster.generate import NODE_CLASS  # noqa: E402
+from simcluster.generate import PROFILE as SIM_PROFILE  # noqa: E402
+
+# the hardware part of the simulated cluster's class (its service and version keys would add inspection checks)
+HARDWARE = (
+    "gpu_model",
+    "gpu_count",
+    "nvlinks_per_gpu",
+    "pcie_gen",
+    "pcie_width",
+    "ib_ports",
+    "ib_rate_gbps",
+    "ib_link_layer",
+)
+
 NODES = ["gpu-node-01", "gpu-node-02", "gpu-node-03", "gpu-node-04"]
 OLD_VBIOS = "96.00.30.00.01"
 
@@ -52,18 +71,7 @@ def _vars(bed, state_dir: Path) -> dict:
     return {
         "gpuops_state_dir": str(state_dir),
         "gpuops_node_class": "h100-sxm-8",
-        "gpuops_profiles": {
-            "h100-sxm-8": {
-                "gpu_model": "NVIDIA H100 80GB HBM3",
-                "gpu_count": 8,
-                "nvlinks_per_gpu": 18,
-                "pcie_gen": 5,
-                "pcie_width": 16,
-                "ib_ports": 8,
-                "ib_rate_gbps": 400,
-                "ib_link_layer": "InfiniBand",
-            }
-        },
+        "gpuops_profiles": {"h100-sxm-8": {k: SIM_PROFILE[NODE_CLASS][k] for k in HARDWARE}},
         # the bed's nodes have no fabric manager package installed: the baseline names what they report
         "gpuops_upgrade_baseline": {
             "h100-sxm-8": {"driver": "535.161.08", "vbios": "96.00.74.00.0D", "hca_fw": "28.39.1002"}

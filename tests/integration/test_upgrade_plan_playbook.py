@@ -4,8 +4,8 @@
 """Does Ansible run the hosts in exactly the planned batches and order?
 
 tests/integration/targets/upgrade_plan/rolling.yml plans with gpuops.cluster.upgrade_plan on localhost, builds a
-group with add_host in planned order and rolls over it with ``serial: <planned batch sizes>`` (fake hosts, local
-connection). Each host appends ``<batch_index> <host> <ansible_play_batch>`` to a file (throttle 1).
+group in planned order with the upgrade role's entry point ``order`` (add_host) and rolls over it with
+``serial: <planned batch sizes>`` (fake hosts, local connection). Each host appends ``<batch_index> <host> <ansible_play_batch>`` to a file (throttle 1).
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""_fwupdate: the Redfish SimpleUpdate protocol (202 + task monitor polling) and the run report."""
+"""_fwupdate: the Redfish SimpleUpdate protocol (202 + task monitor polling); the run report is test_upgrade.py."""
 
 from __future__ import annotations
 
-import json
 
 import pytest
 from hypothesis import given, settings
@@ -166,78 +165,6 @@ def test_fuzz_poll_only_returns_or_raises_update_error(answers):
     except F.UpdateError:
         return
     assert out["polls"] >= 1
-
-
-# ------------------------------------------------------------------------------------------------ report
-
-REC_OK = {
-    "host": "gpu-node-02", "batch": 0, "result": "upgraded", "stage": "resume", "message": "upgraded: driver",
-    "duration_s": "61.27", "change_id": "CHG-1",
-    "steps": [
-        {"component": "vbios", "from": ["96.00.74.00.0D", "96.00.74.00.0D"], "to": "96.00.99.00.01"},
-        {"component": "driver", "from": {"driver": "535.161.08", "fabric_manager": "535.161.08"},
-         "to": {"driver": "550.54.15", "fabric_manager": "550.54.15"}},
-    ],
-    "applied": [{"component": "vbios", "seconds": 1.5}, {"component": "driver", "seconds": 3.2}],
-}  # fmt: skip
-REC_BAD = {
-    "host": "gpu-node-01", "batch": 1, "result": "failed", "stage": "apply:hca_fw",
-    "message": "non-zero return code (rc 1): -E- Burning FW image failed | x", "duration_s": 20,
-    "steps": [{"component": "hca_fw", "from": ["28.39.1002"], "to": "28.41.1000"}], "applied": [],
-    "evidence": "/state/upgrades/CHG-1/evidence/gpu-node-01",
-    "slurm": {"state": "IDLE+DRAIN", "reason": "gpuops: upgrade CHG-1 failed at apply:hca_fw"},
-    "rollback": {"ok": True},
-}  # fmt: skip
-
-
-def test_build_report_lists_every_node_once_with_not_started_and_blocked():
-    rep = F.build_report("CHG-1", [REC_OK, REC_BAD, "junk", {"no": "host"}],
-                         planned=["gpu-node-02", "gpu-node-01", "gpu-node-03"],
-                         blocked=[{"host": "gpu-node-09", "reason": "current version unknown for: bmc"}],
-                         deferred=[{"name": "gpu-node-07", "reason": "node is down"}])  # fmt: skip
-    by = {n["host"]: n for n in rep["nodes"]}
-    assert set(by) == {"gpu-node-01", "gpu-node-02", "gpu-node-03", "gpu-node-09"}
-    assert rep["counts"] == {"upgraded": 1, "failed": 1, "not_started": 1, "blocked": 1} and rep["ok"] is False
-    assert by["gpu-node-02"]["duration_s"] == 61.3
-    assert by["gpu-node-02"]["components"][1] == {
-        "component": "driver", "from": {"driver": "535.161.08", "fabric_manager": "535.161.08"},
-        "to": {"driver": "550.54.15", "fabric_manager": "550.54.15"}, "applied": True, "seconds": 3.2}  # fmt: skip
-    assert by["gpu-node-01"]["components"][0]["applied"] is False
-    assert F.build_report("C", [REC_OK])["ok"] is True
-    json.loads(F.render_json(rep))
-
-
-def test_markdown_has_a_row_per_component_and_the_failures():
-    md = F.render_markdown(F.build_report("CHG-1", [REC_OK, REC_BAD], planned=["gpu-node-03"]))
-    assert md.startswith("# Upgrade run CHG-1\n")
-    assert "Result: **INCOMPLETE** - 1 failed, 1 not_started, 1 upgraded" in md
-    assert "| gpu-node-02 | 0 | upgraded | vbios | 96.00.74.00.0D | 96.00.99.00.01 | 61.3 |" in md
-    assert (
-        "|  |  |  | driver | driver 535.161.08, fabric_manager 535.161.08 | driver 550.54.15, fabric_manager 550.54.15 |  |"
-        in md
-    )
-    assert "| gpu-node-03 | - | not_started | - | - | - | - |" in md
-    assert "-E- Burning FW image failed \\| x" in md  # pipes escaped in cells
-    assert (
-        "stage apply:hca_fw" in md
-        and "rollback ok" in md
-        and "evidence /state/upgrades/CHG-1/evidence/gpu-node-01" in md
-    )
-    assert "Result: **complete** - no nodes" in F.render_markdown(F.build_report("", []))
-
-
-@settings(max_examples=40, deadline=None, derandomize=True)
-@given(st.lists(st.dictionaries(st.sampled_from(["host", "result", "steps", "applied", "duration_s", "slurm",
-                                                 "rollback", "batch"]),
-                                st.one_of(st.none(), st.text(max_size=4), st.integers(), st.lists(st.text(max_size=3))),
-                                max_size=8), max_size=5))  # fmt: skip
-def test_fuzz_report_never_raises_on_odd_records(records):
-    try:
-        rep = F.build_report("X", records)
-        F.render_markdown(rep)
-        F.render_json(rep)
-    except ParseError:
-        pass
 
 
 def test_reset_sequence_falls_back_to_off_on_for_power_cycles():

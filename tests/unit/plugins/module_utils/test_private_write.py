@@ -19,8 +19,7 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.gpuops.cluster.plugins.module_utils import _common as C
 from ansible_collections.gpuops.cluster.plugins.module_utils import _livecapture
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _replace, _state
-from ansible_collections.gpuops.cluster.plugins.action import onboard_stage
-from ansible_collections.gpuops.cluster.plugins.modules import upgrade_report
+from ansible_collections.gpuops.cluster.plugins.action import onboard_stage, upgrade_report
 
 SECRET = "victim-file-content"
 
@@ -252,17 +251,17 @@ def _run_module(mod, args, capsys):
     return exc.value.code, json.loads(capsys.readouterr().out)
 
 
-def test_upgrade_report_files_are_private(tmp_path, capsys, victim):
+def test_upgrade_report_files_are_private(tmp_path, run_action, victim):
     run_dir = tmp_path / "upgrades" / "CHG-1"
-    rc, out = _run_module(upgrade_report, {"run_dir": str(run_dir), "change_id": "CHG-1"}, capsys)
-    assert rc == 0, out
+    out = run_action(upgrade_report, {"run_dir": str(run_dir), "change_id": "CHG-1"})
+    assert not out.get("failed"), out
     assert_private(out["json_path"])
     assert_private(out["markdown_path"])
     assert_private_dir(run_dir)
     os.unlink(out["markdown_path"])
     os.symlink(str(victim), out["markdown_path"])
-    rc, out = _run_module(upgrade_report, {"run_dir": str(run_dir), "change_id": "CHG-1"}, capsys)
-    assert rc == 0 and victim.read_text() == SECRET and not os.path.islink(out["markdown_path"])
+    out = run_action(upgrade_report, {"run_dir": str(run_dir), "change_id": "CHG-1"})
+    assert not out.get("failed") and victim.read_text() == SECRET and not os.path.islink(out["markdown_path"])
 
 
 def test_onboarding_records_and_signoff_are_private(tmp_path, run_action):

@@ -15,7 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _ib, _nvsmi_xml, _redfish
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _planner
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _upgrade as U
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _upgrade_report as R
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 FIX = os.path.join(ROOT, "tests", "fixtures")
@@ -384,7 +387,7 @@ def test_method_overrides_and_errors():
         assert ei.value.key == key
 
 
-# ---- the action's pure function ---------------------------------------------------------------------------------
+# ---- the plan of gpuops.cluster.upgrade_plan (_planner.plan_hosts) ---------------------------------------------------
 def _facts(cur, slurm_state="IDLE"):
     return {
         "gpu": {"driver_version": cur["driver"],
@@ -398,7 +401,6 @@ def _facts(cur, slurm_state="IDLE"):
 
 
 def test_plan_hosts_end_to_end():
-    action = pytest.importorskip("ansible_collections.gpuops.cluster.plugins.action.upgrade_plan")
     hosts = {}
     for i in range(12):
         cur = outdated() if i % 3 else copy.deepcopy(AT_TARGET)
@@ -408,7 +410,9 @@ def test_plan_hosts_end_to_end():
     hosts["n04"]["node_class"] = "a100"
     hosts["n05"]["facts"] = None
     hosts["n05"].update(facts_error="no facts: not collected", partition="gpu")  # gpuops_partition
-    res = action.plan_hosts(hosts, BASELINE, MATRIX, None, {"max_offline_share": 0.25, "max_per_rack": 1}, None, False)
+    res = _planner.plan_hosts(
+        hosts, BASELINE, MATRIX, None, {"max_offline_share": 0.25, "max_per_rack": 1}, None, False
+    )
     assert res["problems"] == []
     assert res["skipped"] == ["n00", "n03", "n06", "n09"]
     assert res["blocked"] == [
@@ -424,11 +428,11 @@ def test_plan_hosts_end_to_end():
     for b in res["batches"]:
         assert b["offline"]["gpu"] <= 3
     with pytest.raises(U.UpgradeError) as ei:
-        action.plan_hosts(hosts, BASELINE, MATRIX, {"h100-sxm-8": {"bios": {"activation": "x"}}}, {}, None, False)
+        _planner.plan_hosts(hosts, BASELINE, MATRIX, {"h100-sxm-8": {"bios": {"activation": "x"}}}, {}, None, False)
     assert ei.value.key == "gpuops_upgrade_methods.h100-sxm-8.bios.activation"
     bad = copy.deepcopy(BASELINE)
     bad["h100-sxm-8"]["fabric_manager"] = "550.54.15"
-    res = action.plan_hosts(hosts, bad, MATRIX, None, {}, None, False)
+    res = _planner.plan_hosts(hosts, bad, MATRIX, None, {}, None, False)
     assert keys(res["problems"]) == ["h100-sxm-8.fabric_manager"] and "batches" not in res
 
 
@@ -464,3 +468,75 @@ def test_fuzz_plan_node(current, target):
     order = [U.STEP_ORDER.index(s["component"]) for s in steps]
     assert order == sorted(order)
     assert all(s["activation"] in U.ACTIVATIONS for s in steps)
+
+
+# ---- the run report (_upgrade_report) --------------------------------------------------------------------------------
+
+REC_OK = {
+    "host": "gpu-node-02", "batch": 0, "result": "upgraded", "stage": "resume", "message": "upgraded: driver",
+    "duration_s": "61.27", "change_id": "CHG-1",
+    "steps": [
+        {"component": "vbios", "from": ["96.00.74.00.0D", "96.00.74.00.0D"], "to": "96.00.99.00.01"},
+        {"component": "driver", "from": {"driver": "535.161.08", "fabric_manager": "535.161.08"},
+         "to": {"driver": "550.54.15", "fabric_manager": "550.54.15"}},
+    ],
+    "applied": [{"component": "vbios", "seconds": 1.5}, {"component": "driver", "seconds": 3.2}],
+}  # fmt: skip
+REC_BAD = {
+    "host": "gpu-node-01", "batch": 1, "result": "failed", "stage": "apply:hca_fw",
+    "message": "non-zero return code (rc 1): -E- Burning FW image failed | x", "duration_s": 20,
+    "steps": [{"component": "hca_fw", "from": ["28.39.1002"], "to": "28.41.1000"}], "applied": [],
+    "evidence": "/state/upgrades/CHG-1/evidence/gpu-node-01",
+    "slurm": {"state": "IDLE+DRAIN", "reason": "gpuops: upgrade CHG-1 failed at apply:hca_fw"},
+    "rollback": {"ok": True},
+}  # fmt: skip
+
+
+def test_build_report_lists_every_node_once_with_not_started_and_blocked():
+    rep = R.build_report("CHG-1", [REC_OK, REC_BAD, "junk", {"no": "host"}],
+                         planned=["gpu-node-02", "gpu-node-01", "gpu-node-03"],
+                         blocked=[{"host": "gpu-node-09", "reason": "current version unknown for: bmc"}],
+                         deferred=[{"name": "gpu-node-07", "reason": "node is down"}])  # fmt: skip
+    by = {n["host"]: n for n in rep["nodes"]}
+    assert set(by) == {"gpu-node-01", "gpu-node-02", "gpu-node-03", "gpu-node-09"}
+    assert rep["counts"] == {"upgraded": 1, "failed": 1, "not_started": 1, "blocked": 1} and rep["ok"] is False
+    assert by["gpu-node-02"]["duration_s"] == 61.3
+    assert by["gpu-node-02"]["components"][1] == {
+        "component": "driver", "from": {"driver": "535.161.08", "fabric_manager": "535.161.08"},
+        "to": {"driver": "550.54.15", "fabric_manager": "550.54.15"}, "applied": True, "seconds": 3.2}  # fmt: skip
+    assert by["gpu-node-01"]["components"][0]["applied"] is False
+    assert R.build_report("C", [REC_OK])["ok"] is True
+    json.loads(R.render_json(rep))
+
+
+def test_markdown_has_a_row_per_component_and_the_failures():
+    md = R.render_markdown(R.build_report("CHG-1", [REC_OK, REC_BAD], planned=["gpu-node-03"]))
+    assert md.startswith("# Upgrade run CHG-1\n")
+    assert "Result: **INCOMPLETE** - 1 failed, 1 not_started, 1 upgraded" in md
+    assert "| gpu-node-02 | 0 | upgraded | vbios | 96.00.74.00.0D | 96.00.99.00.01 | 61.3 |" in md
+    assert (
+        "|  |  |  | driver | driver 535.161.08, fabric_manager 535.161.08 | driver 550.54.15, fabric_manager 550.54.15 |  |"
+        in md
+    )
+    assert "| gpu-node-03 | - | not_started | - | - | - | - |" in md
+    assert "-E- Burning FW image failed \\| x" in md  # pipes escaped in cells
+    assert (
+        "stage apply:hca_fw" in md
+        and "rollback ok" in md
+        and "evidence /state/upgrades/CHG-1/evidence/gpu-node-01" in md
+    )
+    assert "Result: **complete** - no nodes" in R.render_markdown(R.build_report("", []))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.lists(st.dictionaries(st.sampled_from(["host", "result", "steps", "applied", "duration_s", "slurm",
+                                                 "rollback", "batch"]),
+                                st.one_of(st.none(), st.text(max_size=4), st.integers(), st.lists(st.text(max_size=3))),
+                                max_size=8), max_size=5))  # fmt: skip
+def test_fuzz_report_never_raises_on_odd_records(records):
+    try:
+        rep = R.build_report("X", records)
+        R.render_markdown(rep)
+        R.render_json(rep)
+    except ParseError:
+        pass
