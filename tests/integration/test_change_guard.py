@@ -15,7 +15,7 @@ import pytest
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit as A
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TARGET = os.path.join(ROOT, "tests", "integration", "targets", "change_guard")
+TARGET = os.path.join(ROOT, "tests", "integration", "playbooks", "change_guard")
 BIN = os.path.join(ROOT, ".venv", "bin")
 SECRET = "Bmc-Sup3r-S3cret-42"
 

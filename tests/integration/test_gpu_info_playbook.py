@@ -15,7 +15,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIX = os.path.join(ROOT, "tests", "fixtures")
-PLAY = os.path.join(ROOT, "tests", "integration", "targets", "gpu_info", "gpu_info.yml")
+PLAY = os.path.join(ROOT, "tests", "integration", "playbooks", "gpu_info", "gpu_info.yml")
 BIN = os.path.dirname(sys.executable)
 PLAYBOOK = os.path.join(BIN, "ansible-playbook")
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TARGET = os.path.join(ROOT, "tests", "integration", "targets", "change_guard")
+TARGET = os.path.join(ROOT, "tests", "integration", "playbooks", "change_guard")
 BIN = os.path.join(ROOT, ".venv", "bin")
 TB = os.environ.get("GPUOPS_TB", "/tmp/gpuops-tb")
 SCONTROL = os.path.join(TB, "bin", "scontrol")

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-VARS = ROOT / "tests" / "integration" / "targets" / "upgrade" / "vars.yml"
+VARS = ROOT / "tests" / "integration" / "playbooks" / "upgrade" / "vars.yml"
 PLAYBOOK = ROOT / "playbooks" / "upgrade.yml"
 FAKES = ROOT / "tests" / "testbed" / "fakes"
 NEW = {"driver": "550.54.15", "vbios": "96.00.99.00.01", "hca_fw": "28.41.1000"}
@@ -183,8 +183,8 @@ def test_clean_rollout_in_planned_batches(bed, tmp_path):
     assert "| %s | 0 | upgraded | vbios | 96.00.74.00.0D | 96.00.99.00.01 |" % batches[0][0] in md
     assert "driver 535.161.08, fabric_manager 535.161.08" in md
     # the trail is intact
-    v = subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "ansible_collections.gpuops.cluster.plugins.plugin_utils._audit",
-                        str(r.state / "audit" / "audit.log")], env=dict(testbed.env, PYTHONPATH=str(ROOT / "build")),
+    v = subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "gpuops_audit", "verify", str(r.state / "audit" / "audit.log")],
+                       env=dict(testbed.env, PYTHONPATH=os.pathsep.join([str(ROOT / "tools"), str(ROOT / "build")])),
                        capture_output=True, text=True, check=False)  # fmt: skip
     assert v.returncode == 0, v.stdout + v.stderr
 

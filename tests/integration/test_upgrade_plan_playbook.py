@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Does Ansible run the hosts in exactly the planned batches and order?
 
-tests/integration/targets/upgrade_plan/rolling.yml plans with gpuops.cluster.upgrade_plan on localhost, builds a
+tests/integration/playbooks/upgrade_plan/rolling.yml plans with gpuops.cluster.upgrade_plan on localhost, builds a
 group in planned order with the upgrade role's entry point ``order`` (add_host) and rolls over it with
 ``serial: <planned batch sizes>`` (fake hosts, local connection). Each host appends ``<batch_index> <host> <ansible_play_batch>`` to a file (throttle 1).
 """
@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TARGET = os.path.join(ROOT, "tests", "integration", "targets", "upgrade_plan")
+TARGET = os.path.join(ROOT, "tests", "integration", "playbooks", "upgrade_plan")
 BIN = os.path.join(ROOT, ".venv", "bin")
 
 

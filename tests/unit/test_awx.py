@@ -26,45 +26,54 @@ SURVEY_TYPES = {"text", "textarea", "password", "integer", "float", "multiplecho
 BIN = os.path.dirname(sys.executable)
 
 
+def _question_problems(q, where, seen):
+    problems = ["%s: missing %s" % (where, key) for key in ("question_name", "variable", "type", "required") if key not in q]
+    var = q.get("variable", "")
+    if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", str(var)):
+        problems.append("%s: variable is not an identifier" % where)
+    if var in seen:
+        problems.append("%s: duplicate variable" % where)
+    seen.add(var)
+    if q.get("type") not in SURVEY_TYPES:
+        problems.append("%s: type %r not one of %s" % (where, q.get("type"), sorted(SURVEY_TYPES)))
+    if not isinstance(q.get("required"), bool):
+        problems.append("%s: required must be a boolean" % where)
+    return problems + _choice_problems(q, where) + _number_problems(q, where)
+
+
+def _choice_problems(q, where):
+    if q.get("type") not in ("multiplechoice", "multiselect"):
+        return []
+    choices = q.get("choices")
+    if isinstance(choices, str):
+        choices = choices.split("\n")
+    if not choices or not all(isinstance(c, str) and c for c in choices):
+        return ["%s: choices must be a non-empty list of strings" % where]
+    if q.get("default") not in ("", None) and q["default"] not in choices:
+        return ["%s: default %r not among the choices" % (where, q["default"])]
+    return []
+
+
+def _number_problems(q, where):
+    problems = []
+    if q.get("type") == "integer" and q.get("default") not in ("", None) and not isinstance(q["default"], int):
+        problems.append("%s: integer default must be an int" % where)
+    for key in ("min", "max"):
+        if key in q and not isinstance(q[key], int):
+            problems.append("%s: %s must be an int" % (where, key))
+    if isinstance(q.get("min"), int) and isinstance(q.get("max"), int) and q["min"] > q["max"]:
+        problems.append("%s: min > max" % where)
+    return problems
+
+
 def validate_survey(spec):
     """Problems of an AWX survey spec (the JSON AWX stores in survey_spec)."""
-    problems = []
-    for key in ("name", "description", "spec"):
-        if key not in spec:
-            problems.append("missing %s" % key)
+    problems = ["missing %s" % key for key in ("name", "description", "spec") if key not in spec]
     if not isinstance(spec.get("spec"), list) or not spec.get("spec"):
         return problems + ["spec must be a non-empty list"]
     seen = set()
     for i, q in enumerate(spec["spec"]):
-        where = "spec[%d] %s" % (i, q.get("variable"))
-        for key in ("question_name", "variable", "type", "required"):
-            if key not in q:
-                problems.append("%s: missing %s" % (where, key))
-        var = q.get("variable", "")
-        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", str(var)):
-            problems.append("%s: variable is not an identifier" % where)
-        if var in seen:
-            problems.append("%s: duplicate variable" % where)
-        seen.add(var)
-        if q.get("type") not in SURVEY_TYPES:
-            problems.append("%s: type %r not one of %s" % (where, q.get("type"), sorted(SURVEY_TYPES)))
-        if not isinstance(q.get("required"), bool):
-            problems.append("%s: required must be a boolean" % where)
-        if q.get("type") in ("multiplechoice", "multiselect"):
-            choices = q.get("choices")
-            if isinstance(choices, str):
-                choices = choices.split("\n")
-            if not choices or not all(isinstance(c, str) and c for c in choices):
-                problems.append("%s: choices must be a non-empty list of strings" % where)
-            elif q.get("default") not in ("", None) and q["default"] not in choices:
-                problems.append("%s: default %r not among the choices" % (where, q["default"]))
-        if q.get("type") == "integer" and q.get("default") not in ("", None) and not isinstance(q["default"], int):
-            problems.append("%s: integer default must be an int" % where)
-        for key in ("min", "max"):
-            if key in q and not isinstance(q[key], int):
-                problems.append("%s: %s must be an int" % (where, key))
-        if isinstance(q.get("min"), int) and isinstance(q.get("max"), int) and q["min"] > q["max"]:
-            problems.append("%s: min > max" % where)
+        problems += _question_problems(q, "spec[%d] %s" % (i, q.get("variable")), seen)
     return problems
 
 

@@ -27,6 +27,19 @@ def _page(n, link_key):
     return doc
 
 
+#: path -> (status, body, headers) of the fake BMC (paged "/c..." answers are computed)
+ROUTES = {
+    "/redfish/v1": (200, {"@odata.id": "/redfish/v1", "Systems": {"@odata.id": "/redfish/v1/Systems"}}, None),
+    "/loop": (200, {"Members": [{"@odata.id": "/x"}], "Members@odata.nextLink": "/loop"}, None),
+    "/text": (200, b"<html>not json</html>", None),
+    "/list": (200, [1, 2], None),
+    "/redirect": (302, b"", {"Location": "http://127.0.0.1:1/elsewhere"}),
+    "/slow": (200, {}, None),
+    "/big": (200, b"x" * 5000, None),
+}
+NOT_FOUND = (404, {"error": {"code": "Base.1.0.ResourceMissingAtURI"}}, None)
+
+
 class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
@@ -46,25 +59,13 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802
         SEEN.append((self.path, self.headers.get("Authorization")))
         p = self.path
-        if p == "/redfish/v1":
-            return self._send(200, {"@odata.id": "/redfish/v1", "Systems": {"@odata.id": "/redfish/v1/Systems"}})
         if p.startswith("/c"):
             n = int(p.split("=")[1]) if "=" in p else 0
             return self._send(200, _page(n, "Members@odata.nextLink" if n % 2 == 0 else "@odata.nextLink"))
-        if p == "/loop":
-            return self._send(200, {"Members": [{"@odata.id": "/x"}], "Members@odata.nextLink": "/loop"})
-        if p == "/text":
-            return self._send(200, b"<html>not json</html>")
-        if p == "/list":
-            return self._send(200, [1, 2])
-        if p == "/redirect":
-            return self._send(302, b"", {"Location": "http://127.0.0.1:1/elsewhere"})
         if p == "/slow":
             time.sleep(1.5)
-            return self._send(200, {})
-        if p == "/big":
-            return self._send(200, b"x" * 5000)
-        return self._send(404, {"error": {"code": "Base.1.0.ResourceMissingAtURI"}})
+        status, body, headers = ROUTES.get(p, NOT_FOUND)
+        return self._send(status, body, headers)
 
     def do_POST(self):  # noqa: N802
         length = int(self.headers.get("Content-Length", 0))

@@ -14,7 +14,6 @@ import os
 import stat
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _common as C
 from ansible_collections.gpuops.cluster.plugins.module_utils import _livecapture
@@ -243,12 +242,6 @@ def test_replacement_records_and_bundles_are_private(tmp_path, run_action, victi
     for name in ("serials.json", "bmc/remote.json", "manifest.json"):
         assert_private(str(bundle / name))
     assert_private_dir(bundle / "bmc")
-
-
-def _run_module(mod, args, capsys):
-    with patch_module_args(args), pytest.raises(SystemExit) as exc:
-        mod.main()
-    return exc.value.code, json.loads(capsys.readouterr().out)
 
 
 def test_upgrade_report_files_are_private(tmp_path, run_action, victim):
