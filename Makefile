@@ -60,7 +60,12 @@ lint: ruff ansible-lint
 stage:
 	mkdir -p $(SANITY)
 	@# what the collection ships: galaxy.yml's build_ignore (tools/, bench/, .ci/) is not part of it
-	git ls-files -co --exclude-standard | grep -v -E '^(tools|bench|\.ci)/' | while read -r f; do [ -e "$$f" ] && echo "$$f"; done | tar -cf - -T - | tar -xf - -C $(SANITY)
+	git ls-files -co --exclude-standard | grep -v -E '^(tools|bench|\.ci)/' | while read -r f; do [ -e "$$f" ] && echo "$$f"; done > $(BUILD)/sanity-files.txt
+	tar -cf - -T $(BUILD)/sanity-files.txt | tar -xf - -C $(SANITY)
+	@# a file moved or deleted in the tree must not linger in the staged copy (it would be sanity-tested as shipped)
+	cd $(SANITY) && find . -path ./.git -prune -o -path ./tests/output -prune -o -type f -print | sed 's|^\./||' | sort \
+	  | comm -23 - <(sort $(BUILD)/sanity-files.txt) | while read -r f; do rm -f -- "$$f"; done
+	cd $(SANITY) && find . -path ./.git -prune -o -path ./tests/output -prune -o -type d -empty -print | xargs -r rmdir -p --ignore-fail-on-non-empty 2>/dev/null || true
 	@# its own git repo, so ansible-test does not see the outer repo (where build/ is ignored)
 	cd $(SANITY) && { [ -d .git ] || git init -q .; } && { git add -A >/dev/null 2>&1 || true; }
 
