@@ -12,6 +12,7 @@ result instead of a traceback. ``plain()`` is the one HostVars unwrapper.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any, Dict
 
 from ansible.errors import AnsibleActionFail
@@ -48,8 +49,9 @@ class ControllerAction(ActionBase):
     REQUIRED_IF: list = []
     MUTUALLY_EXCLUSIVE: list = []
 
+    @abstractmethod
     def step(self, args: Dict[str, Any], check_mode: bool, task_vars: Dict[str, Any]) -> Dict[str, Any]:
-        raise NotImplementedError
+        """The step itself: validated ``args`` in, the task result out (``changed`` defaults to False)."""
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
