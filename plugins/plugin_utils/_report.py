@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any, Dict, Iterable, List, Optional
 
 import jinja2
 
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _runbooks
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
 
 SCHEMA = "gpuops.report/v1"
@@ -45,17 +47,23 @@ def build_report(
     policy_version: str,
     policy_hash: Optional[str] = None,
     include_facts: bool = True,
+    catalog: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """Assemble report.json.
 
     ``nodes`` maps inventory hostname -> {status, findings, facts?, rack?, leaf?, power?, policy_hash?, mode?}.
+    Every finding gains ``runbook`` (the catalogue entry id that handles it, or None) and ``runbook_link`` (its
+    runbook section, relative to the collection root), from ``catalog`` (default: the runbooks/catalog.yml the
+    collection ships; ``_runbooks.finding_runbook``).
     """
+    link = _runbook_linker(catalog)
+    cluster_findings = [link(f) for f in cluster_findings]
     status_counts = dict.fromkeys(STATUSES, 0)
     sev_counts = dict.fromkeys(SEVERITIES, 0)
     out_nodes: Dict[str, Any] = {}
     for host in sorted(nodes):
         n = nodes[host]
-        findings = list(n.get("findings") or [])
+        findings = [link(f) for f in n.get("findings") or []]
         status = n.get("status") or "healthy"
         status_counts[status] = status_counts.get(status, 0) + 1
         for f in findings:
@@ -89,6 +97,17 @@ def build_report(
         },
         "nodes": out_nodes,
     }
+
+
+def _runbook_linker(catalog: Optional[Dict[str, Any]]) -> Any:
+    """finding -> a copy with ``runbook`` and ``runbook_link`` (see build_report)."""
+    data = _runbooks.load_cached() if catalog is None else catalog
+    runbooks_dir = os.path.join(_runbooks.COLLECTION_ROOT, "runbooks")
+
+    def link(finding: Dict[str, Any]) -> Dict[str, Any]:
+        return dict(finding, **_runbooks.finding_runbook(data, finding, runbooks_dir))
+
+    return link
 
 
 def to_json(report: Dict[str, Any]) -> str:
@@ -179,9 +198,26 @@ class ReportTemplateError(ValueError):
     """A report template is missing or does not render (the message names the template)."""
 
 
+#: What a Markdown renderer would read as markup in finding text: raw HTML and autolinks (<, >), code spans
+#: (backtick), links and images ([, ]), emphasis (*), table cells (|) and the escape character itself.
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|])")
+#: Control characters (C0 but tab/newline, DEL, C1) and invisible or direction-changing Unicode (zero-width,
+#: line/paragraph separators, bidi embeddings/overrides/isolates, BOM): shown as \xNN / \uNNNN, never passed on.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def _visible(ch: str) -> str:
+    code = ord(ch)
+    return "\\x%02x" % code if code < 0x100 else "\\u%04x" % code
+
+
 def _md_cell(value: Any) -> str:
-    """One Markdown table cell: None is empty, pipes are escaped, newlines become spaces."""
-    return str("" if value is None else value).replace("|", "\\|").replace("\n", " ")
+    """One Markdown table cell (or inline text) from untrusted text: None is empty; line breaks and tabs become
+    spaces; Markdown/HTML syntax characters are backslash-escaped (CommonMark: shown literally, so no raw HTML,
+    link or code span passes through); control and invisible characters are shown as ``\\xNN``/``\\uNNNN``."""
+    text = "" if value is None else str(value)
+    text = " ".join(text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ").split("\n"))
+    return _CONTROL.sub(lambda m: _visible(m.group(0)), _MD_SPECIAL.sub(r"\\\1", text))
 
 
 def environment(templates_dir: Optional[str] = None) -> jinja2.Environment:
@@ -237,9 +273,24 @@ def _racks(report: Dict[str, Any]) -> List[Dict[str, Any]]:
     return out
 
 
-def view(report: Dict[str, Any], max_nodes: int = 200) -> Dict[str, Any]:
+def _findings_table(report: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Every finding (cluster findings first, then per node), worst first: the rows the HTML filters and sorts."""
+    rows = [
+        {"host": None, "rack": None, "status": "cluster", "finding": f} for f in report["summary"]["cluster_findings"]
+    ]
+    for host, n in sorted(report["nodes"].items()):
+        rows += [{"host": host, "rack": n.get("rack"), "status": n["status"], "finding": f} for f in n["findings"]]
+    for row in rows:
+        row["rank"] = severity_rank(row["finding"].get("severity"))
+    rows.sort(key=lambda r: (r["rank"], r["host"] is not None, r["host"] or "", str(r["finding"].get("check"))))
+    return rows
+
+
+def view(report: Dict[str, Any], max_nodes: int = 200, runbook_base: str = "") -> Dict[str, Any]:
     """What a report template sees (documented in roles/inspect/README.md "Report templates")."""
     attention = _attention(report)
+    listed = {a["host"] for a in attention}
+    findings = _findings_table(report)
     return {
         "report": report,
         "summary": report["summary"],
@@ -247,26 +298,54 @@ def view(report: Dict[str, Any], max_nodes: int = 200) -> Dict[str, Any]:
         "statuses": STATUSES,
         "severities": SEVERITIES,
         "attention": attention,
+        "healthy": [
+            {"host": h, "node": n, "where": ", ".join("%s %s" % (k, n[k]) for k in ("rack", "leaf", "power") if n.get(k))}
+            for h, n in sorted(report["nodes"].items())
+            if h not in listed
+        ],
+        "findings": findings,
+        "checks": sorted({str(r["finding"].get("check")) for r in findings}),
+        "rack_names": sorted({r["rack"] for r in findings if r["rack"]}),
+        "runbook_base": runbook_base,
         "max_nodes": max_nodes,
         "racks": _racks(report),
     }
 
 
-def render(name: str, report: Dict[str, Any], templates_dir: Optional[str] = None, max_nodes: int = 200) -> str:
+def render(
+    name: str,
+    report: Dict[str, Any],
+    templates_dir: Optional[str] = None,
+    max_nodes: int = 200,
+    runbook_base: str = "",
+) -> str:
     """Render report template ``name`` (site directory first, then the collection's default)."""
     try:
         template = environment(templates_dir).get_template(name)
-        return template.render(view(report, max_nodes=max_nodes))
+        return template.render(view(report, max_nodes=max_nodes, runbook_base=runbook_base))
     except jinja2.TemplateError as exc:
         where = getattr(exc, "filename", None) or name
         raise ReportTemplateError("report template %s: %s" % (where, exc)) from exc
 
 
-def to_markdown(report: Dict[str, Any], max_nodes: int = 200, templates_dir: Optional[str] = None) -> str:
-    """Ticket-ready summary: counts, cluster findings, then each non-healthy node with its findings."""
-    return render(MARKDOWN_TEMPLATE, report, templates_dir, max_nodes=max_nodes)
+def to_markdown(
+    report: Dict[str, Any], max_nodes: int = 200, templates_dir: Optional[str] = None, runbook_base: str = ""
+) -> str:
+    """Ticket-ready summary: counts, cluster findings, then each non-healthy node with its findings.
+
+    Each finding names its runbook (id and section, ``runbook_link`` relative to the collection root; with
+    ``runbook_base``, e.g. the URL of the site's copy of the collection, a Markdown link to base + link)."""
+    return render(MARKDOWN_TEMPLATE, report, templates_dir, max_nodes=max_nodes, runbook_base=runbook_base)
 
 
-def to_html(report: Dict[str, Any], templates_dir: Optional[str] = None) -> str:
-    """One self-contained HTML file (no external assets): counts, rack-by-node grid, findings per node."""
-    return render(HTML_TEMPLATE, report, templates_dir)
+#: Where report.html's runbook links point by default: the runbooks of the collection that wrote it.
+DEFAULT_RUNBOOK_BASE = "file://%s/" % _runbooks.COLLECTION_ROOT
+
+
+def to_html(report: Dict[str, Any], templates_dir: Optional[str] = None, runbook_base: Optional[str] = None) -> str:
+    """One self-contained HTML file (no external assets; inline CSS and script): counts, rack-by-node grid, every
+    finding in one table that sorts, filters and searches (with JavaScript; readable without it), each finding
+    linked to its runbook section (``runbook_base`` + ``runbook_link``; default: this collection's runbooks as
+    file:// URLs), and a section per node (healthy nodes collapsed) for every grid cell to point at."""
+    base = DEFAULT_RUNBOOK_BASE if runbook_base is None else runbook_base
+    return render(HTML_TEMPLATE, report, templates_dir, runbook_base=base)

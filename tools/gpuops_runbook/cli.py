@@ -164,12 +164,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except collection.CollectionNotFound as exc:  # first: catalog.CatalogError itself comes from the collection
+        sys.stderr.write("gpuops-runbook: %s\n" % exc)
+        return hook.RC_FAILED
     except catalog.CatalogError as exc:
         sys.stderr.write("gpuops-runbook: %s\n" % exc)
         return hook.RC_INVALID
-    except collection.CollectionNotFound as exc:
-        sys.stderr.write("gpuops-runbook: %s\n" % exc)
-        return hook.RC_FAILED
 
 
 if __name__ == "__main__":
