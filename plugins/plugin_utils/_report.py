@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import re
 from typing import Any, Dict, Iterable, List, Optional
 
@@ -299,7 +300,11 @@ def view(report: Dict[str, Any], max_nodes: int = 200, runbook_base: str = "") -
         "severities": SEVERITIES,
         "attention": attention,
         "healthy": [
-            {"host": h, "node": n, "where": ", ".join("%s %s" % (k, n[k]) for k in ("rack", "leaf", "power") if n.get(k))}
+            {
+                "host": h,
+                "node": n,
+                "where": ", ".join("%s %s" % (k, n[k]) for k in ("rack", "leaf", "power") if n.get(k)),
+            }
             for h, n in sorted(report["nodes"].items())
             if h not in listed
         ],
@@ -339,7 +344,7 @@ def to_markdown(
 
 
 #: Where report.html's runbook links point by default: the runbooks of the collection that wrote it.
-DEFAULT_RUNBOOK_BASE = "file://%s/" % _runbooks.COLLECTION_ROOT
+DEFAULT_RUNBOOK_BASE = pathlib.Path(_runbooks.COLLECTION_ROOT).as_uri() + "/"
 
 
 def to_html(report: Dict[str, Any], templates_dir: Optional[str] = None, runbook_base: Optional[str] = None) -> str:

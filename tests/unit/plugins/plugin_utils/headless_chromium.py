@@ -29,16 +29,10 @@ class BrowserError(RuntimeError):
     """Chromium could not be started, a DevTools command failed, or a page did not load in time."""
 
 
-def _child_fds(read_fd: int, write_fd: int) -> None:
-    """In the child: the command pipe on fd 3 (Chromium reads), the answer pipe on fd 4 (Chromium writes)."""
-    os.dup2(read_fd, 3)
-    os.dup2(write_fd, 4)
-
-
 class Page:
     """One tab: evaluate JavaScript, wait for a condition, take screenshots."""
 
-    def __init__(self, browser: "Browser", session: str) -> None:
+    def __init__(self, browser: Browser, session: str) -> None:
         self.browser, self.session = browser, session
 
     def send(self, method: str, **params: Any) -> Dict[str, Any]:
@@ -84,14 +78,18 @@ class Browser:
         self._buffer = b""
         self.proc: Optional[subprocess.Popen] = None
 
-    def __enter__(self) -> "Browser":
+    def __enter__(self) -> Browser:
         self.profile = tempfile.mkdtemp(prefix="gpuops-chromium-")
         cmd_r, cmd_w = os.pipe()  # we write commands, Chromium reads fd 3
         ans_r, ans_w = os.pipe()  # Chromium writes answers on fd 4, we read
-        # above fd 4, so that the child's dup2 onto 3 and 4 cannot overwrite one with the other (close-on-exec:
-        # only the dup2 copies, 3 and 4, reach Chromium)
+        # moved above fd 9, so that putting them on 3 and 4 cannot overwrite one with the other; bash puts them
+        # there (the command pipe on fd 3, Chromium reads; the answer pipe on fd 4, Chromium writes) and execs
         cmd_r, ans_w = (self._high(fd) for fd in (cmd_r, ans_w))
         args = [
+            "/bin/bash",
+            "-c",
+            'exec 3<&%d 4>&%d %d<&- %d>&- "$@"' % (cmd_r, ans_w, cmd_r, ans_w),
+            "bash",
             self.executable,
             "--headless",
             "--no-sandbox",
@@ -108,8 +106,7 @@ class Browser:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=lambda: _child_fds(cmd_r, ans_w),
-            close_fds=False,  # the pipes are close-on-exec (PEP 446) but for the dup2 copies on 3 and 4
+            pass_fds=(cmd_r, ans_w),
         )
         os.close(cmd_r)
         os.close(ans_w)
@@ -118,7 +115,7 @@ class Browser:
 
     @staticmethod
     def _high(fd: int) -> int:
-        new = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+        new = fcntl.fcntl(fd, fcntl.F_DUPFD, 10)
         os.close(fd)
         return new
 

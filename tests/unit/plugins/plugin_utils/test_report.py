@@ -258,7 +258,10 @@ def test_runbook_ids_and_links_in_json_markdown_and_html():
     md = _report.to_markdown(r)
     assert "| gpu_fell_off_bus: runbooks/gpu-fell-off-bus.md#run |" in md
     linked = _report.to_markdown(r, runbook_base="https://git.example/gpuops/cluster/blob/main/")
-    assert "| [gpu_fell_off_bus](https://git.example/gpuops/cluster/blob/main/runbooks/gpu-fell-off-bus.md#run) |" in linked
+    assert (
+        "| [gpu_fell_off_bus](https://git.example/gpuops/cluster/blob/main/runbooks/gpu-fell-off-bus.md#run) |"
+        in linked
+    )
     page = _report.to_html(r, runbook_base="https://git.example/c/")
     assert 'href="https://git.example/c/runbooks/gpu-fell-off-bus.md#run"' in page
     assert 'href="%srunbooks/gpu-fell-off-bus.md#run"' % _report.DEFAULT_RUNBOOK_BASE in _report.to_html(r)

@@ -8,11 +8,10 @@ a finding to its runbook section. The links are checked against the runbooks as 
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 import pytest
-from markdown_it import MarkdownIt
+from runbook_oracle import assert_resolves, github_anchors
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _runbooks
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import CHECKS
@@ -22,29 +21,6 @@ RUNBOOKS = os.path.join(ROOT, "runbooks")
 DATA = _runbooks.load(_runbooks.DEFAULT_CATALOG)
 
 
-def github_anchors(path):
-    """The anchors GitHub gives the headings of a Markdown file, from markdown-it-py's token stream (an
-    independent oracle: it knows fenced code, setext headings, inline markup)."""
-    tokens = MarkdownIt("commonmark").parse(open(path, encoding="utf-8").read())
-    out, used = set(), {}
-    for i, tok in enumerate(tokens):
-        if tok.type != "heading_open":
-            continue
-        text = "".join(c.content for c in tokens[i + 1].children if c.type in ("text", "code_inline"))
-        base = re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
-        out.add(base if base not in used else "%s-%d" % (base, used[base]))
-        used[base] = used.get(base, 0) + 1
-    return out
-
-
-def assert_resolves(link):
-    path, _, anchor = link.partition("#")
-    assert path.startswith("runbooks/") and path.endswith(".md"), link
-    target = os.path.join(ROOT, path)
-    assert os.path.isfile(target), "%s: no such runbook" % link
-    assert anchor and anchor in github_anchors(target), "%s: no heading with that anchor" % link
-
-
 @pytest.mark.parametrize(
     "heading, anchor",
     [
@@ -52,7 +28,10 @@ def assert_resolves(link):
         ("When it applies", "when-it-applies"),
         ("At 3 a.m.: the order of things", "at-3-am-the-order-of-things"),
         ("Not automated (catalogue `unmapped`)", "not-automated-catalogue-unmapped"),
-        ("GPU fell off the bus (Xid 79), GPU unreadable or missing", "gpu-fell-off-the-bus-xid-79-gpu-unreadable-or-missing"),
+        (
+            "GPU fell off the bus (Xid 79), GPU unreadable or missing",
+            "gpu-fell-off-the-bus-xid-79-gpu-unreadable-or-missing",
+        ),
         ("Row remap / page retirement", "row-remap--page-retirement"),
     ],
 )
@@ -78,7 +57,11 @@ def test_headings_skip_fenced_code_and_repeated_slugs_are_numbered(tmp_path):
         ({"check": "gpu.xid", "code": "79"}, "gpu_fell_off_bus", "runbooks/gpu-fell-off-bus.md#run"),
         ({"check": "gpu.xid", "code": 48}, "gpu_uncorrectable_ecc", "runbooks/gpu-uncorrectable-ecc.md#run"),
         ({"check": "gpu.ecc", "code": None}, "gpu_uncorrectable_ecc", "runbooks/gpu-uncorrectable-ecc.md#run"),
-        ({"check": "gpu.row_remap", "code": "pending"}, "gpu_row_remap_pending", "runbooks/gpu-row-remap-pending.md#run"),
+        (
+            {"check": "gpu.row_remap", "code": "pending"},
+            "gpu_row_remap_pending",
+            "runbooks/gpu-row-remap-pending.md#run",
+        ),
         ({"check": "node.mounts"}, None, "runbooks/README.md#not-automated-catalogue-unmapped"),
         ({"check": "gpu.xid", "code": "63"}, None, "runbooks/README.md#at-3-am-the-order-of-things"),
         ({"check": "<script>", "code": "`x`"}, None, "runbooks/README.md#at-3-am-the-order-of-things"),
