@@ -227,7 +227,7 @@ def test_every_in_page_link_resolves_and_a_healthy_node_opens(page, report):
 def test_every_runbook_link_points_at_an_existing_runbook_section(page, report):
     links = page.eval("Array.from(document.querySelectorAll('a.runbook')).map(a => [a.href, a.textContent])")
     assert len(links) == 2 * 8  # the findings table, and the cluster and node sections
-    for href, label in links:
+    for href, _label in links:
         assert href.startswith(BASE), href
         assert_resolves(href[len(BASE) :])
     by_label = {label: href[len(BASE) :] for href, label in links}
