@@ -29,12 +29,19 @@ def _ci() -> bool:
 
 
 @pytest.fixture(scope="module")
-def browser():
-    if not (shutil.which("chromium") or shutil.which("chromium-browser")):
+def chromium():
+    """The chromium executable; skip without it, unless CI=true: then fail."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not found:
         if _ci():
             pytest.fail("CI=true: chromium is not installed (make deps), the report browser tests cannot run")
         pytest.skip("chromium not installed (make deps); CI=true makes this a failure")
-    with Browser() as b:
+    return found
+
+
+@pytest.fixture(scope="module")
+def browser(chromium):
+    with Browser(chromium) as b:
         yield b
 
 
@@ -236,8 +243,8 @@ def test_every_runbook_link_points_at_an_existing_runbook_section(page, report):
     assert by_label["see README"].startswith("runbooks/README.md#")
 
 
-def test_without_javascript_everything_stays_readable(html_path, report):
-    with Browser(javascript=False) as b:
+def test_without_javascript_everything_stays_readable(chromium, html_path, report):
+    with Browser(chromium, javascript=False) as b:
         p = b.open(html_path)
         assert p.eval("document.getElementById('filters').offsetParent") is None  # no dead controls
         assert len(p.eval(VISIBLE)) == 8
