@@ -32,7 +32,7 @@ def github_anchors(path):
 
 
 def assert_resolves(link):
-    path, _, anchor = link.partition("#")
+    path, _sep, anchor = link.partition("#")
     assert path.startswith("runbooks/") and path.endswith(".md"), link
     target = os.path.join(ROOT, path)
     assert os.path.isfile(target), "%s: no such runbook" % link
