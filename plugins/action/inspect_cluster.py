@@ -13,7 +13,7 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _policy, _report
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _policy, _report, _runbooks
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 
 _ARGS = {
@@ -161,6 +161,8 @@ class ActionModule(ActionBase):
             )
         except _policy.PolicyError as exc:
             raise AnsibleActionFail("invalid gpuops policy: %s" % exc) from exc
+        except _runbooks.CatalogError as exc:  # the report links each finding to its runbook: a broken install
+            raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
         paths = {}
         if args["write_reports"]:
             report_dir = args["report_dir"] or _inspect.default_report_dir()

@@ -102,7 +102,7 @@ def build_report(
 
 def _runbook_linker(catalog: Optional[Dict[str, Any]]) -> Any:
     """finding -> a copy with ``runbook`` and ``runbook_link`` (see build_report)."""
-    data = _runbooks.load_cached() if catalog is None else catalog
+    data = _runbooks.load_cached(_runbooks.DEFAULT_CATALOG) if catalog is None else catalog
     runbooks_dir = os.path.join(_runbooks.COLLECTION_ROOT, "runbooks")
 
     def link(finding: Dict[str, Any]) -> Dict[str, Any]:

@@ -243,7 +243,7 @@ def section_link(runbooks_dir: str, name: str, section: str) -> str:
 
 
 @functools.lru_cache(maxsize=8)
-def load_cached(path: str = DEFAULT_CATALOG) -> Dict[str, Any]:
+def load_cached(path: str) -> Dict[str, Any]:
     """load(path), read once per process (the report links every finding through it). Do not modify it."""
     return load(path)
 

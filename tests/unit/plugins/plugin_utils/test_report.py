@@ -287,3 +287,11 @@ def test_html_has_a_section_for_every_node_and_every_internal_link_resolves():
     details = [a for t, a in p.tags if t == "details"]
     assert len(details) == 29 and all(a["id"].startswith("node-n") for a in details)
     assert "hidden" in [a for t, a in p.tags if t == "form"][0]  # the script shows the filters
+
+
+def test_a_broken_runbook_catalogue_stops_the_report_with_its_path(tmp_path, monkeypatch):
+    bad = tmp_path / "catalog.yml"
+    bad.write_text("entries: {not: a list}\n")
+    monkeypatch.setattr(_report._runbooks, "DEFAULT_CATALOG", str(bad))
+    with pytest.raises(_report._runbooks.CatalogError, match="catalog.yml.*entries"):
+        _report.build_report("t", {"a": {"status": "healthy", "findings": []}}, [], "1")
