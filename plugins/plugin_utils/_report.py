@@ -41,6 +41,17 @@ def worst_severity(findings: Iterable[Dict[str, Any]]) -> Optional[str]:
     return best
 
 
+def _runbook_linker(catalog: Optional[Dict[str, Any]]) -> Any:
+    """finding -> a copy with ``runbook`` and ``runbook_link`` (see build_report)."""
+    data = _runbooks.load_cached(_runbooks.DEFAULT_CATALOG) if catalog is None else catalog
+    runbooks_dir = os.path.join(_runbooks.COLLECTION_ROOT, "runbooks")
+
+    def link(finding: Dict[str, Any]) -> Dict[str, Any]:
+        return dict(finding, **_runbooks.finding_runbook(data, finding, runbooks_dir))
+
+    return link
+
+
 def build_report(
     generated_at: str,
     nodes: Dict[str, Dict[str, Any]],
@@ -98,17 +109,6 @@ def build_report(
         },
         "nodes": out_nodes,
     }
-
-
-def _runbook_linker(catalog: Optional[Dict[str, Any]]) -> Any:
-    """finding -> a copy with ``runbook`` and ``runbook_link`` (see build_report)."""
-    data = _runbooks.load_cached(_runbooks.DEFAULT_CATALOG) if catalog is None else catalog
-    runbooks_dir = os.path.join(_runbooks.COLLECTION_ROOT, "runbooks")
-
-    def link(finding: Dict[str, Any]) -> Dict[str, Any]:
-        return dict(finding, **_runbooks.finding_runbook(data, finding, runbooks_dir))
-
-    return link
 
 
 def to_json(report: Dict[str, Any]) -> str:
