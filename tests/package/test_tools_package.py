@@ -111,9 +111,14 @@ def test_simnode_answers_as_nvidia_smi(venv, tmp_path):
     assert proc.stdout.count("GPU ") == 8 and "H100" in proc.stdout
 
 
-def test_runbook_hook_reads_a_collection_root(venv):
+def test_runbook_hook_reads_a_collection_root(venv, tmp_path):
     proc = run([venv["bin"] / "gpuops-runbook", "--root", ROOT, "list"], venv["base"], venv["env"])
     assert len(proc.stdout.splitlines()) >= 5 and "coolant_leak" in proc.stdout
+    # installed tools find the installed collection (here: the checkout's build/ansible_collections link) by itself
+    env = dict(venv["env"], ANSIBLE_COLLECTIONS_PATH=str(ROOT / "build"))
+    assert run([venv["bin"] / "gpuops-runbook", "list"], tmp_path, env).stdout == proc.stdout
+    lost = run([venv["bin"] / "gpuops-runbook", "list"], tmp_path, venv["env"], ok=False)
+    assert lost.returncode != 0 and "Traceback" not in lost.stderr and "catalog" in lost.stderr, lost.stderr
 
 
 def test_nothing_written_into_the_source_tree():

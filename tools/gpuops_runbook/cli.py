@@ -123,7 +123,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gpuops-runbook", description=__doc__.split("\n\n")[0])
-    p.add_argument("--root", help="collection root (default: $GPUOPS_ROOT or this checkout)")
+    p.add_argument("--root", help="collection root (default: $GPUOPS_ROOT, this checkout, or the installed collection)")
     p.add_argument("--catalog", help="runbook catalogue (default: <root>/runbooks/catalog.yml)")
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="validate a ticket payload and run its runbook playbook")
