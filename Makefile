@@ -63,10 +63,11 @@ lint: ruff ansible-lint
 stage:
 	mkdir -p $(SANITY)
 	@# what the collection ships: galaxy.yml's build_ignore (tools/, bench/, .ci/) is not part of it
-	git ls-files -co --exclude-standard | grep -v -E '^(tools|bench|\.ci)/' | while read -r f; do [ -e "$$f" ] && echo "$$f"; done > $(BUILD)/sanity-files.txt
+	@# (.venv: a worktree's symlink to a shared venv is no directory, so .gitignore's `.venv/` does not hide it)
+	git ls-files -co --exclude-standard | grep -v -E '^(tools|bench|\.ci)/|^\.venv$$' | while read -r f; do [ -e "$$f" ] && echo "$$f"; done > $(BUILD)/sanity-files.txt
 	tar -cf - -T $(BUILD)/sanity-files.txt | tar -xf - -C $(SANITY)
 	@# a file moved or deleted in the tree must not linger in the staged copy (it would be sanity-tested as shipped)
-	cd $(SANITY) && find . -path ./.git -prune -o -path ./tests/output -prune -o -type f -print | sed 's|^\./||' | sort \
+	cd $(SANITY) && find . -path ./.git -prune -o -path ./tests/output -prune -o \( -type f -o -type l \) -print | sed 's|^\./||' | sort \
 	  | comm -23 - <(sort $(BUILD)/sanity-files.txt) | while read -r f; do rm -f -- "$$f"; done
 	cd $(SANITY) && find . -path ./.git -prune -o -path ./tests/output -prune -o -type d -empty -print | xargs -r rmdir -p --ignore-fail-on-non-empty 2>/dev/null || true
 	@# its own git repo, so ansible-test does not see the outer repo (where build/ is ignored)
