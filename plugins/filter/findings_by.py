@@ -109,7 +109,9 @@ def collect(data: Any, cluster: bool) -> List[Item]:
         return [(f, f.get("rack")) for f in _findings("the input", doc)]
     nodes = doc.get("nodes") if isinstance(doc, dict) else None
     if not isinstance(nodes, dict):
-        raise _filters.fail(NAME, "expects an inspection result or report with a 'nodes' mapping, or a list of findings")
+        raise _filters.fail(
+            NAME, "expects an inspection result or report with a 'nodes' mapping, or a list of findings"
+        )
     items: List[Item] = []
     for host in sorted(nodes):
         node = nodes[host]

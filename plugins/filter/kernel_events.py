@@ -131,9 +131,7 @@ def kernel_events(
     limit = _filters.int_option(NAME, "max_events", max_events)
     records = _gpus(gpus)
     src = _filters.str_option(NAME, "source", source)
-    return _filters.run(
-        NAME, lambda: _filters.kernel_domain(text, src, since, records, limit, ref), strict, "events"
-    )
+    return _filters.run(NAME, lambda: _filters.kernel_domain(text, src, since, records, limit, ref), strict, "events")
 
 
 class FilterModule:

@@ -96,7 +96,9 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils import _filters
 NAME = "nvidia_smi"
 
 
-def nvidia_smi(data: Any, nvlink: Optional[str] = None, source: Optional[str] = None, strict: Any = True) -> Dict[str, Any]:
+def nvidia_smi(
+    data: Any, nvlink: Optional[str] = None, source: Optional[str] = None, strict: Any = True
+) -> Dict[str, Any]:
     """nvidia-smi XML or text output -> the gpu domain (docs/facts.md)."""
     text = _filters.text_arg(NAME, data, "nvidia-smi -q -x or nvidia-smi -q output")
     nv_text = None if nvlink is None else _filters.text_arg(NAME, nvlink, "nvidia-smi nvlink output (option nvlink)")
