@@ -71,11 +71,9 @@ _value:
          message: "kernel 6.1.0-18 differs from the baseline 6.1.0-17"}
 """
 
-import json
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _filters
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
 
 NAME = "findings_by"
@@ -93,18 +91,9 @@ def _findings(name: str, value: Any) -> List[Dict[str, Any]]:
     return value
 
 
-def _document(data: Any) -> Any:
-    if isinstance(data, (str, bytes)):
-        try:
-            return json.loads(data)
-        except ValueError as exc:
-            raise _filters.fail(NAME, "input text is not JSON (a report.json document): %s" % exc) from None
-    return plain(data)
-
-
 def collect(data: Any, cluster: bool) -> List[Item]:
     """Every finding of a result, report or list, with its node's rack."""
-    doc = _document(data)
+    doc = _filters.document(NAME, data)
     if isinstance(doc, list):
         return [(f, f.get("rack")) for f in _findings("the input", doc)]
     nodes = doc.get("nodes") if isinstance(doc, dict) else None

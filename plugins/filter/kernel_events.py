@@ -59,7 +59,7 @@ EXAMPLES = r"""
 - name: Show each Xid with what it means
   ansible.builtin.debug:
     msg: "{{ item.code }} on {{ item.bus_id }}: {{ (item.code | gpuops.cluster.xid_info).name }}"
-  loop: "{{ (__klog.stdout | gpuops.cluster.kernel_events).events | selectattr('kind', 'eq', 'xid') }}"
+  loop: "{{ (__klog.stdout | gpuops.cluster.kernel_events).events | selectattr('kind', 'eq', 'xid') | list }}"
 
 - name: Events of a saved log after a time, mapped to GPU indexes
   ansible.builtin.set_fact:

@@ -44,7 +44,7 @@ EXAMPLES = r"""
 - name: Nodes drained by someone, with why
   ansible.builtin.debug:
     msg: "{{ item.name }}: {{ item.reason }} ({{ item.reason_user }} at {{ item.reason_time }})"
-  loop: "{{ (__scontrol.stdout | gpuops.cluster.scontrol_nodes).nodes | selectattr('flags', 'contains', 'DRAIN') }}"
+  loop: "{{ (__scontrol.stdout | gpuops.cluster.scontrol_nodes).nodes | selectattr('flags', 'contains', 'DRAIN') | list }}"
 """
 
 RETURN = r"""

@@ -41,7 +41,7 @@ EXAMPLES = r"""
 - name: Name and action of every Xid in a kernel log, with the site's policy
   ansible.builtin.debug:
     msg: "{{ item.code }} {{ __xid.name }}: {{ __xid.severity }} / {{ __xid.action }}"
-  loop: "{{ (__klog.stdout | gpuops.cluster.kernel_events).events | selectattr('kind', 'eq', 'xid') }}"
+  loop: "{{ (__klog.stdout | gpuops.cluster.kernel_events).events | selectattr('kind', 'eq', 'xid') | list }}"
   vars:
     __xid: "{{ item | gpuops.cluster.xid_info(policy_overrides=gpuops_policy_overrides | default({})) }}"
 """

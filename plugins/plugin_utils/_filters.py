@@ -37,6 +37,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils import (
 )
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_INPUT_BYTES, ParseError, error_record
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 
 #: Error kinds that mean "this input could not be parsed" (strict filters raise on them).
 BROKEN_KINDS = ("parse", "internal")
@@ -92,6 +93,16 @@ def time_option(name: str, option: str, value: Any) -> Optional[datetime.datetim
     if parsed is None:
         raise fail(name, "%s is not an ISO time: %r" % (option, value))
     return parsed
+
+
+def document(name: str, data: Any) -> Any:
+    """A JSON document given as text (``lookup('file', 'report.json')``) parsed; anything else as plain data."""
+    if isinstance(data, (str, bytes)):
+        try:
+            return json.loads(data)
+        except ValueError as exc:
+            raise fail(name, "input text is not JSON (a report.json document): %s" % exc) from None
+    return plain(data)
 
 
 def _empty_input(result: Dict[str, Any], domain: str, parser: str, label: str) -> Dict[str, Any]:

@@ -6,11 +6,13 @@ gpuops.cluster.findings_by (a result's, report's or list's findings grouped by s
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.cluster.plugins.filter import findings_by as FB
+from ansible_collections.gpuops.cluster.plugins.filter import isolation_targets as IT
 from ansible_collections.gpuops.cluster.plugins.filter import xid_info as XI
 from ansible_collections.gpuops.cluster.plugins.module_utils import _xid_catalog
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _report
@@ -174,3 +176,25 @@ def test_findings_by_bad_input(value, kw, expect):
 def test_filter_maps():
     assert XI.FilterModule().filters() == {"xid_info": XI.xid_info}
     assert FB.FilterModule().filters() == {"findings_by": FB.findings_by}
+
+
+REAL = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "report", "sim16-report.json")
+
+
+def test_a_real_report():
+    with open(REAL, encoding="utf-8") as fh:
+        text = fh.read()
+    rep = json.loads(text)
+    by_sev = FB.findings_by(text)
+    assert {k: len(v) for k, v in by_sev.items()} == rep["summary"]["severity"]  # the report's own counts
+    by_rack = FB.findings_by(text, "rack")
+    assert list(by_rack) == ["(cluster)", "rack-01", "rack-02"]
+    assert {f["host"] for f in by_rack["rack-02"]} == {"gpu-node-11", "gpu-node-16"}
+    assert [f["check"] for f in by_rack["(cluster)"]] == ["cluster.capacity"]
+    assert [(f["host"], f["check"]) for f in FB.findings_by(text, "action")["isolate"]] == [
+        ("gpu-node-03", "gpu.xid"),
+        ("gpu-node-11", "gpu.diag"),
+    ]
+    assert IT.isolation_targets(text)["nodes"] == ["gpu-node-03", "gpu-node-11"] == IT.isolation_targets(rep)["nodes"]
+    with pytest.raises(AnsibleFilterError, match="input text is not JSON"):
+        IT.isolation_targets(text[:-200])
