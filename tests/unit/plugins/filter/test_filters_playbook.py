@@ -10,10 +10,12 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
+import yaml
 
 from ansible_collections.gpuops.cluster.plugins.filter import (
     dcgm_diag,
@@ -255,3 +257,57 @@ def test_every_filter_is_in_docs_filters_md(name):
     with open(os.path.join(REPO, "docs", "filters.md"), encoding="utf-8") as fh:
         text = fh.read()
     assert "## `gpuops.cluster.%s`" % name in text
+
+
+def doc_examples():
+    """``(expression, documented output)`` of every example in docs/filters.md: a ```jinja block, then ```yaml."""
+    with open(os.path.join(REPO, "docs", "filters.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    pairs = re.findall(r"```jinja\n(\{\{.*?\}\})\n```\n\n[^`]*?```yaml\n(.*?)```", text, re.S)
+    return [(expr, yaml.safe_load(out)) for expr, out in pairs]
+
+
+def shown_in(shown, actual, where="value"):
+    """Every key and list item the docs show has that value in the actual output (a list may be cut short)."""
+    if isinstance(shown, dict):
+        assert isinstance(actual, dict), "%s: %r is not a mapping" % (where, actual)
+        for k, v in shown.items():
+            assert k in actual, "%s: no key %r" % (where, k)
+            shown_in(v, actual[k], "%s.%s" % (where, k))
+    elif isinstance(shown, list):
+        assert isinstance(actual, list) and len(shown) <= len(actual), "%s: %r vs %r" % (where, shown, actual)
+        for i, v in enumerate(shown):
+            shown_in(v, actual[i], "%s[%d]" % (where, i))
+    else:
+        assert shown == actual, "%s: the docs say %r, the filter gives %r" % (where, shown, actual)
+
+
+def test_docs_examples_run_as_documented(tmp_path):
+    examples = doc_examples()
+    names = {re.search(r"gpuops\.cluster\.(\w+)", expr).group(1) for expr, _ in examples}
+    assert names == set(FILTERS), names  # one example per filter at least
+    (tmp_path / "tests").symlink_to(os.path.join(REPO, "tests"))  # lookup('file') paths as the docs write them
+    # one set_fact (no module run per example), then one file with every result
+    facts = {"__ex%d" % i: expr for i, (expr, _) in enumerate(examples)}
+    out = "{{ [%s] | to_json }}" % ", ".join("__ex%d" % i for i in range(len(examples)))
+    tasks = [
+        {"name": "Every example of docs/filters.md", "ansible.builtin.set_fact": facts},
+        {"name": "Write", "ansible.builtin.copy": {"dest": str(tmp_path / "out.json"), "mode": "0600", "content": out}},
+    ]
+    play = {"name": "docs/filters.md", "hosts": "localhost", "gather_facts": False, "tasks": tasks}
+    (tmp_path / "pb.yml").write_text(yaml.safe_dump([play]))
+    (tmp_path / "hosts.yml").write_text(
+        "all:\n  hosts:\n    localhost: {ansible_connection: local, ansible_python_interpreter: %s}\n" % sys.executable
+    )
+    proc = subprocess.run(
+        [os.path.join(BIN, "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "pb.yml")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=_env(),
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    results = json.loads((tmp_path / "out.json").read_text())
+    for (expr, shown), actual in zip(examples, results):
+        shown_in(shown, actual, expr)
