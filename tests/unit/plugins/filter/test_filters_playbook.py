@@ -87,7 +87,8 @@ PLAYBOOK = r"""
           - __targets.nodes == ['gpu-node-07']
         quiet: true
       vars:
-        __xid_names: "{{ __kernel.events | selectattr('kind', 'eq', 'xid') | map(attribute='code') | map('gpuops.cluster.xid_info') | map(attribute='name') | list }}"
+        __xid_names: "{{ __kernel.events | selectattr('kind', 'eq', 'xid') | map(attribute='code')
+          | map('gpuops.cluster.xid_info') | map(attribute='name') | list }}"
         __ib_down: "{{ __ib.hcas | subelements('ports') | selectattr('1.state', 'eq', 'DOWN') | map(attribute='0.name') | list }}"
         __sdr_critical: "{{ __sdr.sensors | selectattr('status', 'eq', 'critical') | map(attribute='name') | list }}"
 
