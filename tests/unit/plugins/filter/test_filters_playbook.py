@@ -285,11 +285,12 @@ def shown_in(shown, actual, where="value"):
 
 def test_docs_examples_run_as_documented(tmp_path):
     examples = doc_examples()
-    names = {re.search(r"gpuops\.cluster\.(\w+)", expr).group(1) for expr, _ in examples}
+    exprs = [expr for expr, _shown in examples]
+    names = {re.search(r"gpuops\.cluster\.(\w+)", expr).group(1) for expr in exprs}
     assert names == set(FILTERS), names  # one example per filter at least
     (tmp_path / "tests").symlink_to(os.path.join(REPO, "tests"))  # lookup('file') paths as the docs write them
     # one set_fact (no module run per example), then one file with every result
-    facts = {"__ex%d" % i: expr for i, (expr, _) in enumerate(examples)}
+    facts = {"__ex%d" % i: expr for i, expr in enumerate(exprs)}
     out = "{{ [%s] | to_json }}" % ", ".join("__ex%d" % i for i in range(len(examples)))
     tasks = [
         {"name": "Every example of docs/filters.md", "ansible.builtin.set_fact": facts},
