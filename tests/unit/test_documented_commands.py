@@ -221,6 +221,7 @@ def test_example_inventory_parses_with_ansible_inventory():
     hv = hostvars[node]
     for var in ("gpuops_rack", "gpuops_node_class", "gpuops_bmc_address", "gpuops_bmc_password", "gpuops_profiles"):
         assert var in hv, var
+    assert hv["vault_gpuops_bmc_password"] == "example-only-change-me"  # the vault file was decrypted
     assert hv["gpuops_slurm_controller"]["host"] and hv["gpuops_slurm_controller"]["scontrol_path"]
     assert hv["gpuops_maintenance_windows"]
     assert hv["gpuops_node_class"] in hv["gpuops_profiles"]
