@@ -164,7 +164,9 @@ class Collection:
     def __init__(self, root: str = ROOT) -> None:
         self.root = root
         self.playbooks = {os.path.basename(p)[:-4] for p in glob.glob(os.path.join(root, "playbooks", "*.yml"))}
-        self.roles = {os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(root, "roles", "*", "tasks"))}
+        self.roles = {
+            os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(root, "roles", "*", "tasks"))
+        }
         self._role_vars: Dict[str, Set[str]] = {}
         self._gpuops: Optional[Set[str]] = None
         self._playbook_vars: Dict[str, Set[str]] = {}
@@ -351,7 +353,7 @@ def extra_var_problems(cmd: Command, extra: Dict, known: Set[str], coll: Collect
     if "_raw_params" in extra and not problems:
         problems.append(
             "-e lost words: Ansible split a key=value -e on spaces and kept %r apart (use JSON: "
-            "-e '{\"name\": \"several words\"}')" % extra["_raw_params"]
+            '-e \'{"name": "several words"}\')' % extra["_raw_params"]
         )
     for name in sorted(extra):
         if name == "_raw_params" or name.startswith("ansible_"):
@@ -387,8 +389,10 @@ def words_kept_problems(argv: List[str]) -> List[str]:
         parsed = parse_kv(value)
         got = sorted(_WORDS.findall(" ".join("%s %s" % (k, v) for k, v in parsed.items() if k != "_raw_params")))
         if got != sorted(_WORDS.findall(value)):
-            problems.append("-e %r: lost words: Ansible reads %r (use JSON: -e '{\"name\": \"several words\"}')"
-                % (value, dict(parsed)))
+            problems.append(
+                '-e %r: lost words: Ansible reads %r (use JSON: -e \'{"name": "several words"}\')'
+                % (value, dict(parsed))
+            )
     return problems
 
 

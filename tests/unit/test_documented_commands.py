@@ -85,11 +85,14 @@ def test_runbooks_use_only_the_installed_form():
     [
         # observation 6: the form README.md and docs/isolation.md used
         (
-            "ansible-playbook -i inv gpuops.cluster.isolate -e '{\"isolate_nodes\": [\"gpu-node-07\"]}' "
+            'ansible-playbook -i inv gpuops.cluster.isolate -e \'{"isolate_nodes": ["gpu-node-07"]}\' '
             "-e gpuops_ticket=INC-4 -e 'isolate_reason=Xid 79'",
             "lost words",
         ),
-        ('ansible-playbook gpuops.cluster.isolate -e gpuops_ticket=INC-4 -e isolate_reason="Xid 79 gpu3"', "lost words"),
+        (
+            'ansible-playbook gpuops.cluster.isolate -e gpuops_ticket=INC-4 -e isolate_reason="Xid 79 gpu3"',
+            "lost words",
+        ),
         ("ansible-playbook -i inv playbooks/isolate.yml -e gpuops_ticket=T-1", "installed name gpuops.cluster.isolate"),
         ("ansible-playbook -i inv gpuops.cluster.isolat -e gpuops_ticket=T-1", "no playbook gpuops.cluster.isolat"),
         ("ansible-playbook gpuops.cluster.isolate -e isolate_reasn=flaky", "-e isolate_reasn: no playbook"),
@@ -110,7 +113,7 @@ def test_the_check_refuses(text, expected):
 @pytest.mark.parametrize(
     "text",
     [
-        "ansible-playbook gpuops.cluster.isolate -e '{\"isolate_reason\": \"Xid 79 on GPU 3\"}' -e gpuops_ticket=T-1",
+        'ansible-playbook gpuops.cluster.isolate -e \'{"isolate_reason": "Xid 79 on GPU 3"}\' -e gpuops_ticket=T-1',
         # key=value quoting Ansible itself understands keeps the words too
         "ansible-playbook gpuops.cluster.isolate -e \"isolate_reason='Xid 79 on GPU 3'\" -e gpuops_ticket=T-1",
         "ansible-playbook -i inv gpuops.cluster.inspect -e gpuops_targets=gpu-node-07 --check -l gpu-node-07",
@@ -124,7 +127,9 @@ def test_the_check_accepts(text):
 
 def test_ansible_itself_splits_the_old_form():
     """The reason the check exists, shown with ansible-core's own parser."""
-    _, extra, err = dc.parse_playbook_args(["ansible-playbook", "gpuops.cluster.isolate", "-e", "isolate_reason=Xid 79"])
+    _, extra, err = dc.parse_playbook_args(
+        ["ansible-playbook", "gpuops.cluster.isolate", "-e", "isolate_reason=Xid 79"]
+    )
     assert err is None and extra == {"isolate_reason": "Xid", "_raw_params": "79"}
     _, extra, _ = dc.parse_playbook_args(["ansible-playbook", "x.yml", "-e", '{"isolate_reason": "Xid 79 on GPU 3"}'])
     assert extra == {"isolate_reason": "Xid 79 on GPU 3"}
@@ -137,7 +142,7 @@ def test_extraction_reads_fences_continuations_inline_spans_and_headers(tmp_path
         "```sh\n"
         "ansible-playbook -i inv gpuops.cluster.isolate \\\n"
         "    -e gpuops_ticket=T-1   # trailing comment\n"
-        "echo '{\"ticket\": \"T-1\", \"runbook\": \"inspect\"}' | gpuops-runbook run -i inv\n"
+        'echo \'{"ticket": "T-1", "runbook": "inspect"}\' | gpuops-runbook run -i inv\n'
         "key: gpuops-runbook run   # YAML mentioning the tool is not a command\n"
         "```\n"
         "`gpuops-runbook` alone is a mention.\n"
@@ -151,7 +156,9 @@ def test_extraction_reads_fences_continuations_inline_spans_and_headers(tmp_path
     ]
     assert json.loads(found[2].stdin)["runbook"] == "inspect"
     pb = tmp_path / "p.yml"
-    pb.write_text("---\n# Do it:\n#   ansible-playbook gpuops.cluster.resume [-e resume_force=true] \\\n#     -l n1\n- hosts: all\n")
+    pb.write_text(
+        "---\n# Do it:\n#   ansible-playbook gpuops.cluster.resume [-e resume_force=true] \\\n#     -l n1\n- hosts: all\n"
+    )
     found, _ = dc.extract(str(pb), str(tmp_path))
     assert found[0].argv == ["ansible-playbook", "gpuops.cluster.resume", "-e", "resume_force=true", "-l", "n1"]
     bad = tmp_path / "bad.md"
