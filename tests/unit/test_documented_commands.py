@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -179,8 +180,6 @@ def test_inventory_page_names_every_gpuops_variable_the_code_reads():
 
 
 def test_inventory_page_names_nothing_the_code_does_not_read():
-    import re
-
     code = dc.gpuops_names_in_code(ROOT)
     stale = sorted({n for n in re.findall(r"`(gpuops_[a-z0-9_]*[a-z0-9])`", _inventory_page()) if n not in code})
     assert stale == [], "docs/inventory.md names variables nothing reads: %s" % stale
@@ -232,3 +231,42 @@ def test_example_inventory_parses_with_ansible_inventory():
     assert hv["gpuops_slurm_controller"]["host"] and hv["gpuops_slurm_controller"]["scontrol_path"]
     assert hv["gpuops_maintenance_windows"]
     assert hv["gpuops_node_class"] in hv["gpuops_profiles"]
+
+
+# ------------------------------------------------------------------------------------------- dead references
+_TOP = ("docs", "runbooks", "roles", "playbooks", "plugins", "tests", "tools", "awx", "extensions", "inventories")
+_PATH_REF = re.compile(
+    r"(?<![\w./<{$-])((?:%s)/(?:[\w.-]+/)*[\w.-]+\.(?:md|yml|yaml|json|py|j2|sh|txt))\b" % "|".join(_TOP)
+)
+_MD_REF = re.compile(r"(?<![\w./<{$-])([\w-]+\.md)\b")
+#: files the collection writes (named in the docs, never in the repository)
+_OUTPUTS = {"report.md"}
+
+
+def test_docs_name_only_files_that_exist():
+    """A path the docs give (docs/x.md, awx/collections/requirements.yml, a test file) exists in the repository,
+    and a bare Markdown name (formats.md) is a file the collection ships."""
+    mds = {
+        name
+        for top in _TOP + (".",)
+        for _, _, names in (os.walk(os.path.join(ROOT, top)) if top != "." else [("", [], os.listdir(ROOT))])
+        for name in names
+        if name.endswith(".md")
+    }
+    dead = []
+    for path in dc.doc_sources(ROOT):
+        if path.endswith(".yml"):
+            continue
+        with open(path, encoding="utf-8") as fh:
+            for num, line in enumerate(fh, 1):
+                for ref in _PATH_REF.findall(line):
+                    stem = os.path.splitext(os.path.basename(ref))[0]
+                    here = os.path.join(os.path.dirname(path), ref)  # extensions/eda/README.md: relative to eda/
+                    if stem not in ("x", "test_x") and not any(map(os.path.exists, (os.path.join(ROOT, ref), here))):
+                        dead.append("%s:%d: %s" % (os.path.relpath(path, ROOT), num, ref))
+                dead += [
+                    "%s:%d: %s" % (os.path.relpath(path, ROOT), num, ref)
+                    for ref in _MD_REF.findall(line)
+                    if ref not in mds and ref not in _OUTPUTS
+                ]
+    assert dead == [], "\n".join(dead)
