@@ -285,13 +285,29 @@ def _python_strings(text: str) -> List[str]:
 # ------------------------------------------------------------------------------------------------ checks
 def check(cmd: Command, coll: Collection) -> List[str]:
     tool = cmd.argv[0]
+    problems = paste_problems(cmd.text)
     if tool == "ansible-playbook":
-        return _check_playbook(cmd, coll)
+        return problems + _check_playbook(cmd, coll)
     if tool == "gpuops-runbook":
-        return _check_hook(cmd, coll)
+        return problems + _check_hook(cmd, coll)
     if tool == "ansible-doc":
-        return _check_doc(cmd, coll)
-    return _check_runner(cmd, coll)
+        return problems + _check_doc(cmd, coll)
+    return problems + _check_runner(cmd, coll)
+
+
+def paste_problems(text: str) -> List[str]:
+    """What a shell would not run as meant: `<site>` (a redirection), `[-e x=1]` (passed literally), `...`.
+    Only outside quotes; `gpuops.cluster.<name>` (the generic form in a table) is a mention, not a command."""
+    raw = re.sub(r"'[^']*'|\"[^\"]*\"", "''", text)
+    raw = re.sub(r"gpuops\.cluster\.<\w+>", "gpuops.cluster.x", raw)
+    problems = []
+    if re.search(r"<[^>]*>", raw):
+        problems.append("a <placeholder> is a shell redirection: write an example value")
+    if re.search(r"(^|\s)\[-", raw):
+        problems.append("[optional] parts are passed literally: write the command out")
+    if re.search(r"(^|\s)\.\.\.(\s|$)", raw):
+        problems.append("'...' is not a command: write it out")
+    return problems
 
 
 def parse_playbook_args(argv: List[str]):

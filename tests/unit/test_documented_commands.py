@@ -104,6 +104,9 @@ def test_runbooks_use_only_the_installed_form():
         ("gpuops-runbook lookup --alert NoSuchAlert", "no entry"),
         ("gpuops-runbook lokup --alert GpuXid79", "gpuops-runbook rejects it"),
         ("ansible-doc -t role gpuops.cluster.isolat", "no such role"),
+        ("ansible-playbook -i inventories/<site> gpuops.cluster.inspect", "shell redirection"),
+        ("ansible-playbook gpuops.cluster.resume -e gpuops_ticket=T-1 [-e resume_force=true]", "passed literally"),
+        ("ansible-playbook gpuops.cluster.isolate --check ...", "not a command"),
     ],
 )
 def test_the_check_refuses(text, expected):
