@@ -230,7 +230,19 @@ def test_example_inventory_parses_with_ansible_inventory():
     hv = hostvars[node]
     for var in ("gpuops_rack", "gpuops_node_class", "gpuops_bmc_address", "gpuops_bmc_password", "gpuops_profiles"):
         assert var in hv, var
-    assert hv["vault_gpuops_bmc_password"] == "example-only-change-me"  # the vault file was decrypted
+    assert "__ansible_vault" in json.dumps(hv["vault_gpuops_bmc_password"])  # committed encrypted
+    # ... and the mapping gpuops_bmc_password -> the vaulted value decrypts with the documented password file
+    debug = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "ansible"), "-i", os.path.join(inv, "hosts.yml"), node]
+        + ["--vault-password-file", os.path.join(inv, "vault-password.example")]
+        + ["-m", "ansible.builtin.debug", "-a", "var=gpuops_bmc_password"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert debug.returncode == 0 and '"gpuops_bmc_password": "example-only-change-me"' in debug.stdout, debug
     assert hv["gpuops_slurm_controller"]["host"] and hv["gpuops_slurm_controller"]["scontrol_path"]
     assert hv["gpuops_maintenance_windows"]
     assert hv["gpuops_node_class"] in hv["gpuops_profiles"]
