@@ -73,9 +73,10 @@ def test_multi_word_reasons_reach_the_playbook_whole():
 
 
 def test_runbooks_use_only_the_installed_form():
+    """Runbooks name playbooks only as gpuops.cluster.<name>, in prose too (commands everywhere: checked above)."""
     for path in dc.doc_sources(ROOT):
         rel = os.path.relpath(path, ROOT)
-        if rel.startswith("runbooks/") or rel == "README.md":
+        if rel.startswith("runbooks/"):
             with open(path, encoding="utf-8") as fh:
                 assert "playbooks/" not in fh.read(), "%s names a source path playbooks/..." % rel
 
