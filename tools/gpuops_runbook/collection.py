@@ -32,13 +32,17 @@ def _ansible_paths() -> List[str]:
 
 def search_path(root: Optional[str] = None) -> List[str]:
     """Where the collection is looked for, in order: $ANSIBLE_COLLECTIONS_PATH, <root>/build (root defaults to
-    catalog.default_root()), Ansible's configured collections paths."""
+    catalog.default_root()), the collections directory holding root when root is an installed collection
+    (.../ansible_collections/gpuops/cluster), Ansible's configured collections paths."""
     if root is None:
         from gpuops_runbook import catalog
 
         root = catalog.default_root()
     dirs = [d for d in os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(os.pathsep) if d]
     dirs.append(os.path.join(root, "build"))
+    parts = os.path.normpath(os.path.abspath(root)).split(os.sep)
+    if parts[-3:] == list(PACKAGE[:3]):  # root is an installed collection: the collections directory holding it
+        dirs.append(os.sep.join(parts[:-3]) or os.sep)
     return dirs + [d for d in _ansible_paths() if d not in dirs]
 
 

@@ -98,6 +98,7 @@ def test_the_hook_reads_the_catalogue_through_this_module():
         sys.path.pop(0)
     for name in catalog.SHARED:
         assert getattr(catalog, name) is getattr(_runbooks, name), name
+    assert catalog.load(_runbooks.DEFAULT_CATALOG) == DATA
     with pytest.raises(AttributeError):
         catalog.no_such_name  # noqa: B018
     if not os.environ.get("GPUOPS_ROOT"):
