@@ -82,7 +82,7 @@ def test_offline_run_prints_no_warning_and_one_line_per_stage(sims, tmp_path):
     lines = {n: (p.stdout + p.stderr).count("\n") for n, p in runs.items()}
     assert lines[16] == lines[64], lines
     assert lines[64] <= 55, out64  # was 120 (56 + one add_host line per node) before issue 14
-    assert {m for m in re.findall(r"gpu-node-\d+", out64)} == {"gpu-node-01"}, out64
+    assert set(re.findall(r"gpu-node-\d+", out64)) == {"gpu-node-01"}, out64
     stages = _stage_lines(runs[64].stdout)
     assert stages == [
         '"msg": "plan: 64 targets, 0 live, 64 from capture directories"',
