@@ -15,9 +15,13 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _policy, _report, _runbooks
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
 
 _ARGS = {
-    "targets": {"type": "list", "elements": "str", "required": True},
+    "targets": {"type": "list", "elements": "str"},
+    "target_pattern": {"type": "str", "default": "gpu_nodes"},
+    "fail_on": {"type": "str", "default": ""},
+    "textfile_dir": {"type": "path"},
     "report_dir": {"type": "path"},
     "state_dir": {"type": "path"},
     "policy_overrides": {"type": "dict", "default": {}},
@@ -87,12 +91,100 @@ class ActionModule(ActionBase):
             )
         return profiles, without
 
+    @staticmethod
+    def _check_args(args, task_vars):
+        """Stop with a clear message on an empty target set, a bad fail_on or a missing textfile directory."""
+        if not args["targets"]:
+            sources = ", ".join(to_text(s) for s in task_vars.get("ansible_inventory_sources") or []) or "?"
+            raise AnsibleActionFail(
+                "inspect_cluster: the host pattern %r (gpuops_targets, default gpu_nodes) matched no host in the "
+                "inventory (%s): nothing was inspected. Define the group gpu_nodes or pass "
+                "-e gpuops_targets=<group or pattern>" % (args["target_pattern"], sources)
+            )
+        fail_on = args["fail_on"] or ""
+        if fail_on and fail_on not in SEVERITIES:
+            raise AnsibleActionFail(
+                "inspect_cluster: gpuops_fail_on must be one of %s (the run fails when a finding at or above it "
+                "exists) or empty (off), got %r" % (", ".join(SEVERITIES), fail_on)
+            )
+        if args["textfile_dir"] and not os.path.isdir(args["textfile_dir"]):
+            raise AnsibleActionFail(
+                "inspect_cluster: gpuops_textfile_dir %r is not a directory: create node_exporter's textfile "
+                "collector directory first (docs/metrics.md)" % args["textfile_dir"]
+            )
+
+    @staticmethod
+    def _plan(hostvars, targets):
+        """(live, captured): targets contacted over their connection, and those analysed from a capture directory."""
+        live, captured = [], []
+        for host in targets:
+            (captured if hostvars[host].get("gpuops_capture_dir") else live).append(host)
+        return live, captured
+
+    @staticmethod
+    def _gate(summary, fail_on):
+        """Findings (node and cluster) at or above ``fail_on``: {severity, count, by_severity}; None when off."""
+        if not fail_on:
+            return None
+        by = {s: int(summary["severity"].get(s, 0)) for s in SEVERITIES if severity_rank(s) <= severity_rank(fail_on)}
+        return {"severity": fail_on, "count": sum(by.values()), "by_severity": by}
+
+    @staticmethod
+    def _live(reg):
+        """What a live host's registered collection gives the pipeline, and its outcome (ok/unreachable/failed)."""
+        if reg is None:
+            return {
+                "unreachable": True,
+                "message": "no collection result (host skipped or failed before collecting)",
+            }, ("unreachable")
+        if reg.get("unreachable"):
+            return {"unreachable": True, "message": to_text(reg.get("msg") or "unreachable")}, "unreachable"
+        if reg.get("failed") and not reg.get("facts"):
+            error = {
+                "domain": "collect",
+                "kind": "tool_error",
+                "source": "gpuops.cluster.collect_info",
+                "parser": None,
+                "line": None,
+                "message": to_text(reg.get("msg") or "module failed"),
+            }
+            return {"facts": {"schema": FACTS_SCHEMA, "mode": "live", "errors": [error]}}, "failed"
+        return {"facts": reg.get("facts")}, "ok"
+
+    def _entries(self, hostvars, targets, profiles, collect_var):
+        """The pipeline's input per host, and the live collection's counts {live, ok, unreachable, failed}."""
+        hosts = {}
+        collected = {"live": 0, "ok": 0, "unreachable": 0, "failed": 0}
+        for host in targets:
+            hv = hostvars[host]
+            capture_dir = self._capture_path(hv, "gpuops_capture_dir")
+            entry = {
+                "capture_dir": capture_dir,
+                "previous_capture_dir": self._capture_path(hv, "gpuops_previous_capture_dir"),
+                "rack": hv.get("gpuops_rack"),
+                "leaf": hv.get("gpuops_leaf_switch"),
+                "power": hv.get("gpuops_power_domain"),
+                "node_class": hv.get("gpuops_node_class"),
+                "policy_overrides": plain(hv.get("gpuops_policy_overrides") or {}),
+                "baseline": plain(hv.get("gpuops_golden_baseline")) if hv.get("gpuops_golden_baseline") else None,
+                "profile": profiles[host],
+            }
+            if not capture_dir:
+                reg = hv.get(collect_var)
+                update, outcome = self._live(plain(reg) if reg is not None else None)
+                entry.update(update)
+                collected["live"] += 1
+                collected[outcome] += 1
+            hosts[host] = entry
+        return hosts, collected
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
         _unused, args = self.validate_argument_spec(argument_spec=_ARGS)
         hostvars = task_vars.get("hostvars", {})
         t0 = time.monotonic()
+        self._check_args(args, task_vars)
         # before anything is read: a node class that names no profile stops the run by name
         profiles, without_class = self._classes(hostvars, args["targets"], args["policy_overrides"])
         if without_class:
@@ -102,52 +194,17 @@ class ActionModule(ActionBase):
                 % (len(without_class), ", ".join(without_class[:10]), " ..." if len(without_class) > 10 else "")
             )
         if args["validate_only"]:
-            result.update(changed=False, without_class=without_class, msg="%d targets checked" % len(profiles))
+            live, captured = self._plan(hostvars, args["targets"])
+            result.update(
+                changed=False,
+                without_class=without_class,
+                targets=list(args["targets"]),
+                live=live,
+                captured=captured,
+                msg="%d targets checked" % len(profiles),
+            )
             return result
-        hosts = {}
-        for host in args["targets"]:
-            hv = hostvars[host]
-            capture_dir = self._capture_path(hv, "gpuops_capture_dir")
-            node_class = hv.get("gpuops_node_class")
-            profile = profiles[host]
-            entry = {
-                "capture_dir": capture_dir,
-                "previous_capture_dir": self._capture_path(hv, "gpuops_previous_capture_dir"),
-                "rack": hv.get("gpuops_rack"),
-                "leaf": hv.get("gpuops_leaf_switch"),
-                "power": hv.get("gpuops_power_domain"),
-                "node_class": node_class,
-                "policy_overrides": plain(hv.get("gpuops_policy_overrides") or {}),
-                "baseline": plain(hv.get("gpuops_golden_baseline")) if hv.get("gpuops_golden_baseline") else None,
-            }
-            entry["profile"] = profile
-            if not capture_dir:
-                reg = hv.get(args["collect_var"])
-                reg = plain(reg) if reg is not None else None
-                if reg is None:
-                    entry.update(
-                        unreachable=True, message="no collection result (host skipped or failed before collecting)"
-                    )
-                elif reg.get("unreachable"):
-                    entry.update(unreachable=True, message=to_text(reg.get("msg") or "unreachable"))
-                elif reg.get("failed") and not reg.get("facts"):
-                    entry["facts"] = {
-                        "schema": FACTS_SCHEMA,
-                        "mode": "live",
-                        "errors": [
-                            {
-                                "domain": "collect",
-                                "kind": "tool_error",
-                                "source": "gpuops.cluster.collect_info",
-                                "parser": None,
-                                "line": None,
-                                "message": to_text(reg.get("msg") or "module failed"),
-                            }
-                        ],
-                    }
-                else:
-                    entry["facts"] = reg.get("facts")
-            hosts[host] = entry
+        hosts, collected = self._entries(hostvars, args["targets"], profiles, args["collect_var"])
         t_vars = time.monotonic() - t0
         state_dir = args["state_dir"]
         if self._task.check_mode:
@@ -167,7 +224,13 @@ class ActionModule(ActionBase):
         if args["write_reports"]:
             report_dir = args["report_dir"] or _inspect.default_report_dir()
             try:
-                paths = _inspect.write_reports(report, report_dir, templates_dir=args["report_templates"])
+                paths = _inspect.write_reports(
+                    report,
+                    report_dir,
+                    templates_dir=args["report_templates"],
+                    # a stable path others read (node_exporter): check mode leaves it alone
+                    textfile_dir=None if self._task.check_mode else args["textfile_dir"],
+                )
             except _report.ReportTemplateError as exc:
                 raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
             result["report_dir"] = os.path.abspath(report_dir)
@@ -179,6 +242,8 @@ class ActionModule(ActionBase):
             nodes=_inspect.host_summary(report),
             reports=paths,
             without_class=without_class,
+            collected=collected,
+            fail_on=self._gate(report["summary"], args["fail_on"]),
             timing={"hostvars_s": round(t_vars, 3), "total_s": round(time.monotonic() - t0, 3)},
         )
         return result

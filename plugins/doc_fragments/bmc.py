@@ -37,7 +37,26 @@ options:
     type: int
   validate_certs:
     description:
-      - Verify the BMC's TLS certificate (Redfish). Most BMCs ship self-signed certificates.
+      - Verify the BMC's TLS certificate (Redfish). Most BMCs ship self-signed certificates; rather than turning
+        this off, give their CA (or the certificates themselves) in O(ca_path).
     type: bool
     default: true
+  ca_path:
+    description:
+      - A PEM file of CA certificates the BMC's TLS certificate is verified against (Redfish), instead of the
+        system's trust store. A path that is not a file is an error.
+    type: path
+  auth:
+    description:
+      - How Redfish requests authenticate.
+      - C(session) logs in once (POST to the service's C(SessionService/Sessions)), sends the C(X-Auth-Token) on
+        every request, logs in again once if the session expired, and deletes the session at the end. BMCs of
+        large fleets rate-limit Basic auth; a session costs one password check per run.
+      - C(basic) sends HTTP Basic auth on every request.
+      - C(auto) uses a session when the service root names a SessionService, else Basic auth (also when the
+        Sessions collection refuses the login with 404/405/501). Wrong credentials fail; they are never retried
+        with Basic auth.
+    type: str
+    choices: [auto, session, basic]
+    default: auto
 """

@@ -389,13 +389,30 @@ def collect_redfish(
     user: Optional[str],
     password: Optional[str],
     port: Optional[int],
-    validate_certs: bool,
     timeout: float,
+    **tls: Any,
 ) -> Dict[str, Any]:
+    """Walk a BMC over Redfish. ``tls``: ``validate_certs``, ``ca_path`` and ``auth`` (``_http.Http``); a session
+    the walk logged in with is deleted at the end, whatever happened."""
     result = empty_result("redfish")
-    http = Http(redfish_base_url(host, port), user, password, validate_certs=validate_certs, timeout=timeout)
+    try:
+        http = Http(
+            redfish_base_url(host, port),
+            user,
+            password,
+            validate_certs=tls.get("validate_certs", True),
+            timeout=timeout,
+            ca_path=tls.get("ca_path"),
+            auth=tls.get("auth") or "auto",
+        )
+    except HttpError as exc:  # a ca_path that is not a file
+        result["errors"].append(error_record(DOMAIN, "tool_error", str(exc), exc.url, "redfish"))
+        return result
     walker = _Walker(http, result, budget_s=WALK_TIMEOUTS * timeout)
-    walker.walk()
+    try:
+        walker.walk()
+    finally:
+        http.close()
     if walker.out_of_time:
         msg = "Redfish walk stopped after %.0f s (%d documents read)" % (WALK_TIMEOUTS * timeout, walker.docs)
         result["errors"].append(error_record(DOMAIN, "timeout", msg, http.base_url, "redfish"))
@@ -410,7 +427,7 @@ def collect_redfish(
 
 
 #: What ``collect(**connection)`` accepts besides its named parameters.
-CONNECTION_KEYS = ("host", "user", "password", "port", "validate_certs")
+CONNECTION_KEYS = ("host", "user", "password", "port", "validate_certs", "ca_path", "auth")
 
 
 def collect(
@@ -422,7 +439,8 @@ def collect(
 ) -> Dict[str, Any]:
     """The ``bmc`` domain dict. Never raises: failures are error records.
 
-    ``connection`` holds the out-of-band BMC: ``host``, ``user``, ``password``, ``port``, ``validate_certs``.
+    ``connection`` holds the out-of-band BMC: ``host``, ``user``, ``password``, ``port``, ``validate_certs``,
+    ``ca_path`` and ``auth`` (Redfish: ``auto``, ``session`` or ``basic``, see ``_http``).
     """
     password = connection.get("password")
     try:
@@ -441,8 +459,8 @@ def collect(
             result["errors"].append(error_record(DOMAIN, "missing", "mode %s needs a BMC host" % mode))
             return result
         if mode == "redfish":
-            validate = connection.get("validate_certs", True)
-            return collect_redfish(str(host), user, password, port, validate, timeout)
+            tls = {k: connection.get(k) for k in ("validate_certs", "ca_path", "auth") if connection.get(k) is not None}
+            return collect_redfish(str(host), user, password, port, timeout, **tls)
         return collect_ipmitool(mode, host, user, password, port, timeout, ipmitool_path)
     except Exception as exc:  # noqa: BLE001 - the collector boundary: a bug becomes an error record
         result = empty_result(None)

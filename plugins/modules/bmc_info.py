@@ -121,6 +121,8 @@ def main():
         protocol={"type": "str", "choices": ["ipmi", "redfish"], "default": "redfish"},
         port={"type": "int"},
         validate_certs={"type": "bool", "default": True},
+        ca_path={"type": "path"},
+        auth={"type": "str", "choices": ["auto", "session", "basic"], "default": "auto"},
         ipmitool_path={"type": "str", "default": "ipmitool"},
     )
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
@@ -138,6 +140,8 @@ def main():
             "capture_dir",
             "port",
             "validate_certs",
+            "ca_path",
+            "auth",
             "timeout",
             "ipmitool_path",
             mode=mode,

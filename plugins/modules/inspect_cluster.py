@@ -31,10 +31,29 @@ description:
     escalation history) is neither read nor advanced.
 options:
   targets:
-    description: Inventory hostnames to report on.
+    description:
+      - Inventory hostnames to report on.
+      - Missing or empty fails the task with a message naming O(target_pattern) and the inventory (the pattern
+        matched no host).
     type: list
     elements: str
-    required: true
+  target_pattern:
+    description: The host pattern the targets came from; only used in the message when there is no target.
+    type: str
+    default: gpu_nodes
+  fail_on:
+    description:
+      - A severity (C(P0), C(P1), C(P2), C(P3)); the result's RV(fail_on) counts the findings, node and cluster, at
+        or above it (the playbook fails the run when the count is not zero). Empty means off.
+      - Any other value fails the task before anything is read.
+    type: str
+    default: ""
+  textfile_dir:
+    description:
+      - node_exporter's textfile collector directory. C(gpuops.prom) is also written there atomically, mode 0640
+        (C(docs/metrics.md)); not in check mode. It must be an existing directory, else the task fails before
+        anything is read.
+    type: path
   report_dir:
     description: Where to write the reports. Defaults to C(./reports/<timestamp>).
     type: path
@@ -70,8 +89,9 @@ options:
     type: path
   validate_only:
     description:
-      - Only check the targets' node classes and the policy overrides, then return; no host is read and no
-        report is written. The inspection playbook runs this before it collects anything.
+      - Only check the targets' node classes, the policy overrides, O(fail_on) and O(textfile_dir), and split the
+        targets into live ones and ones with a capture directory (RV(live), RV(captured)), then return; no host is
+        read and no report is written. The inspection playbook runs this before it collects anything.
     type: bool
     default: false
 extends_documentation_fragment:
@@ -136,11 +156,39 @@ report_dir:
   type: str
   sample: /home/oncall/reports/20261202T100000Z
 reports:
-  description: Paths of the written reports.
+  description: Paths of the written reports; C(textfile) is the copy in O(textfile_dir).
   returned: unless validate_only
   type: dict
   sample: {"json": "reports/x/report.json", "markdown": "reports/x/report.md", "html": "reports/x/report.html",
-           "prometheus": "reports/x/gpuops.prom"}
+           "prometheus": "reports/x/gpuops.prom", "textfile": "/var/lib/node_exporter/textfile/gpuops.prom"}
+collected:
+  description: The live targets and how their collection went (C(ok), C(unreachable), C(failed)).
+  returned: unless validate_only
+  type: dict
+  sample: {"live": 8, "ok": 7, "unreachable": 1, "failed": 0}
+fail_on:
+  description: With O(fail_on), the findings at or above it - the severity, their count and the count per severity; else null.
+  returned: unless validate_only
+  type: dict
+  sample: {"severity": "P1", "count": 9, "by_severity": {"P0": 0, "P1": 9}}
+targets:
+  description: The targets checked.
+  returned: when validate_only
+  type: list
+  elements: str
+  sample: ["gpu-node-01", "gpu-node-02"]
+live:
+  description: The targets without a capture directory (collected over their connection).
+  returned: when validate_only
+  type: list
+  elements: str
+  sample: ["gpu-node-02"]
+captured:
+  description: The targets analysed from their C(gpuops_capture_dir).
+  returned: when validate_only
+  type: list
+  elements: str
+  sample: ["gpu-node-01"]
 timing:
   description: Seconds spent reading host variables and in total.
   returned: unless validate_only

@@ -24,7 +24,14 @@ options:
   user: {description: BMC user., type: str}
   password: {description: BMC password (also C(GPUOPS_BMC_PASSWORD))., type: str}
   validate_certs: {description: Verify the BMC's certificate., type: bool, default: true}
-  ca_path: {description: CA bundle for the BMC's certificate., type: path}
+  ca_path: {description: "A PEM file of CA certificates the BMC's certificate is verified against.", type: path}
+  auth:
+    description:
+      - C(session) (an C(X-Auth-Token) from the service's SessionService, deleted at the end), C(basic) (HTTP Basic
+        auth on every request) or C(auto) (a session when the service has a SessionService, else Basic auth).
+    type: str
+    choices: [auto, session, basic]
+    default: auto
   image_uri: {description: Image URI the BMC fetches (C(https://repo/bios-2.4.1.bin))., type: str}
   targets: {description: SimpleUpdate C(Targets) (FirmwareInventory / resource URIs)., type: list, elements: str}
   transfer_protocol: {description: "SimpleUpdate C(TransferProtocol) (C(HTTPS), C(HTTP), C(NFS), ...).", type: str}
@@ -105,6 +112,7 @@ def main():
             "password": {"type": "str", "no_log": True, "fallback": (env_fallback, ["GPUOPS_BMC_PASSWORD"])},
             "validate_certs": {"type": "bool", "default": True},
             "ca_path": {"type": "path"},
+            "auth": {"type": "str", "choices": ["auto", "session", "basic"], "default": "auto"},
             "image_uri": {"type": "str"},
             "targets": {"type": "list", "elements": "str"},
             "transfer_protocol": {"type": "str"},
@@ -118,9 +126,20 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    http = Http(p["url"], p["user"], p["password"], validate_certs=p["validate_certs"], timeout=p["request_timeout"],
-                ca_path=p["ca_path"])  # fmt: skip
     result = {"changed": False}
+    try:
+        http = Http(p["url"], p["user"], p["password"], validate_certs=p["validate_certs"],
+                    timeout=p["request_timeout"], ca_path=p["ca_path"], auth=p["auth"])  # fmt: skip
+    except HttpError as exc:
+        module.fail_json(msg="redfish: %s" % exc, **result)
+    with http:  # a session is deleted at the end, whatever happened
+        _run(module, http, result)
+    module.exit_json(**result)
+
+
+def _run(module, http, result):
+    """The update and/or reset; fails the module with ``result`` so far on an error."""
+    p = module.params
     try:
         if p["image_uri"]:
             body = F.simple_update_body(p["image_uri"], p["targets"], p["transfer_protocol"])
@@ -156,7 +175,6 @@ def main():
         module.fail_json(msg=exc.message, **result)
     except (HttpError, F.ParseError, KeyError, TypeError, ValueError) as exc:
         module.fail_json(msg="redfish: %s" % exc, **result)
-    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -159,10 +159,32 @@ def inspect_nodes(
 #: File modes of the reports: private to the operator; gpuops.prom is group-readable for node_exporter's
 #: textfile collector (give the report directory node_exporter's group, setgid, to let it read the file).
 REPORT_MODES = {"json": 0o600, "markdown": 0o600, "html": 0o600, "prometheus": 0o640}
+#: The stable file node_exporter's textfile collector reads (in ``textfile_dir``, docs/metrics.md).
+TEXTFILE_NAME = "gpuops.prom"
 
 
-def write_reports(report: Dict[str, Any], report_dir: str, templates_dir: Optional[str] = None) -> Dict[str, str]:
+def write_textfile(text: str, textfile_dir: str) -> str:
+    """Write ``text`` atomically to ``<textfile_dir>/gpuops.prom``, mode 0640; return the path.
+
+    The directory must exist (it is node_exporter's, created by whoever installed it: a directory created here
+    would be 0700 and unreadable to node_exporter). The file is created in it and renamed over the old one, so
+    the collector never reads half a file; it gets the directory's group when the directory is setgid, which
+    is how node_exporter (another user) reads a 0640 file (docs/metrics.md).
+    """
+    if not os.path.isdir(textfile_dir):
+        raise NotADirectoryError("textfile directory %r does not exist or is not a directory" % textfile_dir)
+    return write_private_atomic(os.path.join(textfile_dir, TEXTFILE_NAME), text, REPORT_MODES["prometheus"])
+
+
+def write_reports(
+    report: Dict[str, Any],
+    report_dir: str,
+    templates_dir: Optional[str] = None,
+    textfile_dir: Optional[str] = None,
+) -> Dict[str, str]:
     """Write report.json, report.md, report.html and gpuops.prom; return their paths.
+
+    With ``textfile_dir`` gpuops.prom is also written there (:func:`write_textfile`), returned as ``textfile``.
 
     report.md and report.html are rendered from the site's templates in ``templates_dir`` where it has them,
     else from the collection's (``_report.environment``); a template error raises ``_report.ReportTemplateError``
@@ -184,6 +206,8 @@ def write_reports(report: Dict[str, Any], report_dir: str, templates_dir: Option
     paths: Dict[str, str] = {}
     for key, (name, text) in outputs.items():
         paths[key] = write_private_atomic(os.path.join(report_dir, name), text, REPORT_MODES[key])
+    if textfile_dir:
+        paths["textfile"] = write_textfile(outputs["prometheus"][1], textfile_dir)
     return paths
 
 

@@ -122,6 +122,21 @@ def _label(value: Any) -> str:
     return s.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
+#: A finding code that may be a label value: an enumerated code (lowercase identifier, an upper-case state such as
+#: an IB port's DOWN, or a number such as an Xid). Anything else (BMC event and sensor texts) is free text.
+_PROM_CODE = re.compile(r"[a-z][a-z0-9_]{0,39}|[A-Z][A-Z0-9_]{0,19}|[0-9]{1,6}")
+
+
+def prom_code(code: Any) -> str:
+    """The ``code`` label of gpuops_finding: the code when it is enumerated, "other" for free text, "" for none.
+
+    Label values must be bounded (each distinct value is a new series): free text goes to report.json only.
+    """
+    if code is None:
+        return ""
+    return str(code) if _PROM_CODE.fullmatch(str(code)) else "other"
+
+
 def to_prometheus(report: Dict[str, Any], generated_ts: Optional[float] = None) -> str:
     """node_exporter textfile format. Every value here is derived from report.json (a test checks they agree)."""
     lines: List[str] = []
@@ -168,7 +183,7 @@ def to_prometheus(report: Dict[str, Any], generated_ts: Optional[float] = None) 
             )
         seen = set()
         for f in n["findings"]:
-            key = (f.get("check"), f.get("component"), f.get("code"), f.get("severity"), f.get("action"))
+            key = (f.get("check"), f.get("component"), prom_code(f.get("code")), f.get("severity"), f.get("action"))
             if key in seen:
                 continue
             seen.add(key)

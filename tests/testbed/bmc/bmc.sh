@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # BMC emulators for the gpuops.cluster tests, on 127.0.0.1 only:
-#   Redfish: sushy-tools fake driver + sushy_plus.py, HTTPS (self-signed cert made at start), basic auth
+#   Redfish: sushy-tools fake driver + sushy_plus.py, HTTPS (self-signed cert made at start), basic auth and sessions
 #   IPMI:    OpenIPMI ipmi_sim, RMCP+ (ipmitool -I lanplus -C 3), console for fault injection on PORT+1000
 #
 #   bmc.sh up       start both (idempotent: a running set is kept); prints the endpoints

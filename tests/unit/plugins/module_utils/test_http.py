@@ -3,7 +3,6 @@ from __future__ import annotations
 import base64
 import json
 import socket
-import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -153,10 +152,7 @@ def test_connection_refused_never_leaks_password():
     assert PASSWORD not in str(ei.value) and PASSWORD not in repr(ei.value.__dict__)
 
 
-def test_tls_context():
-    assert Http("https://h", validate_certs=False)._ctx.verify_mode == ssl.CERT_NONE
-    strict = Http("https://h")._ctx
-    assert strict.verify_mode == ssl.CERT_REQUIRED and strict.check_hostname
+def test_urls():  # TLS verification and ca_path: test_http_sessions.py (a real TLS server)
     assert Http("https://h/").url("/redfish/v1") == "https://h/redfish/v1"
     assert Http("https://h").url("https://other/x") == "https://other/x"
     assert join("/redfish/v1/", "Systems", "a b") == "/redfish/v1/Systems/a%20b"
