@@ -103,7 +103,7 @@ summary:
   type: str
   sample: "gpuops outcome: isolate 20261203T031500Z-1a2b3c4d: INCOMPLETE done=1 refused=1 -> exit 2"
 lines:
-  description: One line per node, C(<node>: <outcome> (<detail>)).
+  description: "One line per node, C(<node>: <outcome> (<detail>))."
   returned: always
   type: list
   elements: str
