@@ -15,6 +15,7 @@ import json
 import os
 import pwd
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -64,7 +65,8 @@ def _audit(state_dir: Path) -> List[Dict[str, Any]]:
 
 def _reason(testbed, host: str) -> str:
     out = testbed.scontrol("show", "node", host)
-    return out.split("Reason=", 1)[1].strip().split("\n")[0] if "Reason=" in out else ""
+    line = out.split("Reason=", 1)[1].strip().split("\n")[0] if "Reason=" in out else ""
+    return re.sub(r" \[[^\]@\s]+@[^\]]+\]$", "", line)  # scontrol appends " [user@time]"
 
 
 def _undrain(testbed, *hosts):
