@@ -30,6 +30,7 @@ class ActionModule(ControllerAction):
         "blocked": {"type": "list", "elements": "dict", "default": []},
         "deferred": {"type": "list", "elements": "dict", "default": []},
         "batches": {"type": "list", "elements": "dict", "default": []},
+        "stopped": {"type": "str", "default": ""},
     }
 
     def step(self, args, check_mode, task_vars):
@@ -43,11 +44,18 @@ class ActionModule(ControllerAction):
             args["deferred"],
             args["batches"],
             _timeutil.utcnow_iso(),
+            args["stopped"],
         )
         report["unreadable_records"] = unreadable
         files = _upgrade_report.rendered(report, run_dir)
         paths = _upgrade_report.report_paths(run_dir)
-        out = {"changed": True, "report": report, "json_path": paths["json"], "markdown_path": paths["markdown"]}
+        out = {
+            "changed": True,
+            "report": report,
+            "outcomes": _upgrade_report.outcomes(report),
+            "json_path": paths["json"],
+            "markdown_path": paths["markdown"],
+        }
         if self._play_context.diff:
             md_path, md_text = files[1]
             out["diff"] = {
