@@ -44,8 +44,8 @@ class ActionModule(ControllerAction):
             args["deferred"],
             args["batches"],
             _timeutil.utcnow_iso(),
-            args["stopped"],
         )
+        _upgrade_report.mark_stopped(report, args["stopped"])
         report["unreadable_records"] = unreadable
         files = _upgrade_report.rendered(report, run_dir)
         paths = _upgrade_report.report_paths(run_dir)

@@ -69,10 +69,9 @@ def build_report(
     deferred: Optional[List[Dict[str, Any]]] = None,
     batches: Optional[List[Dict[str, Any]]] = None,
     generated_at: str = "",
-    stopped: str = "",
 ) -> Dict[str, Any]:
     """The run report: per node from/to versions, result, duration; planned nodes without a record are
-    ``not_started`` (``stopped``: why the rollout stopped before their batch, e.g. the window closed)."""
+    ``not_started`` (the window closed, or the rollout stopped before their batch: ``mark_stopped``)."""
     by_host: Dict[str, Dict[str, Any]] = {}
     for rec in records:
         if isinstance(rec, dict) and isinstance(rec.get("host"), str):
@@ -102,7 +101,7 @@ def build_report(
     for host in _list(planned):
         if isinstance(host, str) and host not in by_host:
             nodes.append({"host": host, "batch": None, "result": "not_started", "stage": None,
-                          "message": "not started: %s" % (stopped or "window closed or rollout stopped"), "duration_s": None,
+                          "message": "not started (window closed or rollout stopped)", "duration_s": None,
                           "components": [], "rollback": None, "evidence": None, "slurm": None})  # fmt: skip
     for b in _list(blocked):
         if isinstance(b, dict) and b.get("host") not in by_host:
@@ -117,11 +116,22 @@ def build_report(
         "generated_at": generated_at,
         "counts": counts,
         "ok": not any(n["result"] in ("failed", "not_started", "unknown") for n in nodes),
-        "stopped": stopped or None,
+        "stopped": None,
         "batches": _list(batches),
         "deferred": _list(deferred),
         "nodes": nodes,
     }
+
+
+def mark_stopped(report: Dict[str, Any], stopped: str) -> Dict[str, Any]:
+    """Say why the rollout stopped before its last batch (``stopped``: the window gate's or the batch check's
+    words) in the report and in each not-started node's message."""
+    if stopped:
+        report["stopped"] = stopped
+        for n in _list(report.get("nodes")):
+            if isinstance(n, dict) and n.get("result") == "not_started":
+                n["message"] = "not started: %s" % stopped
+    return report
 
 
 #: Failed stages after which the new firmware/driver may be on the node but is not proven good: the node is
