@@ -197,7 +197,7 @@ def test_bmc_refusing_the_power_off_leaves_a_final_record_and_the_node_drained(t
         rec = record(bed, ticket, host)
         assert rec["status"] == "stopped", rec
         assert rec["stopped"]["step"] == "powered_off" and "powered_off" not in rec["steps"]
-        assert rec["stopped"]["reason"].startswith("power-off failed: power off not confirmed: %s on" % host)
+        assert rec["stopped"]["reason"].startswith("power-off failed: power off not confirmed: %s on - BMC: " % host)
         assert rec["stopped"]["message"] and "None" not in rec["stopped"]["message"]
         # the node's state afterwards: drained, still powered
         assert rec["left"]["power"] == "on" and "DRAIN" in rec["left"]["slurm_state"], rec["left"]
