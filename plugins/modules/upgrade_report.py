@@ -57,10 +57,13 @@ report:
   sample: {change_id: CHG-1, ok: false, counts: {upgraded: 3, failed: 1}, nodes: []}
 outcomes:
   description:
-    - Per-node outcomes in the vocabulary of the outcome contract (docs/upgrades.md), for the C(nodes) option of C(gpuops.cluster.run_outcome).
+    - Per-node outcomes in the vocabulary of the outcome contract (docs/upgrades.md), for the C(nodes) option
+      of C(gpuops.cluster.run_outcome).
   returned: always
   type: dict
-  sample: {node-1: {outcome: done, detail: "upgraded: driver", decision: upgraded}, node-2: {outcome: not_started, detail: "not started: window closed", decision: "stopped: window closed"}}
+  sample:
+    node-1: {outcome: done, detail: "upgraded: driver", decision: upgraded}
+    node-2: {outcome: not_started, detail: "not started: window closed", decision: "stopped: window closed"}
 json_path: {description: Path of report.json., returned: always, type: str, sample: /var/lib/gpuops/upgrades/CHG-1/report.json}
 markdown_path: {description: Path of report.md., returned: always, type: str, sample: /var/lib/gpuops/upgrades/CHG-1/report.md}
 msg: {description: In check mode - the files that would be written., returned: check mode, type: str, sample: "check mode: would write ..."}
