@@ -17,13 +17,14 @@ export PYTHONDONTWRITEBYTECODE := 1
 PYTEST_ARGS ?=
 DEMO_NODES ?= 64
 
-.PHONY: help deps setup lint ruff ansible-lint sanity docs-lint unit integration molecule test demo testbed-up testbed-down bench clean stage
+.PHONY: help deps setup lint ruff ansible-lint sanity docs-lint unit package integration molecule test demo testbed-up testbed-down bench clean stage sim-example
 
 help:
 	@echo "make deps       install Debian packages the tests need (root; apt)"
 	@echo "make setup      build .venv and make the collection resolvable as gpuops.cluster"
 	@echo "make demo       inspect the built-in simulated cluster and print where the reports are"
-	@echo "make test       every test: lint, sanity, docs, unit, integration"
+	@echo "make test       every test: lint, sanity, docs, unit, package, integration, molecule"
+	@echo "make package    the Galaxy tarball installed offline into an empty collections path, and the tools package"
 
 deps:
 	bash tests/testbed/deps.sh
@@ -31,7 +32,9 @@ deps:
 $(VENV)/.stamp: requirements-dev.txt tools/pyproject.toml
 	python3 -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt 2>&1 | { grep -v "is ignored: it is neither" || true; }
-	@# the ticket hook (console script gpuops-runbook), not part of the collection build
+	@# the tools package (gpuops-runbook, gpuops-audit, gpuops-sim, gpuops-simnode), not part of the collection build;
+	@# it was the distribution gpuops-runbook before issue 14: drop that one so that only one owns the scripts
+	$(BIN)/pip uninstall -q -y gpuops-runbook >/dev/null 2>&1 || true
 	$(BIN)/pip install -q --disable-pip-version-check --no-deps -e tools/ 2>&1 | { grep -v "is ignored: it is neither" || true; }
 	touch $@
 
@@ -60,10 +63,11 @@ lint: ruff ansible-lint
 stage:
 	mkdir -p $(SANITY)
 	@# what the collection ships: galaxy.yml's build_ignore (tools/, bench/, .ci/) is not part of it
-	git ls-files -co --exclude-standard | grep -v -E '^(tools|bench|\.ci)/' | while read -r f; do [ -e "$$f" ] && echo "$$f"; done > $(BUILD)/sanity-files.txt
+	@# (.venv: a worktree's symlink to a shared venv is no directory, so .gitignore's `.venv/` does not hide it)
+	git ls-files -co --exclude-standard | grep -v -E '^(tools|bench|\.ci)/|^\.venv$$' | while read -r f; do [ -e "$$f" ] && echo "$$f"; done > $(BUILD)/sanity-files.txt
 	tar -cf - -T $(BUILD)/sanity-files.txt | tar -xf - -C $(SANITY)
 	@# a file moved or deleted in the tree must not linger in the staged copy (it would be sanity-tested as shipped)
-	cd $(SANITY) && find . -path ./.git -prune -o -path ./tests/output -prune -o -type f -print | sed 's|^\./||' | sort \
+	cd $(SANITY) && find . -path ./.git -prune -o -path ./tests/output -prune -o \( -type f -o -type l \) -print | sed 's|^\./||' | sort \
 	  | comm -23 - <(sort $(BUILD)/sanity-files.txt) | while read -r f; do rm -f -- "$$f"; done
 	cd $(SANITY) && find . -path ./.git -prune -o -path ./tests/output -prune -o -type d -empty -print | xargs -r rmdir -p --ignore-fail-on-non-empty 2>/dev/null || true
 	@# its own git repo, so ansible-test does not see the outer repo (where build/ is ignored)
@@ -79,6 +83,12 @@ docs-lint:
 
 unit:
 	$(BIN)/pytest tests/unit -n 2 $(PYTEST_ARGS)
+
+# What a user gets (docs/install.md): the Galaxy tarball built, checked and installed offline with its dependencies
+# into an empty collections path, then the offline inspection and ansible-doc from there; the tools package in a
+# fresh venv. No test bed; about a minute.
+package:
+	$(BIN)/pytest tests/package $(PYTEST_ARGS)
 
 integration:
 	bash tests/testbed/run-integration.sh $(PYTEST_ARGS)
@@ -103,6 +113,13 @@ demo: setup
 	@echo; sed -n '1,40p' $(DEMO_REPORT)/report.md
 	@echo; echo "Reports: $(DEMO_REPORT)/report.json report.md report.html gpuops.prom"
 	@echo "Simulated cluster: $(BUILD)/sim (captures, inventory, answer_key.json); ansible log: $(BUILD)/demo-ansible.log"
+
+# inventories/sim: the small committed example cluster (the default inventory of ansible.cfg; not in the tarball).
+# tests/package/test_sim_example.py checks it is exactly what this command writes.
+SIM_EXAMPLE_ARGS := --nodes 2 --seed 7 --faults xid79:1 --layout inventory --jobs 1
+sim-example:
+	rm -rf inventories/sim
+	$(PY) tools/simcluster/generate.py $(SIM_EXAMPLE_ARGS) --out inventories/sim
 
 # The long parser fuzz campaign (issue 12): over 1,000,000 mutated inputs across all parsers, zero exceptions other
 # than ParseError, 1 s per input at most. Not part of `make test` (which runs a short seeded set in the unit stage).

@@ -2,7 +2,7 @@
 # `make test`: run every stage, print each stage's wall time, fail if any stage failed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-stages=(ruff ansible-lint sanity docs-lint unit integration molecule)
+stages=(ruff ansible-lint sanity docs-lint unit package integration molecule)
 [ "$#" -gt 0 ] && stages=("$@")
 failed=()
 passed=0

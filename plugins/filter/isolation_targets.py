@@ -10,8 +10,8 @@ short_description: The nodes an inspection asks to isolate, and the findings tha
 version_added: 0.1.0
 author: gpuops.cluster contributors (@gpuops)
 description:
-  - Takes the result of M(gpuops.cluster.inspect_cluster) (or a C(report.json) document) and returns the nodes
-    whose own findings carry the action (C(isolate) by default), with those findings.
+  - Takes the result of M(gpuops.cluster.inspect_cluster) (or a C(report.json) document, parsed or as its text) and
+    returns the nodes whose own findings carry the action (C(isolate) by default), with those findings.
   - Correlated members of a rack, leaf or power-domain event were already rewritten to C(monitor) by the cluster
     view, so they are not targets.
   - Nodes in status C(error) (evidence missing or unreadable) are never targets of a disruptive action
@@ -20,8 +20,10 @@ description:
     uses.
 options:
   _input:
-    description: The inspection result or report; its C(nodes) maps each host to C({status, findings}).
-    type: dict
+    description:
+      - The inspection result or report (or the report's JSON text); its C(nodes) maps each host to
+        C({status, findings}).
+    type: raw
     required: true
   action:
     description: The finding action to select (an action of C(docs/findings.md)).
@@ -57,13 +59,13 @@ from typing import Any, Dict
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _filters
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._inspect import actions_by_host
 
 
 def isolation_targets(result: Any, action: str = "isolate") -> Dict[str, Any]:
     """``{nodes, findings, by_host}`` for the hosts whose own findings carry ``action``."""
-    data = plain(result)
+    data = _filters.document("isolation_targets", result)
     nodes = data.get("nodes") if isinstance(data, dict) else None
     if not isinstance(nodes, dict):
         raise AnsibleFilterError("isolation_targets: expects an inspection result or report with a 'nodes' mapping")

@@ -381,3 +381,14 @@ def test_awx_configure_builds_workflow_nodes_offline():
     assert by_id["inspect-before"]["extra_data"] == {"gpuops_targets": "gpu_nodes"}
     failed = tasks["Workflows (with approval nodes)"]
     assert failed.get("failed") and "127.0.0.1:9" in json.dumps(failed)
+
+
+def test_project_sync_requirements_match_the_execution_environment():
+    """awx/collections/requirements.yml (docs/operations.md, AWX step 4) = gpuops.cluster + the EE's collections."""
+    with open(os.path.join(AWX, "collections", "requirements.yml"), encoding="utf-8") as fh:
+        reqs = {c["name"]: c.get("version") for c in yaml.safe_load(fh)["collections"]}
+    with open(os.path.join(ROOT, "execution-environment.yml"), encoding="utf-8") as fh:
+        ee = yaml.safe_load(fh)["dependencies"]["galaxy"]["collections"]
+    want = {c["name"]: c.get("version") for c in ee if c.get("type") != "file"}
+    assert reqs.pop("gpuops.cluster")
+    assert reqs == want

@@ -167,11 +167,20 @@ def mapped_checks(data: Dict[str, Any]) -> Dict[str, List[str]]:
 
 
 def default_root() -> str:
-    """The collection root: $GPUOPS_ROOT, else the checkout this package lives in, else the cwd."""
+    """The collection root: $GPUOPS_ROOT, else the checkout this package lives in, else the collection installed
+    on $ANSIBLE_COLLECTIONS_PATH or Ansible's configured collections paths (pip-installed tools next to an
+    `ansible-galaxy collection install`), else the cwd."""
     env = os.environ.get("GPUOPS_ROOT")
     if env:
         return env
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if os.path.isfile(os.path.join(here, "runbooks", "catalog.yml")):
         return here
+    from gpuops_runbook import collection
+
+    dirs = [d for d in os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(os.pathsep) if d]
+    for d in dirs + collection._ansible_paths():
+        installed = os.path.join(d, *collection.PACKAGE[:3])
+        if os.path.isfile(os.path.join(installed, "runbooks", "catalog.yml")):
+            return installed
     return os.getcwd()

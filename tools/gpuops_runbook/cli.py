@@ -1,7 +1,7 @@
 """`gpuops-runbook`: the ticket hook's command line (docs/operations.md, "Ticket hook").
 
 gpuops-runbook run -i inventories/prod/hosts.yml --state-dir /var/lib/gpuops [PAYLOAD.json|-]
-gpuops-runbook lookup --check gpu.xid --code 79       (or --alert GpuXid79, --runbook ib_port)
+gpuops-runbook lookup --check gpu.xid --code 79       (or --alert GpuXid79, --runbook ib_port; --json: the entry)
 gpuops-runbook list
 """
 
@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any, Dict, List, Optional
 
-from gpuops_runbook import catalog, collection, hook, safety
+from gpuops_runbook import catalog, collection, command, hook, safety
 
 
 def _write(result: Dict[str, Any], path: Optional[str]) -> None:
@@ -104,9 +104,16 @@ def cmd_lookup(args: argparse.Namespace) -> int:
         return hook.RC_INVALID
     if entry is None:
         reason = (data.get("unmapped") or {}).get(args.check or "")
-        sys.stdout.write(json.dumps({"entry": None, "unmapped_reason": reason}, indent=2) + "\n")
+        if args.json:
+            sys.stdout.write(json.dumps({"entry": None, "unmapped_reason": reason}, indent=2) + "\n")
+        else:
+            what = args.runbook or args.alert or ":".join(str(x) for x in (args.check, args.code) if x)
+            sys.stdout.write("# no runbook for %s%s\n" % (what, ": %s" % reason if reason else ""))
         return 1
-    sys.stdout.write(json.dumps({"entry": entry}, indent=2, sort_keys=True) + "\n")
+    if args.json:
+        sys.stdout.write(json.dumps({"entry": entry}, indent=2, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(command.render(entry, args.node or (), args.ticket, args.inventory))
     return 0
 
 
@@ -123,7 +130,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gpuops-runbook", description=__doc__.split("\n\n")[0])
-    p.add_argument("--root", help="collection root (default: $GPUOPS_ROOT or this checkout)")
+    p.add_argument("--root", help="collection root (default: $GPUOPS_ROOT, this checkout, or the installed collection)")
     p.add_argument("--catalog", help="runbook catalogue (default: <root>/runbooks/catalog.yml)")
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="validate a ticket payload and run its runbook playbook")
@@ -149,11 +156,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timeout", type=int, default=0, help="kill the playbook after this many seconds (0 = none)")
     r.add_argument("--validate-only", action="store_true", help="check the payload, print the variables, run nothing")
     r.set_defaults(func=cmd_run)
-    lk = sub.add_parser("lookup", help="which runbook handles a finding / alert")
+    lk = sub.add_parser("lookup", help="which runbook handles a finding / alert, and the command to run")
     lk.add_argument("--check")
     lk.add_argument("--code")
     lk.add_argument("--alert")
     lk.add_argument("--runbook")
+    lk.add_argument("--node", action="append", help="fill in the node (repeat for several; default: NODE)")
+    lk.add_argument("--ticket", help="fill in the ticket (default: TICKET)")
+    lk.add_argument("-i", "--inventory", help="fill in the inventory (default: INVENTORY)")
+    lk.add_argument("--json", action="store_true", help="print the catalogue entry as JSON instead of the command")
     lk.set_defaults(func=cmd_lookup)
     ls = sub.add_parser("list", help="the catalogue, one line per entry")
     ls.set_defaults(func=cmd_list)

@@ -88,12 +88,13 @@ def topology(hosts: list) -> dict:
     return out
 
 
-def parse_faults(spec: str) -> list:
-    """-> list of fault names, one entry per faulty node (dead_leaf: one entry = one leaf)."""
+def parse_faults(spec: str, nodes: int = len(DEFAULT_FAULTS) * 2) -> list:
+    """-> list of fault names, one entry per faulty node (dead_leaf: one entry = one leaf). `default` on a small
+    cluster keeps at least half of the nodes healthy (the first DEFAULT_FAULTS that fit)."""
     if spec == "none":
         return []
     if spec == "default":
-        return list(DEFAULT_FAULTS)
+        return list(DEFAULT_FAULTS[: nodes // 2])
     if spec == "all":
         return sorted(F.FAULTS)
     out = []
@@ -262,7 +263,7 @@ def generate(nodes: int, out: str, seed: int = 7, faults: str = "default", **opt
     rng = random.Random(seed)
     hosts = hostnames(nodes)
     topo = topology(hosts)
-    per_host, dead = assign(hosts, topo, parse_faults(faults), rng)
+    per_host, dead = assign(hosts, topo, parse_faults(faults, nodes), rng)
     for sub in ("captures", "previous", "states"):
         shutil.rmtree(os.path.join(data, sub), ignore_errors=True)
     if layout == "build":
@@ -353,7 +354,10 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument(
-        "--faults", default="default", help="default | none | all | name:count,... (see `python3 -m simnode faults`)"
+        "--faults",
+        default="default",
+        help="default (one node per major fault kind, at most half the nodes) | none | all | name:count,... "
+        "(see `python3 -m simnode faults`)",
     )
     ap.add_argument("--write-states", action="store_true", help="also write states/<host>.json for python3 -m simnode")
     ap.add_argument(

@@ -58,14 +58,20 @@ def event_filter(ctx: Ctx, facts: Dict[str, Any], hs: Dict[str, Any], boot_time:
     return counts, floor
 
 
-def _xid_row(ctx: Ctx, code: int) -> Tuple[Dict[str, Any], List[str]]:
+def xid_row(policy: Dict[str, Any], code: int) -> Tuple[Dict[str, Any], List[str]]:
+    """The catalogue row of ``code`` with the policy's ``xid.overrides`` applied, and the rule notes that say so
+    (also the body of the ``gpuops.cluster.xid_info`` filter)."""
     row = _xid_catalog.lookup(code)
     notes = ["xid_catalog[%s] (NVIDIA: %s)" % (code, row.get("nvidia_action") or "not listed")]
-    over = as_dict(ctx.policy["xid"]["overrides"]).get(str(code))
+    over = as_dict(policy["xid"]["overrides"]).get(str(code))
     if isinstance(over, dict) and over:
         row.update(over)
         notes.append("policy xid.overrides[%s]" % code)
     return row, notes
+
+
+def _xid_row(ctx: Ctx, code: int) -> Tuple[Dict[str, Any], List[str]]:
+    return xid_row(ctx.policy, code)
 
 
 def _xid_code(ev: Dict[str, Any]) -> Optional[int]:

@@ -509,9 +509,9 @@ def test_cli_bad_json_on_stdin_exit_2():
 
 
 def test_cli_lookup(capsys):
-    assert cli.main(["lookup", "--alert", "GpuXid79"]) == 0
+    assert cli.main(["lookup", "--alert", "GpuXid79", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["entry"]["id"] == "gpu_fell_off_bus"
-    assert cli.main(["lookup", "--check", "node.services"]) == 1
+    assert cli.main(["lookup", "--check", "node.services", "--json"]) == 1
     assert "persistenced" in json.loads(capsys.readouterr().out)["unmapped_reason"]
 
 
