@@ -13,6 +13,7 @@ from __future__ import annotations
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 from ansible_collections.gpuops.cluster.plugins.module_utils._slurm_parse import parse_show_node
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _guard
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._outcome import controller_user
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError
 
@@ -34,6 +35,7 @@ def _decide(p, check_mode):
     after = sorted(set(before) | set(result["allowed"]))
     result["changed"] = after != before
     result["diff"] = {"before": {"claimed": before}, "after": {"claimed": after}}
+    result["operator"] = controller_user()  # the marker's "who" when no operator is named
     return result
 
 

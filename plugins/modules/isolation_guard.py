@@ -120,6 +120,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+operator:
+  description:
+    - The controller user running the decision (C($USER), C($LOGNAME), else the passwd name of the uid); the
+      maintenance marker's C(who) when no operator is named.
+  returned: action=decide
+  type: str
+  sample: oncall
 allowed:
   description: Nodes that may be isolated (claimed unless in check mode).
   returned: action=decide
