@@ -25,6 +25,7 @@ class ActionModule(ControllerAction):
         "power": {"type": "dict"},
         "slurm_down": {"type": "list", "elements": "str", "default": []},
         "state_dir": {"type": "path"},
+        "ticket": {"type": "str"},
     }
     REQUIRED_IF = [
         ("action", "assess", ["alert_id", "source"]),

@@ -15,7 +15,8 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import Cont
 class ActionModule(ControllerAction):
     NAME = "onboard_stage"
     ARGUMENT_SPEC = dict(
-        action=dict(type="str", choices=["status", "record", "signoff"], default="record"),
+        action=dict(type="str", choices=["status", "record", "signoff", "left"], default="record"),
+        left=dict(type="dict"),
         state_dir=dict(type="path", required=True),
         host=dict(type="str", required=True),
         node_class=dict(type="str"),

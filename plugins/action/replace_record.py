@@ -22,6 +22,7 @@ class ActionModule(ControllerAction):
         "step": {"type": "str", "choices": list(_replace.STEPS)},
         "reason": {"type": "str"},
         "data": {"type": "dict", "default": {}},
+        "done_before": {"type": "list", "elements": "str", "default": []},
     }
     REQUIRED_IF = [("action", "open", ["part"]), ("action", "step", ["step"]), ("action", "stop", ["step", "reason"])]
 
@@ -32,6 +33,8 @@ class ActionModule(ControllerAction):
         )
         changed = after != before
         out = dict(_replace.summary(after), changed=changed, path=path, record=after)
+        if after is not None:
+            out["outcome"] = _replace.outcome(after, args["phase"] or "prepare", args["done_before"])
         if changed and self._task.diff:
             out["diff"] = {"before": before or {}, "after": after, "before_header": path, "after_header": path}
         return out

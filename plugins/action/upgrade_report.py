@@ -30,6 +30,7 @@ class ActionModule(ControllerAction):
         "blocked": {"type": "list", "elements": "dict", "default": []},
         "deferred": {"type": "list", "elements": "dict", "default": []},
         "batches": {"type": "list", "elements": "dict", "default": []},
+        "stopped": {"type": "str", "default": ""},
     }
 
     def step(self, args, check_mode, task_vars):
@@ -44,10 +45,17 @@ class ActionModule(ControllerAction):
             args["batches"],
             _timeutil.utcnow_iso(),
         )
+        _upgrade_report.mark_stopped(report, args["stopped"])
         report["unreadable_records"] = unreadable
         files = _upgrade_report.rendered(report, run_dir)
         paths = _upgrade_report.report_paths(run_dir)
-        out = {"changed": True, "report": report, "json_path": paths["json"], "markdown_path": paths["markdown"]}
+        out = {
+            "changed": True,
+            "report": report,
+            "outcomes": _upgrade_report.outcomes(report),
+            "json_path": paths["json"],
+            "markdown_path": paths["markdown"],
+        }
         if self._play_context.diff:
             md_path, md_text = files[1]
             out["diff"] = {

@@ -76,6 +76,9 @@ options:
   state_dir:
     description: The controller state directory; the result goes to C(leak/<alert id>.json). Unset writes nothing.
     type: path
+  ticket:
+    description: The ticket recorded in the result (default the alert id).
+    type: str
 seealso:
   - module: gpuops.cluster.bmc_info
 """
@@ -183,6 +186,28 @@ severity:
   returned: when action is finish
   type: str
   sample: P0
+status:
+  description:
+    - The run's final state - C(done) (the domain confirmed off), C(incomplete) (a power-off not confirmed),
+      C(refused) (sensor unreadable or only a warning - nothing powered off), C(no_action) (no leak).
+  returned: when action is finish
+  type: str
+  sample: refused
+decision:
+  description: One line - what was decided and why.
+  returned: when action is finish
+  type: str
+  sample: "nothing powered off: no readable leak sensor"
+ticket:
+  description: The ticket of the response (O(ticket), else the alert id).
+  returned: when action is finish
+  type: str
+  sample: A-1
+outcomes:
+  description: Per-node outcomes in the run-outcome vocabulary (docs/leak.md) - C(outcome), C(detail), C(decision), C(error), C(slurm_state).
+  returned: when action is finish
+  type: dict
+  sample: {gpu-node-07: {outcome: refused, detail: "leak sensor unreadable: no leak sensor; nothing powered off", decision: "refused: leak sensor unreadable"}}
 path:
   description: Where the result was written (would be, in check mode).
   returned: when action is finish and state_dir is set

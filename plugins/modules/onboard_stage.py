@@ -27,10 +27,16 @@ description:
 extends_documentation_fragment: [gpuops.cluster.common.attributes_action]
 options:
   action:
-    description: "What to do."
+    description:
+      - "What to do."
+      - V(left) records the node's state after a failed stage (O(left)) in the record, so a failed record says
+        whether the node was left drained.
     type: str
-    choices: [status, record, signoff]
+    choices: [status, record, signoff, left]
     default: record
+  left:
+    description: With O(action=left) - the node's state afterwards (C(slurm_state), C(slurm_reason), C(drained), C(slurm_error)).
+    type: dict
   state_dir:
     description: "The controller state directory (C(gpuops_state_dir))."
     type: path

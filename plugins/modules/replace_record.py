@@ -66,9 +66,17 @@ options:
     description: Why the flow stopped (O(action=stop)).
     type: str
   data:
-    description: What to record with the step or the stop.
+    description:
+      - What to record with the step or the stop.
+      - With a stop, C(message) is the BMC's or tool's own text and C(left) the node's state afterwards
+        (C(slurm_state), C(slurm_reason), C(power)); C(left) is kept at the top of the record.
     type: dict
     default: {}
+  done_before:
+    description: The steps reached before this run (for RV(outcome) C(already)).
+    type: list
+    elements: str
+    default: []
 seealso:
   - module: gpuops.cluster.replace_parts
 """
@@ -139,6 +147,13 @@ next:
   returned: always
   type: str
   sample: drained
+outcome:
+  description:
+    - The node's outcome in the run-outcome vocabulary (docs/replace.md) for the phase in O(phase)
+      (C(done), C(already), C(refused), C(failed), C(left_drained)), with C(detail), C(decision), C(error).
+  returned: when there is a record
+  type: dict
+  sample: {outcome: left_drained, detail: "stopped at powered_off: power off not confirmed", error: "BMC: refused", decision: "prepare: stopped"}
 stopped:
   description: Where and why the flow stopped (null unless stopped).
   returned: always

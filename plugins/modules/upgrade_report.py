@@ -32,6 +32,12 @@ options:
   blocked: {description: C(upgrade_plan) RV(gpuops.cluster.upgrade_plan#module:blocked)., type: list, elements: dict, default: []}
   deferred: {description: C(upgrade_plan) RV(gpuops.cluster.upgrade_plan#module:deferred)., type: list, elements: dict, default: []}
   batches: {description: C(upgrade_plan) RV(gpuops.cluster.upgrade_plan#module:batches)., type: list, elements: dict, default: []}
+  stopped:
+    description:
+      - Why the rollout stopped before its last batch (the window closed, a failed batch); empty when it did not.
+      - Shown in the report and in the decision of each node that was not started.
+    type: str
+    default: ""
 """
 
 EXAMPLES = r"""
@@ -49,6 +55,12 @@ report:
   returned: always
   type: dict
   sample: {change_id: CHG-1, ok: false, counts: {upgraded: 3, failed: 1}, nodes: []}
+outcomes:
+  description:
+    - Per-node outcomes in the vocabulary of the outcome contract (docs/upgrades.md), for the C(nodes) option of C(gpuops.cluster.run_outcome).
+  returned: always
+  type: dict
+  sample: {node-1: {outcome: done, detail: "upgraded: driver", decision: upgraded}, node-2: {outcome: not_started, detail: "not started: window closed", decision: "stopped: window closed"}}
 json_path: {description: Path of report.json., returned: always, type: str, sample: /var/lib/gpuops/upgrades/CHG-1/report.json}
 markdown_path: {description: Path of report.md., returned: always, type: str, sample: /var/lib/gpuops/upgrades/CHG-1/report.md}
 msg: {description: In check mode - the files that would be written., returned: check mode, type: str, sample: "check mode: would write ..."}

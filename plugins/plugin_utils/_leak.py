@@ -318,15 +318,65 @@ def assess(req: Dict[str, Any]) -> Dict[str, Any]:
     return {"reading": reading, "scope": sc, "guard_findings": findings}
 
 
+def _target_outcome(host: str, res: Dict[str, Any], power: Dict[str, Any]) -> Dict[str, Any]:
+    slurm = "DOWN" if host in _of(res.get("slurm_down"), list) else None
+    out: Dict[str, Any] = {"decision": "leak asserted: power off the leak domain", "slurm_state": slurm}
+    if host in _of(res.get("powered_off"), list):
+        out.update(outcome="done", detail="powered off (confirmed by its BMC)")
+        return out
+    why = next((u.get("reason") for u in _of(res.get("unconfirmed"), list) if u.get("node") == host), "not powered off")
+    state = _s(_of(power.get(host), dict).get("state")).lower()
+    # the BMC read back a state other than off: the power-off failed; no reading: its effect is unconfirmed
+    out.update(outcome="failed" if state else "unconfirmed", detail="power-off %s: %s" % (
+        "failed" if state else "unconfirmed", why), error=_s(_of(power.get(host), dict).get("error")) or None)  # fmt: skip
+    return out
+
+
+def outcomes(res: Dict[str, Any], power: Any = None) -> Dict[str, Any]:
+    """``(status, decision, nodes)`` of a run result in the run-outcome vocabulary (docs/leak.md): an unreadable
+    sensor or a warning is ``refused`` for the source (nothing powered off), a clear reading ``skipped``; after an
+    asserted leak each target is ``done`` (confirmed off), ``failed`` (read back on) or ``unconfirmed`` (no
+    reading); requested nodes outside the leak domain are ``refused``."""
+    reading = _of(res.get("reading"), dict)
+    state, source = reading.get("state"), _s(res.get("source"))
+    nodes: Dict[str, Dict[str, Any]] = {}
+    if not res.get("fired"):
+        why = _s(reading.get("reason")) or _s(state)
+        if state == CLEAR:
+            nodes[source] = {"outcome": "skipped", "detail": "no leak: %s" % why, "decision": "clear: no action"}
+            status = "no_action"
+        else:
+            what = "leak sensor unreadable" if state == UNREADABLE else "leak warning, not asserted"
+            nodes[source] = {"outcome": "refused", "detail": "%s: %s; nothing powered off" % (what, why),
+                             "decision": "refused: %s" % what}  # fmt: skip
+            status = "refused"
+    else:
+        for host in _of(res.get("targets"), list):
+            nodes[host] = _target_outcome(host, res, _of(power, dict))
+        bad = [h for h, n in nodes.items() if n["outcome"] != "done"]
+        status = "incomplete" if bad else "done"
+    for o in _of(res.get("out_of_scope"), list):
+        if isinstance(o, dict) and o.get("node"):
+            nodes[_s(o["node"])] = {"outcome": "refused", "detail": "not powered off: %s" % o.get("reason"),
+                                    "decision": "refused: outside the leak domain"}  # fmt: skip
+    decision = {"no_action": "no leak asserted: nothing done", "refused": "nothing powered off: %s" % (
+        _s(reading.get("reason")) or state), "done": "leak domain powered off",
+        "incomplete": "power-off not confirmed on %d node(s)" % (len(nodes) - sum(
+            n["outcome"] == "done" for n in nodes.values()))}[status]  # fmt: skip
+    return status, decision, nodes
+
+
 def finish(req: Dict[str, Any]) -> Dict[str, Any]:
-    """One call for the role: the power verdict (after an asserted leak) and the run result."""
+    """One call for the role: the power verdict (after an asserted leak) and the run result, with its final
+    ``status`` (done, incomplete, refused, no_action), ``decision``, ``ticket`` and per-node ``outcomes``."""
     reading, sc = _of(req.get("reading"), dict), _of(req.get("scope"), dict)
     verdict = None
     if reading.get("state") == ASSERTED and isinstance(req.get("power"), dict):
         verdict = power_verdict(_of(sc.get("targets"), list), _of(req.get("power"), dict))
-    return result(
-        _s(req.get("alert_id")), _s(req.get("source")), reading, sc, verdict, _of(req.get("slurm_down"), list)
-    )
+    res = result(_s(req.get("alert_id")), _s(req.get("source")), reading, sc, verdict, _of(req.get("slurm_down"), list))
+    res["status"], res["decision"], res["outcomes"] = outcomes(res, req.get("power"))
+    res["ticket"] = _s(req.get("ticket")) or res["alert_id"]
+    return res
 
 
 def result_path(state_dir: str, alert_id: str) -> str:

@@ -107,6 +107,9 @@ def run(p: Dict[str, Any], check_mode: bool) -> Dict[str, Any]:
         result = evaluate(p, check_mode)
         rec = records.record_stage(rec, result, p["by"], ticket=p["ticket"])
         out.update(changed=True, result=result, reason=records.drain_reason(rec) if not result["passed"] else "")
+    elif p["action"] == "left":
+        rec["left"] = dict(p.get("left") or {}, at=records.now_iso())
+        out["changed"] = rec != old
     elif p["action"] == "signoff":
         paths["signoff_json"] = os.path.join(sdir, "onboarding", "%s.signoff.json" % host)
         paths["signoff_md"] = os.path.join(sdir, "onboarding", "%s.signoff.md" % host)

@@ -313,6 +313,7 @@ def new_record(
         "step": "opened",
         "steps": {"opened": {"at": t}},
         "stopped": None,
+        "left": None,
         "history": [{"at": t, "event": "opened", "part": part, "component": component or None}],
         "before": None,
         "after": None,
@@ -356,6 +357,7 @@ def advance(record: Dict[str, Any], step: str, data: Any = None, now: Optional[s
         record["steps"][step] = dict(data, at=t)
     record["step"] = step
     record["stopped"] = None
+    record["left"] = None
     record["status"] = {"handed_over": "waiting", "closed": "closed"}.get(step, "open")
     record["history"].append(dict(data, at=t, event=step))
     record["updated"] = t
@@ -363,10 +365,16 @@ def advance(record: Dict[str, Any], step: str, data: Any = None, now: Optional[s
 
 
 def stop(record: Dict[str, Any], step: str, reason: str, data: Any = None, now: Optional[str] = None) -> Dict[str, Any]:
-    """The flow stopped before ``step`` (e.g. ``verified``: part not replaced); the node stays drained."""
+    """The flow stopped before ``step`` (e.g. ``verified``: part not replaced, ``powered_off``: the BMC refused);
+    the node stays drained. ``data`` may hold ``message`` (the BMC's / tool's own words) and ``left`` (the node's
+    state afterwards, e.g. ``{slurm_state, slurm_reason, power}``); ``left`` is also kept at the top level."""
+    if step not in STEPS:
+        raise ReplaceError("unknown step %r" % step)
+    if not _s(reason):
+        raise ReplaceError("a stop needs a reason")
     t = now or utcnow_iso()
     data = dict(_dict(data))
-    for key in ("after", "verdict"):
+    for key in ("after", "verdict", "left"):
         if key in data:
             record[key] = data.pop(key)
     record["status"] = "stopped"
@@ -388,6 +396,37 @@ def reopen_for_prepare(record: Dict[str, Any], now: Optional[str] = None) -> Dic
     record["history"].append({"at": t, "event": "reopened"})
     record["updated"] = t
     return record
+
+
+def outcome(record: Any, phase: str, done_before: Optional[List[str]] = None) -> Dict[str, Any]:
+    """The run's outcome for the node (the issue-21 vocabulary, docs/replace.md): the prepare phase is done when
+    the node is handed over, the return phase when the record is closed (``already`` when that was so before this
+    run, ``done_before``: the steps reached before it). A stop after the isolation is ``left_drained`` (the node
+    stays out of service), a stop before it ``refused`` (nothing changed); a record neither stopped nor at its
+    goal (the run broke off) is ``failed``."""
+    r = _dict(record)
+    goal = "handed_over" if phase == "prepare" else "closed"
+    steps = _dict(r.get("steps"))
+    stopped = _dict(r.get("stopped"))
+    out: Dict[str, Any] = {"decision": "%s: %s" % (phase, r.get("status") or "no record")}
+    if r.get("status") != "stopped" and goal in steps:
+        out["outcome"] = "already" if goal in (done_before or []) else "done"
+        out["detail"] = "handed over to the technician" if goal == "handed_over" else "part replaced; back in service"
+        return out
+    drained = "isolated" in steps
+    if stopped:
+        out["outcome"] = "left_drained" if drained else "refused"
+        out["detail"] = "stopped at %s: %s" % (stopped.get("step"), stopped.get("reason"))
+        out["error"] = _s(stopped.get("message")) or None
+    else:
+        out["outcome"] = "left_drained" if drained else "failed"
+        out["detail"] = "stopped before %s (run broke off)" % (next_step(r) or goal)
+    left = _dict(r.get("left"))
+    if left.get("slurm_state"):
+        out["slurm_state"] = _s(left["slurm_state"])
+    if left.get("slurm_reason"):
+        out["slurm_reason"] = _s(left["slurm_reason"])
+    return out
 
 
 def load_record(state_dir: str, ticket: str, host: str) -> Optional[Dict[str, Any]]:

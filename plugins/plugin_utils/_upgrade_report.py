@@ -71,7 +71,7 @@ def build_report(
     generated_at: str = "",
 ) -> Dict[str, Any]:
     """The run report: per node from/to versions, result, duration; planned nodes without a record are
-    ``not_started`` (the window closed, or the rollout stopped before their batch)."""
+    ``not_started`` (the window closed, or the rollout stopped before their batch: ``mark_stopped``)."""
     by_host: Dict[str, Dict[str, Any]] = {}
     for rec in records:
         if isinstance(rec, dict) and isinstance(rec.get("host"), str):
@@ -116,10 +116,69 @@ def build_report(
         "generated_at": generated_at,
         "counts": counts,
         "ok": not any(n["result"] in ("failed", "not_started", "unknown") for n in nodes),
+        "stopped": None,
         "batches": _list(batches),
         "deferred": _list(deferred),
         "nodes": nodes,
     }
+
+
+def mark_stopped(report: Dict[str, Any], stopped: str) -> Dict[str, Any]:
+    """Say why the rollout stopped before its last batch (``stopped``: the window gate's or the batch check's
+    words) in the report and in each not-started node's message."""
+    if stopped:
+        report["stopped"] = stopped
+        for n in _list(report.get("nodes")):
+            if isinstance(n, dict) and n.get("result") == "not_started":
+                n["message"] = "not started: %s" % stopped
+    return report
+
+
+#: Failed stages after which the new firmware/driver may be on the node but is not proven good: the node is
+#: deliberately left drained (outcome ``left_drained``); a failure before (drain, apply, activate) is ``failed``.
+_UNVERIFIED_STAGES = ("verify", "post_inspection", "resume")
+
+
+def _failed_outcome(node: Dict[str, Any]) -> str:
+    stage = str(node.get("stage") or "")
+    if stage == "health_gate":
+        return "refused"  # the gate said no before the drain: nothing changed
+    if str(node.get("evidence") or "").endswith("node unreachable"):
+        return "unconfirmed"  # the node did not come back: what it runs now is not known
+    return "left_drained" if stage in _UNVERIFIED_STAGES else "failed"
+
+
+def outcomes(report: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """Per-node outcomes (the issue-21 vocabulary, docs/upgrades.md) of a run report, for
+    ``gpuops.cluster.run_outcome``: upgraded -> done, at_target -> already, blocked -> refused,
+    not_started -> not_started, failed -> refused (health gate) / failed / left_drained / unconfirmed."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for n in _list(report.get("nodes")):
+        if not isinstance(n, dict) or not isinstance(n.get("host"), str):
+            continue
+        result = str(n.get("result") or "unknown")
+        slurm = n.get("slurm") if isinstance(n.get("slurm"), dict) else {}
+        entry: Dict[str, Any] = {"detail": str(n.get("message") or result), "decision": result}
+        if result == "upgraded":
+            entry["outcome"] = "done"
+        elif result == "at_target":
+            entry["outcome"] = "already"
+        elif result == "blocked":
+            entry.update(outcome="refused", decision="blocked by the plan")
+        elif result == "not_started":
+            entry.update(outcome="not_started", decision="stopped: %s" % (report.get("stopped") or "rollout stopped"))
+        else:
+            entry.update(
+                outcome=_failed_outcome(n),
+                decision="failed at %s" % (n.get("stage") or "?"),
+                error=str(n.get("message") or "") or None,
+            )
+        if slurm.get("state"):
+            entry["slurm_state"] = str(slurm["state"])
+        if slurm.get("reason"):
+            entry["slurm_reason"] = str(slurm["reason"])
+        out[n["host"]] = entry
+    return out
 
 
 def _md_cell(v: Any) -> str:
@@ -132,6 +191,8 @@ def render_markdown(report: Dict[str, Any]) -> str:
     if report.get("generated_at"):
         lines += ["Generated %s." % report["generated_at"], ""]
     counts = report.get("counts") or {}
+    if report.get("stopped"):
+        lines += ["Stopped: %s" % _md_cell(report["stopped"]), ""]
     lines.append("Result: **%s** - %s" % (
         "complete" if report.get("ok") else "INCOMPLETE",
         ", ".join("%d %s" % (counts[k], k) for k in sorted(counts, key=lambda k: (RESULT_ORDER + (k,)).index(k)))

@@ -83,10 +83,28 @@ def slurm_states(testbed):
     return {h: testbed.node_state(h) for h in testbed.nodes}
 
 
+def outcome_of(sd):
+    """The newest run outcome of the leak response (gpuops.cluster.run_outcome) and the audit's outcome records."""
+    runs = sorted((sd / "runs" / "leak_response").glob("*.json"), key=lambda p: p.stat().st_mtime)
+    doc = json.loads(runs[-1].read_text())
+    audit = [json.loads(x) for x in (sd / "audit" / "audit.log").read_text().splitlines()]
+    return doc, [x for x in audit if x["event"] == "outcome" and x.get("workflow_run_id") == doc["run_id"]]
+
+
 def test_unreadable_leak_sensor_powers_off_nothing(testbed, leak):
     n = testbed.nodes
-    res, result, _sd = respond(testbed, leak, n[3], "ALERT-UNREADABLE")  # its BMC does not answer
-    assert res.returncode == 0, res.stdout[-4000:]
+    res, result, sd = respond(testbed, leak, n[3], "ALERT-UNREADABLE")  # its BMC does not answer
+    # refused, not a success: the run exits 2 and says so (issue 21 observation 3)
+    assert res.returncode == 2, res.stdout[-4000:]
+    assert "INCOMPLETE" in res.stdout and "refused=1" in res.stdout
+    assert result["status"] == "refused" and "nothing powered off" in result["decision"], result
+    assert result["outcomes"][n[3]]["outcome"] == "refused"
+    assert result["outcome"]["exit_code"] == 2  # merged into the run record by gpuops.cluster.run_outcome
+    doc, recs = outcome_of(sd)
+    assert doc["nodes"][n[3]]["outcome"] == "refused" and "unreadable" in doc["nodes"][n[3]]["detail"]
+    assert doc["ticket"] == "ALERT-UNREADABLE" and doc["exit_code"] == 2
+    mine = [r for r in recs if r.get("node") == n[3] and r.get("ticket") == "ALERT-UNREADABLE"]
+    assert mine and mine[-1]["outcome"] == "refused" and "unreadable" in json.dumps(mine[-1]), recs
     assert result["reading"]["state"] == "unreadable" and result["fired"] is False
     assert [(f["severity"], f["code"], f["host"]) for f in result["findings"]] == [("P2", "sensor_unreadable", n[3])]
     assert result["slurm_down"] == [] and result["powered_off"] == []
@@ -163,6 +181,11 @@ def test_leak_outside_any_window_powers_off_exactly_its_domain(testbed, leak):
     assert out == sorted([n[0], n[1], n[3]]), states
     assert all(states[h] == "IDLE" for h in n[2:3] + n[4:])
     assert "gpuops: coolant leak ALERT-LEAK-1" in testbed.scontrol("show", "node", n[0])
+    # the outcome: exit 2, the two confirmed off are done, the dead BMC's node unconfirmed
+    assert res.returncode == 2
+    assert result["status"] == "incomplete"
+    doc, _recs = outcome_of(sd)
+    assert {h: v["outcome"] for h, v in doc["nodes"].items()} == {n[0]: "done", n[1]: "done", n[3]: "unconfirmed"}
     # audited: a corrective guard decision carrying the alert id, outside any window
     lines = [json.loads(x) for x in (sd / "audit" / "audit.log").read_text().splitlines()]
     guard = [x["guard"] for x in lines if x["event"] == "guard"]

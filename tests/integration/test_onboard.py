@@ -132,6 +132,12 @@ def _record(state_dir: Path, host: str) -> dict:
     return json.loads((state_dir / "onboarding" / ("%s.json" % host)).read_text())
 
 
+def _outcome(state_dir: Path) -> dict:
+    """The newest run outcome of the onboarding (gpuops.cluster.run_outcome)."""
+    runs = sorted((state_dir / "runs" / "onboard").glob("*.json"), key=lambda p: p.stat().st_mtime)
+    return json.loads(runs[-1].read_text())
+
+
 def _reason(bed, host: str) -> str:
     out = bed.scontrol("show", "node", host)
     m = re.search(r"Reason=(.*?)(?: \[[^\]]*\])?\s*$", out, re.M)
@@ -165,8 +171,15 @@ def test_a_first_run_accepts_clean_and_stops_faulty_nodes(bed, state_dir, tmp_pa
     with bed.edit_state("gpu-node-04") as s:
         s["dcgm"]["fail_gpus"]["5"] = "GPU 5 Memory test failed: 2 DBE errors"
     rc, log, took = _play(bed, tmp_path, state_dir, NODES)
-    assert rc != 0, log  # three hosts failed
+    assert rc == 2, log  # three hosts failed: the run outcome is INCOMPLETE
     assert "gpu-node-01 accepted" in log, log[-4000:]
+    out = _outcome(state_dir)
+    assert {h: n["outcome"] for h, n in out["nodes"].items()} == {
+        "gpu-node-01": "done", "gpu-node-02": "left_drained", "gpu-node-03": "left_drained",
+        "gpu-node-04": "left_drained"}  # fmt: skip
+    assert out["nodes"]["gpu-node-02"]["decision"] == "failed at inventory" and out["ticket"] == "OPS-42"
+    left = _record(state_dir, "gpu-node-02")["left"]  # the final record says how the node was left
+    assert left["drained"] is True and "DRAIN" in left["slurm_state"] and left["slurm_reason"].endswith("[OPS-42]")
 
     r1 = _record(state_dir, "gpu-node-01")
     assert r1["status"] == "accepted"
@@ -225,6 +238,9 @@ def test_b_rerun_after_fixing_resumes_at_the_failed_stage(bed, state_dir, tmp_pa
     rc, log, took = _play(bed, tmp_path, state_dir, NODES)
     assert rc == 0, log[-5000:]
     assert "gpu-node-01 was accepted" in log
+    out = _outcome(state_dir)
+    assert out["exit_code"] == 0 and out["nodes"]["gpu-node-01"]["outcome"] == "already"
+    assert all(out["nodes"][h]["outcome"] == "done" for h in NODES[1:]), out["nodes"]
     assert _attempts(_record(state_dir, "gpu-node-01")) == before["gpu-node-01"]  # nothing ran again
     a2 = _attempts(_record(state_dir, "gpu-node-02"))
     assert a2 == {s: (2 if s == "inventory" else 1) for s in a2} and len(a2) == 6

@@ -132,6 +132,13 @@ class Run:
     def record(self, host):
         return json.loads((self.run_dir / "nodes" / ("%s.json" % host)).read_text())
 
+    def outcome(self):
+        """The run outcome (gpuops.cluster.run_outcome): <state>/runs/upgrade/<run dir name>.json."""
+        return json.loads((self.state / "runs" / "upgrade" / ("%s.json" % self.run_dir.name)).read_text())
+
+    def outcomes(self):
+        return {h: n["outcome"] for h, n in self.outcome()["nodes"].items()}
+
 
 def versions(testbed, host):
     s = testbed.load_state(host)
@@ -150,6 +157,8 @@ def test_check_mode_prints_the_plan_and_changes_nothing(bed, tmp_path):
     assert r.rc == 0, r.out[-3000:]
     assert "batches: [[" in r.out and "vbios+hca_fw+driver" in r.out
     assert not r.tasks("Drain") and not (r.run_dir / "plan.json").exists()
+    assert "gpuops outcome: upgrade" in r.out and " OK done=3" in r.out  # "would": nothing written
+    assert not (r.state / "runs").exists()
     assert all(testbed.node_state(h) == "IDLE" for h in hosts)
     assert all(versions(testbed, h)["driver"] == OLD["driver"] for h in hosts)
 
@@ -179,6 +188,7 @@ def test_clean_rollout_in_planned_batches(bed, tmp_path):
         assert rec["found"]["driver"] == NEW["driver"] and rec["duration_s"] > 0
     rep = r.report()
     assert rep["ok"] and rep["counts"] == {"upgraded": 3}
+    assert r.outcomes() == {h: "done" for h in hosts} and r.outcome()["exit_code"] == 0
     md = (r.run_dir / "report.md").read_text()
     assert "| %s | 0 | upgraded | vbios | 96.00.74.00.0D | 96.00.99.00.01 |" % batches[0][0] in md
     assert "driver 535.161.08, fabric_manager 535.161.08" in md
@@ -199,12 +209,17 @@ def test_failed_canary_flash_stops_the_rollout(bed, tmp_path):
     finally:
         for h in hosts:
             (testbed.node_dir(h) / "fault-mlxfwmanager").unlink(missing_ok=True)
-    assert r.rc != 0
+    assert r.rc == 2, r.out[-4000:]
     canary, later = r.plan()["batches"][0]["hosts"][0], r.plan()["batches"][1]["hosts"]
     rec = r.record(canary)
     assert rec["result"] == "failed" and rec["stage"] == "apply:hca_fw", rec
     assert "Burning FW image failed" in json.dumps(r.out) or "non-zero return code" in rec["message"]
-    assert slurm_reason(testbed, canary) == "gpuops: upgrade CHG-UPG-2 failed at apply:hca_fw"
+    # the Slurm reason says the truth: the stage, the tool's words, the ticket (the change id)
+    assert slurm_reason(testbed, canary).startswith("gpuops: upgrade failed at apply:hca_fw: "), slurm_reason(testbed, canary)
+    assert "[CHG-UPG-2]" in testbed.scontrol("show", "node", canary)
+    assert r.outcomes() == dict({canary: "failed"}, **{h: "not_started" for h in later})
+    assert "batch 0 failed on %s" % canary in r.outcome()["nodes"][later[0]]["decision"]
+    assert r.report()["outcome"]["exit_code"] == 2  # merged into report.json
     assert "DRAIN" in testbed.node_state(canary)
     assert Path(rec["evidence"]).is_dir() and any(Path(rec["evidence"]).iterdir())
     v = versions(testbed, canary)
@@ -231,19 +246,22 @@ def test_faults_in_one_batch_leave_known_recorded_states(bed, tmp_path):
     finally:
         (testbed.node_dir(stale) / "fault-nvfwupd").unlink(missing_ok=True)
         (testbed.node_dir(hung) / "fault-mlxfwmanager").unlink(missing_ok=True)
-    assert r.rc != 0
+    assert r.rc == 2, r.out[-4000:]
     assert [len(b["hosts"]) for b in r.plan()["batches"]] == [3]
     g, s, h = r.record(gone), r.record(stale), r.record(hung)
     assert g["result"] == "failed" and g["stage"] == "activate", g
     assert g["evidence"] == "not captured: node unreachable"
     assert s["result"] == "failed" and s["stage"] == "verify" and "vbios" in s["message"], s
     assert s["found"]["driver"] == NEW["driver"] and s["rollback"] is None
-    assert slurm_reason(testbed, stale) == "gpuops: upgrade CHG-UPG-3 failed at verify"
+    assert slurm_reason(testbed, stale).startswith("gpuops: upgrade failed at verify: "), slurm_reason(testbed, stale)
     assert h["result"] == "failed" and h["stage"] == "apply:hca_fw", h
     assert "rc" in h["message"] or "124" in h["message"] or "non-zero" in h["message"]
-    assert slurm_reason(testbed, hung) == "gpuops: upgrade CHG-UPG-3 failed at apply:hca_fw"
+    assert slurm_reason(testbed, hung).startswith("gpuops: upgrade failed at apply:hca_fw: ")
     rep = r.report()
     assert rep["counts"] == {"failed": 3}
+    # outcomes: the node that never came back is unconfirmed, the one whose verification failed after the flash
+    # is left drained, the hung flash failed
+    assert r.outcomes() == {gone: "unconfirmed", stale: "left_drained", hung: "failed"}
     testbed.reset()  # revives the node that did not come back
 
 
@@ -269,6 +287,16 @@ def test_window_closes_after_the_canary(bed, tmp_path):
     assert all(testbed.node_state(h) == "IDLE" and versions(testbed, h)["driver"] == OLD["driver"] for h in later)
     rep = {n["host"]: n for n in r.report()["nodes"]}
     assert all(rep[h]["result"] == "not_started" for h in later) and rep[canary]["result"] == "upgraded"
+    # issue 21 observation 2: a window stop is not a success - exit 2, the later nodes not_started
+    assert r.rc == 2, r.out[-3000:]
+    assert "INCOMPLETE" in r.out
+    assert r.outcomes() == dict({canary: "done"}, **{h: "not_started" for h in later})
+    assert r.outcome()["nodes"][later[0]]["decision"].startswith("stopped: window: ")
+    # observation 3: the audit trail names each node, the ticket, the change and the decision
+    recs = {x["node"]: x for x in r.audit() if x["event"] == "outcome"}
+    for h in later:
+        assert recs[h]["outcome"] == "not_started" and recs[h]["change_id"] == "CHG-UPG-4", recs[h]
+        assert recs[h]["ticket"] == "CHG-UPG-4" and "window" in recs[h]["decision"]
 
 
 def test_slurmctld_unreachable_during_drain(bed, tmp_path):
@@ -291,9 +319,10 @@ def test_slurmctld_unreachable_during_drain(bed, tmp_path):
         if stopped:
             os.kill(pid, signal.SIGCONT)
         r.wait()
-    assert r.rc != 0
+    assert r.rc == 2, r.out[-3000:]
     rec = r.record(node)
     assert rec["result"] == "failed" and rec["stage"] == "drain", rec
+    assert r.outcomes() == {node: "failed"}
     assert versions(testbed, node)["driver"] == OLD["driver"]  # nothing was flashed
     # the rescue drains it once slurmctld answers again, or records that it could not: either way it is known
     state = testbed.node_state(node)
