@@ -137,6 +137,21 @@ def test_running_job_requeued_on_isolate(bed, tmp_path):
     bed.slurm("scancel", str(job), check=False)
 
 
+def test_running_jobs_grace_then_requeue(bed, tmp_path):
+    """Drain with a grace period: the job that finishes in time runs out, the one still running afterwards is
+    requeued; the node ends drained and the run says done."""
+    node = bed.nodes[3]
+    short = bed.sbatch("-w", node, "--requeue", "--wrap", "sleep 1")
+    long_ = bed.sbatch("-w", node, "--requeue", "--wrap", "sleep 300")
+    bed.wait_for(lambda: bed.job_state(long_) == "RUNNING", timeout=20, what="job running")
+    r = isolate(bed, tmp_path, [node], "INC-2110", requeue_after=4, wait=True, wait_timeout=30).run()
+    check_outcome(r, {node: ("done",)}, rc=0, ticket="INC-2110")
+    assert bed.node_state(node) in ("IDLE+DRAIN", "DRAINED", "DOWN+DRAIN"), bed.node_state(node)
+    assert bed.job_state(short) == "GONE" or bed.job_state(short) == "COMPLETED"
+    assert bed.slurm("squeue", "-h", "-j", str(long_), "-o", "%N", check=False).strip() != node
+    bed.slurm("scancel", str(long_), check=False)
+
+
 def test_concurrent_isolations_under_a_guard_cap(bed, tmp_path):
     a, b = bed.nodes[4], bed.nodes[5]
     state = tmp_path / "shared-state"
@@ -254,6 +269,7 @@ def upgrade(bed, tmp, hosts, ticket, redfish=None, **extra):
     through the Redfish emulator's SimpleUpdate when ``redfish`` (the bmc_emulators fixture) is given."""
     import yaml
 
+    bed.reset()  # every node at the old firmware, in service (an earlier case may have flashed or drained it)
     for h in hosts:
         bed.on_node(h, "sh", "-c", NVFWUPD)
     ev = yaml.safe_load(UPGRADE_VARS.read_text())
@@ -308,7 +324,7 @@ def _upgrade_failed_canary(bed, r, ticket, error=None):
 
 
 def test_redfish_emulator_dies_mid_update(bed, bmc_emulators, tmp_path):
-    hosts = bed.nodes[0:3]
+    hosts = bed.nodes[0:2]
     r = upgrade(bed, tmp_path, hosts, "INC-2111", redfish=bmc_emulators)
     bmc_emulators.redfish_switch(die_on_update=0)  # SimpleUpdate answers 202 + its task, then connection refused
     try:
@@ -319,17 +335,17 @@ def test_redfish_emulator_dies_mid_update(bed, bmc_emulators, tmp_path):
 
 
 def test_redfish_endpoint_stalls_instead_of_dying(bed, bmc_emulators, tmp_path):
-    hosts = bed.nodes[0:3]
+    hosts = bed.nodes[0:2]
     r = upgrade(bed, tmp_path, hosts, "INC-2112", redfish=bmc_emulators, upgrade_tool_timeout=5)
     with bmc_emulators.switched(stall=["/redfish/v1/TaskService"]):  # the task monitor never answers
         r.run(timeout=180)
     canary, doc = _upgrade_failed_canary(bed, r, "INC-2112")
     assert "time" in json.dumps(doc["nodes"][canary]).lower()  # timed out, said so
-    assert r.seconds < 150, r.seconds
+    assert r.seconds < 240, r.seconds  # bounded by upgrade_tool_timeout, not by the stall (an hour)
 
 
 def test_health_gate_fails_after_the_flash(bed, tmp_path):
-    hosts = bed.nodes[0:3]
+    hosts = bed.nodes[0:2]
     r = upgrade(bed, tmp_path, hosts, "INC-2113").start()
     try:
         r.wait_output("Activate the new firmware and driver", timeout=180)
@@ -343,7 +359,7 @@ def test_health_gate_fails_after_the_flash(bed, tmp_path):
 
 
 def test_window_closes_between_batches(bed, tmp_path):
-    hosts = bed.nodes[0:3]
+    hosts = bed.nodes[0:2]
     r = upgrade(bed, tmp_path, hosts, "INC-2114").start()
     try:
         r.wait_output("Return the node to service", timeout=180)  # the canary is being resumed
@@ -458,7 +474,7 @@ def test_hung_bmc_on_replace(bed, bmc_emulators, tmp_path):
         b.clear_switches()
     assert power.read_text().strip() == "1"  # never powered off
     _check_replace_stopped(bed, r, host, "RMA-2117", "")
-    assert r.seconds < 150, r.seconds
+    assert r.seconds < 240, r.seconds  # bounded by upgrade_tool_timeout, not by the stall (an hour)
 
 
 def test_leak_with_unreadable_sensor_powers_off_nothing(bed, bmc_emulators, tmp_path):
