@@ -73,9 +73,9 @@ class ActionModule(ControllerAction):
             self._display.warning(w)
         if warnings:
             out["warnings"] = warnings
-        self._display.display(doc["summary"])
-        for line in lines:
-            self._display.display("  " + line)
+        # shown by the stdout callback like debug output (the default callback prints the result), never printed
+        # around it: a JSON stdout callback (ansible-runner, AWX, tests) stays valid JSON
+        out["_ansible_verbose_always"] = True
         if not doc["success"] and args["fail"]:
             out["failed"] = True
             out["msg"] = doc["summary"]

@@ -91,7 +91,17 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit
 #: Environment variable the callback exports while it is loaded (read by the change_window action).
 MARKER_ENV = "GPUOPS_AUDIT_ACTIVE"
 GUARD_ACTIONS = ("gpuops.cluster.change_window", "change_window")
+#: the blast-radius guard: every decision is recorded, refusals included
+ISOLATION_GUARD_ACTIONS = ("gpuops.cluster.isolation_guard", "isolation_guard")
+#: the step that validates outside input: its facts carry the run's ticket and change id, validated
+INPUT_ACTIONS = ("gpuops.cluster.untrusted_input", "untrusted_input")
 _MSG_MAX = 300
+_ITEMS_MAX = 50
+#: role-specific ticket variables, aliases of gpuops_ticket (the first one set names the run's ticket)
+_TICKET_VARS = ("gpuops_ticket",) + tuple(
+    "%s_ticket" % r
+    for r in ("isolate", "resume", "gpu_reset", "upgrade", "onboard", "replace", "leak_response", "change_guard")
+)
 
 
 def _first(*values):
@@ -99,6 +109,57 @@ def _first(*values):
         if v not in (None, ""):
             return v
     return None
+
+
+def _error_text(res):
+    """The failure as the tool said it: msg, plus stderr (or stdout) when msg is a generic wrapper."""
+    msg = res.get("msg")
+    parts = [str(msg)] if msg not in (None, "") else []
+    generic = not parts or str(msg).startswith(("non-zero return code", "One or more items failed", "MODULE FAILURE"))
+    if generic:
+        for key in ("stderr", "module_stderr", "stdout", "module_stdout"):
+            text = res.get(key)
+            if isinstance(text, str) and text.strip():
+                parts.append(text.strip())
+                break
+    if isinstance(res.get("results"), list):
+        for r in res["results"]:
+            if isinstance(r, dict) and r.get("failed"):
+                parts.append("%s: %s" % (_item_name(r.get("item")) or "item", _error_text(r) or "failed"))
+    return " | ".join(parts)[: _MSG_MAX * 2] if parts else None
+
+
+def _item_name(item):
+    """The node a loop item stands for: the item itself (an inventory name) or its ``node``/``name``/``host``."""
+    if isinstance(item, str):
+        return item[:253]
+    if isinstance(item, dict):
+        for key in ("node", "host", "name"):
+            if isinstance(item.get(key), str):
+                return item[key][:253]
+    return None
+
+
+def _nodes_and_items(res, no_log):
+    """(the nodes a task acted on, one short line per loop item) - the node is the loop item or the module's own
+    ``node`` (slurm_node returns it), never only the host the task ran on (localhost for delegated steps)."""
+    nodes, items = [], []
+    if isinstance(res.get("node"), str):
+        nodes.append(res["node"])
+    for r in res.get("results") or [] if isinstance(res.get("results"), list) else []:
+        if not isinstance(r, dict) or r.get("skipped"):
+            continue
+        name = r.get("node") if isinstance(r.get("node"), str) else _item_name(r.get("item"))
+        if name is None:
+            continue
+        if name not in nodes:
+            nodes.append(name)
+        if len(items) < _ITEMS_MAX:
+            item = {"node": name, "changed": bool(r.get("changed")), "failed": bool(r.get("failed"))}
+            if r.get("failed"):
+                item["msg"] = "(hidden: no_log)" if no_log else _error_text(r)
+            items.append(item)
+    return nodes[:_ITEMS_MAX], items
 
 
 class CallbackModule(CallbackBase):
@@ -121,6 +182,7 @@ class CallbackModule(CallbackBase):
         self._vars = {}
         self._secrets = []
         self._guard = None
+        self._ids = {}
         try:
             self._user = getpass.getuser()
         except Exception:  # noqa: BLE001 - no passwd entry in a container
@@ -187,8 +249,8 @@ class CallbackModule(CallbackBase):
 
     def _context(self):
         ctx = {
-            "ticket": _first(self._vars.get("gpuops_ticket")),
-            "change_id": _first(self._vars.get("gpuops_change_id")),
+            "ticket": _first(*[self._vars.get(k) for k in _TICKET_VARS], self._ids.get("ticket")),
+            "change_id": _first(self._vars.get("gpuops_change_id"), self._ids.get("change_id")),
         }
         g = self._guard
         if g:
@@ -232,7 +294,7 @@ class CallbackModule(CallbackBase):
         variables.update(play.vars or {})
         variables.update(extra)  # extra vars win, as in Ansible
         self._add_secrets(variables)
-        self._vars = {k: variables.get(k) for k in ("gpuops_ticket", "gpuops_change_id")}
+        self._vars = {k: variables.get(k) for k in _TICKET_VARS + ("gpuops_change_id",)}
         for k, v in list(self._vars.items()):
             if v is not None and not isinstance(v, (str, int, float)):
                 self._vars[k] = str(v)
@@ -296,16 +358,53 @@ class CallbackModule(CallbackBase):
         if isinstance(delegated, dict) and delegated.get("ansible_delegated_host"):
             rec["delegated_to"] = str(delegated.get("ansible_delegated_host"))
         if status in ("failed", "unreachable"):
-            msg = res.get("msg")
-            rec["msg"] = "(hidden: no_log)" if no_log else (str(msg)[:_MSG_MAX] if msg is not None else None)
+            rec["msg"] = "(hidden: no_log)" if no_log else _error_text(res)
+        nodes, items = _nodes_and_items(res, no_log)
+        if nodes:
+            rec["nodes"] = nodes
+            if len(nodes) == 1:
+                rec["node"] = nodes[0]
+        if items:
+            rec["items"] = items
         if not no_log:
             rec["diff"] = _audit.diff_summary(res.get("diff"))
         rec.update(self._context())
         return rec, action, res
 
+    def _remember_ids(self, res):
+        """The ticket and change id validated by untrusted_input (``-e gpuops_ticket=...`` or a role alias)."""
+        facts = res.get("ansible_facts") if isinstance(res.get("ansible_facts"), dict) else {}
+        for value in facts.values():
+            if not isinstance(value, dict):
+                continue
+            ticket = _first(*[value.get(k) for k in _TICKET_VARS])
+            if isinstance(ticket, str) and ticket:
+                self._ids["ticket"] = ticket
+            if isinstance(value.get("gpuops_change_id"), str) and value["gpuops_change_id"]:
+                self._ids["change_id"] = value["gpuops_change_id"]
+
     def _record_result(self, result, status):
         rec, action, res = self._result_record(result, status)
         self._play_counts[status] = self._play_counts.get(status, 0) + 1
+        if action in INPUT_ACTIONS and status == "ok":
+            self._remember_ids(res)
+            rec.update(self._context())
+        if action in ISOLATION_GUARD_ACTIONS and status == "ok" and "allowed" in res:
+            # every decision, refusals included (a refused node is not a change, but the auditor needs it)
+            rec["event"] = "task"
+            rec["decision"] = "refused" if res.get("refused_by_guard") else "allowed"
+            rec["allowed"] = list(res.get("allowed") or [])[:_ITEMS_MAX]
+            rec["already_isolated"] = list(res.get("already_isolated") or [])[:_ITEMS_MAX]
+            rec["refused"] = [
+                {"node": r.get("node"), "reason": str(r.get("reason"))[:_MSG_MAX]}
+                for r in (res.get("refused_by_guard") or [])[:_ITEMS_MAX]
+                if isinstance(r, dict)
+            ]
+            rec["nodes"] = sorted(
+                set(rec["allowed"]) | set(rec["already_isolated"]) | {r["node"] for r in rec["refused"]}
+            )
+            self._write(rec)
+            return
         if action in GUARD_ACTIONS and status == "ok":
             facts = res.get("ansible_facts") or {}
             guard = facts.get("gpuops_change_window") if isinstance(facts, dict) else None

@@ -1,8 +1,12 @@
 """Ticket payload -> validated run request -> per-node locks -> ansible-runner -> result document.
 
-Exit codes (cli.main): 0 the playbook succeeded; 1 it ran and failed (or could not be started);
-2 the payload was refused (invalid, unknown runbook/host, approval missing): nothing was run;
-75 another run holds a lock on one of the nodes (EX_TEMPFAIL: retry later): nothing was run.
+Exit codes (cli.main): 0 the playbook succeeded (for a disruptive runbook: every node reached the requested
+state); 1 it ran and failed (or could not be started); 2 the payload was refused (invalid, unknown runbook/host,
+approval missing): nothing was run; 3 a disruptive runbook ran and only safety gates said no (every node not
+done was ``refused``); 4 a disruptive runbook ran and a node failed, was left drained, is unconfirmed or was not
+started; 75 another run holds a lock on one of the nodes (EX_TEMPFAIL: retry later): nothing was run.
+For 0, 3 and 4 the result carries the run's outcome (``outcome``, from <state>/runs/<workflow>/<run_id>.json)
+and each node's ``outcome``/``detail``/``error``.
 
 The parts live in their own modules (payload, locks, outcomes, collection); their public names are
 re-exported here, so ``hook.resolve``, ``hook.NodeLocks`` and the rest keep working.
@@ -19,7 +23,16 @@ from typing import Any, Dict, Optional, Tuple
 
 from gpuops_runbook import collection, safety
 from gpuops_runbook.locks import NodeLocks
-from gpuops_runbook.outcomes import audit_run_ids, node_outcomes, report_paths
+from gpuops_runbook.outcomes import (
+    RC_INCOMPLETE,
+    RC_REFUSED_ONLY,
+    audit_run_ids,
+    merge_outcome,
+    node_outcomes,
+    outcome_rc,
+    report_paths,
+    run_outcome,
+)
 from gpuops_runbook.payload import APPROVAL_KEYS, PayloadError, parse_payload, resolve
 
 __all__ = [
@@ -28,6 +41,8 @@ __all__ = [
     "RC_FAILED",
     "RC_INVALID",
     "RC_OK",
+    "RC_REFUSED_ONLY",
+    "RC_INCOMPLETE",
     "SCHEMA",
     "NodeLocks",
     "PayloadError",
@@ -224,7 +239,25 @@ def run_request(
     result["audit_run_id"] = result["audit_run_ids"][0] if result["audit_run_ids"] else None
     if r.status == "successful" and not result["audit_run_id"] and not req["check_mode"]:
         result["errors"].append("no audit record found for this run in %s" % audit_log)
-    return (RC_OK if r.status == "successful" and r.rc == 0 else RC_FAILED), result
+    return _exit_code(r.status, r.rc, events, result), result
+
+
+def _exit_code(status: str, rc: Any, events: list, result: Dict[str, Any]) -> int:
+    """0/1 from ansible-runner; a disruptive runbook's outcome (gpuops.cluster.run_outcome) refines a failure
+    into 3 (refused only) or 4 (failed or incomplete), and is copied into the result."""
+    doc = run_outcome(events)
+    ran_ok = status == "successful" and rc == 0
+    if doc is None:
+        return RC_OK if ran_ok else RC_FAILED
+    result["outcome"] = {
+        k: doc.get(k)
+        for k in ("workflow", "run_id", "success", "exit_code", "counts", "summary", "requested_state", "path")
+    }
+    merge_outcome(result["nodes"], doc)
+    code = outcome_rc(doc)
+    if code == RC_OK:
+        return RC_OK if ran_ok else RC_FAILED  # every node done, but a task after the outcome failed
+    return code
 
 
 def base_result(req: Optional[Dict[str, Any]] = None, payload: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -246,6 +279,7 @@ def base_result(req: Optional[Dict[str, Any]] = None, payload: Optional[Dict[str
         "nodes": {},
         "reports": [],
         "audit_run_id": None,
+        "outcome": None,
         "errors": [],
         "hook_pid": os.getpid(),
         "python": sys.executable,

@@ -118,3 +118,68 @@ def audit_run_ids(audit_log: str, offset: int, pids: set, playbook: str) -> List
     except OSError:
         pass
     return ids
+
+
+OUTCOME_SCHEMA = "gpuops.outcome/v1"
+#: The hook's exit codes for a disruptive runbook that wrote an outcome (docs/operations.md): every node done
+#: (or already there, or nothing to do) -> 0; nothing failed, only safety gates said no -> 3; anything failed,
+#: was left drained, unconfirmed or not started -> 4.
+RC_REFUSED_ONLY, RC_INCOMPLETE = 3, 4
+_SUCCESS = ("done", "already", "skipped")
+
+
+def _outcome_results(events: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The results of gpuops.cluster.run_outcome tasks among the runner events (ok or failed), in order."""
+    found = []
+    for ev in events:
+        if ev.get("event") not in ("runner_on_ok", "runner_on_failed"):
+            continue
+        res = (ev.get("event_data") or {}).get("res") or {}
+        doc = res.get("outcome") if isinstance(res, dict) else None
+        if isinstance(doc, dict) and doc.get("schema") == OUTCOME_SCHEMA:
+            found.append(res)
+    return found
+
+
+def run_outcome(events: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The run's outcome document: the file the last run_outcome task wrote (``path``), else the copy in its
+    result (check mode writes no file). None when the playbook has no outcome step."""
+    results = _outcome_results(events)
+    if not results:
+        return None
+    res = results[-1]
+    path = res.get("path")
+    if isinstance(path, str) and path:
+        try:
+            with open(path, "rb") as fh:
+                doc = json.loads(fh.read().decode("utf-8"))
+            if isinstance(doc, dict) and doc.get("schema") == OUTCOME_SCHEMA:
+                doc["path"] = path
+                return doc
+        except (OSError, ValueError):
+            pass
+    doc = dict(res["outcome"])
+    doc["path"] = None
+    return doc
+
+
+def outcome_rc(doc: Dict[str, Any]) -> int:
+    """0 every node a success; 3 the others all refused (safety gates, nothing changed); 4 otherwise."""
+    bad = [e.get("outcome") for e in (doc.get("nodes") or {}).values() if isinstance(e, dict)]
+    bad = [o for o in bad if o not in _SUCCESS]
+    if not bad and doc.get("success") is not False:
+        return 0
+    return RC_REFUSED_ONLY if bad and all(o == "refused" for o in bad) else RC_INCOMPLETE
+
+
+def merge_outcome(nodes: Dict[str, Any], doc: Dict[str, Any]) -> None:
+    """Put each node's outcome (outcome, detail, error, slurm state/reason) next to the runner's counts."""
+    for node, e in (doc.get("nodes") or {}).items():
+        if not isinstance(e, dict):
+            continue
+        rec = nodes.setdefault(
+            node,
+            {"status": "not_run", "ok": 0, "changed": 0, "failed": 0, "unreachable": 0, "skipped": 0, "failures": []},
+        )
+        for key in ("outcome", "detail", "error", "decision", "slurm_state", "slurm_reason"):
+            rec[key] = e.get(key)

@@ -236,3 +236,82 @@ def test_guard_context_carries_into_later_plays(make_cb):
     rec = _records(cb)[-1]
     assert rec["play"] == "reboot" and rec["override"] == {"ticket": "INC-1", "reason": "CVE"}
     assert rec["ticket"] == "INC-1" and rec["decision"] == "emergency_override"
+
+
+# ---- issue 21: records name the node, the ticket and the decision; failures keep the tool's text ----------------
+def _start(cb, extra_vars=None):
+    cb.v2_playbook_on_start(Obj(_file_name="/x/playbooks/isolate.yml"))
+    cb.v2_playbook_on_play_start(FakePlay("Isolate", extra_vars=extra_vars))
+
+
+def test_loop_records_name_each_node_and_keep_the_tools_error(make_cb):
+    cb = make_cb()
+    _start(cb, extra_vars={"isolate_ticket": "INC-4712"})
+    drain = FakeTask("isolate : Isolate the nodes in Slurm", "gpuops.cluster.slurm_node")
+    res = {
+        "failed": True,
+        "msg": "One or more items failed",
+        "_ansible_delegated_vars": {"ansible_delegated_host": "slurm_head"},
+        "results": [
+            {"item": "gpu-node-01", "changed": True, "node": "gpu-node-01"},
+            {
+                "item": "gpu-node-02",
+                "failed": True,
+                "msg": "scontrol show node gpu-node-02: exit 1: slurm_load_node error: Unable to contact slurm "
+                "controller (connect failure)",
+            },
+            {"item": "gpu-node-03", "skipped": True},
+        ],
+    }
+    cb.v2_runner_on_failed(FakeResult("localhost", drain, res))
+    rec = _records(cb)[-1]
+    assert rec["host"] == "localhost" and rec["delegated_to"] == "slurm_head"
+    assert rec["nodes"] == ["gpu-node-01", "gpu-node-02"] and "node" not in rec
+    assert rec["ticket"] == "INC-4712"  # the role's own ticket variable counts (an alias of gpuops_ticket)
+    assert "gpu-node-02: scontrol show node gpu-node-02: exit 1: slurm_load_node error: Unable to contact" in rec["msg"]
+    assert rec["items"][1] == {"node": "gpu-node-02", "changed": False, "failed": True, "msg": res["results"][1]["msg"]}
+
+
+def test_command_failure_keeps_stderr_redacted(make_cb):
+    cb = make_cb()
+    _start(cb, extra_vars={"bmc_password": SECRET})
+    cmd = FakeTask("reset", "ansible.builtin.command")
+    err = "nvidia-smi: GPU 00000000:18:00.0 is in use (login %s)" % SECRET
+    cb.v2_runner_on_failed(
+        FakeResult("gpu-node-03", cmd, {"failed": True, "msg": "non-zero return code", "stderr": err})
+    )
+    rec = _records(cb)[-1]
+    assert "GPU 00000000:18:00.0 is in use" in rec["msg"] and SECRET not in json.dumps(rec)
+
+
+def test_the_ticket_validated_by_untrusted_input_names_every_later_record(make_cb):
+    cb = make_cb()
+    _start(cb)
+    inp = FakeTask("Outside input is data", "gpuops.cluster.untrusted_input")
+    facts = {"__isolate_in": {"isolate_ticket": "INC-9", "gpuops_change_id": "CHG-3", "isolate_reason": "x"}}
+    cb.v2_runner_on_ok(FakeResult("localhost", inp, {"changed": False, "ansible_facts": facts}))
+    drain = FakeTask("drain", "gpuops.cluster.slurm_node")
+    cb.v2_runner_on_ok(FakeResult("localhost", drain, {"changed": True, "node": "gpu-node-04"}))
+    rec = _records(cb)[-1]
+    assert (rec["ticket"], rec["change_id"], rec["node"], rec["nodes"]) == (
+        "INC-9",
+        "CHG-3",
+        "gpu-node-04",
+        ["gpu-node-04"],
+    )
+
+
+def test_a_guard_refusal_leaves_a_record(make_cb):
+    cb = make_cb()
+    _start(cb, extra_vars={"gpuops_ticket": "INC-1"})
+    guard = FakeTask("isolate : Blast-radius guard", "gpuops.cluster.isolation_guard")
+    res = {
+        "changed": False,
+        "allowed": [],
+        "already_isolated": [],
+        "refused_by_guard": [{"node": "gpu-node-05", "reason": "blast-radius guard: cluster would have 2 of 8"}],
+    }
+    cb.v2_runner_on_ok(FakeResult("localhost", guard, res))
+    rec = _records(cb)[-1]
+    assert rec["decision"] == "refused" and rec["nodes"] == ["gpu-node-05"] and rec["ticket"] == "INC-1"
+    assert rec["refused"] == [{"node": "gpu-node-05", "reason": "blast-radius guard: cluster would have 2 of 8"}]
