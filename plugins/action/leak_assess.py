@@ -42,7 +42,9 @@ class ActionModule(ControllerAction):
         if args["state_dir"]:
             path = _leak.result_path(args["state_dir"], args["alert_id"])
             before = _leak.load_result(path)
-            out.update(changed=before != res, path=path)
+            # the run outcome merged in by gpuops.cluster.run_outcome is not part of the result itself
+            same = before is not None and {k: v for k, v in before.items() if k != "outcome"} == res
+            out.update(changed=not same, path=path)
             if out["changed"] and not check_mode:
                 _leak.save_result(path, res)
             if out["changed"] and self._task.diff:

@@ -141,8 +141,8 @@ _UNVERIFIED_STAGES = ("verify", "post_inspection", "resume")
 
 def _failed_outcome(node: Dict[str, Any]) -> str:
     stage = str(node.get("stage") or "")
-    if stage == "health_gate":
-        return "refused"  # the gate said no before the drain: nothing changed
+    if stage == "health_gate" or (stage == "drain" and "refused by the guard" in str(node.get("message") or "")):
+        return "refused"  # the health gate or the isolation guard said no before the drain: nothing changed
     if str(node.get("evidence") or "").endswith("node unreachable"):
         return "unconfirmed"  # the node did not come back: what it runs now is not known
     return "left_drained" if stage in _UNVERIFIED_STAGES else "failed"

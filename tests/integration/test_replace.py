@@ -168,3 +168,51 @@ def test_serial_unchanged_is_refused_and_the_node_stays_drained(testbed, bed):
     # the guard's history holds the isolation claim of this run (the guard was not skipped)
     history = json.loads((state_dir(bed, ticket) / "isolation" / "history.json").read_text())
     assert [e.get("node") for e in history["entries"]] == [host], history
+
+
+def outcome_of(bed, ticket):
+    """The newest replace run outcome (gpuops.cluster.run_outcome) under the test's state dir."""
+    runs = sorted((state_dir(bed, ticket) / "runs" / "replace").glob("*.json"), key=lambda p: p.stat().st_mtime)
+    return json.loads(runs[-1].read_text())
+
+
+def test_bmc_refusing_the_power_off_leaves_a_final_record_and_the_node_drained(testbed, bed):
+    """Issue 21 observation 4: the BMC refuses the power-off (its chassis control cannot change the power state:
+    the emulator's state file is made immutable, so ipmi_sim answers the request with an error and keeps
+    reporting "on"). The record must not stay open at "evidence" with error None."""
+    import subprocess
+
+    host, ticket = testbed.nodes[0], "RMA-REFUSED-1"
+    bus = bus_of(testbed, host)
+    bed["power"].write_text("1\n")
+    subprocess.run(["chattr", "+i", str(bed["power"])], check=True)
+    try:
+        res = replace(testbed, bed, host, ticket, "prepare", bus, "-e", "replace_dcgm_level=0",
+                      "-e", "replace_bug_report=false", "-e", "replace_power_verify_retries=1")  # fmt: skip
+    finally:
+        subprocess.run(["chattr", "-i", str(bed["power"])], check=True)
+    try:
+        assert res.returncode == 2, res.stdout[-4000:] + res.stderr[-2000:]
+        assert bed["power"].read_text().strip() == "1"  # still powered
+        rec = record(bed, ticket, host)
+        assert rec["status"] == "stopped", rec
+        assert rec["stopped"]["step"] == "powered_off" and "powered_off" not in rec["steps"]
+        assert rec["stopped"]["reason"].startswith("power-off failed: power off not confirmed: %s on - BMC: " % host)
+        assert rec["stopped"]["message"] and "None" not in rec["stopped"]["message"]
+        # the node's state afterwards: drained, still powered
+        assert rec["left"]["power"] == "on" and "DRAIN" in rec["left"]["slurm_state"], rec["left"]
+        reason = testbed.scontrol("show", "node", host).split("Reason=", 1)[1].split("\n")[0]
+        assert reason.startswith("gpuops: replace stopped at power-off: ") and "[%s]" % ticket in reason, reason
+        assert "DRAIN" in testbed.node_state(host)
+        # the run outcome and the audit trail say it too
+        out = outcome_of(bed, ticket)
+        node = out["nodes"][host]
+        assert out["exit_code"] == 2 and node["outcome"] == "left_drained", node
+        assert node["error"] == rec["stopped"]["message"] and "DRAIN" in node["slurm_state"]
+        lines = [json.loads(x) for x in (state_dir(bed, ticket) / "audit" / "audit.log").read_text().splitlines()]
+        recs = [x for x in lines if x["event"] == "outcome" and x["node"] == host]
+        assert recs and recs[-1]["outcome"] == "left_drained" and recs[-1]["ticket"] == ticket
+        assert recs[-1]["error"] == rec["stopped"]["message"]
+        assert bed["bmc"].password not in json.dumps(lines) and bed["bmc"].password not in res.stdout
+    finally:
+        testbed.scontrol("update", "NodeName=%s" % host, "State=RESUME")

@@ -157,7 +157,7 @@ def test_check_mode_prints_the_plan_and_changes_nothing(bed, tmp_path):
     assert r.rc == 0, r.out[-3000:]
     assert "batches: [[" in r.out and "vbios+hca_fw+driver" in r.out
     assert not r.tasks("Drain") and not (r.run_dir / "plan.json").exists()
-    assert "gpuops outcome: upgrade" in r.out and " OK done=3" in r.out  # "would": nothing written
+    assert "gpuops outcome: upgrade" in r.out and "OK (check mode: would be) done=3 -> exit 0" in r.out, r.out[-3000:]
     assert not (r.state / "runs").exists()
     assert all(testbed.node_state(h) == "IDLE" for h in hosts)
     assert all(versions(testbed, h)["driver"] == OLD["driver"] for h in hosts)
