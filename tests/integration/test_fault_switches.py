@@ -65,11 +65,15 @@ def test_gpu_process_and_reset_switches(testbed):
 def test_slurmctld_switches_keep_saved_state(testbed):
     host = testbed.nodes[6]
     testbed.scontrol("update", "NodeName=%s" % host, "State=DRAIN", "Reason=gpuops: switch test [T-1]")
-    with testbed.slurmctld_down("kill"):
+    # stop (SIGTERM) saves the state: the drain survives the restart (a SIGKILL may lose the last seconds' changes)
+    with testbed.slurmctld_down("stop"):
         res = testbed._run([testbed.scontrol_path, "show", "node", host], check=False, timeout=30)
         assert res.returncode != 0 and "Unable to contact slurm controller" in res.stderr
     out = testbed.scontrol("show", "node", host)
     assert "DRAIN" in out and "gpuops: switch test [T-1]" in out
+    with testbed.slurmctld_down("kill"):
+        res = testbed._run([testbed.scontrol_path, "ping"], check=False, timeout=30)
+        assert "DOWN" in res.stdout
     with testbed.slurmctld_down("freeze"):
         t0 = time.monotonic()
         res = testbed._run([testbed.scontrol_path, "ping"], check=False, timeout=30)
