@@ -2,6 +2,8 @@
 
 tests/integration/conftest.py loads this module's fixtures into its namespace: a test just names
 ``bmc_emulators`` as a parameter (no import).
+``BMCs`` also throws the emulators' fault switches (refuse power-off, stall a Redfish path, die mid-update, hang):
+see tests/testbed/bmc/README.md "Fault switches".
 When ``bmc.sh up`` already runs with its defaults (tests/testbed/run-integration.sh starts it), that pair is
 used and left running. Otherwise the session starts its own pair in its own work dir on free ports, so
 parallel sessions do not collide, and ``bmc.sh down`` stops both by PID and removes the work dir.
@@ -10,6 +12,8 @@ GPUOPS_BMC_REUSE=0 always starts a private pair.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import socket
@@ -55,6 +59,51 @@ class BMCs:
         """One ipmi_sim console command, e.g. ``sensor_set_bit 0x20 0 6 1 1 0``."""
         res = self.sh("inject", command, timeout=20)
         assert res.returncode == 0, res.stderr
+
+    # -- fault switches (tests/testbed/bmc/README.md "Fault switches") -----------------------------------------
+    def _ok(self, *args):
+        res = self.sh(*args, timeout=60)
+        assert res.returncode == 0, "bmc.sh %s: %s%s" % (" ".join(args), res.stdout, res.stderr)
+        return res.stdout
+
+    def redfish_switch(self, **switches):
+        """POST /emulator/switches: ``refuse_power="<BMC message>"``, ``stall=["/redfish/v1/..."]``,
+        ``die_on_update=0`` (or N polls of the task), ``stall_seconds``, ``refuse_power_types``."""
+        return json.loads(self._ok("redfish-switch", json.dumps(switches)))
+
+    def refuse_power_off(self, message="Power action denied: the chassis is locked by a service operation"):
+        """Both BMCs refuse power-off: Redfish ComputerSystem.Reset answers 409 with ``message``, IPMI
+        ``chassis power off`` fails with a completion-code error."""
+        self.redfish_switch(refuse_power=message)
+        self._ok("ipmi-refuse-power", message)
+
+    def freeze(self, which):
+        """``ipmi`` or ``redfish``: SIGSTOP, the BMC hangs (packets/connections are queued, never answered)."""
+        self._ok("freeze", which)
+
+    def thaw(self, which):
+        self._ok("thaw", which)
+
+    def redfish_alive(self):
+        return "redfish: up" in self.sh("status", timeout=60).stdout
+
+    def clear_switches(self):
+        """Every switch lifted: thawed, power-off allowed, no stall; a Redfish emulator that died is started
+        again (``bmc.sh up``, fresh Redfish state)."""
+        for which in ("ipmi", "redfish"):
+            self.sh("thaw", which, timeout=30)
+        self.sh("ipmi-refuse-power", "off", timeout=30)
+        if self.sh("redfish-switch", "clear", timeout=30).returncode != 0:
+            self._ok("up")
+
+    @contextlib.contextmanager
+    def switched(self, **switches):
+        """``with bmc_emulators.switched(stall=[...]):`` Redfish switches for the block, all lifted afterwards."""
+        self.redfish_switch(**switches)
+        try:
+            yield self
+        finally:
+            self.clear_switches()
 
 
 def _running_default():

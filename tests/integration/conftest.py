@@ -5,8 +5,9 @@
 
 `testbed` (session) gives paths, the inventory and helpers: run ansible / ansible-playbook against the bed
 (ANSIBLE_PIPELINING=True, the collection from <repo>/build), run commands on a node or on the hub, call
-Slurm, read and edit a node's simulator state, and `reset()` every node to its default state (also run
-automatically after each test module that used the bed).
+Slurm, read and edit a node's simulator state, throw the fault switches (slurmctld down/killed/frozen, a node
+cut off, a process on a GPU, a failing or hanging GPU reset; the BMC switches are on `bmc_emulators`), and
+`reset()` every node to its default state (also run automatically after each test module that used the bed).
 
 Bring the bed up with `make testbed-up` (or run everything with `make integration`). When it is not up,
 tests that need it are skipped -- unless CI=true, where they fail: CI must never silently skip them.
@@ -221,9 +222,77 @@ class Testbed:
             cmd.append("--check")
         return self._run(cmd, check=False, timeout=timeout)
 
+    # -- fault switches (tests/testbed/README.md "Fault switches") ------------------------------------------
+    def slurmctld(self, action: str) -> None:
+        """``stop`` (SIGTERM), ``kill`` (SIGKILL), ``start`` (keeps the saved node states), ``freeze`` (SIGSTOP:
+        scontrol times out), ``thaw``."""
+        self._run(["bash", str(TESTBED_SH), "slurmctld", action], check=True, timeout=30)
+
+    @contextlib.contextmanager
+    def slurmctld_down(self, action: str = "kill") -> Iterator[None]:
+        """slurmctld killed (or ``stop``/``freeze``) for the block; running again afterwards."""
+        self.slurmctld(action)
+        try:
+            yield
+        finally:
+            self.slurmctld("thaw" if action == "freeze" else "start")
+
+    def cut(self, host: str) -> None:
+        """The node's only link down: unreachable over ssh, and its slurmd loses the controller."""
+        self._run(["bash", str(TESTBED_SH), "cut", host], check=True, timeout=30)
+
+    def mend(self, host: str) -> None:
+        self._run(["bash", str(TESTBED_SH), "mend", host], check=True, timeout=30)
+
+    @contextlib.contextmanager
+    def unreachable(self, host: str) -> Iterator[None]:
+        self.cut(host)
+        try:
+            yield
+        finally:
+            self.mend(host)
+
+    def gpu_process(self, host: str, gpu: int, pid: int = 4242, name: str = "python3", used_mib: int = 70400) -> None:
+        """A compute process on GPU ``gpu``: every nvidia-smi view lists it and ``nvidia-smi -r`` refuses."""
+        with self.edit_state(host) as s:
+            s["gpus"][gpu].setdefault("processes", []).append(
+                {"pid": pid, "name": name, "type": "C", "used_mib": used_mib}
+            )
+
+    def gpu_reset_fault(
+        self,
+        host: str,
+        mode: Optional[str],
+        message: Optional[str] = None,
+        gpus: Optional[List[int]] = None,
+        rc: int = 255,
+        hang_seconds: float = 3600,
+    ) -> None:
+        """``nvidia-smi -r`` on ``host`` fails (``mode="fail"``: the real "could not be reset" text with
+        ``message``, exit ``rc``) or never returns (``"hang"``: until ``hang_seconds`` or the switch is cleared);
+        ``mode=None`` clears the switch (and releases a hanging reset)."""
+        with self.edit_state(host) as s:
+            s.pop("gpu_reset_fault", None)
+            if mode is not None:
+                sw: Dict[str, Any] = {"mode": mode, "rc": rc, "hang_seconds": hang_seconds}
+                if message is not None:
+                    sw["message"] = message
+                if gpus is not None:
+                    sw["gpus"] = list(gpus)
+                s["gpu_reset_fault"] = sw
+
+    def heal(self) -> None:
+        """Lift the bed-level switches: slurmctld running and answering, every node's link up."""
+        self.slurmctld("thaw")
+        self.slurmctld("start")
+        for host in self.nodes:
+            self.mend(host)
+
     # -- reset ---------------------------------------------------------------------------------------
     def reset(self) -> None:
-        """Every node back to its default simulator state and in service; all Slurm jobs cancelled."""
+        """Every node back to its default simulator state and in service; all Slurm jobs cancelled; the fault
+        switches lifted."""
+        self.heal()
         self.slurm("scancel", "--user=root", check=False)
         for host in self.nodes:
             self._revive(host)

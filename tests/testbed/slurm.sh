@@ -5,6 +5,9 @@
 #                    partition gpu (all nodes, default), GRES gpu:h100:8 on fake /dev nodes;
 #                    host wrappers $GPUOPS_TB/bin/{scontrol,sinfo,squeue,sbatch,scancel,srun}
 #   slurm.sh down    stop what `up` started (by pid file)
+#   slurm.sh ctld stop|kill|start|freeze|thaw   fault switch: slurmctld stopped (SIGTERM, state saved) or killed
+#                    (SIGKILL), started again (keeps the saved node states: drains, reasons), or frozen (SIGSTOP:
+#                    the port accepts, nothing answers; scontrol fails after MessageTimeout) and thawed
 #
 # munged is private to the test bed (own key and socket under $GPUOPS_TB/munge, AuthInfo=socket=...):
 # the host's munge key and daemon are never touched.
@@ -18,6 +21,8 @@ M=$TB/munge
 CONF=$TB/slurm/slurm.conf
 
 alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# running PIDFILE: alive and not a zombie (PID 1 on the CI machine reaps orphans late)
+running() { alive "$1" && ! grep -q '^State:.Z' "/proc/$(cat "$1")/status" 2>/dev/null; }
 
 write_conf() {  # $1 = node count
   local n=$1 last
@@ -104,8 +109,7 @@ up() {
     /usr/sbin/munged --force --key-file="$M/munge.key" --socket="$M/munge.socket" \
       --pid-file="$M/munged.pid" --log-file="$M/munged.log" --seed-file="$M/munged.seed" --num-threads=4
   fi
-  # slurmctld insists on gethostname() == SlurmctldHost: own UTS namespace with hostname tb-head
-  ip netns exec "$HUB" unshare --uts sh -c "hostname tb-head; SLURM_CONF=$CONF exec /usr/sbin/slurmctld -c"
+  start_ctld -c
   for node in $nodes; do
     touch "$(node_dir "$node")/slurmd.enabled"   # gpuops-sim-reboot restarts slurmd on such nodes
     in_node "$node" /usr/sbin/slurmd
@@ -117,6 +121,39 @@ up() {
   done
   "$TB/bin/sinfo" -N -o '%12N %8T %G' >&2
   [ "$idle" -eq "$n" ] || die "only $idle of $n slurm nodes are idle (logs: $S/*.log)"
+}
+
+start_ctld() {  # $1 = extra slurmctld flags (-c on first start: a clean state)
+  # slurmctld insists on gethostname() == SlurmctldHost: own UTS namespace with hostname tb-head
+  ip netns exec "$HUB" unshare --uts sh -c "hostname tb-head; SLURM_CONF=$CONF exec /usr/sbin/slurmctld $1"
+}
+
+ctld() {  # fault switch on slurmctld (tests/testbed/README.md "Fault switches")
+  local f=$S/slurmctld.pid pid
+  case "$1" in
+    stop|kill)
+      running "$f" || return 0
+      pid=$(cat "$f")
+      kill "-$([ "$1" = kill ] && echo KILL || echo TERM)" "$pid" 2>/dev/null || true
+      kill -CONT "$pid" 2>/dev/null || true   # a frozen one must run to die of TERM
+      for _ in $(seq 100); do
+        if [ ! -r "/proc/$pid/status" ] || grep -q '^State:.Z' "/proc/$pid/status"; then break; fi
+        sleep 0.05
+      done ;;
+    start)
+      running "$f" && return 0
+      start_ctld ""
+      # answering, and every slurmd registered again (no node UNKNOWN: a RESUME would be refused)
+      for _ in $(seq 200); do
+        if "$TB/bin/scontrol" ping >/dev/null 2>&1 \
+           && ! "$TB/bin/sinfo" -h -N -o '%T' 2>/dev/null | grep -q unknown; then return 0; fi
+        sleep 0.1
+      done
+      die "slurmctld did not answer after start (log: $S/slurmctld.log)" ;;
+    freeze) if running "$f"; then kill -STOP "$(cat "$f")"; fi ;;
+    thaw) if running "$f"; then kill -CONT "$(cat "$f")"; fi ;;
+    *) die "usage: slurm.sh ctld stop|kill|start|freeze|thaw" ;;
+  esac
 }
 
 down() {
@@ -132,5 +169,6 @@ down() {
 case "${1:-}" in
   up) up ;;
   down) down ;;
-  *) sed -n '2,11p' "$0" >&2; exit 2 ;;
+  ctld) ctld "${2:-}" ;;
+  *) sed -n '2,14p' "$0" >&2; exit 2 ;;
 esac

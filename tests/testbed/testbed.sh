@@ -7,6 +7,10 @@
 #   testbed.sh node HOST CMD...  run CMD "on" a node (its netns, hostname and mount namespace)
 #   testbed.sh hub CMD...        run CMD in the hub netns (where slurmctld lives; reaches every node)
 #   testbed.sh revive HOST       restart sshd/slurmd on a node left down by a `no_return` reboot
+# Fault switches (README.md "Fault switches"):
+#   testbed.sh slurmctld stop|kill|start|freeze|thaw   slurmctld down / killed / back / hung
+#   testbed.sh cut HOST          take the node's link down (unreachable: ssh and slurmd both lose it)
+#   testbed.sh mend HOST         bring it back up
 #
 # State dir: $GPUOPS_TB (default /tmp/gpuops-tb). Layout, fault injection and traps: tests/testbed/README.md.
 # Nothing is created in the root network namespace; every write a test makes on a node lands in that
@@ -213,6 +217,13 @@ status() {
   if [ -x "$TB/bin/sinfo" ]; then "$TB/bin/sinfo" -N -o '%N %T %E' || true; fi
 }
 
+link() {  # link up|down HOST: the node's veth end in the hub (its only link)
+  local i
+  [ -d "$(node_dir "$2")" ] || die "no node $2"
+  i=$((10#${2##*-}))
+  ip -n "$HUB" link set "v$i" "$1"
+}
+
 revive() {  # $1 = host: start sshd / slurmd where they are not running (after a `no_return` reboot)
   local nd
   nd=$(node_dir "$1")
@@ -226,8 +237,11 @@ case "${1:-}" in
   revive) [ $# -eq 2 ] || die "usage: testbed.sh revive HOST"; revive "$2" ;;
   down) down ;;
   status) status ;;
+  slurmctld) [ $# -eq 2 ] || die "usage: testbed.sh slurmctld stop|kill|start|freeze|thaw"; bash "$HERE/slurm.sh" ctld "$2" ;;
+  cut) [ $# -eq 2 ] || die "usage: testbed.sh cut HOST"; link down "$2" ;;
+  mend) [ $# -eq 2 ] || die "usage: testbed.sh mend HOST"; link up "$2" ;;
   node) [ $# -ge 3 ] || die "usage: testbed.sh node HOST CMD..."; shift; n=$1; shift; in_node "$n" "$@" ;;
   hub) [ $# -ge 2 ] || die "usage: testbed.sh hub CMD..."; shift
        SLURM_CONF=$TB/slurm/slurm.conf exec ip netns exec "$HUB" "$@" ;;
-  *) sed -n '2,14p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,18p' "$0" >&2; exit 2 ;;
 esac

@@ -80,6 +80,22 @@ def _cmd_capture(path, args) -> int:
     return 0
 
 
+def _sleep(path, res):
+    """Sleep res.sleep seconds (a hanging tool); with res.release, wake up early once the state releases it."""
+    if res.release is None:
+        time.sleep(res.sleep)
+        return res
+    deadline = time.monotonic() + res.sleep
+    while time.monotonic() < deadline:
+        time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+        try:
+            if res.release(load(path)):
+                return res
+        except (OSError, ValueError):
+            continue  # the state is being rewritten: look again
+    return res
+
+
 def _cmd_tool(path, cmd, args) -> int:
     res = run_tool(_live_state(path), cmd, args)
     if res.changed:
@@ -88,7 +104,7 @@ def _cmd_tool(path, cmd, args) -> int:
             res = run_tool(fresh, cmd, args)  # re-run on the locked, current state
             save(fresh, path)
     if res.sleep:
-        time.sleep(res.sleep)
+        res = _sleep(path, res)
     sys.stdout.write(res.stdout)
     sys.stderr.write(res.stderr)
     sys.stdout.flush()

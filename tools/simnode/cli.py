@@ -12,15 +12,21 @@ import time
 
 from simnode import render_gpu as rg
 from simnode import render_misc as rm
+from simnode import switches as sw
 
 
 class Result:
-    def __init__(self, stdout: str = "", stderr: str = "", rc: int = 0, changed: bool = False, sleep: float = 0.0):
+    def __init__(
+        self, stdout: str = "", stderr: str = "", rc: int = 0, changed: bool = False, sleep: float = 0.0, release=None
+    ):
         self.stdout = stdout
         self.stderr = stderr
         self.rc = rc
         self.changed = changed
         self.sleep = sleep
+        #: while sleeping, the CLI re-reads the state and stops early when release(state) is true (a hang switch
+        #: cleared)
+        self.release = release
 
 
 # ------------------------------------------------------------------------------------------------ nvidia-smi
@@ -108,6 +114,15 @@ def _smi_query_gpu(state: dict, view: dict, args: list) -> Result:
     return Result(out, "", rc)
 
 
+def _smi_compute_apps(state: dict, view: dict, args: list) -> Result:
+    lost = _lost(view)
+    if lost:
+        return lost
+    fields = [f.strip() for f in _opt(args, "--query-compute-apps").split(",") if f.strip()]
+    out, rc = sw.compute_apps(view, fields, _opt(args, "--format") or "csv")
+    return Result(out, "", rc)
+
+
 def _is_query(args: list) -> bool:
     return (
         "-q" in args
@@ -134,6 +149,7 @@ _SMI_MODES = (
     (lambda args: bool(args) and args[0] == "nvlink", _smi_nvlink),
     (lambda args: "-L" in args or "--list-gpus" in args, _smi_list),
     (lambda args: _opt(args, "--query-gpu") is not None, _smi_query_gpu),
+    (lambda args: _opt(args, "--query-compute-apps") is not None, _smi_compute_apps),
     (_is_query, _smi_query),
     (lambda args: not args, _smi_table),
 )
@@ -227,6 +243,15 @@ def gpu_reset(state: dict, args: list) -> Result:
             )
         )
         return Result(msg, "", 255)
+    mode, switch = sw.reset_fault(state, targets)
+    if mode == "fail":
+        return Result(sw.reset_error_text(targets, switch), "", int(switch.get("rc", sw.RC_OTHER)))
+    if mode == "hang":
+        # never returns; when the hang ends (hang_seconds, or the switch cleared) it reports a timeout
+        timeout_text = sw.reset_error_text(targets, dict(switch, message="Timeout"))
+        return Result(
+            timeout_text, "", sw.RC_OTHER, sleep=float(switch.get("hang_seconds", 3600)), release=sw.hang_released
+        )
     out = []
     for g in targets:
         if g["remap"]["pending"]:

@@ -8,6 +8,11 @@
 #   bmc.sh status   exit 0 when both answer
 #   bmc.sh env      print the endpoints as shell variables (source-able)
 #   bmc.sh inject 'sensor_set_bit 0x20 0 6 1 1 1'   send one command to the ipmi_sim console
+# Fault switches (README.md "Fault switches"):
+#   bmc.sh freeze ipmi|redfish     SIGSTOP the emulator: the port accepts/queues, nothing answers (a hung BMC)
+#   bmc.sh thaw ipmi|redfish       SIGCONT it
+#   bmc.sh ipmi-refuse-power MSG   IPMI "chassis power off" fails (completion code error); `off` lifts it
+#   bmc.sh redfish-switch JSON     POST /emulator/switches (refuse_power, stall, die_on_update); `clear` lifts all
 #
 # Env: BMC_WORK (state dir, default <repo>/build/bmc), BMC_REDFISH_PORT (8443), BMC_IPMI_PORT (9001),
 #      BMC_USER (admin), BMC_PASSWORD (a test-only default), BMC_VENV (<repo>/build/venv-bmc, made by setup.sh),
@@ -125,6 +130,25 @@ EOC
   return 1
 }
 
+signal_emulator() {  # signal_emulator STOP|CONT ipmi|redfish: the emulator's whole process group
+  local f
+  case $2 in
+    ipmi) f=$W/ipmi/ipmi_sim.pid ;;
+    redfish) f=$W/sushy.pid ;;
+    *) echo "bmc.sh: freeze/thaw ipmi|redfish" >&2; exit 2 ;;
+  esac
+  alive "$f" || { echo "bmc.sh: $2 emulator not running" >&2; exit 1; }
+  kill "-$1" -- "-$(cat "$f")" 2>/dev/null || kill "-$1" "$(cat "$f")"
+}
+
+redfish_switch() {  # redfish_switch JSON|clear
+  local method=POST data=$1
+  [ "$1" = clear ] && { method=DELETE; data='{}'; }
+  curl -sk --fail-with-body -m 10 -u "$USER_:$PASS" -X "$method" -H 'Content-Type: application/json' \
+    -d "$data" "https://127.0.0.1:$RF_PORT/emulator/switches"
+  echo
+}
+
 inject() {  # one command on the ipmi_sim console
   python3 - "$((IPMI_PORT + 1000))" "$1" <<'PY'
 import socket, sys, time
@@ -160,5 +184,10 @@ status)
   ;;
 env) print_env ;;
 inject) inject "${2:?command}" ;;
-*) sed -n '2,16p' "$0"; exit 1 ;;
+freeze) signal_emulator STOP "${2:?ipmi|redfish}" ;;
+thaw) signal_emulator CONT "${2:?ipmi|redfish}" ;;
+ipmi-refuse-power)
+  if [ "${2:?MESSAGE|off}" = off ]; then rm -f "$W/ipmi/power.refuse"; else printf '%s\n' "$2" >"$W/ipmi/power.refuse"; fi ;;
+redfish-switch) redfish_switch "${2:?JSON|clear}" ;;
+*) sed -n '2,22p' "$0"; exit 1 ;;
 esac

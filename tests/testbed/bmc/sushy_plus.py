@@ -14,6 +14,8 @@ In-process additions to sushy-tools 2.2.0 (no fork of its code):
     DELETE /emulator/faults clears. Injected faults also add SEL log entries.
   * Power actions apply at once (the stock fake driver waits a random 1-11 s).
   * A SessionService (X-Auth-Token sessions beside Basic auth): sushy_plus_sessions.py.
+  * Fault switches (test-only): POST /emulator/switches {"refuse_power": "<BMC message>", "stall": ["<path prefix>"],
+    "die_on_update": N}; DELETE clears (sushy_plus_switches.py).
 State: $BMC_WORK/plus-state.json (one file per run).
 Run:  SUSHY_EMULATOR_CONFIG=sushy-fake.conf python sushy_plus.py --fake -i 127.0.0.1 -p 8443 --ssl-...
 """
@@ -26,6 +28,7 @@ import flask
 # after_request hooks in reverse order of registration)
 import sushy_plus_chassis
 import sushy_plus_sessions
+import sushy_plus_switches
 import sushy_plus_systems
 import sushy_plus_update
 from sushy_plus_state import (
@@ -39,7 +42,7 @@ from sushy_plus_state import (
 from sushy_tools.emulator import main as sushy_main
 
 #: The modules whose routes make up the additions.
-ROUTES = (sushy_plus_systems, sushy_plus_chassis, sushy_plus_update, sushy_plus_sessions)
+ROUTES = (sushy_plus_systems, sushy_plus_chassis, sushy_plus_update, sushy_plus_sessions, sushy_plus_switches)
 
 
 # ------------------------------------------------------------------------------------------ fault injection
