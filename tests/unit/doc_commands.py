@@ -75,7 +75,7 @@ def _markdown_chunks(text: str) -> Iterator[Tuple[int, str]]:
     para: List[Tuple[int, str]] = []
 
     def spans(par: List[Tuple[int, str]]) -> Iterator[Tuple[int, str]]:
-        joined = " ".join(line.strip() for _, line in par)
+        joined = " ".join(line.strip() for _lineno, line in par)
         for m in re.finditer(r"(`+)(.+?)\1", joined):
             yield par[0][0], m.group(2).strip()
 
@@ -416,7 +416,7 @@ def multiword_values(cmd: Command) -> Dict[str, str]:
     """The free-text values of a documented ansible-playbook command that hold more than one word."""
     if cmd.argv[0] != "ansible-playbook":
         return {}
-    _, extra, _ = parse_playbook_args(cmd.argv)
+    _pb, extra, _err = parse_playbook_args(cmd.argv)
     return {k: v for k, v in extra.items() if isinstance(v, str) and len(v.split()) > 1}
 
 

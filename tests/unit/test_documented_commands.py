@@ -132,11 +132,13 @@ def test_the_check_accepts(text):
 
 def test_ansible_itself_splits_the_old_form():
     """The reason the check exists, shown with ansible-core's own parser."""
-    _, extra, err = dc.parse_playbook_args(
+    _pb, extra, err = dc.parse_playbook_args(
         ["ansible-playbook", "gpuops.cluster.isolate", "-e", "isolate_reason=Xid 79"]
     )
     assert err is None and extra == {"isolate_reason": "Xid", "_raw_params": "79"}
-    _, extra, _ = dc.parse_playbook_args(["ansible-playbook", "x.yml", "-e", '{"isolate_reason": "Xid 79 on GPU 3"}'])
+    _pb, extra, _err = dc.parse_playbook_args(
+        ["ansible-playbook", "x.yml", "-e", '{"isolate_reason": "Xid 79 on GPU 3"}']
+    )
     assert extra == {"isolate_reason": "Xid 79 on GPU 3"}
 
 
@@ -164,7 +166,7 @@ def test_extraction_reads_fences_continuations_inline_spans_and_headers(tmp_path
     pb.write_text(
         "---\n# Do it:\n#   ansible-playbook gpuops.cluster.resume [-e resume_force=true] \\\n#     -l n1\n- hosts: all\n"
     )
-    found, _ = dc.extract(str(pb), str(tmp_path))
+    found, _skipped = dc.extract(str(pb), str(tmp_path))
     assert found[0].argv == ["ansible-playbook", "gpuops.cluster.resume", "-e", "resume_force=true", "-l", "n1"]
     bad = tmp_path / "bad.md"
     bad.write_text("```\nansible-playbook gpuops.cluster.isolate -e 'isolate_reason=unbalanced\n```\n")
@@ -265,7 +267,7 @@ def test_docs_name_only_files_that_exist():
     mds = {
         name
         for top in _TOP + (".",)
-        for _, _, names in (os.walk(os.path.join(ROOT, top)) if top != "." else [("", [], os.listdir(ROOT))])
+        for _root, _dirs, names in (os.walk(os.path.join(ROOT, top)) if top != "." else [("", [], os.listdir(ROOT))])
         for name in names
         if name.endswith(".md")
     }

@@ -61,7 +61,7 @@ sys.stderr.write("fake scontrol: unsupported %%s\n" %% args); sys.exit(1)
 
 def _documented(source, marker):
     """The command of `source` (a runbook) whose text holds `marker`, as the operator pastes it."""
-    commands, _ = dc.extract(os.path.join(ROOT, source), ROOT)
+    commands, _skipped = dc.extract(os.path.join(ROOT, source), ROOT)
     found = [c for c in commands if marker in c.text and "--check" not in c.argv]
     assert found, "no documented command in %s holds %r" % (source, marker)
     return found[0].argv
@@ -127,7 +127,7 @@ pytestmark = pytest.mark.skipif(
 
 def test_the_documented_isolate_command_keeps_the_whole_reason(run_isolate):
     argv = _documented("runbooks/gpu-fell-off-bus.md", "gpuops.cluster.isolate")
-    _, extra, _ = dc.parse_playbook_args(argv)
+    _pb, extra, _err = dc.parse_playbook_args(argv)
     reason, ticket = extra["isolate_reason"], extra["gpuops_ticket"]
     assert len(reason.split()) > 1
     proc, node = run_isolate(argv)
@@ -139,7 +139,7 @@ def test_the_documented_isolate_command_keeps_the_whole_reason(run_isolate):
 def test_the_old_key_value_form_loses_words(run_isolate):
     """What README.md and docs/isolation.md used to say: the reason reaches Slurm as its first word only."""
     argv = _documented("runbooks/gpu-fell-off-bus.md", "gpuops.cluster.isolate")
-    _, extra, _ = dc.parse_playbook_args(argv)
+    _pb, extra, _err = dc.parse_playbook_args(argv)
     i = next(i for i, a in enumerate(argv) if a.startswith("{") and "isolate_reason" in a)
     data = json.loads(argv[i])
     reason = data.pop("isolate_reason")

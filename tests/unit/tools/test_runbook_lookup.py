@@ -45,7 +45,7 @@ def test_lookup_prints_commands_that_check_out(entry_id, capsys):
     for cmd in cmds:
         assert dc.check(cmd, COLL) == [], (cmd.text, dc.check(cmd, COLL))
         assert cmd.argv[3] == command.playbook_name(entry)
-        _, extra, _ = dc.parse_playbook_args(cmd.argv)
+        _pb, extra, _err = dc.parse_playbook_args(cmd.argv)
         assert extra["gpuops_ticket"] == "TICKET"
         for key, value in (entry["extra_vars"] or {}).items():
             assert extra[key] == value  # free text arrives whole (e.g. "Xid 79 GPU fell off the bus")
@@ -60,7 +60,7 @@ def test_lookup_fills_in_node_ticket_and_inventory(capsys):
     assert cli.main(argv + ["--ticket", "INC-4711", "-i", "inventories/prod"]) == 0
     out = capsys.readouterr().out
     cmd = _printed_commands(out)[1]
-    _, extra, _ = dc.parse_playbook_args(cmd.argv)
+    _pb, extra, _err = dc.parse_playbook_args(cmd.argv)
     assert extra == {
         "isolate_nodes": ["gpu-node-07", "gpu-node-08"],
         "isolate_reason": "Xid 79 GPU fell off the bus",
@@ -72,14 +72,14 @@ def test_lookup_fills_in_node_ticket_and_inventory(capsys):
 
 def test_lookup_uses_gpuops_targets_when_the_entry_names_no_node_variable(capsys):
     assert cli.main(["lookup", "--check", "gpu.ecc", "--node", "gpu-node-07"]) == 0
-    _, extra, _ = dc.parse_playbook_args(_printed_commands(capsys.readouterr().out)[0].argv)
+    _pb, extra, _err = dc.parse_playbook_args(_printed_commands(capsys.readouterr().out)[0].argv)
     assert extra["gpuops_targets"] == "gpu-node-07" and "gpu_reset_ticket" not in extra
 
 
 def test_lookup_quotes_a_single_quote_in_text_for_the_shell():
     entry = dict(catalog.by_id(DATA, "gpu_fell_off_bus"), extra_vars={"isolate_reason": "it's Xid 79; rm -rf /"})
     line = command.render(entry, ["gpu-node-07"], "T-1", "inv").splitlines()[-1]
-    _, extra, err = dc.parse_playbook_args(dc._tokens(line))
+    _pb, extra, err = dc.parse_playbook_args(dc._tokens(line))
     assert err is None and extra["isolate_reason"] == "it's Xid 79; rm -rf /"
 
 
