@@ -88,7 +88,8 @@ def _local_dependency(ns: str, name: str, spec: str) -> Path:
     """The collection ns.name as shipped inside an installed Python package (the `ansible` package's copy)."""
     for entry in sys.path:
         cand = Path(entry or ".") / "ansible_collections" / ns / name
-        if cand.resolve().is_relative_to(ROOT.resolve()) or not (cand / "MANIFEST.json").is_file():
+        # not the collections of this checkout's build/ (a venv inside the checkout, as in CI, does count)
+        if cand.resolve().is_relative_to((ROOT / "build").resolve()) or not (cand / "MANIFEST.json").is_file():
             continue
         version = json.loads((cand / "MANIFEST.json").read_text())["collection_info"]["version"]
         if spec in ("*", "") or Version(version) in SpecifierSet(spec):
