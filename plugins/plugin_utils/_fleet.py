@@ -244,6 +244,14 @@ def profile_of(baseline: Dict[str, Any]) -> List[tuple]:
     entry = as_dict(baseline.get("driver_version"))
     if "value" in entry:
         rows.append(("driver_version", entry["value"], _note(entry)))
+    mounts = sorted(as_dict(baseline.get("mounts")))
+    if mounts:
+        rows.append(("mounts", mounts, ""))
+    services = sorted(as_dict(baseline.get("services")))
+    if "nvidia-fabricmanager" in services:
+        rows.append(("nvswitch", True, "  # nvidia-fabricmanager runs on the majority"))
+    if services:
+        rows.append(("services", services, ""))
     return rows
 
 
