@@ -105,7 +105,7 @@ def check_port_peers(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str
                 state or "unknown",
                 "IB port %s is %s (%s) while %d of %d %s %s ports of this node are Active "
                 "(inferred from peers, confidence %d%%)"
-                % (name, state, p.get("phys_state"), len(active), len(ports), model, layer, 100 * conf["confidence"]),
+                % (name, state, p.get("phys_state"), len(active), len(ports), model, layer, round(100 * conf["confidence"])),
                 "reseat",
                 "ib.port_state: zero-config baseline, ports of the same adapter model and link layer Active",
                 evidence=_port_evidence(p, base),
@@ -132,7 +132,7 @@ def _rate_peers(ctx: Ctx, active: List[Tuple[str, Dict[str, Any]]], cfg: Dict[st
                 name,
                 "rate",
                 "IB port %s at %g Gb/s while %d of %d Active %s ports run at %g (inferred from peers, "
-                "confidence %d%%)" % (name, have, agree, len(active), what, rate, 100 * conf["confidence"]),
+                "confidence %d%%)" % (name, have, agree, len(active), what, rate, round(100 * conf["confidence"])),
                 "reseat",
                 "ib.port_rate: zero-config baseline, below the rate of the adapter's peer ports (downtrained link)",
                 evidence=_port_evidence(p, dict(conf, source="node_peers", expected_rate_gbps=rate)),
@@ -171,7 +171,7 @@ def check_gpu_peers(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str,
             "all_down",
             "%s: none of its %d NVLinks is up while %d of %d GPUs of this node have theirs up (usually %d) "
             "(inferred from peers, confidence %d%%)"
-            % (gpu_label(g), len(links), len(linked), len(gpus), usual, 100 * conf["confidence"]),
+            % (gpu_label(g), len(links), len(linked), len(gpus), usual, round(100 * conf["confidence"])),
             "reset_gpu",
             "gpu.nvlink: zero-config baseline, sibling GPUs' NVLinks up (NVIDIA Xid 136/link training: RESET_GPU)",
             evidence={"listed": len(links), "baseline": dict(conf, source="node_peers", usual_links_up=usual)},

@@ -11,6 +11,8 @@ across a fleet on simulated clusters generated with and without profiles (the an
 from __future__ import annotations
 
 import datetime
+import os
+import stat
 import json
 import shutil
 import subprocess
@@ -306,3 +308,51 @@ def test_generate_cli_no_profiles(tmp_path):
     key = json.loads((tmp_path / "s" / "answer_key.json").read_text())
     assert key["profiles"] is False and key["node_class"] is None
     assert "gpuops_node_class" not in (tmp_path / "s" / "inventory" / "hosts.yml").read_text()
+
+
+def test_inspect_cluster_writes_the_profiles_privately_and_not_in_check_mode(zero, tmp_path, run_action):
+    from ansible_collections.gpuops.cluster.plugins.action import inspect_cluster
+
+    _sim, _key, hosts, _report = zero
+    hv = {h: {"inventory_hostname": h, "gpuops_capture_dir": v["capture_dir"]} for h, v in hosts.items()}
+    out = tmp_path / "profiles.yml"
+    args = {
+        "targets": sorted(hv),
+        "report_dir": str(tmp_path / "r"),
+        "write_profiles": str(out),
+        "include_facts": False,
+    }
+    res = run_action(inspect_cluster, args, check_mode=True, task_vars={"hostvars": hv})
+    assert not out.exists() and "profiles_written" not in res
+    res = run_action(inspect_cluster, args, task_vars={"hostvars": hv})
+    assert res["profiles_written"] == {"path": str(out), "classes": ["NVIDIA H100 80GB HBM3"]}
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
+    assert "nvidia-h100-80gb-hbm3-8" in yaml.safe_load(out.read_text())["gpuops_profiles"]
+    assert "majority of their class" in " ".join(res.get("warnings", []))
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "## Fleet baseline (zero-config)" in md and "| NVIDIA H100 80GB HBM3 | 40 | 8 (39/40) |" in md
+    # a path that cannot be written is a clear failure, not a traceback
+    with pytest.raises(Exception, match="cannot write the inferred profiles"):
+        run_action(
+            inspect_cluster,
+            dict(args, write_profiles=str(tmp_path / "r" / "report.md" / "p.yml")),
+            task_vars={"hostvars": hv},
+        )
+
+
+def test_score_tool_counts_missing_and_false_alarms(zero, tmp_path):
+    from simcluster import score
+
+    _sim, key, _hosts_, report = zero
+    s = score.score(report, key)
+    assert s["found"] == s["expected"] > 0 and s["false_alarms"] == [] and s["missing"] == []
+    host = next(h for h, v in key["hosts"].items() if v)
+    broken = json.loads(json.dumps(report, default=str))
+    broken["nodes"][host]["findings"] = [dict(check="gpu.ecc", component="gpu0", severity="P1")]
+    s = score.score(broken, key)
+    assert s["found"] == s["expected"] - len(key["hosts"][host]) and s["false_alarms"] == [
+        (host, "gpu.ecc", "gpu0", "P1")
+    ]
+    assert score.line(s).startswith(
+        "score: found %d/%d expected findings, 1 false alarms" % (s["found"], s["expected"])
+    )
