@@ -188,7 +188,9 @@ class ActionModule(ActionBase):
         try:
             write_private_atomic(path, text, 0o600)
         except OSError as exc:
-            raise AnsibleActionFail("inspect_cluster: cannot write the inferred profiles to %s: %s" % (path, exc)) from exc
+            raise AnsibleActionFail(
+                "inspect_cluster: cannot write the inferred profiles to %s: %s" % (path, exc)
+            ) from exc
         return {"path": path, "classes": sorted(baselines)}
 
     def run(self, tmp=None, task_vars=None):

@@ -105,7 +105,16 @@ def check_port_peers(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str
                 state or "unknown",
                 "IB port %s is %s (%s) while %d of %d %s %s ports of this node are Active "
                 "(inferred from peers, confidence %d%%)"
-                % (name, state, p.get("phys_state"), len(active), len(ports), model, layer, round(100 * conf["confidence"])),
+                % (
+                    name,
+                    state,
+                    p.get("phys_state"),
+                    len(active),
+                    len(ports),
+                    model,
+                    layer,
+                    round(100 * conf["confidence"]),
+                ),
                 "reseat",
                 "ib.port_state: zero-config baseline, ports of the same adapter model and link layer Active",
                 evidence=_port_evidence(p, base),
@@ -169,9 +178,16 @@ def check_gpu_peers(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str,
             "gpu.nvlink",
             "P1",
             "all_down",
-            "%s: none of its %d NVLinks is up while %d of %d GPUs of this node have theirs up (usually %d) "
+            "%s: %s while %d of %d GPUs of this node have theirs up (usually %d) "
             "(inferred from peers, confidence %d%%)"
-            % (gpu_label(g), len(links), len(linked), len(gpus), usual, round(100 * conf["confidence"])),
+            % (
+                gpu_label(g),
+                "none of its %d NVLinks is up" % len(links) if links else "no NVLink is active",
+                len(linked),
+                len(gpus),
+                usual,
+                round(100 * conf["confidence"]),
+            ),
             "reset_gpu",
             "gpu.nvlink: zero-config baseline, sibling GPUs' NVLinks up (NVIDIA Xid 136/link training: RESET_GPU)",
             evidence={"listed": len(links), "baseline": dict(conf, source="node_peers", usual_links_up=usual)},

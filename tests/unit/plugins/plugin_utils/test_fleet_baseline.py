@@ -209,7 +209,10 @@ def _score(report, key):
 
 
 WHEN = datetime.datetime(2026, 11, 20, 12, 0, tzinfo=datetime.timezone.utc)
-FAULTS = "gpu_missing,driver_drift,ib_port_polling,missing_mount,persistenced_down,fabric_manager_down,pcie_width_drop,dead_leaf"
+FAULTS = (
+    "gpu_missing,driver_drift,ib_port_polling,missing_mount,persistenced_down,fabric_manager_down,pcie_width_drop,"
+    "nvlink_gpu_down,ib_rate_drop,dead_leaf"
+)
 
 
 @pytest.fixture(scope="module")
