@@ -205,8 +205,9 @@ class ActionModule(ActionBase):
         if without_class:
             result.setdefault("warnings", []).append(
                 "%d target(s) have no hardware profile (no gpuops_node_class, or no gpuops_profiles defined): they are "
-                "compared with the majority of their class instead (zero-config fleet baseline, docs/policy.md; "
-                "-e gpuops_write_profiles=FILE writes it as profiles to review): %s%s"
+                "compared with their peers instead (the ports and GPUs within each node, and the majority of their "
+                "class where it has enough nodes: zero-config baseline, docs/policy.md; -e gpuops_write_profiles=FILE "
+                "writes it as profiles to review): %s%s"
                 % (len(without_class), ", ".join(without_class[:10]), " ..." if len(without_class) > 10 else "")
             )
         if args["validate_only"]:

@@ -331,7 +331,7 @@ def test_inspect_cluster_writes_the_profiles_privately_and_not_in_check_mode(zer
     assert res["profiles_written"] == {"path": str(out), "classes": ["NVIDIA H100 80GB HBM3"]}
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
     assert "nvidia-h100-80gb-hbm3-8" in yaml.safe_load(out.read_text())["gpuops_profiles"]
-    assert "majority of their class" in " ".join(res.get("warnings", []))
+    assert "compared with their peers" in " ".join(res.get("warnings", []))
     md = (tmp_path / "r" / "report.md").read_text()
     assert "## Fleet baseline (zero-config)" in md and "| NVIDIA H100 80GB HBM3 | 40 | 8 (39/40) |" in md
     # a path that cannot be written is a clear failure, not a traceback
