@@ -89,11 +89,11 @@ options:
     type: path
   write_profiles:
     description:
-      - Also write the zero-config fleet baseline as a C(gpuops_profiles) YAML block to this file (mode 0600): per
+      - Also write the zero-config fleet baseline as a C(gpuops_profiles) YAML block to this file (mode 0600); per
         class of nodes without a hardware profile (their C(gpuops_node_class), else their GPU model), what the
         majority has (GPU model and count, NVLinks per GPU, Active IB ports and their rate, driver), each value
         with the share of peers that agree as a comment. Review it, then commit it to group_vars and give the
-        hosts their class: the profile then replaces the inference.
+        hosts their class, and the profile then replaces the inference.
       - Not written in check mode.
     type: path
   validate_only:
