@@ -130,6 +130,7 @@ def test_inference_thresholds_are_policy(tmp_path):
 
 sys.path.insert(0, str(REPO / "tools"))
 from simcluster import generate as G  # noqa: E402
+from simcluster import score  # noqa: E402
 from simnode.capture import capture  # noqa: E402
 from simnode.state import default_state  # noqa: E402
 
@@ -195,17 +196,8 @@ def _hosts(sim: Path):
 
 
 def _score(report, key):
-    missing, unkeyed = [], []
-    for host, node in report["nodes"].items():
-        keyed = {(e["check"], e["component"]) for e in key["hosts"].get(host, [])}
-        got = {(f["check"], f["component"]) for f in node["findings"]}
-        missing += [(host,) + k for k in sorted(keyed - got)]
-        unkeyed += [
-            (host, f["check"], f["component"])
-            for f in node["findings"]
-            if f["severity"] in ("P0", "P1", "P2") and (f["check"], f["component"]) not in keyed
-        ]
-    return missing, unkeyed
+    result = score.score(report, key)
+    return result["missing"], result["false_alarms"]
 
 
 WHEN = datetime.datetime(2026, 11, 20, 12, 0, tzinfo=datetime.timezone.utc)
@@ -344,8 +336,6 @@ def test_inspect_cluster_writes_the_profiles_privately_and_not_in_check_mode(zer
 
 
 def test_score_tool_counts_missing_and_false_alarms(zero, tmp_path):
-    from simcluster import score
-
     _sim, key, _hosts_, report = zero
     s = score.score(report, key)
     assert s["found"] == s["expected"] > 0 and s["false_alarms"] == [] and s["missing"] == []
