@@ -265,56 +265,136 @@ def _collection_rules() -> List[Dict[str, Any]]:
     """The inspection's textfile (gpuops_finding, ...): severities are the findings' own (policy) labels."""
     live = 'severity=~"P0|P1|P2"'
     return [
-        _rule("GpuopsXid79", 'gpuops_finding{check="gpu.xid",code="79"} == 1', None, "gpu", "gpu_fell_off_bus",
-              "Inspection: Xid 79 on {{ $labels.component }} of {{ $labels.node }}"),
-        _rule("GpuopsCoolantLeak", 'gpuops_finding{check="bmc.leak"} == 1', None, "bmc", "coolant_leak",
-              "Inspection: coolant leak detector {{ $labels.component }} of {{ $labels.node }}"),
-        _rule("GpuNodeDown",
-              'gpuops_node_status{status="unreachable"} == 1'
-              ' or gpuops_finding{check="scheduler.node_state",code="DOWN"} == 1'
-              ' or up{job="%s"} == 0' % NODE_JOB, "P1", "node", "node_unreachable",
-              "{{ $labels.node }} unreachable or DOWN in Slurm", "2m"),
-        _rule("BmcPsuFailure",
-              'gpuops_finding{check=~"bmc.sensor|bmc.sel|bmc.health",%s,component=~"(?i).*(psu|ps[0-9]|power.?supply).*"} == 1'
-              % live, None, "bmc", "psu_fan_failure", "Inspection: PSU {{ $labels.component }} of {{ $labels.node }} failed"),
-        _rule("BmcFanFailure",
-              'gpuops_finding{check=~"bmc.sensor|bmc.sel|bmc.health",%s,component=~"(?i).*fan.*"} == 1' % live,
-              None, "bmc", "psu_fan_failure", "Inspection: fan {{ $labels.component }} of {{ $labels.node }} failed"),
-        _rule("FabricManagerDown", 'gpuops_finding{check=~"node.fabric_manager|gpu.fabric",%s} == 1' % live, None,
-              "gpu", "fabric_manager", "Inspection: fabric manager / NVLink fabric on {{ $labels.node }}"),
-        _rule("GpuopsStorageMount", 'gpuops_finding{check="node.mounts",%s} == 1' % live, None, "storage", None,
-              "Inspection: mount {{ $labels.component }} on {{ $labels.node }} is {{ $labels.code }}"),
-        _rule("GpuopsSchedulerNodeState",
-              'gpuops_finding{check="scheduler.node_state",code!="DOWN",%s} == 1' % live, None, "scheduler", None,
-              "Inspection: {{ $labels.node }} is {{ $labels.code }} in Slurm"),
-        _rule("GpuopsClusterP0", 'gpuops_findings{severity="P0"} > 0', "P0", "cluster", None,
-              "{{ $value }} cluster-level P0 finding(s): a rack, leaf, power domain or the fabric is down",
-              scope="cluster"),
-        _rule("GpuopsInspectionStale", "time() - gpuops_inspection_timestamp_seconds > %d" % INSPECTION_STALE_S,
-              "P3", "cluster", None, "The last inspection is {{ $value | humanizeDuration }} old", scope="cluster"),
+        _rule(
+            "GpuopsXid79",
+            'gpuops_finding{check="gpu.xid",code="79",%s} == 1' % live,
+            None,
+            "gpu",
+            "gpu_fell_off_bus",
+            "Inspection: Xid 79 on {{ $labels.component }} of {{ $labels.node }}",
+        ),
+        _rule(
+            "GpuopsCoolantLeak",
+            'gpuops_finding{check="bmc.leak",%s} == 1' % live,
+            None,
+            "bmc",
+            "coolant_leak",
+            "Inspection: coolant leak detector {{ $labels.component }} of {{ $labels.node }}",
+        ),
+        _rule(
+            "GpuNodeDown",
+            'gpuops_node_status{status="unreachable"} == 1'
+            ' or gpuops_finding{check="scheduler.node_state",code="DOWN"} == 1'
+            ' or up{job="%s"} == 0' % NODE_JOB,
+            "P1",
+            "node",
+            "node_unreachable",
+            "{{ $labels.node }} unreachable or DOWN in Slurm",
+            "2m",
+        ),
+        _rule(
+            "BmcPsuFailure",
+            'gpuops_finding{check=~"bmc.sensor|bmc.sel|bmc.health",%s,component=~"(?i).*(psu|ps[0-9]|power.?supply).*"} == 1'
+            % live,
+            None,
+            "bmc",
+            "psu_fan_failure",
+            "Inspection: PSU {{ $labels.component }} of {{ $labels.node }} failed",
+        ),
+        _rule(
+            "BmcFanFailure",
+            'gpuops_finding{check=~"bmc.sensor|bmc.sel|bmc.health",%s,component=~"(?i).*fan.*"} == 1' % live,
+            None,
+            "bmc",
+            "psu_fan_failure",
+            "Inspection: fan {{ $labels.component }} of {{ $labels.node }} failed",
+        ),
+        _rule(
+            "FabricManagerDown",
+            'gpuops_finding{check=~"node.fabric_manager|gpu.fabric",%s} == 1' % live,
+            None,
+            "gpu",
+            "fabric_manager",
+            "Inspection: fabric manager / NVLink fabric on {{ $labels.node }}",
+        ),
+        _rule(
+            "GpuopsStorageMount",
+            'gpuops_finding{check="node.mounts",%s} == 1' % live,
+            None,
+            "storage",
+            None,
+            "Inspection: mount {{ $labels.component }} on {{ $labels.node }} is {{ $labels.code }}",
+        ),
+        _rule(
+            "GpuopsSchedulerNodeState",
+            'gpuops_finding{check="scheduler.node_state",code!="DOWN",%s} == 1' % live,
+            None,
+            "scheduler",
+            None,
+            "Inspection: {{ $labels.node }} is {{ $labels.code }} in Slurm",
+        ),
+        _rule(
+            "GpuopsClusterP0",
+            'gpuops_findings{severity="P0"} > 0',
+            "P0",
+            "cluster",
+            None,
+            "{{ $value }} cluster-level P0 finding(s): a rack, leaf, power domain or the fabric is down",
+        ),
+        _rule(
+            "GpuopsInspectionStale",
+            "time() - gpuops_inspection_timestamp_seconds > %d" % INSPECTION_STALE_S,
+            "P3",
+            "cluster",
+            None,
+            "The last inspection is {{ $value | humanizeDuration }} old",
+        ),
     ]
 
 
 def _node_health_rules() -> List[Dict[str, Any]]:
     """The node-side health check's textfile (gpuops_node_health*, written by roles/health_check)."""
     return [
-        _rule("GpuopsNodeHealthFailed",
-              'gpuops_node_health_finding{severity=~"P0|P1"} == 1 and on(node) gpuops_node_health == 3', None,
-              "health", None,
-              "Node-side check: {{ $labels.check }} {{ $labels.component }} on {{ $labels.node }} ({{ $labels.action }})"),
-        _rule("GpuopsNodeHealthDegraded", "gpuops_node_health == 2", "P2", "health", None,
-              "Node-side check: {{ $labels.node }} degraded (P2 findings)"),
-        _rule("GpuopsNodeHealthUnknown",
-              "gpuops_node_health == -1 or time() - gpuops_node_health_last_run_timestamp_seconds > %d"
-              % NODE_HEALTH_STALE_S, "P3", "health", None,
-              "Node-side check on {{ $labels.node }} has no verdict (unknown or not run for 15 min)", "5m"),
+        _rule(
+            "GpuopsNodeHealthFailed",
+            'gpuops_node_health_finding{severity=~"P0|P1"} == 1 and on(node) gpuops_node_health == 3',
+            None,
+            "health",
+            None,
+            "Node-side check: {{ $labels.check }} {{ $labels.component }} on {{ $labels.node }} ({{ $labels.action }})",
+        ),
+        _rule(
+            "GpuopsNodeHealthDegraded",
+            "gpuops_node_health == 2",
+            "P2",
+            "health",
+            None,
+            "Node-side check: {{ $labels.node }} degraded (P2 findings)",
+        ),
+        _rule(
+            "GpuopsNodeHealthUnknown",
+            "gpuops_node_health == -1 or time() - gpuops_node_health_last_run_timestamp_seconds > %d"
+            % NODE_HEALTH_STALE_S,
+            "P3",
+            "health",
+            None,
+            "Node-side check on {{ $labels.node }} has no verdict (unknown or not run for 15 min)",
+            "5m",
+        ),
     ]
 
 
-def _rule(name: str, expr: str, severity: Optional[str], domain: str, runbook: Optional[str], summary: str,
-          for_: str = "0s", scope: str = "node") -> Dict[str, Any]:
+def _rule(
+    name: str,
+    expr: str,
+    severity: Optional[str],
+    domain: str,
+    runbook: Optional[str],
+    summary: str,
+    for_: str = "0s",
+) -> Dict[str, Any]:
     """One alert; `runbook` is the catalogue entry whose runbook page the link opens (None: README)."""
-    labels = {"scope": scope, "domain": domain}
+    labels = {"scope": "cluster" if domain == "cluster" else "node", "domain": domain}
     if severity is not None:  # None: the series' own severity label (a finding's, from the policy) is kept
         labels["severity"] = severity
     rule = {"alert": name, "expr": expr}
@@ -400,7 +480,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 when --out differs from what would be written")
     args = ap.parse_args(argv)
     try:
-        text = render(merge_policy(None, _load_overrides(args.overrides)), _runbooks.load(args.catalog), args.runbook_base)
+        text = render(
+            merge_policy(None, _load_overrides(args.overrides)), _runbooks.load(args.catalog), args.runbook_base
+        )
     except (RuleError, PolicyError, _runbooks.CatalogError) as exc:
         sys.stderr.write("gpuops rules: %s\n" % exc)
         return 2
