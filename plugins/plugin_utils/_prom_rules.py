@@ -88,6 +88,17 @@ IB_COUNTERS = {
 IB_ACTIVE = 4  # node_infiniband_state_id: 1 down, 2 init, 3 armed, 4 active, 5 act defer
 
 
+#: The node-side health check's textfile contract (roles/health_check; issue 16): metric -> labels.
+NODE_HEALTH_METRICS = {
+    "gpuops_node_health": ("node",),  # 0 healthy, 1 advice, 2 degraded (P2), 3 failed (P1/P0), -1 unknown
+    "gpuops_node_health_finding": ("node", "check", "severity", "action", "component"),
+    "gpuops_node_health_drained": ("node",),
+    "gpuops_node_health_run_seconds": ("node",),
+    "gpuops_node_health_last_run_timestamp_seconds": ("node",),
+    "gpuops_node_health_policy_info": ("node", "policy_version"),
+}
+
+
 class RuleError(ValueError):
     """The rules cannot be generated (bad policy override, an alert the catalogue does not know)."""
 
