@@ -203,3 +203,22 @@ def test_promtool_fails_the_tests_against_an_overridden_policy(tmp_path):
     )
     assert proc.returncode != 0
     assert "alertname: GpuTemperatureHigh" in proc.stdout + proc.stderr
+
+
+def test_docs_list_every_alert_with_its_runbook_and_test():
+    with open(os.path.join(ROOT, "docs", "alerting.md"), encoding="utf-8") as fh:
+        rows = {line.split("|")[1].strip(" `"): line for line in fh if line.startswith("| `")}
+    group_file = {
+        "gpuops-gpu-fast": "gpu-fast.yml",
+        "gpuops-gpu-events": "gpu-events.yml",
+        "gpuops-infiniband": "infiniband.yml",
+        "gpuops-collection": "collection.yml",
+    }
+    doc = generated()
+    for group in doc["groups"]:
+        for rule in group["rules"]:
+            row = rows.get(rule["alert"])
+            assert row is not None, "docs/alerting.md does not list %s" % rule["alert"]
+            assert "[%s]" % rule["labels"]["runbook"] in row, rule["alert"]
+            assert "extensions/prometheus/tests/%s" % group_file[group["name"]] in row, rule["alert"]
+    assert set(rows) == set(rules_by_name(doc)), "docs/alerting.md lists an alert the rules do not define"
