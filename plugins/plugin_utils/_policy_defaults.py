@@ -34,9 +34,11 @@ DEFAULT_POLICY: Dict[str, Any] = {
         "overrides": {},
         # Codes confirmed as application faults: never a node alarm when a user process caused them.
         "user_caused_severity": "P3",
-        # The same user-caused Xid on one GPU from this many distinct processes -> P2 (WORKFLOW_XID_13/31:
+        # The same user-caused Xid on one GPU from this many distinct processes -> P2 diagnose (WORKFLOW_XID_13/31:
         # repeats on the same GPU across applications point at the hardware: run DCGM diag).
         "user_caused_repeat_processes": 3,
+        # Xid 13 on the same GPC/TPC from this many distinct processes -> P2 diagnose (NVIDIA WORKFLOW_XID_13).
+        "same_unit_repeat_processes": 2,
         # Xid 154 carries the NEW recovery action: act on it.
         "recovery_action_xid": 154,
     },
@@ -52,7 +54,13 @@ DEFAULT_POLICY: Dict[str, Any] = {
         },
         "ecc": {
             "volatile_uncorrected": 1,  # since driver load: P1 reset_gpu
-            "volatile_corrected": 10000,  # since driver load: P2 monitor (AzNHC SRAM correctable 10000)
+            # Correctable since driver load, P2 monitor. SRAM and DRAM apart where the driver reports them apart
+            # (AzNHC check_gpu_ecc: SRAM 10,000, DRAM 20,000,000; DRAM tolerates far more, row remapping handles
+            # it); the total against the SRAM threshold where it does not (pre-R510 layouts).
+            "volatile_corrected": 10000,
+            "volatile_sram_corrected": 10000,
+            "volatile_dram_corrected": 20000000,
+            # sram_threshold_exceeded / unrepairable_memory: P1 replace (NVIDIA RMA criteria), not a number here.
             "aggregate_uncorrected": 1,  # lifetime: P3 monitor only
             "aggregate_corrected": 20000000,  # lifetime: P3 monitor only (AzNHC DRAM 20,000,000)
             # A volatile uncorrectable count explained only by these Xids (contained errors) is P2, not P1.
@@ -169,13 +177,12 @@ DEFAULT_POLICY: Dict[str, Any] = {
     # same (host, GPU serial, check, code) uses steps[n-1] (the last step repeats).
     "escalation": {
         "gpu.xid": {
+            # A second Xid 79 may be the riser, slot, power or driver: inspect and reseat before replacing the GPU.
+            # (No count rule for Xid 48: NVIDIA's RMA criteria are the SRAM threshold flag, unrepairable memory and
+            # a remap failure, checked by gpu.ecc and gpu.row_remap.)
             "79": {
                 "window_days": 30,
-                "steps": [_sev("P1", "reboot"), _sev("P1", "replace")],
-            },
-            "48": {
-                "window_days": 30,
-                "steps": [_sev("P1", "reset_gpu"), _sev("P1", "reset_gpu"), _sev("P1", "replace")],
+                "steps": [_sev("P1", "reboot"), _sev("P1", "reseat"), _sev("P1", "replace")],
             },
             "119": {
                 "window_days": 30,
@@ -189,6 +196,16 @@ DEFAULT_POLICY: Dict[str, Any] = {
             "reset_gpu": "needs_reset_record",
             "reboot": "needs_new_boot",
             "replace": "needs_serial_change",
+        },
+        # Findings raised by a kernel-log line (gpu.xid): the line ages out of the lookback window, the fault must
+        # not. Their actions that no reading of the facts can confirm as done persist until this rule holds
+        # (wins over by_action for these checks; "checks" below still wins over both).
+        "event_checks": ["gpu.xid"],
+        "events_by_action": {
+            "isolate": "needs_serial_change",
+            "reseat": "needs_new_boot",
+            "contact_vendor": "needs_reset_record",
+            "diagnose": "needs_reset_record",
         },
         # "<check>" or "<check>:<code>" -> rule; wins over by_action.
         "checks": {

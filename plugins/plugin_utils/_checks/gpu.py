@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import normalize_bus_id
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.gpu_ecc import check_ecc
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import (
     Ctx,
     as_dict,
@@ -19,6 +20,9 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context imp
     gpu_list,
     sev_action,
 )
+
+
+__all__ = ["check_ecc"]  # gpu.ecc lives in gpu_ecc.py; run.py calls it through this module
 
 
 def check_gpu_inventory(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, Any]]) -> None:
@@ -76,60 +80,6 @@ def check_gpu_inventory(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[
                     "profile gpu_model",
                     evidence={"name": name, "expected": model},
                 )
-
-
-def check_ecc(ctx: Ctx, g: Dict[str, Any], xids_here: set) -> None:
-    th = ctx.policy["thresholds"]["ecc"]
-    ecc = as_dict(g.get("ecc"))
-    vol = as_dict(ecc.get("volatile"))
-    agg = as_dict(ecc.get("aggregate"))
-    add = ctx.for_gpu(g)
-    vu, vc = as_num(vol.get("uncorrected")), as_num(vol.get("corrected"))
-    au, ac = as_num(agg.get("uncorrected")), as_num(agg.get("corrected"))
-    if vu is not None and vu >= th["volatile_uncorrected"]:
-        uncontained = sorted(xids_here & set(ctx.policy["thresholds"]["remap"]["uncorrectable_xids"]))
-        contained = sorted(xids_here & set(th["contained_xids"]))
-        if contained and not uncontained:
-            # Xid 94: the error was contained, only the application was killed; the GPU stays usable
-            sev, action = "P2", "monitor"
-            why = "contained (Xid %s: NVIDIA RESTART_APP, the GPU stays usable)" % ",".join(map(str, contained))
-        else:
-            sev, action = "P1", "reset_gpu"
-            why = "uncontained%s (NVIDIA WORKFLOW_XID_48: reset to remap/retire)" % (
-                " (Xid %s)" % ",".join(map(str, uncontained)) if uncontained else ", no Xid explains it"
-            )
-        add(
-            "gpu.ecc",
-            sev,
-            "volatile_uncorrected",
-            "%s: %d uncorrectable ECC errors since the driver loaded, %s"
-            % (gpu_label(g), vu, why.split(" (", maxsplit=1)[0]),
-            action,
-            "gpu.ecc: volatile uncorrected >= %s, %s" % (th["volatile_uncorrected"], why),
-            evidence={"volatile": vol, "aggregate": agg, "xids": sorted(xids_here)},
-        )
-    elif vc is not None and vc >= th["volatile_corrected"]:
-        add(
-            "gpu.ecc",
-            "P2",
-            "volatile_corrected",
-            "%s: %d correctable ECC errors since the driver loaded" % (gpu_label(g), vc),
-            "monitor",
-            "gpu.ecc: volatile corrected >= %s (AzNHC check_gpu_ecc SRAM threshold)" % th["volatile_corrected"],
-            evidence={"volatile": vol},
-        )
-    if (au is not None and au >= th["aggregate_uncorrected"]) or (ac is not None and ac >= th["aggregate_corrected"]):
-        # Lifetime counters survive reboots and GPU moves: advice only, never an alarm by themselves.
-        add(
-            "gpu.ecc",
-            "P3",
-            "aggregate",
-            "%s: lifetime ECC counts corrected=%s uncorrected=%s"
-            % (gpu_label(g), agg.get("corrected"), agg.get("uncorrected")),
-            "monitor",
-            "gpu.ecc: aggregate (lifetime) counts are advice only (P3)",
-            evidence={"aggregate": agg},
-        )
 
 
 def check_row_remap(ctx: Ctx, g: Dict[str, Any], xids_here: set) -> None:
