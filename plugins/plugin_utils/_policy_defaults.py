@@ -47,7 +47,13 @@ DEFAULT_POLICY: Dict[str, Any] = {
             # Relative to the GPU's own slowdown/shutdown temperatures (facts temperature.slowdown_c/shutdown_c).
             "gpu_slowdown_margin_c": 3,  # gpu_c >= slowdown_c - margin -> P2 (clocks about to drop)
             "gpu_shutdown_margin_c": 2,  # gpu_c >= shutdown_c - margin -> P1 emergency_shutdown
-            "gpu_fallback_p2_c": 85,  # when the GPU reports no slowdown temperature (H100 max operating 85 C)
+            # Drivers that report only T.Limit margins (tlimit_c: degrees below the GPU's own limit; thresholds as
+            # margins, negative = past it): the same margins apply to the margin. These fallbacks only when the
+            # driver prints no T.Limit thresholds (nvidia-smi shows -2 C slowdown, -7/-8 C shutdown).
+            "tlimit_fallback_slowdown_c": -2,
+            "tlimit_fallback_shutdown_c": -8,
+            # Neither Celsius thresholds nor a T.Limit margin: fixed limits (H100 max operating 85 C).
+            "gpu_fallback_p2_c": 85,
             "gpu_fallback_p1_c": 92,
             "memory_p2_c": 95,  # HBM max operating temperature
             "memory_p1_c": 105,
@@ -84,9 +90,14 @@ DEFAULT_POLICY: Dict[str, Any] = {
             "min_interval_s": 60,
         },
         "nvlink": {
-            "crc_per_second": 100,  # DCGM NVLink CRC >= 100/s
-            "recovery_delta": 1,  # DCGM NVLink error >= 1 (link retrained)
-            "min_interval_s": 60,
+            # DCGM NVLink health watch (DcgmGPUHardwareLimits.h): CRC >= 100/s within a minute; replay and
+            # recovery errors >= 1. Two readings cannot show the minute: one minute's worth of CRC errors at the
+            # limit (crc_per_second x crc_window_s) since the last reading is the burst.
+            "crc_per_second": 100,
+            "crc_window_s": 60,
+            "recovery_delta": 1,  # link retrained: P1 reset_gpu (DCGM fails the GPU)
+            "replay_delta": 1,  # flit retransmitted: P2 monitor (DCGM fails on >= 1; no data was lost)
+            "min_interval_s": 60,  # for the CRC rule only; replay/recovery deltas count from any interval
         },
         "power": {
             # enforced power limit this far below the default limit -> P3 tune (a cap someone left behind)

@@ -215,6 +215,26 @@ def check_recovery_action(ctx: Ctx, g: Dict[str, Any]) -> None:
     )
 
 
+def _tlimit_levels(th: Dict[str, Any], t: Dict[str, Any], label: str, gpu_c: float, tl: float) -> tuple:
+    """Drivers that report only T.Limit margins (H100-class, R535+): the GPU's distance below its own limit and
+    the margins at which it slows down / shuts down (negative: past the limit). Compared as "how far past", so
+    the same >= test as the Celsius levels: value = -margin, limits = -(threshold margin + our margin)."""
+    slow_m = as_num(t.get("slowdown_tlimit_c"))
+    shut_m = as_num(t.get("shutdown_tlimit_c"))
+    slow_m = slow_m if slow_m is not None else th["tlimit_fallback_slowdown_c"]
+    shut_m = shut_m if shut_m is not None else th["tlimit_fallback_shutdown_c"]
+    p1 = -(shut_m + th["gpu_shutdown_margin_c"])
+    p2 = -(slow_m + th["gpu_slowdown_margin_c"])
+    hot = (p1, "%s: %g C, T.Limit margin %g C, at its shutdown margin (%g C)" % (label, gpu_c, tl, shut_m))
+    warm = (p2, "%s: %g C, T.Limit margin %g C, near its slowdown margin (%g C)" % (label, gpu_c, tl, slow_m))
+    return (
+        "gpu",
+        -tl,
+        hot + ("tlimit_c <= shutdown T.Limit %g + %s C" % (shut_m, th["gpu_shutdown_margin_c"]),),
+        warm + ("tlimit_c <= slowdown T.Limit %g + %s C" % (slow_m, th["gpu_slowdown_margin_c"]),),
+    )
+
+
 def check_temperature(ctx: Ctx, g: Dict[str, Any]) -> None:
     """GPU and memory temperature: P1 (emergency_shutdown) at the hot limit, P2 (tune) at the warm one."""
     th = ctx.policy["thresholds"]["temperature"]
@@ -223,7 +243,10 @@ def check_temperature(ctx: Ctx, g: Dict[str, Any]) -> None:
     slow, shut = as_num(t.get("slowdown_c")), as_num(t.get("shutdown_c"))
     label = gpu_label(g)
     levels = []  # (code, value, (hot limit, message, rule), (warm limit, message, rule))
-    if gpu_c is not None:
+    tl = as_num(t.get("tlimit_c"))
+    if gpu_c is not None and not (slow and slow > 0) and tl is not None:
+        levels.append(_tlimit_levels(th, t, label, gpu_c, tl))
+    elif gpu_c is not None:
         p1 = shut - th["gpu_shutdown_margin_c"] if shut and shut > 0 else th["gpu_fallback_p1_c"]
         p2 = slow - th["gpu_slowdown_margin_c"] if slow and slow > 0 else th["gpu_fallback_p2_c"]
         hot = (p1, "%s: %g C, at its shutdown temperature (%g C)" % (label, gpu_c, shut or p1))
