@@ -223,7 +223,7 @@ _OURS: Dict[int, Tuple[str, str, str, bool, str]] = {
     154: ("driver", "", "", False, "Informational: act on the NEW recovery action carried by the line"),
     155: ("nvlink", "", "", False, ""),
     156: ("memory", "", "", False, "Resource retirement: a GPU reset completes it"),
-    157: ("memory", "", "contact_vendor", False, "Resource retirement failed"),
+    157: ("memory", "", "", False, "Resource retirement failed (investigatory: contact support)"),
     158: ("hardware", "", "", False, ""),
     159: ("driver", "", "", False, "AWS: reset if UVM is in use"),
     160: ("driver", "", "", False, ""),

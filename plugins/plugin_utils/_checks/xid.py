@@ -148,6 +148,11 @@ def group_xids(
     return groups
 
 
+#: User-caused codes with an NVIDIA workflow for repeats (WORKFLOW_XID_13, WORKFLOW_XID_31); 43/45 repeat whenever
+#: several processes are killed, which says nothing about the GPU.
+_DIAG_WORKFLOWS = (13, 31)
+
+
 def _user_caused_verdict(ctx: Ctx, code: int, grp: Dict[str, Any], notes: List[str], action: str) -> Tuple[str, str]:
     """Application faults: P3, unless NVIDIA's WORKFLOW_XID_13/31 says the GPU needs a diagnostic run (the same
     GPC/TPC hit by different processes; the same GPU hit by many processes)."""
@@ -159,8 +164,9 @@ def _user_caused_verdict(ctx: Ctx, code: int, grp: Dict[str, Any], notes: List[s
             "GPC %d TPC %d hit by %d processes: run DCGM diag (NVIDIA WORKFLOW_XID_13)" % (unit + (len(units[unit]),))
         )
         return "P2", "diagnose"
-    distinct = len(grp["pids"] | grp["processes"])
-    if distinct >= xp["user_caused_repeat_processes"]:
+    # a pid and its process name are one process: count whichever the lines give more of
+    distinct = max(len(grp["pids"]), len(grp["processes"]))
+    if code in _DIAG_WORKFLOWS and distinct >= xp["user_caused_repeat_processes"]:
         notes.append("same GPU from %d processes: run DCGM diag (NVIDIA WORKFLOW_XID_%s)" % (distinct, code))
         return "P2", "diagnose"
     notes.append("user-caused: application fault, not a node alarm")
