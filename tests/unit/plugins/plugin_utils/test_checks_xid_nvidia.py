@@ -208,3 +208,16 @@ def test_real_nvlink5_lines_nonfatal_ignore_fatal_reset():
 def test_codes_that_fell_to_the_default_have_their_own_rows(code, severity):
     f = only(run(facts(events=[xid(code)]))[0], "gpu.xid", "gpu0", code)[0]
     assert f["severity"] == severity and "xid_catalog[%d]" % code in f["rule"]
+
+
+def test_events_by_action_is_validated_and_overridable():
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy as P
+
+    with pytest.raises(P.PolicyError, match="clear_rules.events_by_action.reseat"):
+        P.merge_policy(P.DEFAULT_POLICY, {"clear_rules": {"events_by_action": {"reseat": "whenever"}}})
+    pol = P.merge_policy(P.DEFAULT_POLICY, {"clear_rules": {"events_by_action": {"reseat": "needs_reset_record"}}})
+
+    fs, st = run(facts(events=events(line74(2, regs(r0=1 << 9)))), policy=pol)
+    S.record_gpu_reset(st, HOST, BUS[2], "S2", "2026-12-02T12:00:00Z")
+    fs, _unused = run(facts(), state=st, now="2026-12-02T16:00:00Z", policy=pol)
+    assert not only(fs, "gpu.xid")
