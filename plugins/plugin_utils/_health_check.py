@@ -51,7 +51,7 @@ DEFAULTS: Dict[str, Any] = {
     "reason_prefix": "gpuops:",
     "drain": True,
     "resume": True,
-    "drain_actions": ["isolate"],
+    "drain_actions": list(_policy.DISRUPTIVE_ACTIONS),  # each needs the node out of service first
     "drain_severities": ["P0", "P1"],
     "state_file": "/var/lib/gpuops/health_check/state.json",
     "textfile_dir": None,
@@ -119,8 +119,9 @@ def verdict(status: str, findings: Sequence[Dict[str, Any]]) -> int:
 def drain_targets(findings: Sequence[Dict[str, Any]], cfg: Dict[str, Any]) -> List[Dict[str, Any]]:
     """Findings that isolate the node from the node itself.
 
-    The severity and action the policy gave (``drain_severities``, ``drain_actions``: P0/P1 ``isolate`` as the
-    controller's auto-isolation); never a withheld one (its evidence could not be read) and never a check the
+    The severity and action the policy gave (``drain_severities``: P0/P1; ``drain_actions``: the policy's
+    disruptive actions - isolate, reboot, reset_gpu, replace, emergency_shutdown - each of which needs the node
+    out of service first; an Xid 79 is P1 ``reboot``); never a withheld one (its evidence could not be read) and never a check the
     policy correlates across a domain (``correlation.checks``: a leaf or PSU fault seen by every member is the
     controller's call, not a mass self-drain).
     """
@@ -159,13 +160,13 @@ def decide(
     ``recorded``: the reason this program set last time (state file). A drain is ours only while the node's
     reason is exactly that text: a human's drain, or ours edited by a human, is never touched.
     """
-    if slurm is None:
-        return {"action": "none", "reason": None, "why": "scheduler state unreadable", "ours": False}
+    if slurm is None:  # what we cannot see we keep: the recorded drain stays ours
+        return {"action": "none", "reason": recorded, "why": "scheduler state unreadable", "ours": bool(recorded)}
     current = slurm.get("reason")
     held = bool(slurm.get("drain") or slurm.get("down"))
     ours = bool(held and recorded and current == recorded)
     if code == VERDICTS["unknown"]:
-        return {"action": "none", "reason": None, "why": "evidence unreadable: no action", "ours": ours}
+        return {"action": "none", "reason": recorded if ours else None, "why": "evidence unreadable", "ours": ours}
     if targets:
         want = own_reason(targets[0], cfg["reason_prefix"])
         if ours:
@@ -321,7 +322,8 @@ def run(cfg: Dict[str, Any], env: Optional[Dict[str, str]] = None, write: bool =
     plan = decide(slurm, drain_targets(findings, cfg), code, state.get("own_reason"), cfg)
     error = apply(plan, node, cfg, cfg["scontrol_timeout"]) if write else None
     if error:
-        plan = dict(plan, error=error, ours=bool(plan["action"] == "resume"))
+        resuming = plan["action"] == "resume"  # a failed resume leaves our drain; a failed drain is not ours
+        plan = dict(plan, error=error, ours=resuming, reason=state.get("own_reason") if resuming else None)
     result = {
         "schema": SCHEMA,
         "node": node,

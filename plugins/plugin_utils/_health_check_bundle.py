@@ -110,3 +110,9 @@ def build(config: Dict[str, Any], interpreter: str = "/usr/bin/python3", plugins
         _entry(archive, CONFIG_NAME, json.dumps(config, sort_keys=True, indent=1, default=str).encode("utf-8"))
         _entry(archive, "__main__.py", MAIN.encode("utf-8"))
     return ("#!%s -sE\n" % interpreter).encode("utf-8") + buf.getvalue()
+
+
+def version_of(data: bytes) -> str:
+    """The version a bundle carries (its configuration's ``version``: sources + configuration hash)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return str(json.loads(archive.read(CONFIG_NAME).decode("utf-8")).get("version"))
