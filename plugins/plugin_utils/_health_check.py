@@ -57,6 +57,8 @@ DEFAULTS: Dict[str, Any] = {
     "textfile_dir": None,
     "version": None,  # the bundle's content version, set by the bundler
 }
+#: slurmd starts HealthCheckProgram with SLURMD_NODENAME and nothing else: no PATH to find the tools with
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _LABEL_BAD = re.compile(r"[^A-Za-z0-9_.:/-]+")
 
 
@@ -354,6 +356,8 @@ def run(cfg: Dict[str, Any], env: Optional[Dict[str, str]] = None, write: bool =
 def main(argv: Optional[Sequence[str]] = None, embedded: Optional[Dict[str, Any]] = None) -> int:
     """``[--config FILE] [--dry-run] [--json]``; exit 0 after a run (Slurm ignores the status), 2 on bad config."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if not os.environ.get("PATH"):
+        os.environ["PATH"] = DEFAULT_PATH
     raw: Any = embedded
     try:
         if "--config" in args:
