@@ -11,7 +11,12 @@ import tempfile
 
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _health_check, _health_check_bundle, _inspect, _policy
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import (
+    _health_check,
+    _health_check_bundle,
+    _inspect,
+    _policy,
+)
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError, plain
 
 

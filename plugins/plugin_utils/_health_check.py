@@ -84,7 +84,8 @@ def load_config(raw: Any) -> Dict[str, Any]:
     if not str(cfg["reason_prefix"]).strip():
         raise ConfigError("reason_prefix must not be empty")
     try:
-        cfg["policy"] = _policy.merge_policy(cfg["policy"] or _policy.DEFAULT_POLICY, {})
+        # the controller's merged policy, validated again over the defaults of this very build (same hash)
+        cfg["policy"] = _policy.merge_policy(_policy.DEFAULT_POLICY, cfg["policy"] or {})
         _policy.validate_profile(cfg["profile"])
     except _policy.PolicyError as exc:
         raise ConfigError("policy: %s" % exc) from None
@@ -163,26 +164,34 @@ def decide(
     reason is exactly that text: a human's drain, or ours edited by a human, is never touched.
     """
     if slurm is None:  # what we cannot see we keep: the recorded drain stays ours
-        return {"action": "none", "reason": recorded, "why": "scheduler state unreadable", "ours": bool(recorded)}
-    current = slurm.get("reason")
+        return _plan("none", recorded, "scheduler state unreadable", bool(recorded))
     held = bool(slurm.get("drain") or slurm.get("down"))
-    ours = bool(held and recorded and current == recorded)
+    ours = bool(held and recorded and slurm.get("reason") == recorded)
     if code == VERDICTS["unknown"]:
-        return {"action": "none", "reason": recorded if ours else None, "why": "evidence unreadable", "ours": ours}
+        return _plan("none", recorded if ours else None, "evidence unreadable", ours)
     if targets:
-        want = own_reason(targets[0], cfg["reason_prefix"])
-        if ours:
-            return {"action": "none", "reason": recorded, "why": "already drained by this check", "ours": True}
-        if held:
-            return {"action": "none", "reason": None, "why": "drained by someone else: left alone", "ours": False}
-        if not cfg["drain"]:
-            return {"action": "none", "reason": None, "why": "drain disabled (report only)", "ours": False}
-        return {"action": "drain", "reason": want, "why": targets[0].get("message"), "ours": True}
+        return _on_fault(targets, held, ours, recorded, cfg)
     if ours and code != VERDICTS["failed"]:
         if not cfg["resume"] or slurm.get("down"):
-            return {"action": "none", "reason": recorded, "why": "clean; resume disabled or node down", "ours": True}
-        return {"action": "resume", "reason": None, "why": "clean: own drain lifted", "ours": False}
-    return {"action": "none", "reason": recorded if ours else None, "why": "nothing to do", "ours": ours}
+            return _plan("none", recorded, "clean; resume disabled or node down", True)
+        return _plan("resume", None, "clean: own drain lifted", False)
+    return _plan("none", recorded if ours else None, "nothing to do", ours)
+
+
+def _plan(action: str, reason: Optional[str], why: Any, ours: bool) -> Dict[str, Any]:
+    return {"action": action, "reason": reason, "why": why, "ours": ours}
+
+
+def _on_fault(
+    targets: Sequence[Dict[str, Any]], held: bool, ours: bool, recorded: Optional[str], cfg: Dict[str, Any]
+) -> Dict[str, Any]:
+    if ours:
+        return _plan("none", recorded, "already drained by this check", True)
+    if held:
+        return _plan("none", None, "drained by someone else: left alone", False)
+    if not cfg["drain"]:
+        return _plan("none", None, "drain disabled (report only)", False)
+    return _plan("drain", own_reason(targets[0], cfg["reason_prefix"]), targets[0].get("message"), True)
 
 
 def _escape(value: str) -> str:
@@ -335,8 +344,10 @@ def run(cfg: Dict[str, Any], env: Optional[Dict[str, str]] = None, write: bool =
         "status": status,
         "status_reason": why,
         "verdict": code,
-        "findings": [{k: f.get(k) for k in ("id", "check", "severity", "action", "component", "code", "message")}
-                     for f in findings],
+        "findings": [
+            {k: f.get(k) for k in ("id", "check", "severity", "action", "component", "code", "message")}
+            for f in findings
+        ],
         "domains": {d: s.get("state") for d, s in domains.items()},
         "decision": plan,
         "own_reason": plan["reason"] if plan.get("ours") else None,

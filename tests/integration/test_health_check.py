@@ -68,8 +68,13 @@ def _last_run(testbed, host):
 
 def _next_run(testbed, host, after, timeout=INTERVAL * 2 + 6):
     """The first run of slurmd's health check that ended after ``after`` (epoch)."""
+
+    def newer():
+        run = _last_run(testbed, host)
+        return run if run and run["timestamp"] > after else None
+
     return testbed.wait_for(
-        lambda: (lambda r: r if r and r["timestamp"] > after else None)(_last_run(testbed, host)),
+        newer,
         timeout=timeout,
         interval=0.5,
         what="a health check run on %s" % host,
@@ -150,8 +155,7 @@ def test_a_human_drain_is_left_alone_even_with_a_fault(testbed, installed):
     host = installed[1]
     testbed.scontrol("update", "NodeName=%s" % host, "State=DRAIN", "Reason=bad fan, ticket OPS-9")
     _xid79(testbed, host)
-    run = _next_run(testbed, host, time.time())
-    run = _next_run(testbed, host, run["timestamp"])  # two runs with the fault in view
+    run = _next_run(testbed, host, time.time())  # a run with the fault in view
     assert run["verdict"] == 3 and run["drained"] is False
     assert "someone else" in run["decision"]["why"]
     assert _reason(testbed, host) == "bad fan, ticket OPS-9" and "DRAIN" in testbed.node_state(host)
