@@ -318,7 +318,7 @@ def apply(plan: Dict[str, Any], node: str, cfg: Dict[str, Any], timeout: float) 
 
 def run(cfg: Dict[str, Any], env: Optional[Dict[str, str]] = None, write: bool = True) -> Dict[str, Any]:
     """One health check run; returns the result written to the state file. Never raises on node faults."""
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), sum(os.times()[:4])
     node = node_name(cfg, env)
     host = str(cfg.get("host") or node)
     state = load_state(cfg["state_file"])
@@ -357,6 +357,8 @@ def run(cfg: Dict[str, Any], env: Optional[Dict[str, str]] = None, write: bool =
         "host_state": host_state,
     }
     result["run_seconds"] = round(time.monotonic() - t0, 3)
+    # CPU of the program and every tool it ran (reaped children): the figure a loaded machine does not inflate
+    result["cpu_seconds"] = round(sum(os.times()[:4]) - c0, 3)
     if write:
         write_private_atomic(cfg["state_file"], json.dumps(result, sort_keys=True, default=str), 0o600)
         if cfg.get("textfile_dir"):
