@@ -14,6 +14,7 @@ import json
 import random
 import re
 import time
+from pathlib import Path
 
 import pytest
 from simnode import faults
@@ -21,21 +22,21 @@ from simnode import faults
 INTERVAL = 5
 STATE_FILE = "/var/lib/gpuops/health_check/state.json"
 PROM = "/var/lib/node_exporter/textfile_collector/gpuops_node_health.prom"
-PLAY = """
-- name: health check
-  hosts: {hosts}
-  gather_facts: false
-  roles:
-    - role: gpuops.cluster.health_check
-      vars:
-        health_check_state: {state}
-        health_check_interval: {interval}
-"""
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _play(testbed, hosts, state="present", *args):
-    text = PLAY.format(hosts=",".join(hosts), state=state, interval=INTERVAL)
-    proc = testbed.playbook(text, *args)
+    """The shipped playbook gpuops.cluster.health_check on ``hosts``."""
+    proc = testbed.playbook(
+        str(REPO / "playbooks" / "health_check.yml"),
+        "-e",
+        "gpuops_targets=%s" % ",".join(hosts),
+        "-e",
+        "health_check_state=%s" % state,
+        "-e",
+        "health_check_interval=%d" % INTERVAL,
+        *args,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     return proc
 
@@ -47,6 +48,8 @@ def _recap(proc):
 @pytest.fixture(scope="module")
 def installed(testbed):
     hosts = testbed.nodes[3:5]
+    for host in hosts:  # no memory of an earlier run (the policy escalates a second Xid 79 to replace)
+        testbed.on_node(host, "rm", "-rf", STATE_FILE.rsplit("/", 1)[0])
     first = _play(testbed, hosts)
     assert set(_recap(first).values()) != {0}
     assert "Reconfigure Slurm" in first.stdout
@@ -57,6 +60,8 @@ def installed(testbed):
         yield hosts
     finally:
         gone = _play(testbed, hosts, "absent")
+        for host in hosts:
+            testbed.on_node(host, "rm", "-rf", STATE_FILE.rsplit("/", 1)[0])
         assert "HealthCheckProgram" not in (testbed.root / "slurm" / "slurm.conf").read_text()
         assert "Reconfigure Slurm" in gone.stdout
 
