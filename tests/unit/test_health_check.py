@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import stat
 import subprocess
 import sys
@@ -287,3 +288,18 @@ def test_policy_overrides_change_the_version(tmp_path):
         {"policy": _policy.merge_policy(None, {"thresholds": {"temperature": {"gpu_fallback_p2_c": 80}}})}
     )
     assert hc.policy_version(base["policy"]) != hc.policy_version(other["policy"])
+
+
+def test_the_program_runs_on_python_3_8(tmp_path):
+    """The node side is Python 3.8+: the built zipapp runs under 3.8 when the machine has one."""
+    py38 = shutil.which("python3.8")
+    if not py38:
+        pytest.skip("no python3.8 on PATH (make setup links the pyenv interpreters into build/pybin)")
+    prog = tmp_path / "prog"
+    prog.write_bytes(bundle.build({"node_name": NODE, "state_file": str(tmp_path / "s" / "state.json")}, py38))
+    prog.chmod(0o755)
+    proc = subprocess.run([str(prog), "--dry-run", "--json"], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    assert res["schema"] == hc.SCHEMA and res["node"] == NODE and res["verdict"] in (-1, 0, 1, 2, 3)
+    assert not (tmp_path / "s").exists()  # --dry-run writes nothing
