@@ -292,9 +292,15 @@ def test_policy_overrides_change_the_version(tmp_path):
 
 def test_the_program_runs_on_python_3_8(tmp_path):
     """The node side is Python 3.8+: the built zipapp runs under 3.8 when the machine has one."""
-    py38 = shutil.which("python3.8")
+    repo = Path(__file__).resolve().parents[2]
+    py38 = None
+    for cand in (str(repo / "build" / "pybin" / "python3.8"), shutil.which("python3.8")):
+        ok = cand and subprocess.run([cand, "-c", "import sys; assert sys.version_info[:2] == (3, 8)"], check=False)
+        if ok and ok.returncode == 0:
+            py38 = cand
+            break
     if not py38:
-        pytest.skip("no python3.8 on PATH (make setup links the pyenv interpreters into build/pybin)")
+        pytest.skip("no working python3.8 (make setup links the pyenv interpreters into build/pybin)")
     prog = tmp_path / "prog"
     prog.write_bytes(bundle.build({"node_name": NODE, "state_file": str(tmp_path / "s" / "state.json")}, py38))
     prog.chmod(0o755)
