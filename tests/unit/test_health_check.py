@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import stat
 import subprocess
@@ -309,3 +310,82 @@ def test_the_program_runs_on_python_3_8(tmp_path):
     res = json.loads(proc.stdout)
     assert res["schema"] == hc.SCHEMA and res["node"] == NODE and res["verdict"] in (-1, 0, 1, 2, 3)
     assert not (tmp_path / "s").exists()  # --dry-run writes nothing
+
+
+def test_the_alert_rules_fire_on_the_programs_own_textfile(tmp_path, monkeypatch, scontrol):
+    """The contract end to end: the node program's real gpuops_node_health.prom for an Xid 79 node, fed as input
+    series to promtool against the generated rule file, fires GpuopsNodeHealthFailed for that node and finding;
+    a healthy node's file fires nothing."""
+    import yaml
+
+    promtool = shutil.which("promtool")
+    if not promtool:
+        pytest.fail("promtool not installed (tests/testbed/deps.sh: prometheus)")
+    exe, _log = scontrol
+    rules = Path(__file__).resolve().parents[2] / "extensions" / "prometheus" / "gpuops-rules.yml"
+    files = {}
+    for fault in ("xid79", None):
+        cfg = _cfg(tmp_path / str(fault), scontrol_path=str(exe), drain=False)
+        facts, _d = _facts(tmp_path, fault)
+        _run(monkeypatch, cfg, facts)
+        files[fault] = (tmp_path / str(fault) / hc.TEXTFILE).read_text()
+
+    def series(text):
+        out = []
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                out.append({"series": name, "values": "%sx5" % value})
+        return out
+
+    sick = [ln for ln in files["xid79"].splitlines() if ln.startswith("gpuops_node_health_finding{")]
+    finding = next(ln for ln in sick if 'check="gpu.xid"' in ln)
+    labels = dict(kv.split("=", 1) for kv in finding[finding.index("{") + 1 : finding.index("}")].split(","))
+    labels = {k: v.strip('"') for k, v in labels.items()}
+    tests = {
+        "rule_files": [str(rules)],
+        "evaluation_interval": "5s",
+        "tests": [
+            {
+                "interval": "5s",
+                "input_series": series(files["xid79"]),
+                "alert_rule_test": [{"eval_time": "10s", "alertname": "GpuopsNodeHealthFailed", "exp_alerts": []}],
+            },
+            {
+                "interval": "5s",
+                "input_series": series(files[None]),
+                "alert_rule_test": [{"eval_time": "10s", "alertname": "GpuopsNodeHealthFailed", "exp_alerts": []}],
+            },
+        ],
+    }
+    # what must fire for the sick node: one alert per P0/P1 finding series, carrying its labels
+    want = []
+    for ln in sick:
+        lab = dict(kv.split("=", 1) for kv in ln[ln.index("{") + 1 : ln.index("}")].split(","))
+        lab = {k: v.strip('"') for k, v in lab.items()}
+        if lab["severity"] in ("P0", "P1"):
+            want.append(lab)
+    assert labels in want
+    rule = next(
+        r
+        for g in yaml.safe_load(rules.read_text())["groups"]
+        for r in g["rules"]
+        if r.get("alert") == "GpuopsNodeHealthFailed"
+    )
+
+    def render(template, lab):
+        return re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: lab.get(m.group(1), ""), template)
+
+    tests["tests"][0]["alert_rule_test"][0]["exp_alerts"] = [
+        {
+            "exp_labels": dict(lab, **{k: str(v) for k, v in rule.get("labels", {}).items()}),
+            "exp_annotations": {k: render(v, lab) for k, v in rule.get("annotations", {}).items()},
+        }
+        for lab in want
+    ]
+    path = tmp_path / "contract-test.yml"
+    path.write_text(yaml.safe_dump(tests, sort_keys=False))
+    proc = subprocess.run(
+        [promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
