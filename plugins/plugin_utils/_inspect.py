@@ -33,6 +33,15 @@ def _unreachable_facts(message: str) -> Dict[str, Any]:
     }
 
 
+def _evidence_time(facts: Dict[str, Any]) -> tuple:
+    """(evidence time, its source) of a node's facts (docs/capture.md); (None, None) for an unreachable node."""
+    if not isinstance(facts, dict) or facts.get("unreachable"):
+        return None, None
+    when = facts.get("evidence_time") or facts.get("collected_at")
+    source = facts.get("evidence_time_source") or ("collected_at" if when else None)
+    return when, source
+
+
 def resolve_profiles(
     hosts: Dict[str, Dict[str, Any]], profiles: Optional[Dict[str, Any]], policy: Dict[str, Any]
 ) -> Dict[str, Optional[Dict[str, Any]]]:
@@ -153,6 +162,7 @@ def inspect_nodes(
     for host, n in report["nodes"].items():
         n["status_reason"] = nodes[host]["status_reason"]
         n["domains"] = nodes[host]["domains"]
+        n["evidence_time"], n["evidence_time_source"] = _evidence_time(nodes[host]["facts"])
     return report
 
 

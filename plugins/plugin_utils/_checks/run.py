@@ -136,7 +136,8 @@ def run_checks(
 ) -> None:
     # a check whose domain could not be read does not fire: "I could not see" is not "it is broken"
     skip = set(unknown_domains(states if states is not None else domain_states(facts, profile, ctx.policy)))
-    ctx.ref = parse_time(facts.get("collected_at")) or ctx.now
+    # the evidence time (docs/capture.md): lookback windows count back from it, respond_by from ``now``
+    ctx.ref = parse_time(facts.get("evidence_time") or facts.get("collected_at")) or ctx.now
     boot_id = boot_id_of(facts)
     boot_time = boot_time_of(facts, ctx.host)
     counts, _floor = xid.event_filter(ctx, facts, hs, boot_time)
