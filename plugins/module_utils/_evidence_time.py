@@ -125,9 +125,7 @@ def newest(candidates: Any, now: Optional[datetime.datetime] = None) -> Tuple[Op
     return best, source
 
 
-def resolve(
-    meta: Dict[str, Any], candidates: Any, now: Optional[datetime.datetime] = None
-) -> Tuple[str, str]:
+def resolve(meta: Dict[str, Any], candidates: Any, now: Optional[datetime.datetime] = None) -> Tuple[str, str]:
     """(evidence time as ISO ``Z``, its source) of a capture: ``captured_at`` of ``meta`` (capture.json), else
     the newest of ``candidates``, else ``now`` (the inspection)."""
     now = now or utcnow()

@@ -90,11 +90,21 @@ def _merge_nvlink(result: Dict[str, Any], texts: Dict[str, Optional[str]]) -> No
     for source, text in texts.items():
         if text is None or not text.strip():
             continue
+        if _nvlink.all_inactive_without_header(text):
+            # "NVML: Unable to retrieve NVLink information as all links are inactive" alone: evidence, not an error
+            for g in result.get("gpus") or []:
+                g["nvlink"] = g.get("nvlink") or {"links": [], "error": text.strip().splitlines()[-1][:300]}
+            continue
         try:
             parsed.append(_nvlink.parse(text, source, result["errors"]))
             sources.append(source)
         except ParseError as exc:
             result["errors"].append(exc.to_error(DOMAIN))
+    if parsed and not result.get("gpus") and not result.get("source"):
+        # a partial capture: NVLink output without a GPU inventory names its GPUs itself (index, name, UUID)
+        result["gpus"] = _nvlink.gpu_records(*parsed)
+        result["count"] = len(result["gpus"]) or None
+        result["source"] = ", ".join(sources) if result["gpus"] else None
     if parsed:
         notes = _nvlink.merge(result["gpus"], *parsed)
         if notes:

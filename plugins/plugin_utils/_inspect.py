@@ -17,6 +17,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _cluster, _policy, _report, _state
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import slurm_record_name
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
@@ -163,6 +164,9 @@ def inspect_nodes(
         n["status_reason"] = nodes[host]["status_reason"]
         n["domains"] = nodes[host]["domains"]
         n["evidence_time"], n["evidence_time_source"] = _evidence_time(nodes[host]["facts"])
+        name = slurm_record_name(nodes[host]["facts"], host)
+        if name:
+            n["slurm_node_name"] = name  # a capture's single scontrol record under another NodeName
     return report
 
 

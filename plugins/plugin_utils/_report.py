@@ -262,6 +262,9 @@ def _where(n: Dict[str, Any]) -> str:
     if n.get("mode") == "capture" and n.get("evidence_time"):
         when = "evidence time %s (%s)" % (n["evidence_time"], n.get("evidence_time_source") or "unknown source")
         where = "%s; %s" % (where, when) if where else when
+    if n.get("slurm_node_name"):
+        name = "Slurm record NodeName=%s" % n["slurm_node_name"]
+        where = "%s; %s" % (where, name) if where else name
     return where
 
 

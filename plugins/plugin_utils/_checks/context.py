@@ -193,6 +193,16 @@ def slurm_node(facts: Dict[str, Any], host: str) -> Optional[Dict[str, Any]]:
     return None
 
 
+def slurm_record_name(facts: Dict[str, Any], host: str) -> Optional[str]:
+    """The NodeName of the record :func:`slurm_node` takes as ``host``'s when it is another name (a capture's
+    single record), else None."""
+    n = slurm_node(facts, host) if isinstance(facts, dict) else None
+    name = as_str(n.get("name")) if n else None
+    if name is None or name in (host, host.split(".")[0]):
+        return None
+    return name
+
+
 def sev_action(table: Dict[str, Any], key: Any) -> Optional[Tuple[str, str]]:
     if not isinstance(key, (str, int)) or isinstance(key, bool):
         return None

@@ -18,8 +18,10 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import (
     gpu_links,
     ib,
     node,
+    partial,
     scheduler,
     xid,
+    xid_chains,
 )
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.catalogue import CHECK_DOMAINS, FACT_DOMAINS
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import (
@@ -193,6 +195,7 @@ def run_checks(
         window = RateWindow(prev, scratch, interval)
         guarded("gpu.pcie", gpu_links.check_pcie, ctx, g, profile, window)
         guarded("gpu.nvlink", gpu_links.check_nvlink, ctx, g, profile, window)
+        guarded("gpu.nvlink", partial.check_nvlink_inactive, ctx, g, profile)
         guarded("gpu.fabric", gpu_links.check_fabric, ctx, g)
         if bus:
             new_gpus[bus] = cur
@@ -200,6 +203,7 @@ def run_checks(
     guarded("gpu.driver", gpu.check_driver, ctx, facts, profile)
     guarded("gpu.diag", gpu.check_diag, ctx, facts)
     guarded("gpu.xid", xid.check_xid, ctx, facts, hs, counts)
+    guarded("gpu.xid", xid_chains.check_root_causes, ctx, facts, counts)
     guarded("nvswitch.sxid", xid.check_sxid, ctx, facts, counts)
     guarded("ib.port_state", ib.check_ib_ports, ctx, facts, profile)
     guarded("ib.errors", ib.check_ib_counters, ctx, facts, hs, new_ports, boot_id)
