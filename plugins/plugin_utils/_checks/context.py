@@ -198,7 +198,7 @@ def slurm_record_name(facts: Dict[str, Any], host: str) -> Optional[str]:
     single record), else None."""
     n = slurm_node(facts, host) if isinstance(facts, dict) else None
     name = as_str(n.get("name")) if n else None
-    if name is None or name in (host, host.split(".")[0]):
+    if name is None or name in (host, host.split(".", maxsplit=1)[0]):
         return None
     return name
 
