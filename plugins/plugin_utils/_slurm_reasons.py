@@ -166,7 +166,7 @@ _TABLE: List[Tuple[str, Pattern[str], str, str, str]] = [
 ]
 
 #: an operator's own note: a ticket id (JIRA-style KEY-123, INC0012345, #1234) in a free-text reason
-_TICKET = re.compile(r"\b([A-Z][A-Z0-9]+-\d+|INC\d{5,}|RITM\d{5,}|#\d{3,})\b")
+_TICKET = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]*-\d{2,}|INC\d{5,}|RITM\d{5,}|#\d{3,})\b")
 _STAMP = re.compile(r"\s*\[[^\]@]*@[^\]]*\]\s*$")
 
 
