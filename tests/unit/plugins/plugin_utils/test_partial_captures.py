@@ -106,3 +106,27 @@ def test_nvlink_alone_makes_gpu_records_from_its_headers(full, tmp_path):
     assert [g["index"] for g in gpus] == list(range(8))
     assert gpus[0]["name"] == "NVIDIA H100 80GB HBM3" and gpus[0]["uuid"].startswith("GPU-")
     assert len(gpus[3]["nvlink"]["links"]) == 18 and facts["gpu"]["source"] == "capture:nvidia-smi-nvlink-s.txt"
+
+
+@pytest.mark.parametrize("headers", [True, False])
+def test_all_links_inactive_is_a_finding_not_a_collector_error(tmp_path, headers):
+    """nvidia-smi nvlink -s on an HGX node whose GPU 4 has no link up: per-GPU NVML line under its header, or
+    the NVML line alone (nvidia-smi nvlink -s -i 4; open-gpu-kernel-modules #1150)."""
+    state = default_state(HOST, seed=7)
+    for lk in state["gpus"][4]["nvlinks"]:
+        lk["up"] = False
+    capture(state, str(tmp_path / "cap"))
+    cap = tmp_path / "cap"
+    if not headers:
+        (cap / "nvidia-smi-nvlink-s.txt").write_text(
+            "NVML: Unable to retrieve NVLink information as all links are inactive\n"
+        )
+        (cap / "nvidia-smi-nvlink-e.txt").unlink()
+    else:
+        assert "all links are inactive" in (cap / "nvidia-smi-nvlink-s.txt").read_text()
+    facts, findings = _inspect(str(cap))
+    assert facts["errors"] == []
+    assert not [f for f in findings if f["check"] == "collector.error"]
+    inactive = sorted(f["component"] for f in findings if f["check"] == "gpu.nvlink" and f["code"] == "all_inactive")
+    # with headers only GPU 4 says so; the NVML line alone is about every GPU the inventory lists
+    assert inactive == (["gpu4"] if headers else ["gpu%d" % i for i in range(8)])
