@@ -59,6 +59,30 @@ def _ctime(value: str) -> Optional[datetime.datetime]:
         return None
 
 
+_SEL_ADD = re.compile(
+    r"^\s*Last Add Time\s*:\s*(\d\d)/(\d\d)/(\d{2}|\d{4})\s+(\d\d):(\d\d):(\d\d)(?:\s*([AP]M))?(?:\s+([A-Z]{3,4}))?",
+    re.M,
+)
+#: the zone names ``ipmitool sel info`` prints (the BMC's zone); others count as UTC
+_ZONES = {"UTC": 0, "GMT": 0, "EST": -5, "EDT": -4, "CST": -6, "CDT": -5, "MST": -7, "MDT": -6, "PST": -8, "PDT": -7}
+
+
+def _sel_add_time(text: str) -> Optional[datetime.datetime]:
+    """``Last Add Time : 12/02/26 13:10:43 UTC`` / ``09/11/2025 06:57:38 PM EDT`` of ``ipmitool sel info``."""
+    m = _SEL_ADD.search(text)
+    if not m:
+        return None
+    mo, d, y, hh, mi, ss = (int(g) for g in m.groups()[:6])
+    y += 2000 if y < 100 else 0
+    if m.group(7):
+        hh = hh % 12 + (12 if m.group(7) == "PM" else 0)
+    try:
+        t = datetime.datetime(y, mo, d, hh, mi, ss, tzinfo=UTC)
+    except ValueError:
+        return None
+    return t - datetime.timedelta(hours=_ZONES.get(m.group(8) or "UTC", 0))
+
+
 def _as_dict(value: Any) -> Dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -95,8 +119,8 @@ def fact_times(facts: Dict[str, Any], skip: Tuple[str, ...] = ()) -> Iterator[Tu
 
 
 def header_times(capture_dir: str) -> Iterator[Tuple[Any, str]]:
-    """The ``Timestamp`` header of the nvidia-smi files of ``capture_dir`` (an unreadable file is skipped: the
-    gpu domain reports it)."""
+    """The ``Timestamp`` header of the nvidia-smi files and the SEL's ``Last Add Time`` (``ipmitool sel info``) of
+    ``capture_dir`` (an unreadable file is skipped: its domain reports it)."""
     for name, rx, source in _HEADERS:
         try:
             text = _capture.read(capture_dir, name)
@@ -105,6 +129,13 @@ def header_times(capture_dir: str) -> Iterator[Tuple[Any, str]]:
         m = rx.search(text[:_HEAD_CHARS]) if text else None
         if m:
             yield (_ctime(m.group(1)) or m.group(1)), source
+    try:
+        text = _capture.read(capture_dir, "ipmitool-sel-info.txt")
+    except ParseError:
+        text = None
+    t = _sel_add_time(text[:_HEAD_CHARS]) if text else None
+    if t is not None:
+        yield t, "ipmitool-sel-info.txt Last Add Time"
 
 
 def newest(candidates: Any, now: Optional[datetime.datetime] = None) -> Tuple[Optional[datetime.datetime], str]:

@@ -151,3 +151,11 @@ def test_capture_json_captured_at_is_used_when_present(tmp_path):
     assert (facts["evidence_time"], facts["evidence_time_source"]) == ("2026-11-02T10:00:00Z", E.SOURCE_META)
     assert facts["collected_at"] == "2026-11-02T10:00:00Z"
     assert os.path.isdir(tmp_path / "prev")
+
+
+def test_sel_info_last_add_time_is_evidence_with_its_zone(tmp_path):
+    """Supermicro X10 `ipmitool sel info` (12-hour clock, EDT): 06:57:38 PM EDT is 22:57:38 UTC."""
+    _copy(FIX / "ipmitool-sel" / "supermicro-x10-sel-info.txt", tmp_path, "ipmitool-sel-info.txt")
+    assert list(E.header_times(str(tmp_path))) == [
+        (datetime.datetime(2025, 9, 11, 22, 57, 38, tzinfo=UTC), "ipmitool-sel-info.txt Last Add Time")
+    ]
