@@ -27,7 +27,7 @@ def check_scheduler(ctx: Ctx, facts: Dict[str, Any]) -> None:
     meaning = interpret_reason(reason)
     if meaning:
         ev["reason_meaning"] = meaning
-    if n.get("name") not in (None, ctx.host, str(ctx.host).split(".")[0]):
+    if n.get("name") not in (None, ctx.host, str(ctx.host).split(".", maxsplit=1)[0]):
         ev["slurm_node_name"] = n.get("name")  # a capture's single record, taken as this host's (docs/capture.md)
     note = _note(meaning, ev.get("slurm_node_name"))
     if words & {"DOWN", "NOT_RESPONDING", "FAIL", "FAILING", "NO_RESPOND"}:
