@@ -14,6 +14,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import (
     bmc,
     drift,
     faults,
+    fleet,
     gpu,
     gpu_links,
     ib,
@@ -59,6 +60,7 @@ def evaluate_node(
     state: Optional[Dict[str, Any]],
     now: Any,
     host: str,
+    fleet_baseline: Optional[Dict[str, Any]] = None,
 ) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
     """Evaluate one node's facts against the policy.
 
@@ -74,6 +76,8 @@ def evaluate_node(
         Not modified.
       now: the evaluation time (ISO string, epoch or datetime): kernel-event windows, rates, respond_by.
       host: the inventory hostname (the finding ids start with it).
+      fleet_baseline: for a node without a profile, the baseline of its class inferred from its peers
+        (``_fleet.infer_baselines``): the node is compared with the majority of the class.
 
     Returns:
       ``(findings, new_host_state)``: findings per docs/findings.md sorted by severity then id, and the
@@ -110,7 +114,7 @@ def evaluate_node(
         )
         facts = {}
     else:
-        run_checks(ctx, facts, profile, hs, states)
+        run_checks(ctx, facts, profile, hs, states, fleet_baseline)
     boot_id = boot_id_of(facts) if reachable else None
     faults.escalate(ctx, hs)
     faults.apply_active_faults(ctx, hs, boot_id, facts, reachable and not nothing_read)
@@ -135,6 +139,7 @@ def run_checks(
     profile: Optional[Dict[str, Any]],
     hs: Dict[str, Any],
     states: Optional[Dict[str, Dict[str, Any]]] = None,
+    fleet_baseline: Optional[Dict[str, Any]] = None,
 ) -> None:
     # a check whose domain could not be read does not fire: "I could not see" is not "it is broken"
     skip = set(unknown_domains(states if states is not None else domain_states(facts, profile, ctx.policy)))
@@ -206,14 +211,25 @@ def run_checks(
     guarded("gpu.xid", xid_chains.check_root_causes, ctx, facts, counts)
     guarded("nvswitch.sxid", xid.check_sxid, ctx, facts, counts)
     guarded("ib.port_state", ib.check_ib_ports, ctx, facts, profile)
+    # zero-config baselines: peers within the node, and (no profile) the majority of the node's class
+    guarded("ib.port_state", fleet.check_port_peers, ctx, facts, profile)
+    guarded("gpu.nvlink", fleet.check_gpu_peers, ctx, facts, profile)
+    if not profile:
+        guarded("drift", fleet.check_fleet, ctx, facts, fleet_baseline)
     guarded("ib.errors", ib.check_ib_counters, ctx, facts, hs, new_ports, boot_id)
     guarded("bmc", bmc.check_bmc, ctx, facts)
     guarded("scheduler.node_state", scheduler.check_scheduler, ctx, facts)
     guarded("node", node.check_node, ctx, facts, profile)
     guarded("collector.error", check_collector_errors, ctx, facts)
     guarded("drift", drift.check_drift, ctx, facts, hs.get("baseline") or facts.get("baseline"))
-    for fid in [k for k, f in ctx.findings.items() if f["check"] != "collector.error" and finding_domain(f) in skip]:
-        del ctx.findings[fid]  # a multi-domain check (drift) that read an unknown domain as empty
-        ctx.meta.pop(fid, None)
+    _drop_unread(ctx, skip)
     hs["gpu"] = {"gpus": new_gpus}
     hs["ib"] = {"ports": new_ports}
+
+
+def _drop_unread(ctx: Ctx, skip: set) -> None:
+    """Drop the findings of a domain that could not be read (a multi-domain check, drift, that read an unknown
+    domain as empty); collector errors stay."""
+    for fid in [k for k, f in ctx.findings.items() if f["check"] != "collector.error" and finding_domain(f) in skip]:
+        del ctx.findings[fid]
+        ctx.meta.pop(fid, None)
