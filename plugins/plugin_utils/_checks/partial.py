@@ -18,7 +18,9 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context imp
     as_dict,
     as_list,
     gpu_label,
+    gpu_list,
 )
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.fleet import settings as fleet_settings
 
 _ALL_INACTIVE = re.compile(r"all links are inactive", re.I)
 #: GPU names of boards whose GPUs are SXM/OAM modules (NVLink always wired): nvidia-smi does not say "SXM" for
@@ -41,23 +43,37 @@ def nvlink_board(g: Dict[str, Any], profile: Optional[Dict[str, Any]]) -> bool:
     return bool(_NVLINK_BOARD.search(name)) and not _NOT_NVLINK.search(name)
 
 
-def check_nvlink_inactive(ctx: Ctx, g: Dict[str, Any], profile: Optional[Dict[str, Any]]) -> None:
+def _links_up(g: Dict[str, Any]) -> bool:
     nv = g.get("nvlink")
-    if not isinstance(nv, dict) or not _ALL_INACTIVE.search(str(nv.get("error") or "")):
-        return
-    if any(isinstance(lk, dict) and lk.get("state") == "up" for lk in as_list(nv.get("links"))):
-        return
-    if (profile or {}).get("nvlinks_per_gpu"):
-        return  # gpu.nvlink "missing" against the profile already says it
-    if not nvlink_board(g, profile):
-        return
-    ctx.for_gpu(g)(
-        "gpu.nvlink",
-        "P1",
-        "all_inactive",
-        "%s (%s): all NVLinks inactive on an NVLink board" % (gpu_label(g), g.get("name") or "model unknown"),
-        "reset_gpu",
-        "gpu.nvlink: nvidia-smi nvlink -s 'all links are inactive' on an SXM/HGX GPU (NVIDIA: link training "
-        "failure, RESET_GPU; repeated: reseat/RMA)",
-        evidence={"error": str(nv.get("error"))[:300], "name": g.get("name")},
+    return isinstance(nv, dict) and any(
+        isinstance(lk, dict) and lk.get("state") == "up" for lk in as_list(nv.get("links"))
     )
+
+
+def check_nvlink_inactive(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, Any]]) -> None:
+    """``gpu.nvlink`` ``all_inactive`` for each GPU of an NVLink board that NVML says has no active link.
+
+    Not when the profile sets ``nvlinks_per_gpu`` (its ``missing`` finding says it), nor for one GPU whose
+    siblings have links up while the zero-config peer check is on (``fleet.check_gpu_peers`` says ``all_down``,
+    with the peers as its baseline): this check covers every GPU of the node down, or a node too small for peers.
+    """
+    if (profile or {}).get("nvlinks_per_gpu"):
+        return
+    gpus = [g for g in gpu_list(facts) if g.get("readable") is not False]
+    peers_on = fleet_settings(ctx.policy)["enabled"] and any(_links_up(g) for g in gpus)
+    for g in gpus:
+        nv = g.get("nvlink")
+        if not isinstance(nv, dict) or not _ALL_INACTIVE.search(str(nv.get("error") or "")) or _links_up(g):
+            continue
+        if peers_on or not nvlink_board(g, profile):
+            continue
+        ctx.for_gpu(g)(
+            "gpu.nvlink",
+            "P1",
+            "all_inactive",
+            "%s (%s): all NVLinks inactive on an NVLink board" % (gpu_label(g), g.get("name") or "model unknown"),
+            "reset_gpu",
+            "gpu.nvlink: nvidia-smi nvlink -s 'all links are inactive' on an SXM/HGX GPU (NVIDIA: link training "
+            "failure, RESET_GPU; every GPU of the node: check nvidia-fabricmanager/NVSwitch first)",
+            evidence={"error": str(nv.get("error"))[:300], "name": g.get("name")},
+        )

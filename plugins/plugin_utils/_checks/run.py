@@ -200,20 +200,18 @@ def run_checks(
         window = RateWindow(prev, scratch, interval)
         guarded("gpu.pcie", gpu_links.check_pcie, ctx, g, profile, window)
         guarded("gpu.nvlink", gpu_links.check_nvlink, ctx, g, profile, window)
-        guarded("gpu.nvlink", partial.check_nvlink_inactive, ctx, g, profile)
         guarded("gpu.fabric", gpu_links.check_fabric, ctx, g)
         if bus:
             new_gpus[bus] = cur
     guarded("gpu.throttle", gpu.check_throttle, ctx, gpus)
     guarded("gpu.driver", gpu.check_driver, ctx, facts, profile)
     guarded("gpu.diag", gpu.check_diag, ctx, facts)
-    guarded("gpu.xid", xid.check_xid, ctx, facts, hs, counts)
-    guarded("gpu.xid", xid_chains.check_root_causes, ctx, facts, counts)
-    guarded("nvswitch.sxid", xid.check_sxid, ctx, facts, counts)
+    _kernel_event_checks(guarded, ctx, facts, hs, counts)
     guarded("ib.port_state", ib.check_ib_ports, ctx, facts, profile)
     # zero-config baselines: peers within the node, and (no profile) the majority of the node's class
     guarded("ib.port_state", fleet.check_port_peers, ctx, facts, profile)
     guarded("gpu.nvlink", fleet.check_gpu_peers, ctx, facts, profile)
+    guarded("gpu.nvlink", partial.check_nvlink_inactive, ctx, facts, profile)
     if not profile:
         guarded("drift", fleet.check_fleet, ctx, facts, fleet_baseline)
     guarded("ib.errors", ib.check_ib_counters, ctx, facts, hs, new_ports, boot_id)
@@ -225,6 +223,13 @@ def run_checks(
     _drop_unread(ctx, skip)
     hs["gpu"] = {"gpus": new_gpus}
     hs["ib"] = {"ports": new_ports}
+
+
+def _kernel_event_checks(guarded, ctx: Ctx, facts: Dict[str, Any], hs: Dict[str, Any], counts) -> None:
+    """The Xid checks (with the root causes only dependent lines name) and the NVSwitch SXid check."""
+    guarded("gpu.xid", xid.check_xid, ctx, facts, hs, counts)
+    guarded("gpu.xid", xid_chains.check_root_causes, ctx, facts, counts)
+    guarded("nvswitch.sxid", xid.check_sxid, ctx, facts, counts)
 
 
 def _drop_unread(ctx: Ctx, skip: set) -> None:

@@ -127,6 +127,7 @@ def test_all_links_inactive_is_a_finding_not_a_collector_error(tmp_path, headers
     facts, findings = _inspect(str(cap))
     assert facts["errors"] == []
     assert not [f for f in findings if f["check"] == "collector.error"]
-    inactive = sorted(f["component"] for f in findings if f["check"] == "gpu.nvlink" and f["code"] == "all_inactive")
-    # with headers only GPU 4 says so; the NVML line alone is about every GPU the inventory lists
-    assert inactive == (["gpu4"] if headers else ["gpu%d" % i for i in range(8)])
+    nv = sorted((f["component"], f["code"]) for f in findings if f["check"] == "gpu.nvlink")
+    # with headers only GPU 4 says so, while its siblings' links are up: the peer check's all_down; the NVML
+    # line alone is about every GPU the inventory lists
+    assert nv == ([("gpu4", "all_down")] if headers else [("gpu%d" % i, "all_inactive") for i in range(8)])
