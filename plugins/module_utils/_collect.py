@@ -21,6 +21,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils import (
     _bmc,
     _capture,
     _dcgm,
+    _evidence_time,
     _gpu,
     _ib,
     _kernel_events,
@@ -137,6 +138,7 @@ def collect_all(
         "errors": [],
     }
     meta: Dict[str, Any] = {}
+    facts["evidence_time"], facts["evidence_time_source"] = facts["collected_at"], _evidence_time.SOURCE_LIVE
     if capture_dir:
         if not os.path.isdir(capture_dir):
             # nothing can be read: every domain stays absent (unknown), never "0 GPUs" (docs/findings.md)
@@ -154,20 +156,34 @@ def collect_all(
     for d in unknown:
         facts["errors"].append(error_record("collect", "internal", "unknown domain %r" % d))
     timings: Dict[str, float] = {}
-    for domain in (d for d in ALL_DOMAINS if d in wanted):
+    order = [d for d in ALL_DOMAINS if d in wanted]
+    dated = bool(capture_dir) and bool(meta.get("captured_at"))
+    if capture_dir and not dated and "kernel" in order:
+        # no capture time: read the dated evidence first, so that year-less syslog stamps resolve against it
+        order = [d for d in order if d != "kernel"] + ["kernel"]
+    for domain in order:
         kwargs: Dict[str, Any] = {"capture_dir": capture_dir, "timeout": timeout}
         kwargs.update(options.get(domain) or {})
         if domain == "kernel" and "gpus" not in kwargs and isinstance(facts.get("gpu"), dict):
             kwargs["gpus"] = [
                 {"index": g.get("index"), "bus_id": g.get("bus_id")} for g in facts["gpu"].get("gpus") or []
             ]
+        if domain == "kernel" and capture_dir and not dated:
+            kwargs.setdefault("ref", _evidence_time.newest(_candidates(facts, capture_dir, ("kernel",)))[0])
         if domain == "slurm" and "node" not in kwargs:
             kwargs["node"] = facts["hostname"]
         t0 = time.perf_counter()
         result = _call(domain, kwargs)
         timings[domain] = round(time.perf_counter() - t0, 4)
         facts[domain] = result
-        facts["errors"].extend(e for e in result.get("errors") or [] if isinstance(e, dict))
+    for domain in (d for d in ALL_DOMAINS if d in facts):
+        facts[domain] = facts.pop(domain)  # the documented domain order, whatever order they were read in
+        facts["errors"].extend(e for e in facts[domain].get("errors") or [] if isinstance(e, dict))
+    if capture_dir:
+        facts["evidence_time"], facts["evidence_time_source"] = _evidence_time.resolve(
+            meta, _candidates(facts, capture_dir)
+        )
+        facts["collected_at"] = facts["evidence_time"]
     if capture_dir and not any(isinstance(facts.get(d), dict) and facts[d].get("source") for d in wanted):
         # a directory without evidence (a wrong path one level up, an empty attachment): say so once
         facts["errors"].append(
@@ -179,6 +195,11 @@ def collect_all(
         facts["hostname"] = (facts.get("node") or {}).get("hostname")
     facts["timings"] = timings
     return facts
+
+
+def _candidates(facts: Dict[str, Any], capture_dir: str, skip: Sequence[str] = ()) -> List[Any]:
+    """The dated evidence of a capture (``_evidence_time.fact_times`` + the nvidia-smi headers)."""
+    return list(_evidence_time.fact_times(facts, tuple(skip))) + list(_evidence_time.header_times(capture_dir))
 
 
 def required_sources_missing(facts: Dict[str, Any], required: List[str]) -> List[str]:

@@ -87,14 +87,25 @@ def _drop_explained_exit(result: Dict[str, Any], tool_sources: Any) -> None:
 def _merge_nvlink(result: Dict[str, Any], texts: Dict[str, Optional[str]]) -> None:
     parsed = []
     sources = []
+    inactive = None
     for source, text in texts.items():
         if text is None or not text.strip():
+            continue
+        if _nvlink.all_inactive_without_header(text):
+            # "NVML: Unable to retrieve NVLink information as all links are inactive" alone: evidence, not an
+            # error; it is about the GPUs the other NVLink output does not list links for (below)
+            inactive = text.strip().splitlines()[-1][:300]
             continue
         try:
             parsed.append(_nvlink.parse(text, source, result["errors"]))
             sources.append(source)
         except ParseError as exc:
             result["errors"].append(exc.to_error(DOMAIN))
+    if parsed and not result.get("gpus") and not result.get("source"):
+        # a partial capture: NVLink output without a GPU inventory names its GPUs itself (index, name, UUID)
+        result["gpus"] = _nvlink.gpu_records(*parsed)
+        result["count"] = len(result["gpus"]) or None
+        result["source"] = ", ".join(sources) if result["gpus"] else None
     if parsed:
         notes = _nvlink.merge(result["gpus"], *parsed)
         if notes:
@@ -104,6 +115,10 @@ def _merge_nvlink(result: Dict[str, Any], texts: Dict[str, Optional[str]]) -> No
                 "; ".join(notes[:3]),
             )
             result["errors"].append(error_record(DOMAIN, "parse", msg, ", ".join(sources), _nvlink.PARSER))
+    if inactive:
+        for g in result.get("gpus") or []:
+            if not (g.get("nvlink") or {}).get("links"):
+                g["nvlink"] = {"links": [], "error": inactive}
 
 
 def collect_capture(capture_dir: str) -> Dict[str, Any]:

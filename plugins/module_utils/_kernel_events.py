@@ -60,6 +60,10 @@ __all__ = [
 ]
 
 
+#: keyword options collect() takes through ``**capture`` (``_collect`` passes them on by this list)
+CONNECTION_KEYS = ("ref",)
+
+
 def map_gpus(events: List[Dict[str, Any]], gpus: Optional[Sequence[Dict[str, Any]]]) -> None:
     """Set ``gpu_index`` on events whose bus id matches one of ``gpus`` ([{index, bus_id}]), in place."""
     if not gpus:
@@ -168,10 +172,17 @@ def collect(
     max_events: int = DEFAULT_MAX_EVENTS,
     journalctl: str = "journalctl",
     dmesg: str = "dmesg",
+    **capture: Any,
 ) -> Dict[str, Any]:
-    """The ``kernel`` domain of docs/facts.md, from the live node or from ``capture_dir/kernel.log``."""
+    """The ``kernel`` domain of docs/facts.md, from the live node or from ``capture_dir/kernel.log``.
+
+    ``ref=`` (capture only, keyword): the evidence time of a capture without ``captured_at`` (``_evidence_time``),
+    against which year-less syslog stamps resolve; without either, the file's modification time."""
+    unknown = set(capture) - set(CONNECTION_KEYS)
+    if unknown:
+        raise TypeError("collect(): unexpected keyword argument(s) %s" % ", ".join(sorted(unknown)))
     if capture_dir:
-        return _collect_capture(capture_dir, since, gpus, max_events)
+        return _collect_capture(capture_dir, since, gpus, max_events, capture.get("ref"))
     result = _empty(None, since, live_boot_id())
     ref = datetime.datetime.now()
     jpath = _find(journalctl)
@@ -204,7 +215,7 @@ def collect(
 
 
 def _collect_capture(
-    capture_dir: str, since: Any, gpus: Optional[Sequence[Dict[str, Any]]], max_events: int
+    capture_dir: str, since: Any, gpus: Optional[Sequence[Dict[str, Any]]], max_events: int, ref_time: Any = None
 ) -> Dict[str, Any]:
     errors: List[Dict[str, Any]] = []
     meta = _capture.meta_or_error(capture_dir, errors, DOMAIN)
@@ -227,9 +238,14 @@ def _collect_capture(
     if text is None:
         return result
     result["source"] = "capture:kernel.log"
-    ref = parse_time(meta.get("captured_at"), assume_utc=False) or _mtime(path)
+    ref = parse_time(meta.get("captured_at"), assume_utc=False) or _naive_utc(parse_time(ref_time)) or _mtime(path)
     _finish(result, text, path, ref, gpus, max_events, True)
     return result
+
+
+def _naive_utc(t: Optional[datetime.datetime]) -> Optional[datetime.datetime]:
+    """An aware time as the naive UTC wall clock ``split_time`` compares syslog stamps with."""
+    return t.astimezone(datetime.timezone.utc).replace(tzinfo=None) if t is not None else None
 
 
 def _mtime(path: str) -> Optional[datetime.datetime]:

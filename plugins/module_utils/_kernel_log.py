@@ -72,7 +72,7 @@ _SYSLOG = re.compile(
 _XID = re.compile(r"NVRM: Xid \(\s*(?:PCI:)?([^)]*)\)[^:]*:\s*([0-9]+)\s*(?:,\s*(.*))?$")
 _SXID = re.compile(r"SXid \(\s*(?:PCI:)?([^)]*)\)[^:]*:\s*([0-9]+)\s*(?:,\s*(.*))?$")
 _PID_NAME = re.compile(r"^pid\s*=\s*('?<?[^,>']*>?'?)\s*,\s*name\s*=\s*(.*?)(?:,\s*(.*))?$")
-_CAUSED = re.compile(r"caused by (?:a )?previous Xid(?:\(s\)|s)?\s*:?\s*([0-9]+)", re.IGNORECASE)
+_CAUSED = re.compile(r"(?:caused by|due to) (?:an? )?previous Xid(?:\(s\)|s)?\s*:?\s*([0-9]+)", re.IGNORECASE)
 _RECOVERY = re.compile(
     r"recovery action changed from\s+(?:(0x[0-9a-fA-F]+|[0-9]+)\s*)?(?:\(([^)]*)\))?\s*to\s+"
     r"(?:(0x[0-9a-fA-F]+|[0-9]+)\s*)?(?:\(([^)]*)\))?",

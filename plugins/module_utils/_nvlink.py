@@ -25,6 +25,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     to_float,
     to_int,
 )
+from ansible_collections.gpuops.cluster.plugins.module_utils._gpu_record import new_record
 
 PARSER = "nvlink"
 DOMAIN = "gpu"
@@ -168,6 +169,30 @@ def _count(value: str) -> Optional[int]:
     if n is None:
         raise ParseError("counter value %r is not a number" % value.strip()[:40])
     return n
+
+
+_ALL_INACTIVE = re.compile(r"all links are inactive", re.I)
+
+
+def all_inactive_without_header(text: str) -> bool:
+    """True for NVLink output that is only NVML's "... as all links are inactive" line (no ``GPU N:`` header:
+    ``nvidia-smi nvlink -s -i N``, or a driver that prints it once): evidence that no link is up."""
+    return bool(_ALL_INACTIVE.search(text)) and not any(_GPU_RE.match(ln.strip()) for ln in text.splitlines())
+
+
+def gpu_records(*parsed: Dict[int, Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """GPU records of docs/facts.md made from NVLink output alone (a capture without ``nvidia-smi -q``): index,
+    name and UUID from the ``GPU N: <name> (UUID: ...)`` headers, every other value unknown. :func:`merge`
+    attaches the links to them."""
+    seen: Dict[int, Dict[str, Any]] = {}
+    for data in parsed:
+        for idx, nv in sorted(data.items()):
+            rec = seen.get(idx)
+            if rec is None:
+                rec = seen[idx] = new_record(idx)
+            rec["name"] = rec["name"] or nv.get("name")
+            rec["uuid"] = rec["uuid"] or nv.get("uuid")
+    return [seen[i] for i in sorted(seen)]
 
 
 def merge(gpus: List[Dict[str, Any]], *parsed: Dict[int, Dict[str, Any]]) -> List[str]:

@@ -72,6 +72,8 @@ facts:
     mode: live
     hostname: gpu-node-07
     collected_at: "2026-12-02T10:00:00Z"
+    evidence_time: "2026-12-02T10:00:00Z"
+    evidence_time_source: live collection
     gpu: {source: nvidia-smi-xml, count: 8, gpus: [], errors: []}
     ib: {source: sysfs, hcas: [], errors: []}
     errors: []

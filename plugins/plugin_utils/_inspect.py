@@ -17,6 +17,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _cluster, _fleet, _policy, _report, _state
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import slurm_record_name
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
@@ -31,6 +32,15 @@ def _unreachable_facts(message: str) -> Dict[str, Any]:
         "unreachable_message": message,
         "errors": [],
     }
+
+
+def _evidence_time(facts: Dict[str, Any]) -> tuple:
+    """(evidence time, its source) of a node's facts (docs/capture.md); (None, None) for an unreachable node."""
+    if not isinstance(facts, dict) or facts.get("unreachable"):
+        return None, None
+    when = facts.get("evidence_time") or facts.get("collected_at")
+    source = facts.get("evidence_time_source") or ("collected_at" if when else None)
+    return when, source
 
 
 def resolve_profiles(
@@ -182,6 +192,10 @@ def inspect_nodes(
         n["status_reason"] = nodes[host]["status_reason"]
         n["domains"] = nodes[host]["domains"]
         n["baseline"] = nodes[host]["baseline"]
+        n["evidence_time"], n["evidence_time_source"] = _evidence_time(nodes[host]["facts"])
+        name = slurm_record_name(nodes[host]["facts"], host)
+        if name:
+            n["slurm_node_name"] = name  # a capture's single scontrol record under another NodeName
     members: Dict[str, List[str]] = {}
     for host in unprofiled:
         members.setdefault(_fleet.peer_class(read[host][2], classes.get(host)) or "", []).append(host)

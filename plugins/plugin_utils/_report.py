@@ -256,6 +256,18 @@ def environment(templates_dir: Optional[str] = None) -> jinja2.Environment:
     return env
 
 
+def _where(n: Dict[str, Any]) -> str:
+    """Rack, leaf and power domain of a node; for a capture also the time its evidence was judged at."""
+    where = ", ".join("%s %s" % (k, n[k]) for k in ("rack", "leaf", "power") if n.get(k))
+    if n.get("mode") == "capture" and n.get("evidence_time"):
+        when = "evidence time %s (%s)" % (n["evidence_time"], n.get("evidence_time_source") or "unknown source")
+        where = "%s; %s" % (where, when) if where else when
+    if n.get("slurm_node_name"):
+        name = "Slurm record NodeName=%s" % n["slurm_node_name"]
+        where = "%s; %s" % (where, name) if where else name
+    return where
+
+
 def _attention(report: Dict[str, Any]) -> List[Dict[str, Any]]:
     """Nodes that are not healthy or carry findings, worst first; each with its findings, worst first."""
     bad = [(h, n) for h, n in sorted(report["nodes"].items()) if n["status"] != "healthy" or n["findings"]]
@@ -264,7 +276,7 @@ def _attention(report: Dict[str, Any]) -> List[Dict[str, Any]]:
         {
             "host": host,
             "node": n,
-            "where": ", ".join("%s %s" % (k, n[k]) for k in ("rack", "leaf", "power") if n.get(k)),
+            "where": _where(n),
             "findings": sorted(n["findings"], key=lambda f: (severity_rank(f.get("severity")), f.get("check") or "")),
         }
         for host, n in bad

@@ -32,7 +32,11 @@ def capture(state: dict, out_dir: str, text_only_files: bool = False) -> dict:
     """Write every capture file + sys/class/infiniband (plain copy) + node.json + capture.json. Returns capture.json."""
     os.makedirs(out_dir, exist_ok=True)
     files = {}
+    # a partial or undated capture (simnode.faults_evidence): only these files, and/or no capture.json
+    only = state.get("capture_files")
     for name, tool, args in COMMANDS:
+        if only is not None and name not in only:
+            continue
         args = [
             (str(state["dcgm"].get("level", 2)) if tool == "dcgmi" else state["hostname"]) if a is None else a
             for a in args
@@ -54,10 +58,12 @@ def capture(state: dict, out_dir: str, text_only_files: bool = False) -> dict:
         with open(os.path.join(out_dir, name), "w", encoding="utf-8") as fh:
             fh.write(out)
         files[name] = entry
-    with open(os.path.join(out_dir, "node.json"), "w", encoding="utf-8") as fh:
-        fh.write(rm.node_json(state))
-    files["node.json"] = {"rc": 0, "stderr": "", "timed_out": False, "duration": 0.0}
-    rm.write_sysfs(state, out_dir, links=False)
+    if only is None or "node.json" in only:
+        with open(os.path.join(out_dir, "node.json"), "w", encoding="utf-8") as fh:
+            fh.write(rm.node_json(state))
+        files["node.json"] = {"rc": 0, "stderr": "", "timed_out": False, "duration": 0.0}
+    if only is None or "sys" in only:
+        rm.write_sysfs(state, out_dir, links=False)
     meta = {
         "schema": "gpuops.capture/v1",
         "hostname": state["hostname"],
@@ -66,6 +72,8 @@ def capture(state: dict, out_dir: str, text_only_files: bool = False) -> dict:
         "generator": "simnode",
         "files": files,
     }
+    if state.get("capture_meta") is False:
+        return meta
     with open(os.path.join(out_dir, "capture.json"), "w", encoding="utf-8") as fh:
         json.dump(meta, fh, indent=2, sort_keys=True)
         fh.write("\n")

@@ -514,7 +514,7 @@ def scontrol_show_node(state: dict) -> str:
     host = state["hostname"]
     boot = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(state["boot_time"]))
     lines = [
-        "NodeName=%s Arch=x86_64 CoresPerSocket=56 " % host,
+        "NodeName=%s Arch=x86_64 CoresPerSocket=56 " % (s.get("node_name") or host),
         "   CPUAlloc=%d CPUEfctv=%d CPUTot=%d CPULoad=%.2f"
         % (s["cpus"] if "ALLOC" in s["state"] else 0, s["cpus"], s["cpus"], 0.05),
         "   AvailableFeatures=h100,ib",

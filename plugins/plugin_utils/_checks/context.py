@@ -183,10 +183,24 @@ def collected_epoch(facts: Dict[str, Any], domain: Optional[Dict[str, Any]] = No
 def slurm_node(facts: Dict[str, Any], host: str) -> Optional[Dict[str, Any]]:
     names = {host, as_str(facts.get("hostname")), as_str(as_dict(facts.get("node")).get("hostname"))}
     names |= {n.split(".")[0] for n in list(names) if n}
-    for n in as_list(as_dict(facts.get("slurm")).get("nodes")):
-        if isinstance(n, dict) and as_str(n.get("name")) in names:
+    records = [n for n in as_list(as_dict(facts.get("slurm")).get("nodes")) if isinstance(n, dict)]
+    for n in records:
+        if as_str(n.get("name")) in names:
             return n
+    if len(records) == 1 and facts.get("mode") == "capture":
+        # a host's capture holds its own record, whatever NodeName Slurm gives it (scheduler notes the name)
+        return records[0]
     return None
+
+
+def slurm_record_name(facts: Dict[str, Any], host: str) -> Optional[str]:
+    """The NodeName of the record :func:`slurm_node` takes as ``host``'s when it is another name (a capture's
+    single record), else None."""
+    n = slurm_node(facts, host) if isinstance(facts, dict) else None
+    name = as_str(n.get("name")) if n else None
+    if name is None or name in (host, host.split(".", maxsplit=1)[0]):
+        return None
+    return name
 
 
 def sev_action(table: Dict[str, Any], key: Any) -> Optional[Tuple[str, str]]:

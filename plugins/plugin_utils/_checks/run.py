@@ -19,8 +19,10 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import (
     gpu_links,
     ib,
     node,
+    partial,
     scheduler,
     xid,
+    xid_chains,
 )
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.catalogue import CHECK_DOMAINS, FACT_DOMAINS
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import (
@@ -141,7 +143,8 @@ def run_checks(
 ) -> None:
     # a check whose domain could not be read does not fire: "I could not see" is not "it is broken"
     skip = set(unknown_domains(states if states is not None else domain_states(facts, profile, ctx.policy)))
-    ctx.ref = parse_time(facts.get("collected_at")) or ctx.now
+    # the evidence time (docs/capture.md): lookback windows count back from it, respond_by from ``now``
+    ctx.ref = parse_time(facts.get("evidence_time") or facts.get("collected_at")) or ctx.now
     boot_id = boot_id_of(facts)
     boot_time = boot_time_of(facts, ctx.host)
     counts, _floor = xid.event_filter(ctx, facts, hs, boot_time)
@@ -203,12 +206,12 @@ def run_checks(
     guarded("gpu.throttle", gpu.check_throttle, ctx, gpus)
     guarded("gpu.driver", gpu.check_driver, ctx, facts, profile)
     guarded("gpu.diag", gpu.check_diag, ctx, facts)
-    guarded("gpu.xid", xid.check_xid, ctx, facts, hs, counts)
-    guarded("nvswitch.sxid", xid.check_sxid, ctx, facts, counts)
+    _kernel_event_checks(guarded, ctx, facts, hs, counts)
     guarded("ib.port_state", ib.check_ib_ports, ctx, facts, profile)
     # zero-config baselines: peers within the node, and (no profile) the majority of the node's class
     guarded("ib.port_state", fleet.check_port_peers, ctx, facts, profile)
     guarded("gpu.nvlink", fleet.check_gpu_peers, ctx, facts, profile)
+    guarded("gpu.nvlink", partial.check_nvlink_inactive, ctx, facts, profile)
     if not profile:
         guarded("drift", fleet.check_fleet, ctx, facts, fleet_baseline)
     guarded("ib.errors", ib.check_ib_counters, ctx, facts, hs, new_ports, boot_id)
@@ -217,8 +220,21 @@ def run_checks(
     guarded("node", node.check_node, ctx, facts, profile)
     guarded("collector.error", check_collector_errors, ctx, facts)
     guarded("drift", drift.check_drift, ctx, facts, hs.get("baseline") or facts.get("baseline"))
-    for fid in [k for k, f in ctx.findings.items() if f["check"] != "collector.error" and finding_domain(f) in skip]:
-        del ctx.findings[fid]  # a multi-domain check (drift) that read an unknown domain as empty
-        ctx.meta.pop(fid, None)
+    _drop_unread(ctx, skip)
     hs["gpu"] = {"gpus": new_gpus}
     hs["ib"] = {"ports": new_ports}
+
+
+def _kernel_event_checks(guarded, ctx: Ctx, facts: Dict[str, Any], hs: Dict[str, Any], counts) -> None:
+    """The Xid checks (with the root causes only dependent lines name) and the NVSwitch SXid check."""
+    guarded("gpu.xid", xid.check_xid, ctx, facts, hs, counts)
+    guarded("gpu.xid", xid_chains.check_root_causes, ctx, facts, counts)
+    guarded("nvswitch.sxid", xid.check_sxid, ctx, facts, counts)
+
+
+def _drop_unread(ctx: Ctx, skip: set) -> None:
+    """Drop the findings of a domain that could not be read (a multi-domain check, drift, that read an unknown
+    domain as empty); collector errors stay."""
+    for fid in [k for k, f in ctx.findings.items() if f["check"] != "collector.error" and finding_domain(f) in skip]:
+        del ctx.findings[fid]
+        ctx.meta.pop(fid, None)

@@ -48,6 +48,7 @@ SAMPLES = [
     ("ogkm1030-595-xid31-mmu-fault-new-format.log", {("xid", 31): 1}, None),
     ("ogkm1045-polish-journal-xid38-109.log", {("xid", 38): 1, ("xid", 109): 2}, "2026-04-15T07:56:59"),
     ("ogkm1146-xid109-ctx-switch-timeout-aligned.log", {("xid", 109): 3}, "2026-09-18T20:07:01"),
+    ("ogkm1150-h100-xid45-caused-by-previous-xid149-145.log", {("xid", 45): 7}, None),
     ("ogkm363-515-xid31-ce0-fault-pte.log", {("xid", 31): 2}, None),
     ("nvsentinel022-xid74-nvlink-registers.log", {("xid", 74): 1}, None),
     ("vllm40652-8xa100-xid119-gsp-timeout-45s.log", {("xid", 119): 2}, "2026-04-26T23:12:26"),
