@@ -250,7 +250,9 @@ def collect(sources: List[Dict[str, Any]], runner, which, timeout: float = 30.0)
         elif src.get("sysfs_fw"):
             out.append(hca_firmware(src.get("name") or "commands/hca-firmware.txt", src["sysfs_fw"]))
         else:
-            out.extend(mlxconfig_entries(src.get("name") or "commands/mlxconfig", src["mlxconfig"], runner, which, timeout))
+            out.extend(
+                mlxconfig_entries(src.get("name") or "commands/mlxconfig", src["mlxconfig"], runner, which, timeout)
+            )
     seen, unique = set(), []
     for e in out:
         if e["name"] not in seen:

@@ -16,6 +16,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import backup as _checks_backup
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _cluster, _policy, _report, _state
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
@@ -115,6 +116,7 @@ def inspect_nodes(
         else:
             facts = h.get("facts") or _unreachable_facts("no facts were collected")
         profile = host_profiles[host]
+        facts = _checks_backup.with_backup_status(facts, state_dir, host, policy, now)  # docs/backup.md
         host_state = _state.load_host_state(state_dir, host) if state_dir else {}
         if h.get("baseline") is not None:
             host_state = dict(host_state, baseline=h["baseline"])

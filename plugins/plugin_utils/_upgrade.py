@@ -263,7 +263,9 @@ def _check_images(nc: str, images: Any, problems: List[Dict[str, Any]]) -> None:
         entry = images[comp]
         sha = entry.get("sha256") if isinstance(entry, dict) else None
         if comp not in COMPONENTS or not isinstance(sha, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", sha):
-            problems.append(_problem(nc, "%s.images.%s" % (nc, comp), "must be a known component with a sha256 (64 hex)"))
+            problems.append(
+                _problem(nc, "%s.images.%s" % (nc, comp), "must be a known component with a sha256 (64 hex)")
+            )
 
 
 def _check_compat(nc: str, versions: Dict[str, str], mat: Dict[str, Any], problems: List[Dict[str, Any]]) -> None:
