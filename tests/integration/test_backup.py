@@ -196,6 +196,21 @@ def test_restore_is_byte_identical_after_a_check_mode_diff(testbed, nodes, tmp_p
     res = bed.outcome("restore")
     assert res["nodes"][host]["outcome"] == "done" and "/etc/slurm/gres.conf" in res["nodes"][host]["detail"]
     assert any(r["event"] == "outcome" and r.get("workflow") == "restore" for r in bed.audit())
+    # a drill restores the snapshot into a scratch directory and reports RTO/RPO figures
+    rc, out = bed.play("restore_drill.yml", {"gpuops_drill_nodes": [host]})
+    assert rc == 0, out[-3000:]
+    drill = json.loads(next((bed.state / "drills").glob("drill-*.json")).read_text())
+    (r,) = drill["restores"]
+    assert drill["ok"] and r["id"] == sid and r["ok"] and r["rto_ok"] and r["rpo_ok"] and r["files"] == len(man["files"])
+    assert drill["rto_seconds"] == 1800 and drill["rpo_hours"] == 24 and 0 <= r["data_age_hours"] < 1
+    assert "| %s | %s |" % (host, sid) in next((bed.state / "drills").glob("drill-*.md")).read_text()
+    # the inspection: fresh snapshot, no finding; once it ages out of the policy, backup.stale
+    for hours, want in ((168, set()), (0.0001, {"backup.stale"})):
+        rc, out = bed.play("inspect.yml", {"gpuops_targets": host, "gpuops_report_dir": str(tmp_path / "report"),
+                           "inspect_domains": ["node"], "gpuops_policy_overrides": {"backup": {"stale_hours": hours}}})  # fmt: skip
+        report = json.loads((tmp_path / "report" / "report.json").read_text())
+        got = {f["check"] for f in report["nodes"][host]["findings"] if f["check"].startswith("backup.")}
+        assert got == want, out[-3000:]
     # a tampered snapshot is refused naming the file; nothing is written
     testbed.on_node(host, "sh", "-c", "echo '# changed again' >> /etc/slurm/gres.conf")
     gres = [f for f in man["files"] if f["file"] == "files/etc/slurm/gres.conf"][0]
