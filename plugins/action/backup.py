@@ -52,8 +52,8 @@ class ActionModule(ControllerAction):
             manifest = _backup.write_snapshot(bdir, node, entries, meta, check_mode=check_mode, now=utcnow())
             bad = [e for e in manifest["errors"] if e.get("kind") in args["fail_on"]]
             if bad:
-                raise _backup.BackupError("could not read %s" % "; ".join("%s (%s)" % (e["file"], e["error"])
-                                                                        for e in bad[:5]))  # fmt: skip
+                what = "; ".join("%s (%s)" % (e["file"], e["error"]) for e in bad[:5])
+                raise _backup.BackupError("could not read %s" % what)
             verified = {"ok": None, "problems": []} if check_mode else _backup.verify(bdir, manifest["id"])
             if verified["ok"] is False:
                 raise _backup.BackupError(_backup.refusal(verified))

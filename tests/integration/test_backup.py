@@ -221,3 +221,23 @@ def test_restore_is_byte_identical_after_a_check_mode_diff(testbed, nodes, tmp_p
     res = bed.outcome("restore")["nodes"][host]
     assert res["outcome"] == "refused" and "files/etc/slurm/gres.conf (checksum mismatch" in res["error"]
     assert "# changed again" in testbed.on_node(host, "cat", "/etc/slurm/gres.conf").stdout
+
+
+def test_redfish_image_with_a_differing_digest_is_refused_before_simple_update(tmp_path):
+    """The BMC-fetched image (Redfish SimpleUpdate) is hashed on the controller before the drain: refused."""
+    image = tmp_path / "bios-2.4.1.bin"
+    image.write_bytes(b"BIOS 2.4.1 (corrupted in transit)\n")
+    play = tmp_path / "digest.yml"
+    for digest, want_rc in ((sha(b"BIOS 2.4.1\n"), 2), (sha(image.read_bytes()), 0)):
+        play.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "vars": {
+            "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+            "gpuops_node_class": "c1", "upgrade_state_dir": str(tmp_path / "state"), "upgrade_image_sha256": {},
+            "upgrade_require_image_digest": False, "upgrade_images": {"bios": "file://%s/bios-{version}.bin" % tmp_path},
+            "gpuops_upgrade_baseline": {"c1": {"bios": "2.4.1", "images": {"bios": {"sha256": digest}}}},
+            "__upgrade_work": [{"component": "bios", "tool": "redfish_simple_update", "from": "2.1.7", "to": "2.4.1"}]},
+            "tasks": [{"ansible.builtin.include_role": {"name": "gpuops.cluster.upgrade", "tasks_from": "digest.yml"}}]}]))  # fmt: skip
+        proc = subprocess.run(["ansible-playbook", "-i", "localhost,", "-c", "local", str(play)], cwd=str(ROOT),
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert proc.returncode == want_rc, proc.stdout[-2000:]
+        if want_rc:
+            assert "sha256 %s, the baseline lists %s: refused, never flashed" % (sha(image.read_bytes()), digest) in proc.stdout
