@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _cluster, _fleet, _policy, _report, _state
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import slurm_record_name
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import backup as _checks_backup
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
@@ -152,6 +153,7 @@ def inspect_nodes(
         fleet = None
         if not profile:
             fleet = baselines.get(_fleet.peer_class(facts, classes.get(host)) or "")
+        facts = _checks_backup.with_backup_status(facts, state_dir, host, policy, now)  # docs/backup.md
         host_state = _state.load_host_state(state_dir, host) if state_dir else {}
         if h.get("baseline") is not None:
             host_state = dict(host_state, baseline=h["baseline"])

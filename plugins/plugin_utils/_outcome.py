@@ -34,7 +34,7 @@ VOCABULARY: Dict[str, bool] = {
     "left_drained": False,
     "unconfirmed": False,
 }
-WORKFLOWS = ("isolate", "resume", "gpu_reset", "upgrade", "onboard", "replace", "leak_response")
+WORKFLOWS = ("isolate", "resume", "gpu_reset", "upgrade", "onboard", "replace", "leak_response", "backup", "restore")
 EXIT_OK = 0
 EXIT_INCOMPLETE = 2
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")

@@ -278,3 +278,13 @@ DEFAULT_POLICY: Dict[str, Any] = {
     # Hardware profiles: node class -> expectations (see PROFILE_KEYS). Sites add theirs here.
     "profiles": {},
 }
+
+# Configuration backups (issue 18, docs/backup.md): retention by count and age per node (the newest verified snapshot
+# is always kept), the age after which a node has no fresh snapshot (finding backup.stale), and the drill targets.
+DEFAULT_POLICY["backup"] = {
+    "keep_count": 10,
+    "keep_days": 30,
+    "stale_hours": 168,  # a week: the upgrade/onboarding cadence; every disruptive run snapshots first anyway
+    "rto_minutes": 30,  # restore time objective of one node's configuration (restore_drill measures it)
+    "rpo_hours": 24,  # recovery point objective: the newest snapshot a drill restores may be this old
+}

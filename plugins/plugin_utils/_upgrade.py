@@ -241,6 +241,9 @@ def validate_baseline(baseline: Any, matrix: Any = None) -> List[Dict[str, Any]]
         versions: Dict[str, str] = {}
         for comp in sorted(targets, key=str):
             key = "%s.%s" % (nc, comp)
+            if comp == "images":
+                _check_images(nc, targets[comp], problems)
+                continue
             if comp not in COMPONENTS:
                 problems.append(_problem(nc, key, "unknown component (known: %s)" % ", ".join(COMPONENTS)))
                 continue
@@ -249,6 +252,20 @@ def validate_baseline(baseline: Any, matrix: Any = None) -> List[Dict[str, Any]]
                 versions[comp] = v
         _check_compat(nc, versions, mat, problems)
     return problems
+
+
+def _check_images(nc: str, images: Any, problems: List[Dict[str, Any]]) -> None:
+    """``images``: component -> ``{sha256: <64 hex>}``, the digest of the image a step flashes (docs/upgrades.md)."""
+    if not isinstance(images, dict):
+        problems.append(_problem(nc, "%s.images" % nc, "must be a mapping of component -> {sha256}"))
+        return
+    for comp in sorted(images, key=str):
+        entry = images[comp]
+        sha = entry.get("sha256") if isinstance(entry, dict) else None
+        if comp not in COMPONENTS or not isinstance(sha, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", sha):
+            problems.append(
+                _problem(nc, "%s.images.%s" % (nc, comp), "must be a known component with a sha256 (64 hex)")
+            )
 
 
 def _check_compat(nc: str, versions: Dict[str, str], mat: Dict[str, Any], problems: List[Dict[str, Any]]) -> None:

@@ -96,6 +96,7 @@ def build_report(
                 "rollback": _dict(rec.get("rollback")),
                 "evidence": rec.get("evidence"),
                 "slurm": _dict(rec.get("slurm")),
+                "backup": _dict(rec.get("backup")) or None,
             }
         )
     for host in _list(planned):
@@ -141,8 +142,12 @@ _UNVERIFIED_STAGES = ("verify", "post_inspection", "resume")
 
 def _failed_outcome(node: Dict[str, Any]) -> str:
     stage = str(node.get("stage") or "")
-    if stage == "health_gate" or (stage == "drain" and "refused by the guard" in str(node.get("message") or "")):
-        return "refused"  # the health gate or the isolation guard said no before the drain: nothing changed
+    if stage in ("health_gate", "backup", "image_digest") or (
+        stage == "drain" and "refused by the guard" in str(node.get("message") or "")
+    ):
+        # the health gate, the backup (no verified snapshot), the image digest or the isolation guard said no
+        # before anything changed
+        return "refused"
     if str(node.get("evidence") or "").endswith("node unreachable"):
         return "unconfirmed"  # the node did not come back: what it runs now is not known
     return "left_drained" if stage in _UNVERIFIED_STAGES else "failed"
@@ -173,6 +178,9 @@ def outcomes(report: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
                 decision="failed at %s" % (n.get("stage") or "?"),
                 error=str(n.get("message") or "") or None,
             )
+        snap = n.get("backup") if isinstance(n.get("backup"), dict) else {}
+        if snap.get("id"):
+            entry["detail"] += "; snapshot %s, restore: %s" % (snap["id"], snap.get("restore_command") or "?")
         if slurm.get("state"):
             entry["slurm_state"] = str(slurm["state"])
         if slurm.get("reason"):

@@ -45,6 +45,8 @@ CHECKS: Dict[str, str] = {
     "node.drift": "kernel / OS vs the golden baseline",
     "collector.error": "facts errors (every collector error record)",
     "nvswitch.sxid": "kernel.events (kind sxid)",
+    "backup.failed": "backup (the last configuration backup of the node failed: backup status/<node>.json)",
+    "backup.stale": "backup (no verified configuration snapshot newer than policy backup.stale_hours)",
 }
 
 #: The fact domains (docs/facts.md) the checks read.
@@ -87,6 +89,8 @@ CHECK_DOMAINS: Dict[str, Optional[str]] = {
     "node.drift": "node",
     "collector.error": None,
     "nvswitch.sxid": "kernel",
+    "backup.failed": None,
+    "backup.stale": None,
 }
 
 #: Profile key -> the fact domain that must be read to compare with it. A profile that sets the key makes the

@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import normalize_bus_id
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, parse_time, utcnow
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import (
+    backup,
     bmc,
     drift,
     faults,
@@ -218,6 +219,7 @@ def run_checks(
     guarded("bmc", bmc.check_bmc, ctx, facts)
     guarded("scheduler.node_state", scheduler.check_scheduler, ctx, facts)
     guarded("node", node.check_node, ctx, facts, profile)
+    guarded("backup", backup.check_backup, ctx, facts)
     guarded("collector.error", check_collector_errors, ctx, facts)
     guarded("drift", drift.check_drift, ctx, facts, hs.get("baseline") or facts.get("baseline"))
     _drop_unread(ctx, skip)

@@ -13,6 +13,7 @@ In-process additions to sushy-tools 2.2.0 (no fork of its code):
     "leak": "Critical", "coolant_flow": "Critical", "coolant_pressure": "Warning", "coolant_temp": "Critical"};
     DELETE /emulator/faults clears. Injected faults also add SEL log entries.
   * Power actions apply at once (the stock fake driver waits a random 1-11 s).
+  * BIOS attributes with pending settings applied at ComputerSystem.Reset (sushy_plus_bios.py).
   * A SessionService (X-Auth-Token sessions beside Basic auth): sushy_plus_sessions.py.
   * Fault switches (test-only): POST /emulator/switches {"refuse_power": "<BMC message>", "stall": ["<path prefix>"],
     "die_on_update": N}; DELETE clears (sushy_plus_switches.py).
@@ -26,6 +27,7 @@ import flask
 
 # the Redfish additions register their routes on the sushy-tools app when imported (order matters: Flask runs
 # after_request hooks in reverse order of registration)
+import sushy_plus_bios
 import sushy_plus_chassis
 import sushy_plus_sessions
 import sushy_plus_switches
@@ -42,7 +44,8 @@ from sushy_plus_state import (
 from sushy_tools.emulator import main as sushy_main
 
 #: The modules whose routes make up the additions.
-ROUTES = (sushy_plus_systems, sushy_plus_chassis, sushy_plus_update, sushy_plus_sessions, sushy_plus_switches)
+ROUTES = (sushy_plus_systems, sushy_plus_chassis, sushy_plus_update, sushy_plus_sessions, sushy_plus_switches,
+          sushy_plus_bios)
 
 
 # ------------------------------------------------------------------------------------------ fault injection

@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin gpuops.cluster.backup: store, verify, copy off-site and prune one node's configuration snapshot.
+
+Thin glue over ``plugin_utils/_backup``: the entries read by ``gpuops.cluster.config_snapshot`` on the node, the
+BMC and the Slurm controller, plus the controller's state directory and audit trail, go into the content-addressed
+store; the snapshot is re-verified (every object re-hashed) before the step reports success. A failure or a
+snapshot that does not verify fails the task (the role refuses the change), writes ``status/<node>.json`` (the
+``backup.failed`` finding reads it) and one ``backup`` audit record. Check mode writes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow, utcnow_iso
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _backup, _outcome
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy_defaults import DEFAULT_POLICY
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError, plain
+
+
+class ActionModule(ControllerAction):
+    NAME = "backup"
+    ARGUMENT_SPEC = {
+        "node": {"type": "str", "required": True},
+        "entries": {"type": "list", "elements": "dict", "default": []},
+        "extra_entries": {"type": "list", "elements": "dict", "default": []},
+        "backup_dir": {"type": "path", "required": True},
+        "state_dir": {"type": "path"},
+        "include_state": {"type": "bool", "default": True},
+        "change_id": {"type": "str", "default": ""},
+        "ticket": {"type": "str", "default": ""},
+        "workflow": {"type": "str", "default": "backup"},
+        "fail_on": {"type": "list", "elements": "str", "default": list(_backup.FAIL_KINDS)},
+        "offsite": {"type": "path"},
+        "keep_count": {"type": "int"},
+        "keep_days": {"type": "float"},
+    }
+
+    def step(self, args, check_mode, task_vars):
+        t0 = time.monotonic()
+        node, bdir = args["node"], args["backup_dir"]
+        entries = [plain(e) for e in args["entries"]] + [plain(e) for e in args["extra_entries"]]
+        if args["include_state"] and args["state_dir"] and os.path.isdir(args["state_dir"]):
+            entries += _backup.state_entries(args["state_dir"], bdir)
+        meta = {k: args[k] for k in ("change_id", "ticket", "workflow")}
+        try:
+            if not entries:
+                raise _backup.BackupError("nothing to back up for %s (no entries)" % node)
+            manifest = _backup.write_snapshot(bdir, node, entries, meta, check_mode=check_mode, now=utcnow())
+            bad = [e for e in manifest["errors"] if e.get("kind") in args["fail_on"]]
+            if bad:
+                what = "; ".join("%s (%s)" % (e["file"], e["error"]) for e in bad[:5])
+                raise _backup.BackupError("could not read %s" % what)
+            verified = {"ok": None, "problems": []} if check_mode else _backup.verify(bdir, manifest["id"])
+            if verified["ok"] is False:
+                raise _backup.BackupError(_backup.refusal(verified))
+        except (_backup.BackupError, OSError) as exc:
+            msg = "backup of %s failed, the change is refused: %s" % (node, exc)
+            self._record(args, check_mode, {"ok": False, "error": msg, "time": utcnow_iso()}, None)
+            raise StepError(msg, node=node, backup_ok=False) from None
+        sid = manifest["id"]
+        out = {
+            "changed": not check_mode,
+            "backup_ok": True,
+            "snapshot_id": sid,
+            "manifest": os.path.join(_backup.snapshot_dir(bdir, sid), "manifest.json"),
+            "files": len(manifest["files"]),
+            "bytes": manifest["total_bytes"],
+            "stored_bytes": manifest["stored_bytes"],
+            "stored_objects": manifest["stored_objects"],
+            "absent": [a["file"] for a in manifest["absent"]],
+            "errors": manifest["errors"],
+            "verified": verified["ok"],
+            "restore_command": _backup.restore_command(sid, node),
+        }
+        if not check_mode:
+            out.update(self._after(args, sid))
+        out["seconds"] = round(time.monotonic() - t0, 3)
+        self._record(args, check_mode, {"ok": True, "id": sid, "time": utcnow_iso(), "seconds": out["seconds"],
+                                        "offsite": out.get("offsite")}, out)  # fmt: skip
+        return out
+
+    def _after(self, args, sid):
+        """Off-site copy (verified there) and retention; a failed copy fails the backup (backup.failed)."""
+        out = {}
+        bdir = args["backup_dir"]
+        if args["offsite"]:
+            res = _backup.copy_offsite(bdir, args["offsite"], sid)
+            out["offsite"] = res
+            if not res["ok"]:
+                msg = "off-site copy of %s to %s does not verify: %s" % (sid, args["offsite"], res["problems"][:3])
+                self._record(args, False, {"ok": False, "id": sid, "error": msg, "time": utcnow_iso()}, None)
+                raise StepError(msg, snapshot_id=sid, backup_ok=False)
+        policy = DEFAULT_POLICY["backup"]
+        keep = args["keep_count"] if args["keep_count"] is not None else policy["keep_count"]
+        days = args["keep_days"] if args["keep_days"] is not None else policy["keep_days"]
+        drop = _backup.retention_plan(_backup.list_snapshots(bdir, args["node"]), keep, days, utcnow())
+        out["pruned"] = _backup.prune(bdir, [d for d in drop if d != sid])
+        return out
+
+    def _record(self, args, check_mode, status, out):
+        """``status/<node>.json`` and one ``backup`` audit record (not in check mode)."""
+        if check_mode:
+            return
+        status = dict(status, node=args["node"], change_id=args["change_id"] or None, workflow=args["workflow"])
+        try:
+            _backup.write_status(args["backup_dir"], args["node"], status)
+        except (OSError, ValueError) as exc:
+            self._display.warning("backup: cannot write the status file: %s" % exc)
+        if not args["state_dir"]:
+            return
+        rec = {"event": "backup", "run_id": args["change_id"] or status.get("id") or "backup", "host": args["node"],
+               "node": args["node"], "workflow": args["workflow"], "change_id": args["change_id"] or None,
+               "ticket": args["ticket"] or None, "ok": status["ok"], "snapshot_id": status.get("id"),
+               "error": status.get("error"), "user": _outcome.controller_user()}  # fmt: skip
+        if out:
+            rec.update({k: out.get(k) for k in ("files", "bytes", "stored_bytes", "restore_command")})
+        try:
+            _outcome.append_audit(args["state_dir"], [rec])
+        except (OSError, ValueError) as exc:
+            self._display.warning("backup: cannot append the audit record: %s" % exc)

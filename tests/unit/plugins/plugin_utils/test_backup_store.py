@@ -1,0 +1,166 @@
+"""The backup store (plugins/plugin_utils/_backup.py): objects, manifests, verify, tamper, retention, off-site."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import hashlib
+import json
+import os
+import stat
+
+import pytest
+
+from ansible_collections.gpuops.cluster.plugins.module_utils import _backup as N
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _backup as B
+
+UTC = datetime.timezone.utc
+NOW = datetime.datetime(2026, 12, 3, 8, 0, 0, tzinfo=UTC)
+GRES = b"NodeName=gpu-node-[01-08] Name=gpu Type=h100 File=/dev/nvidia[0-7]\n"
+
+
+def entry(name, data, path=None, **kw):
+    e = N.with_content(N._entry(name, path or "/" + name.split("/", 1)[1], "file", True, path), data)
+    e.update(mode="0644", uid=0, gid=0, owner="root", group="root", **kw)
+    return e
+
+
+def snap(tmp_path, node="gpu-node-01", now=NOW, extra=(), gres=GRES):
+    entries = [entry("files/etc/slurm/gres.conf", gres, "/etc/slurm/gres.conf"),
+               entry("files/etc/modprobe.d/nvidia.conf", b"options nvidia NVreg_RestrictProfilingToAdminUsers=0\n",
+                     "/etc/modprobe.d/nvidia.conf")] + list(extra)  # fmt: skip
+    return B.write_snapshot(str(tmp_path), node, entries, {"change_id": "CHG-1", "workflow": "upgrade"}, now=now)
+
+
+def test_snapshot_is_content_addressed_private_and_verifies(tmp_path):
+    m = snap(tmp_path)
+    assert m["schema"] == "gpuops.backup/v1" and m["node"] == "gpu-node-01" and m["change_id"] == "CHG-1"
+    f = {x["file"]: x for x in m["files"]}["files/etc/slurm/gres.conf"]
+    assert f["sha256"] == hashlib.sha256(GRES).hexdigest() and f["size"] == len(GRES)
+    assert f["source"] == "/etc/slurm/gres.conf" and f["node"] == "gpu-node-01" and f["time"] == "2026-12-03T08:00:00Z"
+    obj = tmp_path / "objects" / f["sha256"]
+    assert obj.read_bytes() == GRES and stat.S_IMODE(obj.stat().st_mode) == 0o600
+    sd = tmp_path / "snapshots" / m["id"]
+    assert stat.S_IMODE(sd.stat().st_mode) == 0o700 and stat.S_IMODE((sd / "manifest.json").stat().st_mode) == 0o600
+    assert B.verify(str(tmp_path), m["id"])["ok"] and m["stored_objects"] == 2
+
+
+def test_identical_files_are_stored_once(tmp_path):
+    m1 = snap(tmp_path)
+    m2 = snap(tmp_path, node="gpu-node-02", now=NOW + datetime.timedelta(seconds=1))
+    assert m2["stored_objects"] == 0 and m2["stored_bytes"] == 0
+    assert len(os.listdir(tmp_path / "objects")) == 2 and m1["id"] != m2["id"]
+
+
+def test_tampered_object_is_refused_naming_the_file(tmp_path):
+    m = snap(tmp_path)
+    sha = hashlib.sha256(GRES).hexdigest()
+    (tmp_path / "objects" / sha).write_bytes(GRES + b"# evil\n")
+    res = B.verify(str(tmp_path), m["id"])
+    assert not res["ok"] and res["problems"][0]["file"] == "files/etc/slurm/gres.conf"
+    with pytest.raises(B.BackupError, match=r"does not verify: files/etc/slurm/gres.conf \(checksum mismatch"):
+        B.restore_plan(str(tmp_path), m["id"], "gpu-node-01")
+
+
+def test_missing_object_and_missing_or_edited_manifest_are_refused(tmp_path):
+    m = snap(tmp_path)
+    os.unlink(tmp_path / "objects" / hashlib.sha256(GRES).hexdigest())
+    with pytest.raises(B.BackupError, match="gres.conf .object [0-9a-f]+ is missing"):
+        B.restore_plan(str(tmp_path), m["id"])
+    m2 = snap(tmp_path, now=NOW + datetime.timedelta(seconds=5))
+    p = tmp_path / "snapshots" / m2["id"] / "manifest.json"
+    doc = json.loads(p.read_text())
+    doc["files"][0]["path"] = "/etc/shadow"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(B.BackupError, match="tampered: .*manifest.json does not match manifest.sha256"):
+        B.restore_plan(str(tmp_path), m2["id"])
+    os.unlink(tmp_path / "snapshots" / m2["id"] / "manifest.sha256")
+    with pytest.raises(B.BackupError, match="incomplete: .*manifest.sha256 is missing"):
+        B.load_manifest(str(tmp_path), m2["id"])
+
+
+def test_restore_plan_lists_restorable_files_of_its_node_only(tmp_path):
+    cmd = N.with_content(N._entry("commands/packages.txt", "command: dpkg-query", "command", False), b"x\n")
+    m = snap(tmp_path, extra=[cmd, entry("files/proc/cmdline", b"ro quiet\n", "/proc/cmdline", restore=False)])
+    plan = B.restore_plan(str(tmp_path), m["id"], "gpu-node-01")
+    assert sorted(f["path"] for f in plan["files"]) == ["/etc/modprobe.d/nvidia.conf", "/etc/slurm/gres.conf"]
+    assert all(open(f["object"], "rb").read() for f in plan["files"])
+    with pytest.raises(B.BackupError, match="of node gpu-node-01, not gpu-node-02"):
+        B.restore_plan(str(tmp_path), m["id"], "gpu-node-02")
+
+
+def test_absent_and_error_entries_are_recorded(tmp_path):
+    absent = N._entry("files/etc/default/grub", "/etc/default/grub", "file", True)
+    err = N._fail(N._entry("files/etc/slurm/slurm.conf", "/etc/slurm/slurm.conf", "file", True), "cannot read: denied")
+    m = snap(tmp_path, extra=[absent, err])
+    assert m["absent"] == [{"file": "files/etc/default/grub", "source": "/etc/default/grub", "note": "not present"}]
+    assert m["errors"][0]["file"] == "files/etc/slurm/slurm.conf" and "denied" in m["errors"][0]["error"]
+
+
+@pytest.mark.parametrize("bad", ["../x", "files/../../etc", ""])
+def test_bad_entry_names_and_nodes_are_refused(tmp_path, bad):
+    with pytest.raises(B.BackupError):
+        B.write_snapshot(str(tmp_path), "n1", [entry(bad or "", b"x", "/x")], {})
+    with pytest.raises(B.BackupError, match="invalid node"):
+        B.write_snapshot(str(tmp_path), "../n1", [entry("files/x", b"x", "/x")], {})
+
+
+def test_content_that_does_not_match_the_node_sha_is_refused(tmp_path):
+    e = entry("files/etc/x", b"abc", "/etc/x")
+    e["content"] = base64.b64encode(b"abd").decode()
+    with pytest.raises(B.BackupError, match="does not match the sha256 read on the node"):
+        B.write_snapshot(str(tmp_path), "n1", [e], {})
+
+
+def test_check_mode_writes_nothing(tmp_path):
+    entries = [entry("files/etc/x", b"abc", "/etc/x")]
+    m = B.write_snapshot(str(tmp_path / "b"), "n1", entries, {}, check_mode=True, now=NOW)
+    assert m["files"] and not (tmp_path / "b").exists()
+
+
+def test_retention_by_count_and_age_keeps_the_newest(tmp_path):
+    ids = [snap(tmp_path, now=NOW - datetime.timedelta(days=d))["id"] for d in (40, 20, 3, 2, 1)]
+    snaps = B.list_snapshots(str(tmp_path), "gpu-node-01")
+    assert [s["id"] for s in snaps] == ids
+    assert B.retention_plan(snaps, keep=3, max_age_days=365, now=NOW) == sorted(ids[:2])
+    assert B.retention_plan(snaps, keep=10, max_age_days=30, now=NOW) == [ids[0]]
+    # everything old: the newest is still kept
+    assert ids[-1] not in B.retention_plan(snaps, keep=1, max_age_days=0.0001, now=NOW)
+    res = B.prune(str(tmp_path), B.retention_plan(snaps, keep=1, max_age_days=30, now=NOW))
+    assert [s["id"] for s in B.list_snapshots(str(tmp_path))] == [ids[-1]] and res["objects"] == []
+    assert B.verify(str(tmp_path), ids[-1])["ok"]
+
+
+def test_prune_removes_unreferenced_objects(tmp_path):
+    old = snap(tmp_path, now=NOW - datetime.timedelta(days=1), gres=b"old\n")
+    snap(tmp_path)
+    res = B.prune(str(tmp_path), [old["id"]])
+    assert res["objects"] == [hashlib.sha256(b"old\n").hexdigest()]
+    assert not (tmp_path / "objects" / hashlib.sha256(b"old\n").hexdigest()).exists()
+
+
+def test_offsite_copy_is_verified_there(tmp_path):
+    m = snap(tmp_path / "a")
+    res = B.copy_offsite(str(tmp_path / "a"), str(tmp_path / "off"), m["id"])
+    assert res["ok"] and res["copied"] == 2 and B.verify(str(tmp_path / "off"), m["id"])["ok"]
+    assert B.copy_offsite(str(tmp_path / "a"), str(tmp_path / "off"), m["id"])["copied"] == 0
+
+
+def test_status_stale_and_failed(tmp_path):
+    snap(tmp_path, now=NOW - datetime.timedelta(hours=200))
+    snap(tmp_path, node="gpu-node-02", now=NOW - datetime.timedelta(hours=2))
+    B.write_status(str(tmp_path), "gpu-node-02", {"ok": False, "error": "backup of gpu-node-02 failed"})
+    st = B.status(str(tmp_path), ["gpu-node-01", "gpu-node-02", "gpu-node-03"], 168, NOW)
+    assert st["gpu-node-01"]["stale"] and st["gpu-node-01"]["age_hours"] == 200
+    assert not st["gpu-node-02"]["stale"] and st["gpu-node-02"]["failed"]["error"].startswith("backup of")
+    assert st["gpu-node-03"]["stale"] and st["gpu-node-03"]["last"] is None
+
+
+def test_state_entries_skip_the_backups_and_locks(tmp_path):
+    (tmp_path / "audit").mkdir()
+    (tmp_path / "audit" / "audit.log").write_text('{"seq": 1}\n')
+    (tmp_path / "locks").mkdir()
+    (tmp_path / "locks" / "x.lock").write_text("")
+    snap(tmp_path / "backups")
+    names = [e["name"] for e in B.state_entries(str(tmp_path), str(tmp_path / "backups"))]
+    assert names == ["controller/state/audit/audit.log"]
