@@ -17,6 +17,8 @@ import os
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _cluster, _policy, _report, _state
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import platform as _platform_checks
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import platform_jobs as _platform_jobs
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
@@ -72,8 +74,12 @@ def inspect_nodes(
     now: Optional[datetime.datetime] = None,
     include_facts: bool = True,
     collect_options: Optional[Dict[str, Any]] = None,
+    **extra: Any,
 ) -> Dict[str, Any]:
     """Inspect every host and return report.json's dict.
+
+    ``platform=`` (keyword): the cluster platform facts (``gpuops.cluster.platform_info``, issue 19) or None; their findings
+    join the cluster findings, a node finding of a platform check (a node that fails its jobs) joins that node's.
 
     ``hosts`` maps inventory hostname -> {
         ``facts``: the aggregate facts of a live collection (or None),
@@ -87,6 +93,9 @@ def inspect_nodes(
     profile (the class and the known classes in the message): a typo must fail the run. Each node in the
     report carries ``status_reason`` and ``domains`` (what could be read: ``_checks.domain_states``).
     """
+    platform = extra.pop("platform", None)
+    if extra:
+        raise TypeError("inspect_nodes: unknown argument(s) %s" % ", ".join(sorted(extra)))
     now = now or utcnow()
     generated_at = iso_z(now)
     profiles = profiles or {}
@@ -96,6 +105,7 @@ def inspect_nodes(
     host_profiles = resolve_profiles(hosts, profiles, base_policy)
     merged_cache: Dict[str, Any] = {}
     nodes: Dict[str, Dict[str, Any]] = {}
+    platform_cluster, platform_nodes = _platform_findings(platform, base_policy, now, hosts)
     for host in sorted(hosts):
         h = hosts[host] or {}
         host_over = h.get("policy_overrides") or {}
@@ -124,6 +134,7 @@ def inspect_nodes(
             prev_facts = collect_all(capture_dir=h["previous_capture_dir"], options=collect_options)
             host_state = _checks.evaluate_node(prev_facts, profile, policy, host_state, now, host)[1]
         findings, new_state = _checks.evaluate_node(facts, profile, policy, host_state, now, host)
+        findings = findings + platform_nodes.get(host, [])
         if state_dir:
             _state.save_host_state(state_dir, host, new_state)
         domains = _checks.domain_states(facts, profile, policy)
@@ -141,7 +152,7 @@ def inspect_nodes(
             "policy_hash": phash,
         }
     # statuses first: the cluster view must know which nodes are unknown (status error), not merely quiet
-    cluster_findings = _cluster.evaluate_cluster(nodes, base_policy, now)
+    cluster_findings = _cluster.evaluate_cluster(nodes, base_policy, now) + platform_cluster
     report = _report.build_report(
         generated_at,
         nodes,
@@ -153,7 +164,30 @@ def inspect_nodes(
     for host, n in report["nodes"].items():
         n["status_reason"] = nodes[host]["status_reason"]
         n["domains"] = nodes[host]["domains"]
+    if platform is not None:
+        report["platform"] = _platform_jobs.platform_summary(platform, now.timestamp())
     return report
+
+
+def _platform_findings(
+    platform: Optional[Dict[str, Any]], policy: Dict[str, Any], now: datetime.datetime, hosts: Dict[str, Any]
+) -> Any:
+    """(cluster findings, {host: node findings}) of the platform checks; a node finding of a node that is not
+    inspected stays a cluster finding (component ``node:<name>``)."""
+    if platform is None:
+        return [], {}
+    cluster: List[Dict[str, Any]] = []
+    per_node: Dict[str, List[Dict[str, Any]]] = {}
+    for f in _platform_checks.check_platform(platform, policy, now):
+        host = f.get("host")
+        if host and host in hosts:
+            per_node.setdefault(host, []).append(f)
+            continue
+        if host:
+            f = dict(f, host=None, component="node:%s" % host)
+            f["id"] = "cluster:%s:%s:%s" % (f["check"], f["component"], f["code"])
+        cluster.append(f)
+    return cluster, per_node
 
 
 #: File modes of the reports: private to the operator; gpuops.prom is group-readable for node_exporter's

@@ -242,3 +242,44 @@ DEFAULT_POLICY: Dict[str, Any] = {
     # Hardware profiles: node class -> expectations (see PROFILE_KEYS). Sites add theirs here.
     "profiles": {},
 }
+
+# Issue 19: the scheduling platform, read once per inspection (gpuops.cluster.platform_info; docs/checks.md
+# "Platform: scheduler" gives each number's source). Severity/action tables are validated like the others.
+DEFAULT_POLICY["scheduler"] = {
+    # slurmctld down or not answering scontrol ping: the operations contract's "scheduler platform down".
+    "controller_down": _sev("P0", "contact_vendor"),
+    "backup_down": _sev("P2", "monitor"),
+    # sdiag: average time of an RPC type (microseconds) with at least rpc_min_count calls; server threads
+    # (slurmctld defers work from max_rpc_cnt; the SchedMD high-throughput guide suggests 150); agent queue.
+    "rpc": _sev("P2", "monitor"),
+    "rpc_ave_time_us": 500000,
+    "rpc_min_count": 20,
+    "server_threads": 150,
+    "agent_queue": 1000,
+    "rpc_top": 5,
+    # slurmdbd unreachable (sacct fails, or slurmctld's DBD agent queue grows past this)
+    "accounting": _sev("P2", "monitor"),
+    "dbd_agent_queue": 5000,
+    # pending jobs: P3 advice with the percentiles; P2 when the 90th percentile of a partition's wait for
+    # Resources exceeds this many hours
+    "queue": _sev("P2", "monitor"),
+    "queue_p90_hours": 24,
+    "queue_min_jobs": 5,
+    # nodes down / drained / failing across the cluster: P2 when at least this share of the nodes is out
+    "nodes": _sev("P2", "monitor"),
+    "nodes_out_share": 0.1,
+    # job failures over the sacct window: cluster P2 at this failure rate (FAILED, NODE_FAIL, TIMEOUT excluded:
+    # limits are the user's); a node P2 when >= node_min_failures of its jobs failed and >= node_failure_share
+    "job_failures": _sev("P2", "monitor"),
+    "failure_rate": 0.3,
+    "failure_min_jobs": 10,
+    "node_min_failures": 3,
+    "node_failure_share": 0.5,
+    "failure_states": ["FAILED", "NODE_FAIL", "BOOT_FAIL", "OUT_OF_MEMORY"],
+    # fragmentation: free GPUs at least this many while no node has room for a pending job's per-node shape
+    "fragmentation": _sev("P2", "monitor"),
+    "fragmentation_min_free_gpus": 8,
+    # capacity: allocated GPU share per partition against the expansion trigger
+    "capacity": _sev("P3", "none"),
+    "capacity_trigger": 0.7,
+}

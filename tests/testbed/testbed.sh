@@ -9,6 +9,7 @@
 #   testbed.sh revive HOST       restart sshd/slurmd on a node left down by a `no_return` reboot
 # Fault switches (README.md "Fault switches"):
 #   testbed.sh slurmctld stop|kill|start|freeze|thaw   slurmctld down / killed / back / hung
+#   testbed.sh slurmdbd stop|start     slurmdbd (accounting) down / back
 #   testbed.sh cut HOST          take the node's link down (unreachable: ssh and slurmd both lose it)
 #   testbed.sh mend HOST         bring it back up
 #
@@ -238,10 +239,11 @@ case "${1:-}" in
   down) down ;;
   status) status ;;
   slurmctld) [ $# -eq 2 ] || die "usage: testbed.sh slurmctld stop|kill|start|freeze|thaw"; bash "$HERE/slurm.sh" ctld "$2" ;;
+  slurmdbd) [ $# -eq 2 ] || die "usage: testbed.sh slurmdbd stop|start"; bash "$HERE/slurm.sh" dbd "$2" ;;
   cut) [ $# -eq 2 ] || die "usage: testbed.sh cut HOST"; link down "$2" ;;
   mend) [ $# -eq 2 ] || die "usage: testbed.sh mend HOST"; link up "$2" ;;
   node) [ $# -ge 3 ] || die "usage: testbed.sh node HOST CMD..."; shift; n=$1; shift; in_node "$n" "$@" ;;
   hub) [ $# -ge 2 ] || die "usage: testbed.sh hub CMD..."; shift
        SLURM_CONF=$TB/slurm/slurm.conf exec ip netns exec "$HUB" "$@" ;;
-  *) sed -n '2,18p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,19p' "$0" >&2; exit 2 ;;
 esac
