@@ -199,6 +199,13 @@ def parse_sdiag(text: str, source: Optional[str] = None) -> Dict[str, Any]:
     return out
 
 
+def _hosts(value: Any) -> List[str]:
+    """A node list; sacct's ``None assigned`` (a job that never ran) is none."""
+    if not isinstance(value, str) or value.strip() in ("", "None assigned", "(null)"):
+        return []
+    return expand_hostlist(value)
+
+
 def _job(job_id: Any, **fields: Any) -> Dict[str, Any]:
     out = {"job_id": str(job_id)}
     out.update(fields)
@@ -233,7 +240,7 @@ def parse_squeue_json(obj: Any, source: Optional[str] = None) -> List[Dict[str, 
                 node_count=count,
                 gpus_per_node=per_node,
                 gpus=per_job or per_node * count,
-                nodes=expand_hostlist(j.get("nodes") or ""),
+                nodes=_hosts(j.get("nodes")),
             )
         )
     return out
@@ -265,7 +272,7 @@ def parse_squeue_text(text: str, source: Optional[str] = None) -> List[Dict[str,
                 node_count=count,
                 gpus_per_node=per_node,
                 gpus=per_node * count,
-                nodes=expand_hostlist(f[9]),
+                nodes=_hosts(f[9]),
             )
         )
     return out
@@ -321,7 +328,7 @@ def parse_sacct_json(obj: Any, source: Optional[str] = None) -> List[Dict[str, A
                 user=str(j.get("user") or ""),
                 state=_state(j.get("state")),
                 exit_code=int(_num(ec.get("return_code")) or 0),
-                nodes=expand_hostlist(j.get("nodes") or ""),
+                nodes=_hosts(j.get("nodes")),
                 submit=_epoch(t.get("submission")),
                 start=_epoch(t.get("start")),
                 end=_epoch(t.get("end")),
@@ -348,7 +355,7 @@ def parse_sacct_text(text: str, source: Optional[str] = None) -> List[Dict[str, 
                 user=f[2],
                 state=f[3].split(" ")[0].upper(),
                 exit_code=int(code) if code.isdigit() else 0,
-                nodes=[] if f[5] in ("None assigned", "") else expand_hostlist(f[5]),
+                nodes=_hosts(f[5]),
                 submit=_epoch(f[6]),
                 start=_epoch(f[7]),
                 end=_epoch(f[8]),

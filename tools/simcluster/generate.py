@@ -33,6 +33,8 @@ from simnode import faults as F  # noqa: E402
 from simnode.capture import capture  # noqa: E402
 from simnode.state import DEFAULT_DRIVER, DEFAULT_NOW, default_state, now_iso, save  # noqa: E402
 
+from simcluster import platform as _platform  # noqa: E402  (issue 19: the cluster capture directory)
+
 RACK_SIZE = 8
 POWER_DOMAIN_SIZE = 16
 NODE_CLASS = "h100-sxm-8"
@@ -240,6 +242,7 @@ class Options:
     workers: int = 1
     layout: str = "build"
     driver: str = DEFAULT_DRIVER
+    platform_faults: str = ""  # issue 19: scheduler/storage faults (comma list, "none"); "" = from the node spec
 
 
 def generate(nodes: int, out: str, seed: int = 7, faults: str = "default", **options) -> dict:
@@ -312,6 +315,9 @@ def generate(nodes: int, out: str, seed: int = 7, faults: str = "default", **opt
                 % (len(faulty), len(hosts)),
             }
         )
+    # issue 19: the cluster capture directory (scheduler, storage) and its expected cluster findings
+    pfaults = _platform.platform_faults(faults, opt.platform_faults)
+    cluster += _platform.write_platform(data, inv, hosts, key_hosts, pfaults, seed, portable or layout == "inventory")
     key = {
         "schema": "gpuops.simcluster.answer_key/v1",
         "driver_version": driver,
@@ -368,6 +374,7 @@ def main(argv=None) -> int:
         "--layout", choices=("build", "inventory"), default="build", help="inventory: DIR is an inventory dir"
     )
     ap.add_argument("--driver", default=DEFAULT_DRIVER, help="NVIDIA driver of every node (>= 590: the v13 XML layout)")
+    ap.add_argument("--platform-faults", default="", help="scheduler/storage faults: comma list or none (issue 19)")
     a = ap.parse_args(argv)
     if a.nodes < 1:
         ap.error("--nodes must be >= 1")
@@ -382,6 +389,7 @@ def main(argv=None) -> int:
         workers=max(1, a.jobs),
         layout=a.layout,
         driver=a.driver,
+        platform_faults=a.platform_faults,
     )
     print(summary(key, a.out, time.time() - t0))
     return 0
