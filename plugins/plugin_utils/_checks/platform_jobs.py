@@ -131,7 +131,11 @@ def check_job_failures(out: Out, sched: Dict[str, Any], sp: Dict[str, Any]) -> N
         )
     for node, c in sorted(per.items()):
         share = float(c["failed"]) / c["jobs"]
-        clustered = c["failed"] >= sp["node_min_failures"] and share >= sp["node_failure_share"]
+        clustered = (
+            c["failed"] >= sp["node_min_failures"]
+            and share >= sp["node_failure_share"]
+            and share >= sp["node_failure_ratio"] * rate
+        )
         if not (clustered or c["node_fail"]):
             continue
         code = "failures" if clustered else "NODE_FAIL"
@@ -143,8 +147,8 @@ def check_job_failures(out: Out, sched: Dict[str, Any], sp: Dict[str, Any]) -> N
             "%s failed %d of its %d jobs (%s) in the accounting window: a node that kills jobs is a suspect even "
             "when its hardware checks are green"
             % (node, c["failed"], c["jobs"], ", ".join("%s %d" % kv for kv in sorted(c["states"].items()))),
-            "scheduler.node_min_failures=%d, node_failure_share=%s; any NODE_FAIL"
-            % (sp["node_min_failures"], sp["node_failure_share"]),
+            "scheduler.node_min_failures=%d, node_failure_share=%s, node_failure_ratio=%s; any NODE_FAIL"
+            % (sp["node_min_failures"], sp["node_failure_share"], sp["node_failure_ratio"]),
             {
                 "jobs": c["jobs"],
                 "failed": c["failed"],
