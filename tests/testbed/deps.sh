@@ -3,7 +3,8 @@
 set -euo pipefail
 pkgs=(openssh-server slurmctld slurmd slurm-client munge openipmi ipmitool netcat-openbsd openssl curl
       prometheus chromium chromium-driver shellcheck iproute2 util-linux dpkg-dev python3-apt procps
-      openjdk-17-jre-headless)
+      openjdk-17-jre-headless
+      mariadb-server slurmdbd)  # issue 19: real Slurm accounting on the test bed (slurm.sh starts both per bed)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ]; then
