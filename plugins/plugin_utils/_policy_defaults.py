@@ -275,7 +275,7 @@ DEFAULT_POLICY["scheduler"] = {
     "failure_min_jobs": 10,
     "node_min_failures": 3,
     "node_failure_share": 0.5,
-    "node_failure_ratio": 2.0,  # ... and at least this multiple of the cluster's rate (not a cluster-wide problem)
+    "node_failure_ratio": 2.0,  # ... and at least this multiple of the other nodes' rate (not a cluster-wide problem)
     "failure_states": ["FAILED", "NODE_FAIL", "BOOT_FAIL", "OUT_OF_MEMORY"],
     # fragmentation: free GPUs at least this many while no node has room for a pending job's per-node shape
     "fragmentation": _sev("P2", "monitor"),

@@ -162,13 +162,18 @@ MARIADB_OPTS=(--no-defaults --user=root --skip-name-resolve --innodb-log-file-si
   --innodb-data-file-path=ibdata1:4M:autoextend --innodb-buffer-pool-size=16M --innodb-flush-method=nosync
   --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 --performance-schema=OFF --skip-log-bin)
 
-start_mariadb() {  # a private MariaDB in the hub netns (its own loopback: beds never share a port)
+prep_db() {  # the empty database (testbed.sh runs this in the background while the nodes start)
+  accounting || return 0
   mkdir -p "$DB"
   [ -s "$DB/pass" ] || (umask 077; od -An -tx8 -N16 /dev/urandom | tr -d ' \n' > "$DB/pass")
   if [ ! -d "$DB/data/mysql" ]; then
     mariadb-install-db "${MARIADB_OPTS[@]}" --datadir="$DB/data" --auth-root-authentication-method=normal \
       --skip-test-db >"$DB/install.log" 2>&1 || die "mariadb-install-db failed ($DB/install.log)"
   fi
+}
+
+start_mariadb() {  # a private MariaDB in the hub netns (its own loopback: beds never share a port)
+  prep_db
   (umask 077; printf "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '%s';\nGRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';\n" \
     "$(cat "$DB/pass")" > "$DB/init.sql")
   ip netns exec "$HUB" setsid /usr/sbin/mariadbd "${MARIADB_OPTS[@]}" --datadir="$DB/data" \
@@ -268,5 +273,6 @@ case "${1:-}" in
   down) down ;;
   ctld) ctld "${2:-}" ;;
   dbd) dbd "${2:-}" ;;
+  dbprep) prep_db ;;
   *) sed -n '2,20p' "$0" >&2; exit 2 ;;
 esac

@@ -120,7 +120,7 @@ write_inventory() {  # $1 = node count
 }
 
 up() {
-  local n=${1:-${GPUOPS_TB_NODES:-8}} t0 t i name nd pending aptpid
+  local n=${1:-${GPUOPS_TB_NODES:-8}} t0 t i name nd pending aptpid dbpid=""
   if ! [[ $n =~ ^[0-9]+$ ]] || [ "$n" -lt 1 ] || [ "$n" -gt 80 ]; then die "node count must be 1..80, got '$n'"; fi
   t0=$(now_ms)
   if [ -n "$(our_netns)" ] || [ -e "$TB" ]; then down; fi
@@ -128,6 +128,7 @@ up() {
   mkdir -p "$TB/ssh" "$TB/nodes" "$TB/slurm" "$TB/bin"
   bash "$TBDIR/aptrepo/build.sh" "$TB/aptrepo" >/dev/null &
   aptpid=$!
+  if [ "${GPUOPS_TB_SLURM:-1}" = 1 ]; then bash "$HERE/slurm.sh" dbprep & dbpid=$!; fi  # MariaDB's files, meanwhile
   ssh-keygen -q -t ed25519 -N '' -C gpuops-testbed -f "$TB/ssh/id_ed25519"
   cp "$TB/ssh/id_ed25519.pub" "$TB/ssh/authorized_keys"
   # cgroup hierarchies to re-mount in every node (v1, hybrid or v2, as the host has them)
@@ -175,6 +176,7 @@ up() {
   log "nodes up: $n in $(elapsed "$t")"
   if [ "${GPUOPS_TB_SLURM:-1}" = 1 ]; then
     t=$(now_ms)
+    if [ -n "$dbpid" ]; then wait "$dbpid" || die "preparing the accounting database failed"; fi
     bash "$HERE/slurm.sh" up
     log "slurm up in $(elapsed "$t")"
   fi

@@ -131,10 +131,11 @@ def check_job_failures(out: Out, sched: Dict[str, Any], sp: Dict[str, Any]) -> N
         )
     for node, c in sorted(per.items()):
         share = float(c["failed"]) / c["jobs"]
+        rest = float(failed - c["failed"]) / (total - c["jobs"]) if total > c["jobs"] else 0.0
         clustered = (
             c["failed"] >= sp["node_min_failures"]
             and share >= sp["node_failure_share"]
-            and share >= sp["node_failure_ratio"] * rate
+            and share >= sp["node_failure_ratio"] * rest  # against the other nodes: not a cluster-wide problem
         )
         if not (clustered or c["node_fail"]):
             continue
@@ -155,6 +156,7 @@ def check_job_failures(out: Out, sched: Dict[str, Any], sp: Dict[str, Any]) -> N
                 "states": c["states"],
                 "job_ids": c["job_ids"],
                 "cluster_rate": round(rate, 3),
+                "other_nodes_rate": round(rest, 3),
             },
             host=node,
         )

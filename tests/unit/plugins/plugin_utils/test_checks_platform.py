@@ -218,3 +218,13 @@ def test_plan_reads_inventory_variables(tmp_path):
     hv = {"a": {"gpuops_cluster_capture_dir": str(tmp_path / "none"), "gpuops_scheduler_host": "head"}}
     plan = _platform_plan.platform_hosts(hv, ["a"], cap)
     assert plan["hosts"] == [] and _platform_plan.platform_facts(hv, ["a"], cap)["errors"][0]["kind"] == "missing"
+
+
+def test_a_short_history_still_names_the_node_against_the_others():
+    # the test bed's case: 2 good + 1 failed job on one node, 3 failed on another (cluster rate 67 %)
+    p = healthy()
+    p["scheduler"]["history"] = [done(1, "a"), done(2, "a"), done(3, "a", "FAILED")]
+    p["scheduler"]["history"] += [done(10 + i, "b", "FAILED") for i in range(3)]
+    fs = [f for f in check_platform(p, DEFAULT_POLICY, NOW) if f["host"]]
+    assert [(f["host"], f["code"]) for f in fs] == [("b", "failures")]
+    assert fs[0]["evidence"]["other_nodes_rate"] == 0.333
