@@ -74,7 +74,8 @@ def test_a_node_that_fails_its_jobs_is_named_from_real_accounting(testbed, tmp_p
     node = report["nodes"][bad]
     (f,) = [f for f in node["findings"] if f["check"] == "scheduler.job_failures"]
     assert f["host"] == bad and f["code"] == "failures" and f["severity"] == "P2"
-    assert set(failed) <= set(f["evidence"]["job_ids"]) and f["evidence"]["states"] == {"FAILED": 3}
+    # the latest failed jobs, from slurmdbd (a bed kept up between runs has older ones too)
+    assert set(failed) <= set(f["evidence"]["job_ids"]) and f["evidence"]["states"]["FAILED"] >= 3
     assert node["status"] == "degraded"  # every hardware reading is green: the jobs name it
     assert not [c for c in report["summary"]["cluster_findings"] if c["severity"] == "P0"]
 

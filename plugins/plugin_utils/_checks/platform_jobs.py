@@ -104,8 +104,7 @@ def _failure_counts(history: List[Dict[str, Any]], states: Tuple[str, ...]) -> T
                 c["failed"] += 1
                 c["node_fail"] += state == "NODE_FAIL"
                 c["states"][state] = c["states"].get(state, 0) + 1
-                if len(c["job_ids"]) < 10:
-                    c["job_ids"].append(j.get("job_id"))
+                c["job_ids"] = (c["job_ids"] + [j.get("job_id")])[-10:]  # the latest ten
     return per, total, failed
 
 
