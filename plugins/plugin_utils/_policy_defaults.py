@@ -242,3 +242,16 @@ DEFAULT_POLICY: Dict[str, Any] = {
     # Hardware profiles: node class -> expectations (see PROFILE_KEYS). Sites add theirs here.
     "profiles": {},
 }
+
+# Parallel storage (issue 19; docs/checks.md "Storage checks"): storage.capacity, storage.health, storage.throughput.
+DEFAULT_POLICY["thresholds"]["storage"] = {
+    # Space and inode watermarks per filesystem and per target (OST/MDT/NSD): used % at or above.
+    "capacity": {"p2_pct": 80, "p1_pct": 90},
+    "inodes": {"p2_pct": 80, "p1_pct": 90},
+    # An unhealthy target, server, NSD or connection (the storage team fixes it, not the GPU node).
+    "health": _sev("P1", "contact_vendor"),
+    # The opt-in probe below this share of its stored baseline (write MiB/s or metadata ops/s).
+    "throughput": {"min_share": 0.5, "severity": "P2", "action": "monitor"},
+    # The same storage.health finding on every inspected node (and at least this many): one cluster finding.
+    "correlation_min_nodes": 2,
+}
