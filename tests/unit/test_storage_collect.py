@@ -1,0 +1,189 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""collect_storage + check_storage: capture directories of real outputs, a real tmpfs driven to a watermark,
+a hung client command, the real probe, correlation and the simulator's answer key."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ansible_collections.gpuops.cluster.plugins.module_utils._storage import collect_storage
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.storage import check_storage, correlate_storage
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import merge_policy
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIX = os.path.join(HERE, "..", "fixtures", "storage")
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+from simcluster.storage_sim import STORAGE_FAULTS, write_storage  # noqa: E402
+
+NOW = "2026-12-03T09:00:00Z"
+
+
+def capture(tmp_path, **files):
+    for name, fixture in files.items():
+        shutil.copy(os.path.join(FIX, fixture), tmp_path / name.replace("_", "-").replace("-check", "_check"))
+    return str(tmp_path)
+
+
+def keys(findings, sev=("P0", "P1", "P2")):
+    return {(f["check"], f["component"], f["code"]) for f in findings if f["severity"] in sev}
+
+
+def test_capture_real_lustre_outputs(tmp_path):
+    d = capture(tmp_path, lfs_df_txt="lustre-manual-myth-lfs-df-h-ost-full.txt")
+    os.rename(tmp_path / "lfs-df-txt", tmp_path / "lfs-df.txt")
+    shutil.copy(os.path.join(FIX, "lustre-manual-myth-lfs-df-i-mdt-inodes-full.txt"), tmp_path / "lfs-df-i.txt")
+    shutil.copy(os.path.join(FIX, "lustre-lfs-check-servers-ost-down.txt"), tmp_path / "lfs-check-servers.txt")
+    shutil.copy(os.path.join(FIX, "lustre-lctl-health_check-not-healthy.txt"), tmp_path / "lctl-health_check.txt")
+    facts = collect_storage(capture_dir=d)
+    assert facts["errors"] == [] and "capture:lfs-df.txt" in facts["sources"]
+    (fs,) = facts["filesystems"]
+    assert (fs["name"], fs["used_pct"], fs["inode_used_pct"]) == ("myth", 85, 100)
+    got = {f["id"]: f for f in check_storage(facts, None, NOW)}
+    ost1 = got["cluster:storage.capacity:storage:myth/myth-OST0001:space"]
+    assert ost1["severity"] == "P1" and ost1["action"] == "monitor" and ost1["respond_by"] == "2026-12-03T09:30:00Z"
+    assert got["cluster:storage.capacity:storage:myth:space"]["severity"] == "P2"  # 85 %: P2 at 80, P1 at 90
+    assert got["cluster:storage.capacity:storage:myth/myth-MDT0000:inodes"]["severity"] == "P1"
+    assert got["cluster:storage.health:storage:server:nas_test-OST0007:down"]["action"] == "contact_vendor"
+    assert got["cluster:storage.health:storage:server:lustre:health_check:unhealthy"]["severity"] == "P1"
+    assert not [f for f in got.values() if f["action"] not in ("monitor", "contact_vendor")]
+
+
+def test_capture_gpfs_and_nfs(tmp_path):
+    shutil.copy(os.path.join(FIX, "treydock-mmhealth-node-show-Y.txt"), tmp_path / "mmhealth.txt")
+    shutil.copy(os.path.join(FIX, "treydock-mmlsdisk-Y.txt"), tmp_path / "mmlsdisk-ess.txt")
+    shutil.copy(os.path.join(FIX, "treydock-mmdf-Y.txt"), tmp_path / "mmdf-ess.txt")
+    shutil.copy(os.path.join(FIX, "linux-nfs-list-nfsstat-m-two-mounts.txt"), tmp_path / "nfsstat.txt")
+    facts = collect_storage(capture_dir=str(tmp_path))
+    assert facts["errors"] == []
+    got = keys(check_storage(facts, None, NOW))
+    assert ("storage.health", "storage:ess/RG008VS010", "foo/bar") in got
+    assert ("storage.health", "storage:server:connection:10.22.51.57", "down") in got
+    assert ("storage.health", "storage:server:NETWORK:mlx5_0/1", "foo") in got
+    assert ("storage.capacity", "storage:ess", "space") in got
+    assert not any(c[1].startswith("storage:kvm") for c in got)  # healthy NFS mounts raise nothing
+
+
+def test_capture_garbled_unreadable_and_absent(tmp_path):
+    shutil.copy(os.path.join(FIX, "pytokio-edison-lfs-df-truncated.txt"), tmp_path / "lfs-df.txt")
+    shutil.copy(os.path.join(FIX, "treydock-mmdf-Y-errors.txt"), tmp_path / "mmdf.txt")
+    os.symlink("/etc/passwd", tmp_path / "mmhealth.txt")
+    facts = collect_storage(capture_dir=str(tmp_path))
+    kinds = {e["kind"] for e in facts["errors"]}
+    assert kinds == {"parse", "unreadable"}
+    findings = check_storage(facts, None, NOW)
+    ce = [f for f in findings if f["check"] == "collector.error"]
+    assert {f["code"] for f in ce} == {"parse", "unreadable"} and all(f["action"] == "monitor" for f in ce)
+    assert collect_storage(capture_dir=str(tmp_path / "nope"))["errors"][0]["kind"] == "missing"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert collect_storage(capture_dir=str(empty)) == {
+        "filesystems": [],
+        "servers": [],
+        "throughput": None,
+        "errors": [],
+        "sources": [],
+    }
+    assert [f["code"] for f in check_storage(None, None, NOW)] == ["missing"]
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """A real 4 MiB tmpfs in a private directory (root), always unmounted."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,nr_inodes=200", "tmpfs", str(mnt)], check=True)
+    try:
+        yield str(mnt)
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_live_tmpfs_driven_to_watermarks(tmpfs):
+    opts = {"mounts": [tmpfs], "timeout_s": 3}
+    assert keys(check_storage(collect_storage(options=opts), None, NOW)) == set()
+    with open(os.path.join(tmpfs, "fill"), "wb") as fh:
+        fh.write(b"\0" * (3400 * 1024))  # 83 % of 4 MiB
+    got = {f["component"] + ":" + f["code"]: f for f in check_storage(collect_storage(options=opts), None, NOW)}
+    assert got["storage:%s:space" % tmpfs]["severity"] == "P2"
+    with open(os.path.join(tmpfs, "fill2"), "wb") as fh:
+        fh.write(b"\0" * (400 * 1024))  # 93 %
+    for i in range(185):  # inodes: 200 in all
+        open(os.path.join(tmpfs, "f%d" % i), "wb").close()
+    facts = collect_storage(options=opts)
+    got = {f["component"] + ":" + f["code"]: f for f in check_storage(facts, None, NOW)}
+    assert got["storage:%s:space" % tmpfs]["severity"] == "P1"
+    assert got["storage:%s:inodes" % tmpfs]["severity"] == "P1"
+    assert [fs["responsive"] for fs in facts["filesystems"] if fs["mount"] == tmpfs] == [True]
+
+
+def test_live_hung_client_command_is_bounded(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("lfs", "lctl"):
+        (bin_dir / tool).write_text("#!/bin/sh\nexec sleep 30\n")
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (bin_dir, os.environ["PATH"]))
+    start = time.monotonic()
+    facts = collect_storage(options={"lustre": True, "timeout_s": 1})
+    assert time.monotonic() - start < 8  # 5 commands, each killed after 1 s
+    assert [e["kind"] for e in facts["errors"]] == ["timeout"] * 5
+    assert {f["code"] for f in check_storage(facts, None, NOW)} == {"timeout"}
+
+
+def test_probe_real_and_baseline(tmp_path):
+    spec = {"path": str(tmp_path), "bytes": 4 << 20, "timeout_s": 3, "meta_files": 100, "tool": "builtin"}
+    start = time.monotonic()
+    facts = collect_storage(options={"probe": spec})
+    assert time.monotonic() - start < 4
+    tp = facts["throughput"]
+    assert tp["tool"] == "builtin" and tp["write_bytes"] == 4 << 20 and tp["meta_ops"] == 300
+    assert os.listdir(tmp_path) == []  # the private temp dir is gone
+    assert keys(check_storage(facts, None, NOW)) == set()  # no baseline: nothing to compare
+    spec["baseline"] = {"write_mib_s": 1e9, "meta_ops_s": 1.0}  # far above / below any real reading
+    facts = collect_storage(options={"probe": spec})
+    got = keys(check_storage(facts, None, NOW))
+    assert ("storage.throughput", "storage:probe:%s" % tmp_path, "write") in got
+    assert not any(c[2] == "metadata" for c in got)
+    bad = collect_storage(options={"probe": {"path": "relative", "timeout_s": 2}})
+    assert bad["throughput"] is None and "probe not run" in bad["errors"][-1]["message"]
+
+
+def test_policy_overrides_watermarks(tmp_path):
+    shutil.copy(os.path.join(FIX, "lustre-manual-myth-lfs-df-h-ost-full.txt"), tmp_path / "lfs-df.txt")
+    facts = collect_storage(capture_dir=str(tmp_path))
+    policy = merge_policy(overrides={"thresholds": {"storage": {"capacity": {"p2_pct": 95, "p1_pct": 99}}}})
+    got = {(f["component"], f["severity"]) for f in check_storage(facts, policy, NOW)}
+    assert got == {("storage:myth/myth-OST0001", "P1"), ("storage:myth/myth-OST0003", "P2")}
+
+
+def test_correlate_every_node_one_cluster_finding(tmp_path):
+    shutil.copy(os.path.join(FIX, "lustre-lfs-check-servers-ost-down.txt"), tmp_path / "lfs-check-servers.txt")
+    facts = collect_storage(capture_dir=str(tmp_path))
+    per = {h: check_storage(facts, None, NOW, host=h) for h in ("n1", "n2", "n3")}
+    (p,) = correlate_storage(per, None, NOW)
+    assert p["id"] == "cluster:storage.health:storage:server:nas_test-OST0007:down" and p["host"] is None
+    assert all(f["cause"] == p["id"] and f["action"] == "monitor" for fs in per.values() for f in fs)
+    per2 = {"n1": check_storage(facts, None, NOW, host="n1"), "n2": []}  # not every node sees it
+    assert correlate_storage(per2, None, NOW) == []
+
+
+@pytest.mark.parametrize("faults", [(), STORAGE_FAULTS] + [(f,) for f in STORAGE_FAULTS])
+def test_simulator_answer_key_found_and_nothing_else(tmp_path, faults):
+    expected = write_storage(str(tmp_path), faults, random.Random(7))
+    assert {e["fault"] for e in expected} == set(faults)
+    facts = collect_storage(capture_dir=str(tmp_path))
+    assert facts["errors"] == []
+    assert keys(check_storage(facts, None, NOW)) == {(e["check"], e["component"], e["code"]) for e in expected}
+    with pytest.raises(ValueError):
+        write_storage(str(tmp_path), ["no_such_fault"])
