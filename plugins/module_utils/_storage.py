@@ -41,8 +41,14 @@ DEFAULT_TIMEOUT = 10.0
 NETWORK_FSTYPES = ("lustre", "gpfs", "nfs", "nfs4", "beegfs", "cifs", "smb3")
 #: GPFS commands live outside PATH.
 GPFS_BIN = "/usr/lpp/mmfs/bin"
-#: mmhealth component states that are not a fault.
+#: mmhealth component states that are not a fault, and those that are (IBM Storage Scale docs, mmhealth command:
+#: HEALTHY, TIPS, DEGRADED, FAILED, DEPEND, STOPPED, SUSPENDED, CHECKING, STARTING, DISABLED, UNKNOWN).
 GPFS_OK = ("HEALTHY", "TIPS", "DISABLED", "CHECKING", "STARTING")
+GPFS_BAD = ("DEGRADED", "FAILED", "DEPEND", "STOPPED", "SUSPENDED")
+#: mmlsdisk status (administrative: a suspended or emptying disk is an operator's choice, not a fault) and
+#: availability (up is serving; down, recovering and unrecovered are not) words (mmlsdisk command docs).
+NSD_STATUS = ("ready", "suspended", "to be emptied", "being emptied", "emptied", "replacing", "replacement")
+NSD_AVAILABILITY = ("up", "down", "recovering", "unrecovered")
 #: mmhealth events about connections (reported as servers of kind ``connection``).
 GPFS_CONNECTION_EVENTS = ("cluster_connections_down", "cluster_connections_bad", "nsd_connection_down")
 _SAFE_FS = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -140,6 +146,13 @@ def _add_mmhealth(f: _Facts, text: str, source: str) -> None:
     h = sp.parse_mmhealth(text, source, f.out["errors"])
     for s in h["states"]:
         status = s["status"] or "UNKNOWN"
+        if status not in GPFS_OK + GPFS_BAD:  # UNKNOWN or a word we do not know: unknown, not broken
+            f.error(
+                "parse",
+                "mmhealth: %s %s has status %s (not a known health state)" % (s["component"], s["entity"], status),
+                source,
+            )
+            continue
         state = "active" if status in GPFS_OK else status.lower()
         f.server(
             "%s:%s" % (s["component"], s["entity"]),
@@ -163,9 +176,17 @@ def _add_mmhealth(f: _Facts, text: str, source: str) -> None:
 def _add_mmlsdisk(f: _Facts, text: str, source: str, fsname: str) -> None:
     fs = f.fs(fsname, "gpfs", None)
     for d in sp.parse_mmlsdisk(text, source, f.out["errors"]):
+        status, avail = d["status"] or "", d["availability"] or ""
+        if status not in NSD_STATUS or avail not in NSD_AVAILABILITY:  # unknown words: unknown, not broken
+            f.error(
+                "parse",
+                "mmlsdisk %s: NSD %s has status %r, availability %r (not known states)"
+                % (fsname, d["name"], status[:40], avail[:40]),
+                source,
+            )
+            continue
         t = f.target(fs, d["name"] or "?", "NSD")
-        ok = d["status"] == "ready" and d["availability"] == "up"
-        t["state"] = "active" if ok else "%s/%s" % (d["status"] or "?", d["availability"] or "?")
+        t["state"] = "active" if avail == "up" else "%s/%s" % (status, avail)
 
 
 def _add_mmdf(f: _Facts, text: str, source: str, fsname: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -17,7 +18,7 @@ import pytest
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._storage import collect_storage
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.storage import check_storage, correlate_storage
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import merge_policy
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import PolicyError, merge_policy
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "..", "fixtures", "storage")
@@ -63,11 +64,15 @@ def test_capture_gpfs_and_nfs(tmp_path):
     shutil.copy(os.path.join(FIX, "treydock-mmdf-Y.txt"), tmp_path / "mmdf-ess.txt")
     shutil.copy(os.path.join(FIX, "linux-nfs-list-nfsstat-m-two-mounts.txt"), tmp_path / "nfsstat.txt")
     facts = collect_storage(capture_dir=str(tmp_path))
-    assert facts["errors"] == []
     got = keys(check_storage(facts, None, NOW))
-    assert ("storage.health", "storage:ess/RG008VS010", "foo/bar") in got
+    assert not any("RG008VS010" in c[1] for c in got)  # status foo, availability bar: unknown, not broken
     assert ("storage.health", "storage:server:connection:10.22.51.57", "down") in got
-    assert ("storage.health", "storage:server:NETWORK:mlx5_0/1", "foo") in got
+    assert not any("mlx5_0/1" in c[1] for c in got)  # status FOO: unknown, not broken
+    assert [e["message"] for e in facts["errors"]] == [
+        "mmhealth: NETWORK mlx5_0/1 has status FOO (not a known health state)",
+        "mmlsdisk ess: NSD RG008VS010 has status 'foo', availability 'bar' (not known states)",
+    ]
+    assert {f["code"] for f in check_storage(facts, None, NOW) if f["check"] == "collector.error"} == {"parse"}
     assert ("storage.capacity", "storage:ess", "space") in got
     assert not any(c[1].startswith("storage:kvm") for c in got)  # healthy NFS mounts raise nothing
 
@@ -187,3 +192,83 @@ def test_simulator_answer_key_found_and_nothing_else(tmp_path, faults):
     assert keys(check_storage(facts, None, NOW)) == {(e["check"], e["component"], e["code"]) for e in expected}
     with pytest.raises(ValueError):
         write_storage(str(tmp_path), ["no_such_fault"])
+
+
+def test_gpfs_nsd_down_is_health_p1(tmp_path):
+    with open(os.path.join(FIX, "treydock-mmlsdisk-Y.txt"), encoding="utf-8") as fh:
+        text = fh.read().replace("RG003VS004:nsd:512:1:no:yes:ready:up", "RG003VS004:nsd:512:1:no:yes:ready:down")
+    (tmp_path / "mmlsdisk-ess.txt").write_text(text)
+    got = {f["id"]: f for f in check_storage(collect_storage(capture_dir=str(tmp_path)), None, NOW)}
+    f = got["cluster:storage.health:storage:ess/RG003VS004:ready/down"]
+    assert (f["severity"], f["action"]) == ("P1", "contact_vendor")
+
+
+@pytest.fixture
+def hung_fuse(tmp_path):
+    """A real FUSE mount (bindfs) whose daemon is stopped: statfs on it blocks in the kernel until SIGCONT."""
+    if os.geteuid() != 0 or not shutil.which("bindfs"):
+        pytest.skip("needs root and bindfs (tests/testbed/deps.sh)")
+    src, mnt = tmp_path / "src", tmp_path / "mnt"
+    src.mkdir()
+    mnt.mkdir()
+    daemon = subprocess.Popen(["bindfs", "-f", str(src), str(mnt)])  # noqa: S603
+    try:
+        for _attempt in range(100):
+            with open("/proc/self/mounts", encoding="utf-8") as fh:
+                if " %s " % mnt in fh.read():
+                    break
+            time.sleep(0.05)
+        else:
+            pytest.fail("bindfs did not mount")
+        os.kill(daemon.pid, signal.SIGSTOP)
+        yield str(mnt)
+    finally:
+        os.kill(daemon.pid, signal.SIGCONT)
+        subprocess.run(["fusermount", "-u", str(mnt)], check=False)
+        subprocess.run(["umount", "-l", str(mnt)], check=False, stderr=subprocess.DEVNULL)
+        daemon.terminate()
+        daemon.wait(5)
+
+
+def test_live_hung_mount_is_not_responding_within_the_timeout(hung_fuse):
+    start = time.monotonic()
+    facts = collect_storage(options={"mounts": [hung_fuse], "timeout_s": 1})
+    assert time.monotonic() - start < 4
+    (fs,) = [fs for fs in facts["filesystems"] if fs["mount"] == hung_fuse]
+    assert fs["responsive"] is False and "not responding" in fs["error"]
+    (f,) = [f for f in check_storage(facts, None, NOW) if f["check"] == "storage.health"]
+    assert (f["code"], f["severity"], f["action"]) == ("not_responding", "P1", "contact_vendor")
+
+
+def test_probe_on_a_hung_mount_is_bounded(hung_fuse):
+    start = time.monotonic()
+    facts = collect_storage(options={"probe": {"path": hung_fuse, "timeout_s": 2, "tool": "builtin"}})
+    assert time.monotonic() - start < 4
+    assert facts["throughput"] is None and facts["errors"][-1]["kind"] == "timeout"
+
+
+@pytest.mark.skipif(not shutil.which("fio"), reason="fio not installed (tests/testbed/deps.sh)")
+def test_probe_with_fio(tmp_path):
+    facts = collect_storage(options={"probe": {"path": str(tmp_path), "bytes": 4 << 20, "timeout_s": 5}})
+    tp = facts["throughput"]
+    assert facts["errors"] == [] and tp["tool"] == "fio" and tp["write_bytes"] == 4 << 20 and tp["meta_ops"] > 0
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "over,key",
+    [
+        ({"capacity": {"p2_pct": 95, "p1_pct": 90}}, "thresholds.storage.capacity.p2_pct"),
+        ({"inodes": {"p1_pct": 150}}, "thresholds.storage.inodes.p2_pct"),
+        ({"throughput": {"min_share": 2}}, "thresholds.storage.throughput.min_share"),
+        ({"health": {"action": "isolate"}}, "thresholds.storage.health.action"),
+        ({"health": {"severity": "P9"}}, "thresholds.storage.health.severity"),
+        ({"correlation_min_nodes": 0}, "thresholds.storage.correlation_min_nodes"),
+    ],
+)
+def test_bad_storage_policy_is_a_clear_error(over, key):
+    policy = merge_policy(overrides={"thresholds": {"storage": over}})
+    with pytest.raises(PolicyError, match=key.replace(".", r"\.")):
+        check_storage({"filesystems": []}, policy, NOW)
+    with pytest.raises(PolicyError, match="unknown policy key 'thresholds.storage.capacity.p3_pct'"):
+        merge_policy(overrides={"thresholds": {"storage": {"capacity": {"p3_pct": 1}}}})

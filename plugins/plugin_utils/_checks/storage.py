@@ -18,12 +18,43 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import (
+    ACTIONS,
     DEFAULT_POLICY,
+    DISRUPTIVE_ACTIONS,
+    SEVERITIES,
+    PolicyError,
     is_withheld,
     respond_by,
 )
 
 CHECKS = ("storage.capacity", "storage.health", "storage.throughput")
+
+
+def _pct_ok(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 100
+
+
+def validate_storage_policy(policy: Dict[str, Any]) -> None:
+    """Raise PolicyError (naming the dotted key) for a ``thresholds.storage`` block the checks cannot use."""
+    th = policy["thresholds"]["storage"]
+    for name in ("capacity", "inodes"):
+        rule, path = th[name], "thresholds.storage.%s" % name
+        if not (_pct_ok(rule["p2_pct"]) and _pct_ok(rule["p1_pct"])) or rule["p2_pct"] > rule["p1_pct"]:
+            raise PolicyError("policy keys '%s.p2_pct' and '%s.p1_pct' must be percentages, p2 <= p1" % (path, path))
+    share = th["throughput"]["min_share"]
+    if not isinstance(share, (int, float)) or isinstance(share, bool) or not 0 < share <= 1:
+        raise PolicyError("policy key 'thresholds.storage.throughput.min_share' must be in (0, 1]")
+    for path, rule in (("health", th["health"]), ("throughput", th["throughput"])):
+        if rule["severity"] not in SEVERITIES:
+            raise PolicyError("policy key 'thresholds.storage.%s.severity' must be one of %s" % (path, SEVERITIES))
+        if rule["action"] not in ACTIONS or rule["action"] in DISRUPTIVE_ACTIONS:
+            raise PolicyError(
+                "policy key 'thresholds.storage.%s.action' must be a non-disruptive action (the nodes are not "
+                "the storage): monitor, contact_vendor, tune or none" % path
+            )
+    least = th["correlation_min_nodes"]
+    if not isinstance(least, int) or isinstance(least, bool) or least < 1:
+        raise PolicyError("policy key 'thresholds.storage.correlation_min_nodes' must be an integer >= 1")
 
 
 def _num(value: Any) -> Optional[float]:
@@ -220,6 +251,7 @@ def check_storage(
 ) -> List[Dict[str, Any]]:
     """Findings of the storage facts (see the module docstring), sorted by severity then id."""
     policy = policy if policy is not None else DEFAULT_POLICY
+    validate_storage_policy(policy)
     th = policy["thresholds"]["storage"]
     out = _Out(policy, now, host)
     _errors(out, storage_facts, policy)
