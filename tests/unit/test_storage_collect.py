@@ -272,3 +272,45 @@ def test_bad_storage_policy_is_a_clear_error(over, key):
         check_storage({"filesystems": []}, policy, NOW)
     with pytest.raises(PolicyError, match="unknown policy key 'thresholds.storage.capacity.p3_pct'"):
         merge_policy(overrides={"thresholds": {"storage": {"capacity": {"p3_pct": 1}}}})
+
+
+def test_live_clients_through_the_real_runner(tmp_path, monkeypatch):
+    """lfs/lctl/mm* answering with real captured outputs, found on PATH and run by the real runner; a mount
+    table (``root``) with a Lustre and a GPFS filesystem on directories that exist."""
+    bin_dir, root = tmp_path / "bin", tmp_path / "root"
+    (root / "proc" / "self").mkdir(parents=True)
+    bin_dir.mkdir()
+    lus, ess = tmp_path / "myth", tmp_path / "ess"
+    lus.mkdir()
+    ess.mkdir()
+    (root / "proc" / "self" / "mounts").write_text(
+        "10.0.0.1@tcp:/myth %s lustre rw,flock 0 0\n/dev/ess %s gpfs rw,relatime 0 0\n" % (lus, ess)
+    )
+    fx = {n: os.path.join(FIX, n) for n in os.listdir(FIX)}
+    scripts = {
+        "lfs": 'case "$*" in\n "df") cat %s;;\n "df -i") cat %s;;\n "check servers") cat %s; exit 11;;\nesac\n'
+        % (
+            fx["lustre-manual-myth-lfs-df-h-ost-full.txt"],
+            fx["lustre-manual-myth-lfs-df-i-mdt-inodes-full.txt"],
+            fx["lustre-lfs-check-servers-ost-down.txt"],
+        ),
+        "lctl": 'case "$1" in\n get_param) cat %s;;\n dl) cat %s;;\nesac\n'
+        % (fx["lustre-lctl-health_check-healthy.txt"], fx["pytokio-edison-lctl-dl-t.txt"]),
+        "mmhealth": "cat %s\n" % fx["treydock-mmhealth-node-show-Y.txt"],
+        "mmlsdisk": '[ "$1" = ess ] && cat %s\n' % fx["treydock-mmlsdisk-Y.txt"],
+        "mmdf": '[ "$1" = ess ] && cat %s\n' % fx["treydock-mmdf-Y.txt"],
+    }
+    for name, body in scripts.items():
+        (bin_dir / name).write_text("#!/bin/sh\n" + body)
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (bin_dir, os.environ["PATH"]))
+    facts = collect_storage(options={"root": str(root), "timeout_s": 5})
+    assert "live:lfs check servers" in facts["sources"] and "live:mmdf ess -Y" in facts["sources"]
+    by = {f["name"]: f for f in facts["filesystems"]}
+    assert (by["myth"]["mount"], by["myth"]["used_pct"], by["myth"]["inode_used_pct"]) == (str(lus), 85, 100)
+    assert by["ess"]["mount"] == str(ess) and by["ess"]["used_pct"] == 86.9
+    assert all(f["responsive"] for f in facts["filesystems"])
+    got = keys(check_storage(facts, None, NOW))
+    assert ("storage.health", "storage:server:nas_test-OST0007", "down") in got  # lfs check exit 11: still read
+    assert ("storage.capacity", "storage:myth/myth-OST0001", "space") in got
+    assert ("storage.capacity", "storage:ess", "space") in got
