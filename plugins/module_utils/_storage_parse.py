@@ -21,7 +21,6 @@ from typing import Any, Dict, List, Optional
 from urllib.parse import unquote
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
-    MAX_LINE_CHARS,
     ParseError,
     Records,
     parse_int,
@@ -470,7 +469,7 @@ def parse_nfsstat_m(text: str, source: Optional[str] = None, errors: Optional[li
 
     for no, raw in enumerate(lines, 1):
         line = raw.strip()
-        if not line or len(raw) > MAX_LINE_CHARS:
+        if not line or rec.too_long(raw, no):
             continue
         with rec.at(no):
             m = _NFSSTAT_FROM.match(line)

@@ -9,6 +9,8 @@ import glob
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _storage_parse as sp
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
@@ -162,3 +164,52 @@ def test_nfsstat_m():
     assert rdma["options"]["proto"] == "rdma" and rdma["options"]["addr"] == "192.168.2.55"  # wrapped lines joined
     with pytest.raises(ParseError, match="no Flags"):
         sp.parse_nfsstat_m("/mnt from server:/x\n")
+
+
+_PARSERS = {
+    "lfs-df": sp.parse_lfs_df,
+    "lfs-check": sp.parse_lfs_check,
+    "health_check": lambda text, errors: sp.parse_health_check(text),
+    "lctl-dl": sp.parse_lctl_dl,
+    "mmhealth": sp.parse_mmhealth,
+    "mmlsdisk": sp.parse_mmlsdisk,
+    "mmdf": sp.parse_mmdf,
+    "nfsstat": sp.parse_nfsstat_m,
+}
+
+
+def _parser_for(name):
+    for key, fn in _PARSERS.items():
+        if key in name:
+            return fn
+    raise AssertionError(name)
+
+
+_SAMPLES = sorted(
+    os.path.basename(f)
+    for f in glob.glob(os.path.join(FIX, "*.txt"))
+    if not f.endswith(".source.txt") and "pytokio" not in f  # the 350-line pytokio files: covered above
+)
+
+
+@pytest.mark.parametrize("name", _SAMPLES)
+@settings(max_examples=60, derandomize=True, deadline=None, database=None)
+@given(
+    cut=st.integers(0, 4000),
+    pos=st.integers(0, 4000),
+    junk=st.sampled_from(
+        ["", "\0", ":", "%", "\n", "x" * 5000, "99999999999999999999999999999999999999999999999999999999999999999%"]
+    ),
+)
+def test_mutated_samples_raise_only_parse_errors(name, cut, pos, junk):
+    """Truncated or corrupted real samples: a result or a ParseError, never another exception."""
+    text = fx(name)
+    text = text[: max(1, len(text) - cut % len(text))]
+    p = pos % (len(text) + 1)
+    text = text[:p] + junk + text[p:]
+    errors = []
+    try:
+        _parser_for(name)(text, errors=errors) if "health_check" not in name else sp.parse_health_check(text)
+    except ParseError:
+        pass
+    assert all(e["kind"] == "parse" for e in errors)
