@@ -23,7 +23,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import Poli
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "..", "fixtures", "storage")
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
-from simcluster.storage_sim import STORAGE_FAULTS, write_storage  # noqa: E402
+from simcluster.storage_sim import ALL_FAULTS, DEFAULT_FAULTS, FAULTS, STORAGE_FAULTS, write_storage  # noqa: E402
 
 NOW = "2026-12-03T09:00:00Z"
 
@@ -190,8 +190,8 @@ def test_simulator_answer_key_found_and_nothing_else(tmp_path, faults):
     facts = collect_storage(capture_dir=str(tmp_path))
     assert facts["errors"] == []
     assert keys(check_storage(facts, None, NOW)) == {(e["check"], e["component"], e["code"]) for e in expected}
-    with pytest.raises(ValueError):
-        write_storage(str(tmp_path), ["no_such_fault"])
+    assert write_storage(str(tmp_path / "other"), ["fragmentation", "ctld_down"]) == []  # not storage faults
+    assert set(FAULTS) == set(ALL_FAULTS) == set(STORAGE_FAULTS) and set(DEFAULT_FAULTS) <= set(FAULTS)
 
 
 def test_gpfs_nsd_down_is_health_p1(tmp_path):

@@ -17,6 +17,11 @@ import random
 from typing import Any, Dict, List, Optional, Sequence
 
 STORAGE_FAULTS = ("ost_full", "nsd_failed", "inodes_low", "lustre_server_down")
+#: The names tools/simcluster/platform.py looks up: every storage fault, ``--faults default`` (make demo shows a
+#: storage finding) and ``--faults all`` (the four coexist: each names a different target).
+FAULTS = STORAGE_FAULTS
+DEFAULT_FAULTS = ("ost_full",)
+ALL_FAULTS = STORAGE_FAULTS
 
 FS = "scratch"
 MOUNT = "/lustre/scratch"
@@ -127,7 +132,7 @@ def _expect(check: str, component: str, code: str, severity: str, fault: str, no
         "code": code,
         "severity_hint": severity,
         "fault": fault,
-        "host": None,
+        "hosts": [],
         "note": note,
     }
 
@@ -135,10 +140,12 @@ def _expect(check: str, component: str, code: str, severity: str, fault: str, no
 def write_storage(
     capture_dir: str, faults: Sequence[str] = (), rng: Optional[random.Random] = None
 ) -> List[Dict[str, Any]]:
-    """Write the storage files of a cluster capture into ``capture_dir``; return the expected findings."""
-    unknown = [f for f in faults if f not in STORAGE_FAULTS]
-    if unknown:
-        raise ValueError("unknown storage fault(s) %s (known: %s)" % (", ".join(unknown), ", ".join(STORAGE_FAULTS)))
+    """Write the storage files of a cluster capture into ``capture_dir``; return the expected findings.
+
+    ``faults``: fault names; those in STORAGE_FAULTS are injected, the others (scheduler, node faults) are not
+    this simulator's and are ignored (platform.py validates names against FAULTS).
+    """
+    faults = [f for f in faults if f in STORAGE_FAULTS]  # the others belong to other simulators (scheduler, nodes)
     rng = rng or random.Random(0)
     os.makedirs(capture_dir, exist_ok=True)
     expected: List[Dict[str, Any]] = []
