@@ -314,3 +314,35 @@ def test_live_clients_through_the_real_runner(tmp_path, monkeypatch):
     assert ("storage.health", "storage:server:nas_test-OST0007", "down") in got  # lfs check exit 11: still read
     assert ("storage.capacity", "storage:myth/myth-OST0001", "space") in got
     assert ("storage.capacity", "storage:ess", "space") in got
+
+
+def test_correlate_hung_mount_on_every_node_before_the_leaf_correlation():
+    """node.mounts hung on every node: one storage finding; the leaf correlation then blames no switch."""
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils._cluster import evaluate_cluster
+
+    def hung(h):
+        return {"check": "node.mounts", "severity": "P1", "component": "mount:/home", "code": "hung",
+                "message": "/home does not respond", "action": "isolate", "rule": "node.mounts", "evidence": {},
+                "host": h, "cause": None, "id": "%s:node.mounts:mount:/home:hung" % h}  # fmt: skip
+
+    def nodes(per):
+        return {h: {"findings": fs, "leaf": "leaf-1", "rack": "r1", "power": "p1"} for h, fs in per.items()}
+
+    alone = {"n%d" % i: [hung("n%d" % i)] for i in range(4)}
+    assert "cluster.leaf" in [f["check"] for f in evaluate_cluster(nodes(alone), None, NOW)]  # without: the leaf
+    per = {"n%d" % i: [hung("n%d" % i)] for i in range(4)}
+    (p,) = correlate_storage(per, None, NOW)
+    assert (p["component"], p["code"], p["action"]) == ("storage:mount:/home", "not_responding", "contact_vendor")
+    assert all(f["cause"] == p["id"] and f["action"] == "monitor" for fs in per.values() for f in fs)
+    assert [f for f in evaluate_cluster(nodes(per), None, NOW) if f["check"].startswith("cluster.leaf")] == []
+    fresh = {h: [hung(h)] for h in ("a", "b")}
+    fresh["c"] = []  # one node does not see it: a node problem, not the storage
+    assert correlate_storage(fresh, None, NOW) == []
+
+
+def test_collector_errors_can_be_left_to_the_caller(tmp_path):
+    (tmp_path / "lfs-df.txt").write_text("garbage\n")
+    facts = collect_storage(capture_dir=str(tmp_path))
+    assert [f["check"] for f in check_storage(facts, None, NOW)] == ["collector.error"]
+    assert check_storage(facts, None, NOW, collector_errors=False) == []
+    assert [f["code"] for f in check_storage(None, None, NOW, collector_errors=False)] == ["missing"]

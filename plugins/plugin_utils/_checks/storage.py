@@ -247,14 +247,23 @@ def _errors(out: _Out, facts: Any, policy: Dict[str, Any]) -> None:
 
 
 def check_storage(
-    storage_facts: Any, policy: Optional[Dict[str, Any]] = None, now: Any = None, host: Optional[str] = None
+    storage_facts: Any,
+    policy: Optional[Dict[str, Any]] = None,
+    now: Any = None,
+    host: Optional[str] = None,
+    collector_errors: bool = True,
 ) -> List[Dict[str, Any]]:
-    """Findings of the storage facts (see the module docstring), sorted by severity then id."""
+    """Findings of the storage facts (see the module docstring), sorted by severity then id.
+
+    ``collector_errors=False``: the caller already turns ``storage_facts["errors"]`` into collector.error
+    findings (the platform check does, for every platform domain); missing facts are still reported.
+    """
     policy = policy if policy is not None else DEFAULT_POLICY
     validate_storage_policy(policy)
     th = policy["thresholds"]["storage"]
     out = _Out(policy, now, host)
-    _errors(out, storage_facts, policy)
+    if collector_errors or not isinstance(storage_facts, dict):
+        _errors(out, storage_facts, policy)
     if isinstance(storage_facts, dict):
         for fs in storage_facts.get("filesystems") or []:
             if isinstance(fs, dict):
@@ -264,15 +273,35 @@ def check_storage(
     return sorted(out.findings.values(), key=lambda f: (f["severity"], f["id"]))
 
 
+#: Node findings that are storage evidence seen from a node: (check, component prefix) -> cluster component prefix.
+_NODE_EVIDENCE = {"node.mounts": ("mount:", "storage:mount:")}
+
+
+def _storage_key(f: Dict[str, Any]) -> Optional[Tuple[str, str]]:
+    """(cluster component, code) of a node finding about storage, or None."""
+    if f.get("cause") or is_withheld(f) or f.get("severity") not in ("P0", "P1", "P2"):
+        return None
+    comp, code = str(f.get("component")), str(f.get("code"))
+    if f.get("check") == "storage.health":
+        return comp, code
+    rule = _NODE_EVIDENCE.get(str(f.get("check")))
+    if rule and comp.startswith(rule[0]) and code in ("hung", "missing"):
+        return rule[1] + comp[len(rule[0]) :], "not_responding" if code == "hung" else "missing"
+    return None
+
+
 def correlate_storage(
     per_host: Dict[str, List[Dict[str, Any]]], policy: Optional[Dict[str, Any]] = None, now: Any = None
 ) -> List[Dict[str, Any]]:
-    """One cluster finding per storage.health (component, code) that every inspected host reports.
+    """One cluster finding per storage fault that every inspected host reports.
 
-    ``per_host``: ``{host: [findings]}`` (check_storage with ``host`` set, or any node findings). Members found
-    on every host (and at least ``correlation_min_nodes``) are REWRITTEN IN PLACE: action ``monitor`` (the
-    original in ``evidence.original_action``), ``cause`` the cluster finding's id. Withheld findings (their
-    evidence could not be read) take part in no correlation.
+    ``per_host``: ``{host: [findings]}``: storage.health findings (check_storage with ``host`` set) and the node
+    checks' ``node.mounts`` findings (a mount hung or missing: cluster component ``storage:mount:<path>``, code
+    ``not_responding`` or ``missing``). A fault found on every host (and at least ``correlation_min_nodes``) is
+    one cluster storage.health finding; its members are REWRITTEN IN PLACE: action ``monitor`` (the original in
+    ``evidence.original_action``), ``cause`` the cluster finding's id. Call it before ``_cluster.evaluate_cluster``:
+    members with a cause take part in no rack/leaf/power correlation (a dead NFS server is not a dead leaf switch).
+    Withheld findings (their evidence could not be read) take part in no correlation.
     """
     policy = policy if policy is not None else DEFAULT_POLICY
     th = policy["thresholds"]["storage"]
@@ -282,8 +311,9 @@ def correlate_storage(
     seen: Dict[Tuple[str, str], Dict[str, List[Dict[str, Any]]]] = {}
     for h in hosts:
         for f in per_host[h] or []:
-            if isinstance(f, dict) and f.get("check") == "storage.health" and not f.get("cause") and not is_withheld(f):
-                seen.setdefault((str(f.get("component")), str(f.get("code"))), {}).setdefault(h, []).append(f)
+            key = _storage_key(f) if isinstance(f, dict) else None
+            if key is not None:
+                seen.setdefault(key, {}).setdefault(h, []).append(f)
     out = _Out(policy, now, None)
     for (comp, code), members in sorted(seen.items()):
         if set(members) != set(hosts):
@@ -297,7 +327,7 @@ def correlate_storage(
             % (first.get("message"), len(hosts), len(hosts)),
             th["health"]["action"],
             "thresholds.storage.correlation_min_nodes=%s; every node" % th["correlation_min_nodes"],
-            {"hosts": hosts, "evidence": dict(first.get("evidence") or {})},
+            {"hosts": hosts, "check": first.get("check"), "evidence": dict(first.get("evidence") or {})},
         )
         fid = "cluster:storage.health:%s:%s" % (comp, code)
         for fs in members.values():
