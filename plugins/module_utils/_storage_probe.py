@@ -3,12 +3,14 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The opt-in, time-bounded storage throughput and metadata probe (docs/storage.md "Throughput probe").
 
-``run_probe({"path", "bytes", "timeout_s", "meta_files", "baseline"}, errors)`` writes ``bytes`` into a private
+``run_probe({"path", "bytes", "timeout_s", "meta_files", "baseline", "baseline_file", "record_baseline"}, errors)`` writes ``bytes`` into a private
 temporary directory under ``path`` (``fio`` when it is installed, else a small built-in writer that ends with
 ``fsync``), then creates, stats and removes up to ``meta_files`` empty files (metadata operations per second),
 and removes the directory. Everything that touches the filesystem runs in a child that is killed and abandoned
 after ``timeout_s`` (``_runner``): a hung filesystem costs the timeout and is reported, never a hung play.
-The result carries the caller's ``baseline`` so that the check compares (``storage.throughput``).
+The result carries the baseline (the caller's ``baseline``, else the one stored in ``baseline_file``) so that the
+check compares (``storage.throughput``); ``record_baseline: true`` stores this result as the new baseline (a
+write: never in check mode, the caller decides).
 
 Runs on managed nodes (Python 3.8+). Stdlib only, no Ansible imports.
 """
@@ -22,7 +24,13 @@ import tempfile
 import time
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import error_record
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
+    ParseError,
+    ensure_private_dir,
+    error_record,
+    read_text,
+    write_private_atomic,
+)
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, run_in_child, which
 
 DOMAIN = "storage"
@@ -175,4 +183,49 @@ def run_probe(spec: Dict[str, Any], errors: List[Dict[str, Any]]) -> Optional[Di
     out.update(path=path, timeout_s=timeout, elapsed_s=round(time.monotonic() - start, 3))
     base = spec.get("baseline")
     out["baseline"] = base if isinstance(base, dict) else None
+    bfile = spec.get("baseline_file")
+    if isinstance(bfile, str) and bfile:
+        if out["baseline"] is None:
+            out["baseline"] = load_baseline(bfile, errors)
+        if spec.get("record_baseline") is True:
+            record_baseline(bfile, out, errors)
     return out
+
+
+#: What a stored baseline keeps of a probe result.
+BASELINE_KEYS = ("write_mib_s", "meta_ops_s", "tool", "path", "write_bytes")
+
+
+def load_baseline(path: str, errors: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The baseline stored at ``path`` (JSON written by record_baseline); None when absent, an error entry
+    (and None) when it is unreadable or not a baseline."""
+    try:
+        text = read_text(path, max_bytes=64 * 1024)
+        if text is None:
+            return None
+        data = json.loads(text)
+        if not isinstance(data, dict) or not any(
+            isinstance(data.get(k), (int, float)) and not isinstance(data.get(k), bool)
+            for k in ("write_mib_s", "meta_ops_s")
+        ):
+            raise ValueError("no write_mib_s or meta_ops_s number")
+    except ParseError as exc:
+        errors.append(exc.to_error(DOMAIN, "unreadable"))
+        return None
+    except ValueError as exc:
+        errors.append(error_record(DOMAIN, "parse", "storage probe baseline %s: %s" % (path, exc), path))
+        return None
+    return {k: data.get(k) for k in BASELINE_KEYS + ("recorded_at",) if k in data}
+
+
+def record_baseline(path: str, result: Dict[str, Any], errors: List[Dict[str, Any]]) -> bool:
+    """Store ``result`` as the baseline at ``path`` (private, atomic). Never in check mode: the caller decides."""
+    data = {k: result.get(k) for k in BASELINE_KEYS}
+    data["recorded_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    try:
+        ensure_private_dir(os.path.dirname(os.path.abspath(path)))
+        write_private_atomic(path, json.dumps(data, sort_keys=True) + "\n")
+    except OSError as exc:
+        errors.append(error_record(DOMAIN, "tool_error", "cannot store the probe baseline %s: %s" % (path, exc), path))
+        return False
+    return True

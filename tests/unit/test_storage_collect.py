@@ -6,6 +6,7 @@ a hung client command, the real probe, correlation and the simulator's answer ke
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -346,3 +347,21 @@ def test_collector_errors_can_be_left_to_the_caller(tmp_path):
     assert [f["check"] for f in check_storage(facts, None, NOW)] == ["collector.error"]
     assert check_storage(facts, None, NOW, collector_errors=False) == []
     assert [f["code"] for f in check_storage(None, None, NOW, collector_errors=False)] == ["missing"]
+
+
+def test_probe_baseline_stored_and_compared(tmp_path):
+    work, bfile = tmp_path / "work", tmp_path / "state" / "storage-baseline.json"
+    work.mkdir()
+    spec = {"path": str(work), "bytes": 1 << 20, "timeout_s": 3, "tool": "builtin", "baseline_file": str(bfile)}
+    first = collect_storage(options={"probe": dict(spec, record_baseline=True)})
+    assert first["throughput"]["baseline"] is None and first["errors"] == []  # nothing stored yet: no comparison
+    assert oct(bfile.stat().st_mode & 0o777) == "0o600" and oct(bfile.parent.stat().st_mode & 0o777) == "0o700"
+    stored = json.loads(bfile.read_text())
+    assert stored["write_mib_s"] == first["throughput"]["write_mib_s"] and stored["recorded_at"]
+    bfile.write_text(json.dumps(dict(stored, write_mib_s=1e9, meta_ops_s=1.0)))  # a baseline nothing here reaches
+    second = collect_storage(options={"probe": spec})
+    assert second["throughput"]["baseline"]["write_mib_s"] == 1e9
+    assert {f["code"] for f in check_storage(second, None, NOW) if f["check"] == "storage.throughput"} == {"write"}
+    bfile.write_text("{not json")
+    third = collect_storage(options={"probe": spec})
+    assert third["throughput"]["baseline"] is None and third["errors"][0]["kind"] == "parse"
