@@ -288,19 +288,25 @@ def _collect_capture(capture_dir: str) -> Dict[str, Any]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _run_tool(f: _Facts, run: Runner, argv: List[str], timeout: float, ok_rcs=(0,)) -> Optional[str]:
-    """Run one bounded command; its output, or None (and an error entry) when it timed out or failed."""
+def _run_tool(f: _Facts, run: Runner, argv: List[str], timeout: float, ok_rcs=(0,), stderr=False) -> Optional[str]:
+    """Run one bounded command: its stdout (``stderr``: stdout and stderr, for tools that print their evidence
+    there), or None and an error entry when it timed out or could not run. A non-zero exit outside ``ok_rcs``
+    is an error entry too, and what it printed on stdout is still read (partial evidence is evidence)."""
     res = run(argv, timeout=timeout)
     cmd = " ".join([os.path.basename(argv[0])] + list(argv[1:]))
     if res.timed_out:
         f.error("timeout", "%s did not answer within %.0f s (a hung filesystem or server)" % (cmd, timeout), cmd)
         return None
-    text = (res.stdout or "") + (res.stderr or "")
-    if res.error or (res.rc not in ok_rcs and not text.strip()):
+    if res.error:
         f.error("tool_error", res.describe(), cmd)
         return None
+    text = (res.stdout or "") + (res.stderr or "") if stderr else (res.stdout or "")
+    if res.rc not in ok_rcs:
+        f.error("tool_error", res.describe(), cmd)
+        if not (res.stdout or "").strip():
+            return None
     f.out["sources"].append("live:%s" % cmd)
-    return res.stdout if res.rc in ok_rcs and res.stdout.strip() else text
+    return text
 
 
 def _tool(name: str) -> Optional[str]:
@@ -315,7 +321,7 @@ def _live_lustre(f: _Facts, run: Runner, timeout: float) -> None:
             if text is not None:
                 _feed(f, adder, text, " ".join(argv))
         # lfs check exits non-zero when a server does not answer: its lines are the evidence
-        text = _run_tool(f, run, [lfs, "check", "servers"], timeout, ok_rcs=(0, 1, 2, 11, 107, 108, 255))
+        text = _run_tool(f, run, [lfs, "check", "servers"], timeout, (0, 1, 2, 11, 107, 108, 255), stderr=True)
         if text is not None:
             _feed(f, _add_lfs_check, text, "lfs check servers")
     if lctl:

@@ -289,10 +289,11 @@ def test_live_clients_through_the_real_runner(tmp_path, monkeypatch):
     )
     fx = {n: os.path.join(FIX, n) for n in os.listdir(FIX)}
     scripts = {
-        "lfs": 'case "$*" in\n "df") cat %s;;\n "df -i") cat %s;;\n "check servers") cat %s; exit 11;;\nesac\n'
+        "lfs": 'case "$*" in\n "df") cat %s;;\n "df -i") cat %s;;\n "check servers") grep -v error: %s; grep error: %s >&2; exit 11;;\nesac\n'
         % (
             fx["lustre-manual-myth-lfs-df-h-ost-full.txt"],
             fx["lustre-manual-myth-lfs-df-i-mdt-inodes-full.txt"],
+            fx["lustre-lfs-check-servers-ost-down.txt"],
             fx["lustre-lfs-check-servers-ost-down.txt"],
         ),
         "lctl": 'case "$1" in\n get_param) cat %s;;\n dl) cat %s;;\nesac\n'
@@ -365,3 +366,22 @@ def test_probe_baseline_stored_and_compared(tmp_path):
     bfile.write_text("{not json")
     third = collect_storage(options={"probe": spec})
     assert third["throughput"]["baseline"] is None and third["errors"][0]["kind"] == "parse"
+
+
+def test_live_failing_tool_partial_output_is_read_and_reported(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    df = os.path.join(FIX, "lustre-manual-myth-lfs-df-h-ost-full.txt")
+    (bin_dir / "lfs").write_text(
+        '#!/bin/sh\n[ "$*" = df ] && { cat %s; echo "lfs df: cannot stat OST0005: Input/output error" >&2; exit 5; }\n'
+        "exit 1\n" % df
+    )
+    (bin_dir / "lfs").chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (bin_dir, os.environ["PATH"]))
+    facts = collect_storage(options={"lustre": True, "timeout_s": 3})
+    assert [fs["name"] for fs in facts["filesystems"]] == ["myth"]  # stdout of the failed run is still evidence
+    msgs = [e["message"] for e in facts["errors"] if e["kind"] == "tool_error"]
+    assert any("exit 5" in m and "Input/output error" in m for m in msgs)  # and its failure is reported
+    assert len(msgs) == 2  # and lfs df -i printed nothing and failed
+    # lfs check servers exits 1 when a server is down (an allowed exit): printing nothing is unreadable evidence
+    assert [e for e in facts["errors"] if e["kind"] == "parse"][0]["message"] == "empty output"
