@@ -254,4 +254,6 @@ DEFAULT_POLICY["thresholds"]["storage"] = {
     "throughput": {"min_share": 0.5, "severity": "P2", "action": "monitor"},
     # The same storage.health finding on every inspected node (and at least this many): one cluster finding.
     "correlation_min_nodes": 2,
+    # An NFS mount with the soft option (nfs(5): soft timeouts can cause silent data corruption): advice.
+    "nfs_soft_mount": _sev("P3", "tune"),
 }

@@ -385,3 +385,12 @@ def test_live_failing_tool_partial_output_is_read_and_reported(tmp_path, monkeyp
     assert len(msgs) == 2  # and lfs df -i printed nothing and failed
     # lfs check servers exits 1 when a server is down (an allowed exit): printing nothing is unreadable evidence
     assert [e for e in facts["errors"] if e["kind"] == "parse"][0]["message"] == "empty output"
+
+
+def test_nfs_soft_mount_is_advice(tmp_path):
+    text = open(os.path.join(FIX, "linux-nfs-list-nfsstat-m-two-mounts.txt"), encoding="utf-8").read()
+    (tmp_path / "nfsstat.txt").write_text(text.replace("262144,namlen=255,hard,", "262144,namlen=255,soft,", 1))
+    got = check_storage(collect_storage(capture_dir=str(tmp_path)), None, NOW)
+    assert [(f["component"], f["code"], f["severity"], f["action"]) for f in got] == [
+        ("storage:kvm-demo-support.dev.cpanel.net:/volumes/kvm-demo", "soft_mount", "P3", "tune")
+    ]

@@ -44,7 +44,11 @@ def validate_storage_policy(policy: Dict[str, Any]) -> None:
     share = th["throughput"]["min_share"]
     if not isinstance(share, (int, float)) or isinstance(share, bool) or not 0 < share <= 1:
         raise PolicyError("policy key 'thresholds.storage.throughput.min_share' must be in (0, 1]")
-    for path, rule in (("health", th["health"]), ("throughput", th["throughput"])):
+    for path, rule in (
+        ("health", th["health"]),
+        ("throughput", th["throughput"]),
+        ("nfs_soft_mount", th["nfs_soft_mount"]),
+    ):
         if rule["severity"] not in SEVERITIES:
             raise PolicyError("policy key 'thresholds.storage.%s.severity' must be one of %s" % (path, SEVERITIES))
         if rule["action"] not in ACTIONS or rule["action"] in DISRUPTIVE_ACTIONS:
@@ -196,6 +200,24 @@ def _health(out: _Out, facts: Dict[str, Any], rule: Dict[str, Any]) -> None:
             )
 
 
+def _nfs_soft(out: _Out, facts: Dict[str, Any], rule: Dict[str, Any]) -> None:
+    """An NFS mount with ``soft`` (nfs(5): a soft timeout can cause silent data corruption): advice."""
+    for fs in facts.get("filesystems") or []:
+        opts = fs.get("options") if isinstance(fs, dict) else None
+        if fs.get("type") == "nfs" and isinstance(opts, dict) and opts.get("soft") is True:
+            name = str(fs.get("name") or fs.get("mount"))
+            out.add(
+                "storage.health",
+                rule["severity"],
+                ("storage:%s" % name, "soft_mount"),
+                "NFS %s is mounted soft at %s: a server that stalls makes jobs' writes fail with EIO (nfs(5): "
+                "silent data corruption); mount it hard" % (name, fs.get("mount")),
+                rule["action"],
+                "thresholds.storage.nfs_soft_mount (nfs(5) soft/hard)",
+                {"filesystem": name, "mount": fs.get("mount"), "options": opts},
+            )
+
+
 def _throughput(out: _Out, tp: Any, rule: Dict[str, Any]) -> None:
     if not isinstance(tp, dict) or not isinstance(tp.get("baseline"), dict):
         return
@@ -269,6 +291,7 @@ def check_storage(
             if isinstance(fs, dict):
                 _capacity(out, fs, th)
         _health(out, storage_facts, th["health"])
+        _nfs_soft(out, storage_facts, th["nfs_soft_mount"])
         _throughput(out, storage_facts.get("throughput"), th["throughput"])
     return sorted(out.findings.values(), key=lambda f: (f["severity"], f["id"]))
 
