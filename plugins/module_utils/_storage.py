@@ -432,6 +432,9 @@ def collect_storage(
 ) -> Dict[str, Any]:
     """The storage facts from ``capture_dir`` or the live client (see the module docstring).
 
+    ``run``: the runner of the client commands (``argv, timeout=`` -> a ``_runner.CommandResult``; default
+    ``_runner.run_command``). Mount probes and the throughput probe always use the hang-proof runner itself.
+
     ``options``: ``timeout_s`` (each command and mount probe, default 10), ``mounts`` (local mount points whose
     capacity is reported too), ``lustre``/``gpfs`` (run those clients' commands even without a mounted
     filesystem), ``root`` (read another root's /proc, tests) and ``probe`` (the opt-in throughput and metadata
