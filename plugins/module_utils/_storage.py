@@ -57,7 +57,7 @@ Runner = Callable[..., Any]
 
 
 def _result() -> Dict[str, Any]:
-    return {"filesystems": [], "servers": [], "throughput": None, "errors": [], "sources": []}
+    return {"filesystems": [], "servers": [], "throughput": None, "nfs_rpc": None, "errors": [], "sources": []}
 
 
 class _Facts:
@@ -220,6 +220,10 @@ def _add_nfsstat(f: _Facts, text: str, source: str) -> None:
         fs["options"] = m["options"]
 
 
+def _add_nfsstat_rpc(f: _Facts, text: str, source: str) -> None:
+    f.out["nfs_rpc"] = sp.parse_nfsstat_rpc(text, source)
+
+
 def _fstype(fstype: str) -> str:
     return "nfs" if fstype in ("nfs", "nfs4") else fstype
 
@@ -234,6 +238,7 @@ def _gpfs_name(name: str, prefix: str) -> str:
 CAPTURE_FILES = (
     ("mounts.txt", _add_mounts),
     ("nfsstat.txt", _add_nfsstat),
+    ("nfsstat-c.txt", _add_nfsstat_rpc),
     ("lfs-df.txt", _add_lfs_df),
     ("lfs-df-i.txt", _add_lfs_df),
     ("lfs-check-servers.txt", _add_lfs_check),
@@ -412,9 +417,10 @@ def _collect_live(run: Runner, options: Dict[str, Any]) -> Dict[str, Any]:
         _live_gpfs(f, run, timeout, gpfs)
     nfsstat = which("nfsstat")
     if nfsstat and fstypes & {"nfs", "nfs4"}:
-        text = _run_tool(f, run, [nfsstat, "-m"], timeout)
-        if text is not None:
-            _feed(f, _add_nfsstat, text, "nfsstat -m")
+        for argv, adder in (([nfsstat, "-m"], _add_nfsstat), ([nfsstat, "-c"], _add_nfsstat_rpc)):
+            text = _run_tool(f, run, argv, timeout)
+            if text is not None:
+                _feed(f, adder, text, " ".join(argv[1:]))
     by_path = {m["path"]: m for m in table}
     for path in options.get("mounts") or []:
         m = by_path.get(path)

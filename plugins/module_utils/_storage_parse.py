@@ -499,3 +499,19 @@ def parse_options(text: str) -> Dict[str, Any]:
         key, sep, value = item.partition("=")
         out[key] = value if sep else True
     return out
+
+
+def parse_nfsstat_rpc(text: str, source: Optional[str] = None) -> Dict[str, int]:
+    """``nfsstat -c`` / ``nfsstat -rc``: the ``Client rpc stats:`` counters ``{calls, retrans, authrefrsh}``
+    (cumulative since boot). The per-operation tables that follow are not read. No such section: ParseError."""
+    parser = "nfsstat_rpc"
+    lines = [line.strip() for line in _lines(text, parser, source)]
+    for no, line in enumerate(lines):
+        if line != "Client rpc stats:":
+            continue
+        head = lines[no + 1].split() if no + 1 < len(lines) else []
+        vals = lines[no + 2].split() if no + 2 < len(lines) else []
+        if head[:2] != ["calls", "retrans"] or len(vals) != len(head):
+            raise ParseError("Client rpc stats: header and values do not match (truncated?)", parser, source, no + 2)
+        return {name: parse_int(val) for name, val in zip(head, vals)}
+    raise ParseError("no 'Client rpc stats:' section", parser, source)

@@ -256,4 +256,7 @@ DEFAULT_POLICY["thresholds"]["storage"] = {
     "correlation_min_nodes": 2,
     # An NFS mount with the soft option (nfs(5): soft timeouts can cause silent data corruption): advice.
     "nfs_soft_mount": _sev("P3", "tune"),
+    # NFS client RPC retransmissions (nfsstat -c) at or above pct of the calls, once min_calls were made (rule of
+    # thumb of the AIX NFS tuning guide: more than 5 % retransmissions means a lossy network or overloaded server).
+    "nfs_retrans": {"pct": 5, "min_calls": 1000, "severity": "P2", "action": "monitor"},
 }

@@ -95,6 +95,7 @@ def test_capture_garbled_unreadable_and_absent(tmp_path):
         "filesystems": [],
         "servers": [],
         "throughput": None,
+        "nfs_rpc": None,
         "errors": [],
         "sources": [],
     }
@@ -394,3 +395,21 @@ def test_nfs_soft_mount_is_advice(tmp_path):
     assert [(f["component"], f["code"], f["severity"], f["action"]) for f in got] == [
         ("storage:kvm-demo-support.dev.cpanel.net:/volumes/kvm-demo", "soft_mount", "P3", "tune")
     ]
+
+
+def test_nfs_client_retransmissions(tmp_path):
+    shutil.copy(os.path.join(FIX, "lkml-2006-nfsstat-client-v3.txt"), tmp_path / "nfsstat-c.txt")
+    facts = collect_storage(capture_dir=str(tmp_path))
+    assert facts["nfs_rpc"] == {"calls": 13240, "retrans": 0, "authrefrsh": 0}
+    assert check_storage(facts, None, NOW) == []
+    shutil.copy(os.path.join(FIX, "lkml-2006-nfsstat-client-v3-retrans.txt"), tmp_path / "nfsstat-c.txt")
+    (f,) = check_storage(collect_storage(capture_dir=str(tmp_path)), None, NOW)
+    assert (f["check"], f["component"], f["code"], f["severity"]) == (
+        "storage.health",
+        "storage:nfs:client_rpc",
+        "retrans",
+        "P2",
+    )
+    assert f["evidence"]["retrans_pct"] == 8.97
+    few = merge_policy(overrides={"thresholds": {"storage": {"nfs_retrans": {"min_calls": 20000}}}})
+    assert check_storage(collect_storage(capture_dir=str(tmp_path)), few, NOW) == []  # too few calls to judge

@@ -174,7 +174,8 @@ _PARSERS = {
     "mmhealth": sp.parse_mmhealth,
     "mmlsdisk": sp.parse_mmlsdisk,
     "mmdf": sp.parse_mmdf,
-    "nfsstat": sp.parse_nfsstat_m,
+    "nfsstat-client": lambda text, errors: sp.parse_nfsstat_rpc(text),
+    "nfsstat-m": sp.parse_nfsstat_m,
 }
 
 
@@ -213,3 +214,15 @@ def test_mutated_samples_raise_only_parse_errors(name, cut, pos, junk):
     except ParseError:
         pass
     assert all(e["kind"] == "parse" for e in errors)
+
+
+def test_nfsstat_client_rpc():
+    assert sp.parse_nfsstat_rpc(fx("lkml-2006-nfsstat-client-v3.txt")) == {
+        "calls": 13240,
+        "retrans": 0,
+        "authrefrsh": 0,
+    }
+    assert sp.parse_nfsstat_rpc(fx("lkml-2006-nfsstat-client-v3-retrans.txt"))["retrans"] == 1187
+    for text in ("Client rpc stats:\ncalls      retrans    authrefrsh\n", "Client nfs v3:\nnull\n0 0%\n"):
+        with pytest.raises(ParseError):
+            sp.parse_nfsstat_rpc(text)

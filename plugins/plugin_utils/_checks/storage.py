@@ -48,6 +48,7 @@ def validate_storage_policy(policy: Dict[str, Any]) -> None:
         ("health", th["health"]),
         ("throughput", th["throughput"]),
         ("nfs_soft_mount", th["nfs_soft_mount"]),
+        ("nfs_retrans", th["nfs_retrans"]),
     ):
         if rule["severity"] not in SEVERITIES:
             raise PolicyError("policy key 'thresholds.storage.%s.severity' must be one of %s" % (path, SEVERITIES))
@@ -56,6 +57,11 @@ def validate_storage_policy(policy: Dict[str, Any]) -> None:
                 "policy key 'thresholds.storage.%s.action' must be a non-disruptive action (the nodes are not "
                 "the storage): monitor, contact_vendor, tune or none" % path
             )
+    nr = th["nfs_retrans"]
+    if not _pct_ok(nr["pct"]) or not isinstance(nr["min_calls"], int) or nr["min_calls"] < 1:
+        raise PolicyError(
+            "policy keys 'thresholds.storage.nfs_retrans.pct' (0-100] and '.min_calls' (>= 1) are invalid"
+        )
     least = th["correlation_min_nodes"]
     if not isinstance(least, int) or isinstance(least, bool) or least < 1:
         raise PolicyError("policy key 'thresholds.storage.correlation_min_nodes' must be an integer >= 1")
@@ -218,6 +224,27 @@ def _nfs_soft(out: _Out, facts: Dict[str, Any], rule: Dict[str, Any]) -> None:
             )
 
 
+def _nfs_retrans(out: _Out, rpc: Any, rule: Dict[str, Any]) -> None:
+    """NFS client RPC retransmissions (nfsstat -c, since boot) at or above a share of the calls."""
+    if not isinstance(rpc, dict):
+        return
+    calls, retrans = _num(rpc.get("calls")), _num(rpc.get("retrans"))
+    if calls is None or retrans is None or calls < rule["min_calls"]:
+        return
+    pct = 100.0 * retrans / calls
+    if pct >= rule["pct"]:
+        out.add(
+            "storage.health",
+            rule["severity"],
+            ("storage:nfs:client_rpc", "retrans"),
+            "NFS client retransmitted %.1f%% of its RPC calls (%d of %d since boot): the server or the network "
+            "drops or delays requests" % (pct, retrans, calls),
+            rule["action"],
+            "thresholds.storage.nfs_retrans.pct=%s (min_calls %s)" % (rule["pct"], rule["min_calls"]),
+            {"calls": calls, "retrans": retrans, "retrans_pct": round(pct, 2)},
+        )
+
+
 def _throughput(out: _Out, tp: Any, rule: Dict[str, Any]) -> None:
     if not isinstance(tp, dict) or not isinstance(tp.get("baseline"), dict):
         return
@@ -292,6 +319,7 @@ def check_storage(
                 _capacity(out, fs, th)
         _health(out, storage_facts, th["health"])
         _nfs_soft(out, storage_facts, th["nfs_soft_mount"])
+        _nfs_retrans(out, storage_facts.get("nfs_rpc"), th["nfs_retrans"])
         _throughput(out, storage_facts.get("throughput"), th["throughput"])
     return sorted(out.findings.values(), key=lambda f: (f["severity"], f["id"]))
 
