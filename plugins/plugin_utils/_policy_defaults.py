@@ -284,3 +284,21 @@ DEFAULT_POLICY["scheduler"] = {
     "capacity": _sev("P3", "none"),
     "capacity_trigger": 0.7,
 }
+
+# Parallel storage (issue 19; docs/checks.md "Storage checks"): storage.capacity, storage.health, storage.throughput.
+DEFAULT_POLICY["thresholds"]["storage"] = {
+    # Space and inode watermarks per filesystem and per target (OST/MDT/NSD): used % at or above.
+    "capacity": {"p2_pct": 80, "p1_pct": 90},
+    "inodes": {"p2_pct": 80, "p1_pct": 90},
+    # An unhealthy target, server, NSD or connection (the storage team fixes it, not the GPU node).
+    "health": _sev("P1", "contact_vendor"),
+    # The opt-in probe below this share of its stored baseline (write MiB/s or metadata ops/s).
+    "throughput": {"min_share": 0.5, "severity": "P2", "action": "monitor"},
+    # The same storage.health finding on every inspected node (and at least this many): one cluster finding.
+    "correlation_min_nodes": 2,
+    # An NFS mount with the soft option (nfs(5): soft timeouts can cause silent data corruption): advice.
+    "nfs_soft_mount": _sev("P3", "tune"),
+    # NFS client RPC retransmissions (nfsstat -c) at or above pct of the calls, once min_calls were made (rule of
+    # thumb of the AIX NFS tuning guide: more than 5 % retransmissions means a lossy network or overloaded server).
+    "nfs_retrans": {"pct": 5, "min_calls": 1000, "severity": "P2", "action": "monitor"},
+}
