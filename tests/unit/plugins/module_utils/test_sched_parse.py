@@ -51,11 +51,14 @@ def test_sdiag_broken_and_truncated():
     assert cut["truncated"] and cut["server_thread_count"] == 3 and cut["rpc_users"] == []
 
 
+def _key(jobs):
+    return sorted((j["job_id"], j["state"], j["reason"], j["gpus_per_node"], j["submit"]) for j in jobs)
+
+
 def test_squeue_json_and_text_agree():
     js = P.parse_squeue_json(fx("squeue.json"))
     tx = P.parse_squeue_text(fx("squeue.txt"))
-    key = lambda jobs: sorted((j["job_id"], j["state"], j["reason"], j["gpus_per_node"], j["submit"]) for j in jobs)  # noqa: E731
-    assert key(js) == key(tx)
+    assert _key(js) == _key(tx)
     (pend,) = [j for j in js if j["reason"] == "Resources"]
     assert pend["gpus_per_node"] == 4 and pend["start"] is None and pend["submit"] == 1796287441.0
     (run,) = [j for j in js if j["state"] == "RUNNING"]

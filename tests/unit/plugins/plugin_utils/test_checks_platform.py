@@ -35,8 +35,10 @@ def healthy(n=8):
         "schema": "gpuops.platform/v1",
         "collected_at": NOW,
         "scheduler": {
-            "controllers": [{"role": "primary", "host": "h1", "state": "UP"}, {"role": "backup", "host": "h2",
-                                                                                 "state": "UP"}],  # fmt: skip
+            "controllers": [
+                {"role": "primary", "host": "h1", "state": "UP"},
+                {"role": "backup", "host": "h2", "state": "UP"},
+            ],
             "sdiag": {"server_thread_count": 3, "agent_queue_size": 0, "dbd_agent_queue_size": 0,
                       "rpc_types": [{"name": "REQUEST_JOB_INFO", "count": 900, "ave_time": 1400, "total_time": 1}],
                       "rpc_users": [{"name": "alice", "count": 900, "ave_time": 1400, "total_time": 1}]},  # fmt: skip
