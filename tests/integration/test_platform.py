@@ -51,9 +51,9 @@ def history(testbed):
     for host in testbed.nodes:
         if host != bad:
             testbed.on_node(host, "mkdir", "-p", SCRATCH)
-    ids = [testbed.sbatch("-w", good, "--wrap", "cd %s && true" % SCRATCH) for _ in range(2)]
+    ids = [testbed.sbatch("-w", good, "--wrap", "cd %s && true" % SCRATCH) for n in range(2)]
     ids.append(testbed.sbatch("-w", good, "--wrap", "exit 3"))
-    failed = [testbed.sbatch("-w", bad, "--gres=gpu:1", "--wrap", "cd %s && true" % SCRATCH) for _ in range(3)]
+    failed = [testbed.sbatch("-w", bad, "--gres=gpu:1", "--wrap", "cd %s && true" % SCRATCH) for n in range(3)]
     ids += failed
 
     def finished():
