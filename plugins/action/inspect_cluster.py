@@ -15,6 +15,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet, _inspect, _policy, _report, _runbooks
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _platform_plan
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
 
@@ -32,6 +33,7 @@ _ARGS = {
     "validate_only": {"type": "bool", "default": False},
     "report_templates": {"type": "path"},
     "write_profiles": {"type": "path"},
+    "platform_var": {"type": "str", "default": "__inspect_platform"},
 }
 
 
@@ -218,6 +220,7 @@ class ActionModule(ActionBase):
                 targets=list(args["targets"]),
                 live=live,
                 captured=captured,
+                platform_hosts=_platform_plan.platform_hosts(hostvars, args["targets"], self._capture_path),
                 msg="%d targets checked" % len(profiles),
             )
             return result
@@ -232,6 +235,9 @@ class ActionModule(ActionBase):
                 policy_overrides=args["policy_overrides"],
                 state_dir=state_dir,
                 include_facts=args["include_facts"],
+                platform=_platform_plan.platform_facts(
+                    hostvars, args["targets"], self._capture_path, args["platform_var"]
+                ),
             )
         except _policy.PolicyError as exc:
             raise AnsibleActionFail("invalid gpuops policy: %s" % exc) from exc

@@ -19,6 +19,8 @@ from typing import Any, Dict, List, Optional
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _cluster, _fleet, _policy, _report, _state
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import slurm_record_name
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import backup as _checks_backup
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import platform as _platform_checks
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import platform_jobs as _platform_jobs
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
@@ -115,8 +117,12 @@ def inspect_nodes(
     now: Optional[datetime.datetime] = None,
     include_facts: bool = True,
     collect_options: Optional[Dict[str, Any]] = None,
+    **extra: Any,
 ) -> Dict[str, Any]:
     """Inspect every host and return report.json's dict.
+
+    ``platform=`` (keyword): the cluster platform facts (``gpuops.cluster.platform_info``, issue 19) or None; their findings
+    join the cluster findings, a node finding of a platform check (a node that fails its jobs) joins that node's.
 
     ``hosts`` maps inventory hostname -> {
         ``facts``: the aggregate facts of a live collection (or None),
@@ -133,6 +139,9 @@ def inspect_nodes(
     the report's ``fleet_baseline`` says what was inferred per class (``_fleet.profiles_yaml`` turns it into a
     ``gpuops_profiles`` block).
     """
+    platform = extra.pop("platform", None)
+    if extra:
+        raise TypeError("inspect_nodes: unknown argument(s) %s" % ", ".join(sorted(extra)))
     now = now or utcnow()
     generated_at = iso_z(now)
     profiles = profiles or {}
@@ -146,6 +155,7 @@ def inspect_nodes(
     classes = {host: (hosts[host] or {}).get("node_class") for host in unprofiled}
     baselines = _fleet.infer_baselines({host: read[host][2] for host in unprofiled}, classes, base_policy)
     nodes: Dict[str, Dict[str, Any]] = {}
+    platform_cluster, platform_nodes = _platform_findings(platform, base_policy, now, hosts)
     for host in sorted(hosts):
         h = hosts[host] or {}
         policy, phash, facts = read[host]
@@ -163,6 +173,7 @@ def inspect_nodes(
             prev_facts = collect_all(capture_dir=h["previous_capture_dir"], options=collect_options)
             host_state = _checks.evaluate_node(prev_facts, profile, policy, host_state, now, host, fleet)[1]
         findings, new_state = _checks.evaluate_node(facts, profile, policy, host_state, now, host, fleet)
+        findings = findings + platform_nodes.get(host, [])
         if state_dir:
             _state.save_host_state(state_dir, host, new_state)
         domains = _checks.domain_states(facts, profile, policy)
@@ -181,7 +192,7 @@ def inspect_nodes(
             "baseline": "profile" if profile else ("fleet" if fleet else "none"),
         }
     # statuses first: the cluster view must know which nodes are unknown (status error), not merely quiet
-    cluster_findings = _cluster.evaluate_cluster(nodes, base_policy, now)
+    cluster_findings = _cluster.evaluate_cluster(nodes, base_policy, now) + platform_cluster
     report = _report.build_report(
         generated_at,
         nodes,
@@ -202,7 +213,30 @@ def inspect_nodes(
     for host in unprofiled:
         members.setdefault(_fleet.peer_class(read[host][2], classes.get(host)) or "", []).append(host)
     report["fleet_baseline"] = _fleet.summary(baselines, members)
+    if platform is not None:
+        report["platform"] = _platform_jobs.platform_summary(platform, now.timestamp())
     return report
+
+
+def _platform_findings(
+    platform: Optional[Dict[str, Any]], policy: Dict[str, Any], now: datetime.datetime, hosts: Dict[str, Any]
+) -> Any:
+    """(cluster findings, {host: node findings}) of the platform checks; a node finding of a node that is not
+    inspected stays a cluster finding (component ``node:<name>``)."""
+    if platform is None:
+        return [], {}
+    cluster: List[Dict[str, Any]] = []
+    per_node: Dict[str, List[Dict[str, Any]]] = {}
+    for f in _platform_checks.check_platform(platform, policy, now):
+        host = f.get("host")
+        if host and host in hosts:
+            per_node.setdefault(host, []).append(f)
+            continue
+        if host:
+            f = dict(f, host=None, component="node:%s" % host)
+            f["id"] = "cluster:%s:%s:%s" % (f["check"], f["component"], f["code"])
+        cluster.append(f)
+    return cluster, per_node
 
 
 #: File modes of the reports: private to the operator; gpuops.prom is group-readable for node_exporter's

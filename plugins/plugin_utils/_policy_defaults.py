@@ -288,3 +288,63 @@ DEFAULT_POLICY["backup"] = {
     "rto_minutes": 30,  # restore time objective of one node's configuration (restore_drill measures it)
     "rpo_hours": 24,  # recovery point objective: the newest snapshot a drill restores may be this old
 }
+
+# Issue 19: the scheduling platform, read once per inspection (gpuops.cluster.platform_info; docs/checks.md
+# "Platform: scheduler" gives each number's source). Severity/action tables are validated like the others.
+DEFAULT_POLICY["scheduler"] = {
+    # slurmctld down or not answering scontrol ping: the operations contract's "scheduler platform down".
+    "controller_down": _sev("P0", "contact_vendor"),
+    "backup_down": _sev("P2", "monitor"),
+    # sdiag: average time of an RPC type (microseconds) with at least rpc_min_count calls; server threads
+    # (slurmctld defers work from max_rpc_cnt; the SchedMD high-throughput guide suggests 150); agent queue.
+    "rpc": _sev("P2", "monitor"),
+    "rpc_ave_time_us": 500000,
+    "rpc_min_count": 20,
+    "server_threads": 150,
+    "agent_queue": 1000,
+    "rpc_top": 5,
+    # slurmdbd unreachable (sacct fails, or slurmctld's DBD agent queue grows past this)
+    "accounting": _sev("P2", "monitor"),
+    "dbd_agent_queue": 5000,
+    # pending jobs: P3 advice with the percentiles; P2 when the 90th percentile of a partition's wait for
+    # Resources exceeds this many hours
+    "queue": _sev("P2", "monitor"),
+    "queue_p90_hours": 24,
+    "queue_min_jobs": 5,
+    # nodes down / drained / failing across the cluster: P2 when at least this share of the nodes is out
+    "nodes": _sev("P2", "monitor"),
+    "nodes_out_share": 0.1,
+    # job failures over the sacct window: cluster P2 at this failure rate (FAILED, NODE_FAIL, TIMEOUT excluded:
+    # limits are the user's); a node P2 when >= node_min_failures of its jobs failed and >= node_failure_share
+    "job_failures": _sev("P2", "monitor"),
+    "failure_rate": 0.3,
+    "failure_min_jobs": 10,
+    "node_min_failures": 3,
+    "node_failure_share": 0.5,
+    "node_failure_ratio": 2.0,  # ... and at least this multiple of the other nodes' rate (not a cluster-wide problem)
+    "failure_states": ["FAILED", "NODE_FAIL", "BOOT_FAIL", "OUT_OF_MEMORY"],
+    # fragmentation: free GPUs at least this many while no node has room for a pending job's per-node shape
+    "fragmentation": _sev("P2", "monitor"),
+    "fragmentation_min_free_gpus": 8,
+    # capacity: allocated GPU share per partition against the expansion trigger
+    "capacity": _sev("P3", "none"),
+    "capacity_trigger": 0.7,
+}
+
+# Parallel storage (issue 19; docs/checks.md "Storage checks"): storage.capacity, storage.health, storage.throughput.
+DEFAULT_POLICY["thresholds"]["storage"] = {
+    # Space and inode watermarks per filesystem and per target (OST/MDT/NSD): used % at or above.
+    "capacity": {"p2_pct": 80, "p1_pct": 90},
+    "inodes": {"p2_pct": 80, "p1_pct": 90},
+    # An unhealthy target, server, NSD or connection (the storage team fixes it, not the GPU node).
+    "health": _sev("P1", "contact_vendor"),
+    # The opt-in probe below this share of its stored baseline (write MiB/s or metadata ops/s).
+    "throughput": {"min_share": 0.5, "severity": "P2", "action": "monitor"},
+    # The same storage.health finding on every inspected node (and at least this many): one cluster finding.
+    "correlation_min_nodes": 2,
+    # An NFS mount with the soft option (nfs(5): soft timeouts can cause silent data corruption): advice.
+    "nfs_soft_mount": _sev("P3", "tune"),
+    # NFS client RPC retransmissions (nfsstat -c) at or above pct of the calls, once min_calls were made (rule of
+    # thumb of the AIX NFS tuning guide: more than 5 % retransmissions means a lossy network or overloaded server).
+    "nfs_retrans": {"pct": 5, "min_calls": 1000, "severity": "P2", "action": "monitor"},
+}

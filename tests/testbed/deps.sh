@@ -3,7 +3,9 @@
 set -euo pipefail
 pkgs=(openssh-server slurmctld slurmd slurm-client munge openipmi ipmitool netcat-openbsd openssl curl
       prometheus chromium chromium-driver shellcheck iproute2 util-linux dpkg-dev python3-apt procps
-      openjdk-17-jre-headless prometheus-alertmanager)
+      openjdk-17-jre-headless prometheus-alertmanager
+      mariadb-server slurmdbd)  # issue 19: real Slurm accounting on the test bed (slurm.sh starts both per bed)
+pkgs+=(bindfs fio)  # issue 19 storage: a FUSE mount that hangs for real (test_storage_collect.py), the probe's fio
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ]; then

@@ -8,6 +8,12 @@
 #   slurm.sh ctld stop|kill|start|freeze|thaw   fault switch: slurmctld stopped (SIGTERM, state saved) or killed
 #                    (SIGKILL), started again (keeps the saved node states: drains, reasons), or frozen (SIGSTOP:
 #                    the port accepts, nothing answers; scontrol fails after MessageTimeout) and thawed
+#   slurm.sh dbd stop|start   fault switch: slurmdbd stopped / started again (accounting unreachable)
+#
+# Accounting is real (GPUOPS_TB_ACCOUNTING=0 turns it off): a private MariaDB (Debian's mariadb-server, datadir
+# $GPUOPS_TB/mysql, TCP 127.0.0.1:3306 inside the hub netns only) and slurmdbd in the hub netns, started once per
+# `up` by PID file (no systemd); the cluster is registered with sacctmgr before slurmctld starts, so sacct answers
+# from the real slurmdbd.
 #
 # munged is private to the test bed (own key and socket under $GPUOPS_TB/munge, AuthInfo=socket=...):
 # the host's munge key and daemon are never touched.
@@ -19,13 +25,15 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 S=$TB/slurm-state
 M=$TB/munge
 CONF=$TB/slurm/slurm.conf
+DB=$TB/mysql
 
 alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 # running PIDFILE: alive and not a zombie (PID 1 on the CI machine reaps orphans late)
 running() { alive "$1" && ! grep -q '^State:.Z' "/proc/$(cat "$1")/status" 2>/dev/null; }
 
 write_conf() {  # $1 = node count
-  local n=$1 last
+  local n=$1 last ACCT_TYPE=accounting_storage/none
+  if accounting; then ACCT_TYPE=accounting_storage/slurmdbd; fi
   last=$(printf %02d "$n")
   cat > "$CONF" <<EOF
 # Written by tests/testbed/slurm.sh
@@ -54,7 +62,10 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 GresTypes=gpu
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+AccountingStorageType=$ACCT_TYPE
+AccountingStorageHost=tb-head
+# with slurmdbd and munge: the munge socket for the accounting connection (the private one, as AuthInfo)
+AccountingStoragePass=$M/munge.socket
 JobCompType=jobcomp/none
 MailProg=/bin/true
 # nodes claim more hardware than the CI machine has; without this they go INVAL
@@ -81,7 +92,7 @@ EOF
 
 write_wrappers() {
   local t
-  for t in scontrol sinfo squeue sbatch scancel srun sacct; do
+  for t in scontrol sinfo squeue sbatch scancel srun sacct sdiag sacctmgr; do
     cat > "$TB/bin/$t" <<EOF
 #!/bin/sh
 # $t against the test bed's slurmctld (runs in the hub netns, the only place that reaches it)
@@ -109,6 +120,7 @@ up() {
     /usr/sbin/munged --force --key-file="$M/munge.key" --socket="$M/munge.socket" \
       --pid-file="$M/munged.pid" --log-file="$M/munged.log" --seed-file="$M/munged.seed" --num-threads=4
   fi
+  if accounting; then start_dbd; fi
   start_ctld -c
   for node in $nodes; do
     touch "$(node_dir "$node")/slurmd.enabled"   # gpuops-sim-reboot restarts slurmd on such nodes
@@ -121,6 +133,96 @@ up() {
   done
   "$TB/bin/sinfo" -N -o '%12N %8T %G' >&2
   [ "$idle" -eq "$n" ] || die "only $idle of $n slurm nodes are idle (logs: $S/*.log)"
+}
+
+accounting() { [ "${GPUOPS_TB_ACCOUNTING:-1}" = 1 ]; }
+
+write_dbd_conf() {
+  (umask 077; cat > "$TB/slurm/slurmdbd.conf" <<EOF
+# Written by tests/testbed/slurm.sh
+DbdHost=tb-head
+DbdPort=6819
+SlurmUser=root
+AuthType=auth/munge
+AuthInfo=socket=$M/munge.socket
+PidFile=$S/slurmdbd.pid
+LogFile=$S/slurmdbd.log
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=3306
+StorageUser=slurm
+StoragePass=$(cat "$DB/pass")
+StorageLoc=slurm_acct_db
+EOF
+  )
+}
+
+# a throw-away database: small files, no fsync (a bed lives minutes; speed of `up` matters, durability does not)
+MARIADB_OPTS=(--no-defaults --user=root --skip-name-resolve --innodb-log-file-size=4M
+  --innodb-data-file-path=ibdata1:4M:autoextend --innodb-buffer-pool-size=16M --innodb-flush-method=nosync
+  --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 --performance-schema=OFF --skip-log-bin)
+
+prep_db() {  # the empty database (testbed.sh runs this in the background while the nodes start)
+  accounting || return 0
+  mkdir -p "$DB"
+  [ -s "$DB/pass" ] || (umask 077; od -An -tx8 -N16 /dev/urandom | tr -d ' \n' > "$DB/pass")
+  if [ ! -d "$DB/data/mysql" ]; then
+    mariadb-install-db "${MARIADB_OPTS[@]}" --datadir="$DB/data" --auth-root-authentication-method=normal \
+      --skip-test-db >"$DB/install.log" 2>&1 || die "mariadb-install-db failed ($DB/install.log)"
+  fi
+}
+
+start_mariadb() {  # a private MariaDB in the hub netns (its own loopback: beds never share a port)
+  prep_db
+  (umask 077; printf "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '%s';\nGRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';\n" \
+    "$(cat "$DB/pass")" > "$DB/init.sql")
+  ip netns exec "$HUB" setsid /usr/sbin/mariadbd "${MARIADB_OPTS[@]}" --datadir="$DB/data" \
+    --bind-address=127.0.0.1 --port=3306 --socket="$DB/mysqld.sock" --pid-file="$DB/mariadbd.pid" \
+    --log-error="$DB/mariadbd.log" --init-file="$DB/init.sql" </dev/null >/dev/null 2>&1 &
+  for _ in $(seq 200); do
+    if [ -S "$DB/mysqld.sock" ] && alive "$DB/mariadbd.pid"; then return 0; fi
+    sleep 0.05
+  done
+  die "mariadbd did not start (log: $DB/mariadbd.log)"
+}
+
+run_dbd() {  # slurmdbd insists on gethostname() == DbdHost, as slurmctld does: hostname tb-head
+  local end=$((SECONDS + 20))
+  ip netns exec "$HUB" unshare --uts sh -c "hostname tb-head; SLURM_CONF=$CONF exec /usr/sbin/slurmdbd"
+  while [ "$SECONDS" -lt "$end" ]; do
+    if "$TB/bin/sacctmgr" -n -P list cluster format=cluster >/dev/null 2>&1; then return 0; fi
+    sleep 0.05
+  done
+  die "slurmdbd did not answer (log: $S/slurmdbd.log)"
+}
+
+start_dbd() {  # MariaDB, slurmdbd and the cluster registered (before slurmctld starts)
+  local t
+  t=$(now_ms)
+  start_mariadb
+  log "mariadb up in $(elapsed "$t")"
+  write_dbd_conf
+  run_dbd
+  log "slurmdbd up in $(elapsed "$t")"
+  "$TB/bin/sacctmgr" -i add cluster gpuops-tb >/dev/null 2>&1 || true
+  "$TB/bin/sacctmgr" -n -P list cluster format=cluster | grep -qx gpuops-tb || die "cluster not registered in slurmdbd"
+}
+
+dbd() {  # fault switch on slurmdbd: stop | start
+  local f=$S/slurmdbd.pid pid
+  accounting || die "accounting is off (GPUOPS_TB_ACCOUNTING=0)"
+  case "$1" in
+    stop)
+      running "$f" || return 0
+      pid=$(cat "$f")
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 100); do
+        if [ ! -r "/proc/$pid/status" ] || grep -q '^State:.Z' "/proc/$pid/status"; then break; fi
+        sleep 0.05
+      done ;;
+    start) running "$f" || run_dbd ;;
+    *) die "usage: slurm.sh dbd stop|start" ;;
+  esac
 }
 
 start_ctld() {  # $1 = extra slurmctld flags (-c on first start: a clean state)
@@ -160,7 +262,7 @@ down() {
   local f
   # slurmd pid files hold pids of the nodes' own PID namespaces (meaningless here): slurmd dies with its
   # node (testbed.sh down kills each node's init). slurmctld and munged run in the host's PID namespace.
-  for f in "$S/slurmctld.pid" "$M/munged.pid"; do
+  for f in "$S/slurmctld.pid" "$S/slurmdbd.pid" "$DB/mariadbd.pid" "$M/munged.pid"; do
     if alive "$f"; then kill "$(cat "$f")" 2>/dev/null || true; fi
   done
   return 0
@@ -170,5 +272,7 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   ctld) ctld "${2:-}" ;;
-  *) sed -n '2,14p' "$0" >&2; exit 2 ;;
+  dbd) dbd "${2:-}" ;;
+  dbprep) prep_db ;;
+  *) sed -n '2,20p' "$0" >&2; exit 2 ;;
 esac

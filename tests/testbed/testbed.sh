@@ -9,6 +9,7 @@
 #   testbed.sh revive HOST       restart sshd/slurmd on a node left down by a `no_return` reboot
 # Fault switches (README.md "Fault switches"):
 #   testbed.sh slurmctld stop|kill|start|freeze|thaw   slurmctld down / killed / back / hung
+#   testbed.sh slurmdbd stop|start     slurmdbd (accounting) down / back
 #   testbed.sh cut HOST          take the node's link down (unreachable: ssh and slurmd both lose it)
 #   testbed.sh mend HOST         bring it back up
 #
@@ -119,7 +120,7 @@ write_inventory() {  # $1 = node count
 }
 
 up() {
-  local n=${1:-${GPUOPS_TB_NODES:-8}} t0 t i name nd pending aptpid
+  local n=${1:-${GPUOPS_TB_NODES:-8}} t0 t i name nd pending aptpid dbpid=""
   if ! [[ $n =~ ^[0-9]+$ ]] || [ "$n" -lt 1 ] || [ "$n" -gt 80 ]; then die "node count must be 1..80, got '$n'"; fi
   t0=$(now_ms)
   if [ -n "$(our_netns)" ] || [ -e "$TB" ]; then down; fi
@@ -127,6 +128,7 @@ up() {
   mkdir -p "$TB/ssh" "$TB/nodes" "$TB/slurm" "$TB/bin"
   bash "$TBDIR/aptrepo/build.sh" "$TB/aptrepo" >/dev/null &
   aptpid=$!
+  if [ "${GPUOPS_TB_SLURM:-1}" = 1 ]; then bash "$HERE/slurm.sh" dbprep & dbpid=$!; fi  # MariaDB's files, meanwhile
   ssh-keygen -q -t ed25519 -N '' -C gpuops-testbed -f "$TB/ssh/id_ed25519"
   cp "$TB/ssh/id_ed25519.pub" "$TB/ssh/authorized_keys"
   # cgroup hierarchies to re-mount in every node (v1, hybrid or v2, as the host has them)
@@ -174,6 +176,7 @@ up() {
   log "nodes up: $n in $(elapsed "$t")"
   if [ "${GPUOPS_TB_SLURM:-1}" = 1 ]; then
     t=$(now_ms)
+    if [ -n "$dbpid" ]; then wait "$dbpid" || die "preparing the accounting database failed"; fi
     bash "$HERE/slurm.sh" up
     log "slurm up in $(elapsed "$t")"
   fi
@@ -238,10 +241,11 @@ case "${1:-}" in
   down) down ;;
   status) status ;;
   slurmctld) [ $# -eq 2 ] || die "usage: testbed.sh slurmctld stop|kill|start|freeze|thaw"; bash "$HERE/slurm.sh" ctld "$2" ;;
+  slurmdbd) [ $# -eq 2 ] || die "usage: testbed.sh slurmdbd stop|start"; bash "$HERE/slurm.sh" dbd "$2" ;;
   cut) [ $# -eq 2 ] || die "usage: testbed.sh cut HOST"; link down "$2" ;;
   mend) [ $# -eq 2 ] || die "usage: testbed.sh mend HOST"; link up "$2" ;;
   node) [ $# -ge 3 ] || die "usage: testbed.sh node HOST CMD..."; shift; n=$1; shift; in_node "$n" "$@" ;;
   hub) [ $# -ge 2 ] || die "usage: testbed.sh hub CMD..."; shift
        SLURM_CONF=$TB/slurm/slurm.conf exec ip netns exec "$HUB" "$@" ;;
-  *) sed -n '2,18p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,19p' "$0" >&2; exit 2 ;;
 esac

@@ -34,6 +34,7 @@ from simnode.capture import capture  # noqa: E402
 from simnode.state import DEFAULT_DRIVER, DEFAULT_NOW, default_state, now_iso, save  # noqa: E402
 
 from simcluster import zero_profile  # noqa: E402
+from simcluster import platform as _platform  # noqa: E402  (issue 19: the cluster capture directory)
 
 RACK_SIZE = 8
 POWER_DOMAIN_SIZE = 16
@@ -245,6 +246,7 @@ class Options:
     layout: str = "build"
     driver: str = DEFAULT_DRIVER
     profiles: bool = True
+    platform_faults: str = ""  # issue 19: scheduler/storage faults (comma list, "none"); "" = from the node spec
 
 
 def generate(nodes: int, out: str, seed: int = 7, faults: str = "default", **options) -> dict:
@@ -322,6 +324,9 @@ def generate(nodes: int, out: str, seed: int = 7, faults: str = "default", **opt
                 % (len(faulty), len(hosts)),
             }
         )
+    # issue 19: the cluster capture directory (scheduler, storage) and its expected cluster findings
+    pfaults = _platform.platform_faults(faults, opt.platform_faults)
+    cluster += _platform.write_platform(data, inv, hosts, key_hosts, pfaults, seed, portable or layout == "inventory")
     key = {
         "schema": "gpuops.simcluster.answer_key/v1",
         "driver_version": driver,
@@ -384,6 +389,7 @@ def main(argv=None) -> int:
         action="store_true",
         help="zero-profile mode: no hardware profiles, no node classes (the answer key says what must still be found)",
     )
+    ap.add_argument("--platform-faults", default="", help="scheduler/storage faults: comma list or none (issue 19)")
     a = ap.parse_args(argv)
     if a.nodes < 1:
         ap.error("--nodes must be >= 1")
@@ -399,6 +405,7 @@ def main(argv=None) -> int:
         layout=a.layout,
         driver=a.driver,
         profiles=not a.no_profiles,
+        platform_faults=a.platform_faults,
     )
     print(summary(key, a.out, time.time() - t0))
     return 0
