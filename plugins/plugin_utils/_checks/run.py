@@ -18,6 +18,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import (
     gpu_links,
     ib,
     node,
+    optics,
     scheduler,
     xid,
 )
@@ -195,6 +196,7 @@ def run_checks(
         guarded("gpu.fabric", gpu_links.check_fabric, ctx, g)
         if bus:
             new_gpus[bus] = cur
+    guarded("gpu.nvlink", gpu_links.check_nvlink_speed, ctx, gpus)
     guarded("gpu.throttle", gpu.check_throttle, ctx, gpus)
     guarded("gpu.driver", gpu.check_driver, ctx, facts, profile)
     guarded("gpu.diag", gpu.check_diag, ctx, facts)
@@ -202,6 +204,7 @@ def run_checks(
     guarded("nvswitch.sxid", xid.check_sxid, ctx, facts, counts)
     guarded("ib.port_state", ib.check_ib_ports, ctx, facts, profile)
     guarded("ib.errors", ib.check_ib_counters, ctx, facts, hs, new_ports, boot_id)
+    guarded("ib.optics", optics.check_optics, ctx, facts, hs)  # ib.optics, ib.ber, ib.congestion (issue 20)
     guarded("bmc", bmc.check_bmc, ctx, facts)
     guarded("scheduler.node_state", scheduler.check_scheduler, ctx, facts)
     guarded("node", node.check_node, ctx, facts, profile)
