@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _capture
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
@@ -229,3 +229,34 @@ def collect_live(out: Dict[str, Any], sysfs_root: str, deadline: float) -> None:
                 records.append(rec)
     if records:
         out["optics"] = records
+
+
+def _link_layer(sysfs_root: str, hca: str) -> Optional[str]:
+    path = os.path.join(sysfs_root, "sys", "class", "infiniband", hca, "ports", "1", "link_layer")
+    try:
+        with open(path, encoding="ascii", errors="replace") as fh:
+            return fh.read(64).strip() or None
+    except OSError:
+        return None
+
+
+def capture_commands(sysfs_root: str = "/") -> List[Tuple[str, List[str]]]:
+    """(capture file name, argv) of the optics evidence of a live node, for ``_livecapture``: ``mlxlink`` per
+    InfiniBand HCA, ``ethtool -m``/``-S`` per RoCE netdev; only the tools that are on PATH."""
+    mlxlink, ethtool = which("mlxlink"), which("ethtool")
+    out: List[Tuple[str, List[str]]] = []
+    if not (mlxlink or ethtool):
+        return out
+    try:
+        hcas = sorted(os.listdir(os.path.join(sysfs_root, "sys", "class", "infiniband")))
+    except OSError:
+        return out
+    for hca in [h for h in hcas if SAFE_NAME.match(h)][:MAX_PORTS]:
+        if _link_layer(sysfs_root, hca) == "Ethernet":
+            if ethtool:
+                for ifname in _netdevs(sysfs_root, hca):
+                    out.append(("ethtool-m-%s.txt" % ifname, [ethtool, "-m", ifname]))
+                    out.append(("ethtool-S-%s.txt" % ifname, [ethtool, "-S", ifname]))
+        elif mlxlink:
+            out.append(("mlxlink-%s.txt" % hca, [mlxlink, "-d", hca, "-m", "-c"]))
+    return out
