@@ -134,7 +134,7 @@ def ethtool_record(text: str, ifname: str, source: str, errors: List[Dict[str, A
         errors.append(exc.to_error(DOMAIN))
         return None
     return {
-        "component": ifname,
+        "component": "net:" + ifname,
         "hca": None,
         "port": None,
         "netdev": ifname,

@@ -6,6 +6,7 @@ import json
 import os
 
 from simnode import render_misc as rm
+from simnode import render_optics
 from simnode.cli import run_tool
 from simnode.state import now_iso
 
@@ -58,6 +59,7 @@ def capture(state: dict, out_dir: str, text_only_files: bool = False) -> dict:
         fh.write(rm.node_json(state))
     files["node.json"] = {"rc": 0, "stderr": "", "timed_out": False, "duration": 0.0}
     rm.write_sysfs(state, out_dir, links=False)
+    render_optics.write_capture(state, out_dir, files)  # mlxlink-<hca>.txt, ethtool-m/-S-<if>.txt
     meta = {
         "schema": "gpuops.capture/v1",
         "hostname": state["hostname"],

@@ -372,7 +372,7 @@ def check_congestion(ctx: Ctx, facts: Dict[str, Any], store: Dict[str, Any], t: 
     for ifname, entry in sorted(as_dict(ib.get("netdev_counters")).items()):
         cnt = {k: v for k, v in as_dict(as_dict(entry).get("counters")).items() if _PAUSE.match(str(k))}
         if cnt:
-            _congestion_one(ctx, str(ifname), cnt, (t, boot), store, str(as_dict(entry).get("source")))
+            _congestion_one(ctx, "net:%s" % ifname, cnt, (t, boot), store, str(as_dict(entry).get("source")))
 
 
 def check_optics(ctx: Ctx, facts: Dict[str, Any], hs: Dict[str, Any]) -> None:

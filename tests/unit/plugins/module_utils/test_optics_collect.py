@@ -65,14 +65,14 @@ def test_capture_files_are_merged_into_ib_facts(tmp_path):
     os.symlink("/etc/passwd", str(cap / "mlxlink-mlx5_9.txt"))  # a link is refused, never followed
     ib = _ib.collect(capture_dir=str(cap))
     recs = {r["component"]: r for r in ib["optics"]}
-    assert set(recs) == {"mlx5_0/1", "mlx5_1/1", "mlx5_2/1", "ens9f0np0", "ens10f0"}
+    assert set(recs) == {"mlx5_0/1", "mlx5_1/1", "mlx5_2/1", "net:ens9f0np0", "net:ens10f0"}
     assert recs["mlx5_0/1"]["module"]["rx_power_dbm"][1] == -8.15 and recs["mlx5_0/1"]["tool"] == "mlxlink"
     assert recs["mlx5_0/1"]["module"]["voltage_v"] == pytest.approx(3.2612)
     assert recs["mlx5_0/1"]["module"]["thresholds"]["voltage_v"]["low_alarm"] == pytest.approx(2.97)
     assert recs["mlx5_1/1"]["module"]["ddm"] is False and recs["mlx5_1/1"]["phy"]["effective_ber"] == 0.0
     assert recs["mlx5_2/1"]["unsupported"] is True  # "not supported" is no error and no fault
-    assert recs["ens10f0"]["unsupported"] is True and recs["ens10f0"]["module"] is None
-    assert recs["ens9f0np0"]["module"]["thresholds"]["rx_power_dbm"]["low_warning"] == -10.3
+    assert recs["net:ens10f0"]["unsupported"] is True and recs["net:ens10f0"]["module"] is None
+    assert recs["net:ens9f0np0"]["module"]["thresholds"]["rx_power_dbm"]["low_warning"] == -10.3
     assert ib["netdev_counters"]["ens9f0np0"]["counters"]["rx_prio3_pause"] == 1523
     kinds = sorted((e["kind"], e["source"]) for e in ib["errors"])
     assert ("parse", "mlxlink-mlx5_3.txt") in kinds
@@ -93,7 +93,7 @@ def test_live_collection_runs_each_tool_once_per_port(tmp_path, fake_path):
     assert calls == ["mlxlink -d mlx5_0 -m -c", "ethtool -m ens9f0np0", "ethtool -S ens9f0np0"]
     comps = {r["component"]: r for r in ib["optics"]}
     assert comps["mlx5_0/1"]["phy"]["effective_ber"] == pytest.approx(2e-10)
-    assert comps["ens9f0np0"]["module"]["vendor"] == "Mellanox"
+    assert comps["net:ens9f0np0"]["module"]["vendor"] == "Mellanox"
     assert "ens9f0np0" in ib["netdev_counters"]
 
 
@@ -118,5 +118,5 @@ def test_livecapture_saves_the_optics_files(tmp_path, fake_path):
     ib = _ib.collect(capture_dir=res["dir"])
     comps = {r["component"]: r for r in ib["optics"]}
     assert comps["mlx5_0/1"]["module"]["rx_power_dbm"][1] == -8.15
-    assert comps["ens9f0np0"]["unsupported"] is True
+    assert comps["net:ens9f0np0"]["unsupported"] is True
     assert not [e for e in ib["errors"] if "ethtool" in str(e["source"])]

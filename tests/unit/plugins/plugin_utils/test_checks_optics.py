@@ -64,10 +64,10 @@ def test_rx_warning_vs_alarm_mlxlink_and_ethtool():
     fs = run(with_optics([rec_mlx("derived-osfp-ndr-rx-low-alarm.txt")]))[0]
     assert only(fs, "ib.optics", "mlx5_0/1", "rx_power")[0]["severity"] == "P1"
     fs = run(with_optics([rec_eth("derived-qsfp28-sr4-rx-low-warning.txt")]))[0]
-    (w,) = only(fs, "ib.optics", "ens1f0np0", "rx_power")
+    (w,) = only(fs, "ib.optics", "net:ens1f0np0", "rx_power")
     assert w["severity"] == "P2" and w["evidence"]["thresholds"]["low_warning"] == -10.3  # the module's own
     fs = run(with_optics([rec_eth("derived-qsfp28-sr4-rx-low-alarm.txt")]))[0]
-    assert only(fs, "ib.optics", "ens1f0np0", "rx_power")[0]["severity"] == "P1"
+    assert only(fs, "ib.optics", "net:ens1f0np0", "rx_power")[0]["severity"] == "P1"
 
 
 def test_temperature_warning_and_margin_policy():
@@ -135,7 +135,7 @@ def test_congestion_rates_between_two_readings():
     _f, hs = run(roce_facts(T0, cnp=1000, ecn=1000, pause=5000))
     assert not only(_f, "ib.congestion")  # one reading: no rate
     fs, hs2 = run(roce_facts(T0 + 300, cnp=1000 + 300 * 6000, ecn=1000, pause=5000 + 300 * 4000), state=hs)
-    (pfc,) = only(fs, "ib.congestion", "ens9f0np0", "pfc_pause")
+    (pfc,) = only(fs, "ib.congestion", "net:ens9f0np0", "pfc_pause")
     assert (pfc["severity"], pfc["action"]) == ("P2", "tune") and pfc["evidence"]["per_second"] == 4000.0
     (cnp,) = only(fs, "ib.congestion", "mlx5_8/1", "cnp")
     assert cnp["evidence"]["per_second"] == 12000.0
@@ -147,7 +147,7 @@ def test_congestion_rates_between_two_readings():
     assert not only(fs, "ib.congestion")
     # too short an interval keeps the older reading
     fs, hs3 = run(roce_facts(T0 + 10, cnp=10**9, ecn=1000, pause=10**9), state=hs)
-    assert not only(fs, "ib.congestion") and hs3["optics"]["congestion"]["ens9f0np0"]["collected_at"] == T0
+    assert not only(fs, "ib.congestion") and hs3["optics"]["congestion"]["net:ens9f0np0"]["collected_at"] == T0
 
 
 def test_nvlink_speed_downshift():
