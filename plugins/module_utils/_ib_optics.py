@@ -118,6 +118,9 @@ def mlxlink_record(text: str, hca: str, source: str, errors: List[Dict[str, Any]
         "source": source,
         "state": parsed.get("state"),
         "speed": parsed.get("speed"),
+        "width": parsed.get("width"),
+        "physical_state": parsed.get("physical_state"),
+        "fw_version": parsed.get("fw_version"),
         "fec": parsed.get("fec"),
         "recommendation": parsed.get("recommendation"),
         "module": _module_from_mlxlink(mod) if mod else None,
@@ -183,6 +186,44 @@ def collect_capture(capture_dir: str, out: Dict[str, Any]) -> None:
             records.append(rec)
     if records:
         out["optics"] = records
+        if not out.get("source"):
+            _ports_from_mlxlink(out, records)
+
+
+_LANE_GBPS = {"NDR": 100.0, "XDR": 200.0, "HDR": 50.0, "EDR": 25.0, "FDR": 14.0625, "QDR": 10.0, "SDR": 2.5}
+
+
+def _ports_from_mlxlink(out: Dict[str, Any], records: List[Dict[str, Any]]) -> None:
+    """A capture with optics files but no sysfs/ibstat: the port records mlxlink itself shows (state, speed), so
+    the ib domain is read (a partial capture is analysed on its own). ethtool-only: read, no HCA records."""
+    out["source"] = "capture:mlxlink" if any(r["tool"] == "mlxlink" for r in records) else "capture:ethtool"
+    for r in records:
+        if r["tool"] != "mlxlink" or r.get("unsupported"):
+            continue
+        speed = str(r.get("speed") or "")
+        gen = speed[3:] if speed.upper().startswith("IB-") else None
+        lanes = re.match(r"^\s*([0-9]+)", str(r.get("width") or ""))
+        rate = _LANE_GBPS.get(gen or "", 0.0) * int(lanes.group(1)) if gen and lanes else None
+        port = {
+            "port": 1,
+            "state": "ACTIVE" if str(r.get("state") or "").lower() == "active" else "DOWN",
+            "phys_state": r.get("physical_state"),
+            "rate_gbps": rate,
+            "link_layer": "InfiniBand" if gen else "Ethernet",
+            "counters": {},
+            "saturated": [],
+        }
+        out["hcas"].append(
+            {
+                "name": r["hca"],
+                "ca_type": None,
+                "board_id": None,
+                "fw_version": r.get("fw_version"),
+                "node_guid": None,
+                "serial": None,
+                "ports": [port],
+            }
+        )
 
 
 def _netdevs(sysfs_root: str, hca: str) -> List[str]:

@@ -64,6 +64,12 @@ def test_capture_files_are_merged_into_ib_facts(tmp_path):
     (cap / "mlxlink-..evil.txt").write_text("x")  # a name outside the pattern is ignored
     os.symlink("/etc/passwd", str(cap / "mlxlink-mlx5_9.txt"))  # a link is refused, never followed
     ib = _ib.collect(capture_dir=str(cap))
+    # no sysfs copy, no ibstat.txt: the ib domain is read from what mlxlink shows (a partial capture on its own)
+    assert ib["source"] == "capture:mlxlink"
+    assert [(h["name"], h["ports"][0]["state"], h["ports"][0]["rate_gbps"]) for h in ib["hcas"]] == [
+        ("mlx5_0", "ACTIVE", 400.0),
+        ("mlx5_1", "ACTIVE", None),
+    ]
     recs = {r["component"]: r for r in ib["optics"]}
     assert set(recs) == {"mlx5_0/1", "mlx5_1/1", "mlx5_2/1", "net:ens9f0np0", "net:ens10f0"}
     assert recs["mlx5_0/1"]["module"]["rx_power_dbm"][1] == -8.15 and recs["mlx5_0/1"]["tool"] == "mlxlink"
