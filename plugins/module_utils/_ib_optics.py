@@ -163,6 +163,7 @@ def collect_capture(capture_dir: str, out: Dict[str, Any]) -> None:
     """Read the optics files of a capture directory into ``out`` (the ib facts being built)."""
     names = list_capture_dir(capture_dir) or []
     records: List[Dict[str, Any]] = []
+    primary_failed = bool(out["errors"])  # a refused sysfs copy / broken ibstat: mlxlink does not stand in for it
     for name in names[: 16 * MAX_PORTS]:
         m_mlx, m_eth, m_st = MLXLINK_FILE.match(name), ETHTOOL_M_FILE.match(name), ETHTOOL_S_FILE.match(name)
         if not (m_mlx or m_eth or m_st):
@@ -186,7 +187,7 @@ def collect_capture(capture_dir: str, out: Dict[str, Any]) -> None:
             records.append(rec)
     if records:
         out["optics"] = records
-        if not out.get("source"):
+        if not out.get("source") and not primary_failed:
             _ports_from_mlxlink(out, records)
 
 
