@@ -175,3 +175,10 @@ def test_policy_rejects_a_bad_optics_action():
         P.merge_policy(None, {"thresholds": {"optics": {"alarm": {"action": "explode"}}}})
     pol = P.merge_policy(None, {"thresholds": {"nvlink_speed": {"expected_gbps": {"X9": 40.0}}}})
     assert pol["thresholds"]["nvlink_speed"]["expected_gbps"]["X9"] == 40.0
+
+
+def test_ethtool_no_light_and_unprogrammed_thresholds_are_sentinels():
+    r = rec_eth("cumulus-qsfp-plus-sr4-finisar-no-light-inf.txt", "swp13")
+    assert r["module"]["rx_power_dbm"] == [-40.0] * 4
+    assert r["module"]["thresholds"]["rx_power_dbm"]["low_alarm"] == -40.0
+    assert not [x for x in run(with_optics([r]))[0] if x["check"].startswith("ib.")]
