@@ -106,7 +106,8 @@ def mlxlink_record(text: str, hca: str, source: str, errors: List[Dict[str, Any]
                 "phy": None,
                 "unsupported": True,
             }
-        errors.append(exc.to_error(DOMAIN))
+        # only -E- lines (no permission, device busy): the tool failed; anything else is not mlxlink output
+        errors.append(exc.to_error(DOMAIN, "tool_error" if "section found: error:" in exc.message else None))
         return None
     mod = parsed.get("module")
     return {

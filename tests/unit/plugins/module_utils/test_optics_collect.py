@@ -126,3 +126,12 @@ def test_livecapture_saves_the_optics_files(tmp_path, fake_path):
     assert comps["mlx5_0/1"]["module"]["rx_power_dbm"][1] == -8.15
     assert comps["net:ens9f0np0"]["unsupported"] is True
     assert not [e for e in ib["errors"] if "ethtool" in str(e["source"])]
+
+
+def test_an_mlxlink_error_only_file_is_a_tool_error(tmp_path):
+    cap = tmp_path / "cap"
+    cap.mkdir()
+    (cap / "mlxlink-mlx5_0.txt").write_text("-E- Failed to open device: mlx5_0, Permission denied\n")
+    ib = _ib.collect(capture_dir=str(cap))
+    assert [(e["kind"], e["source"]) for e in ib["errors"]] == [("tool_error", "mlxlink-mlx5_0.txt")]
+    assert "optics" not in ib
