@@ -17,12 +17,13 @@ export PYTHONDONTWRITEBYTECODE := 1
 PYTEST_ARGS ?=
 DEMO_NODES ?= 64
 
-.PHONY: help deps setup lint ruff ansible-lint sanity docs-lint unit package integration molecule test demo testbed-up testbed-down bench clean stage sim-example
+.PHONY: help deps setup lint ruff ansible-lint sanity docs-lint unit package integration molecule test demo demo-noprofiles testbed-up testbed-down bench clean stage sim-example
 
 help:
 	@echo "make deps       install Debian packages the tests need (root; apt)"
 	@echo "make setup      build .venv and make the collection resolvable as gpuops.cluster"
 	@echo "make demo       inspect the built-in simulated cluster and print where the reports are"
+	@echo "make demo-noprofiles  the same cluster without hardware profiles (zero-config fleet baseline)"
 	@echo "make test       every test: lint, sanity, docs, unit, package, integration, molecule"
 	@echo "make package    the Galaxy tarball installed offline into an empty collections path, and the tools package"
 
@@ -106,13 +107,18 @@ molecule:
 DEMO_REPORT ?= $(ROOT)/reports/demo
 demo: setup
 	rm -rf $(BUILD)/sim
-	$(PY) tools/simcluster/generate.py --nodes $(DEMO_NODES) --out $(BUILD)/sim --seed 7 --faults default
+	$(PY) tools/simcluster/generate.py --nodes $(DEMO_NODES) --out $(BUILD)/sim --seed 7 --faults default $(DEMO_SIM_ARGS)
 	$(BIN)/ansible-playbook -i $(BUILD)/sim/inventory playbooks/inspect.yml -e gpuops_report_dir=$(DEMO_REPORT) \
 	  > $(BUILD)/demo-ansible.log || { tail -40 $(BUILD)/demo-ansible.log; exit 1; }
 	@grep -A6 'Show the summary' $(BUILD)/demo-ansible.log | tail -n +2
+	@$(PY) tools/simcluster/score.py $(DEMO_REPORT)/report.json $(BUILD)/sim/answer_key.json || true
 	@echo; sed -n '1,40p' $(DEMO_REPORT)/report.md
 	@echo; echo "Reports: $(DEMO_REPORT)/report.json report.md report.html gpuops.prom"
 	@echo "Simulated cluster: $(BUILD)/sim (captures, inventory, answer_key.json); ansible log: $(BUILD)/demo-ansible.log"
+
+# the same cluster without hardware profiles: each class's baseline is inferred from the nodes (docs/policy.md)
+demo-noprofiles:
+	$(MAKE) --no-print-directory demo DEMO_SIM_ARGS=--no-profiles DEMO_REPORT=$(ROOT)/reports/demo-noprofiles
 
 # inventories/sim: the small committed example cluster (the default inventory of ansible.cfg; not in the tarball).
 # tests/package/test_sim_example.py checks it is exactly what this command writes.

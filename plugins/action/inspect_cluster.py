@@ -13,7 +13,8 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _policy, _report, _runbooks
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet, _inspect, _policy, _report, _runbooks
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
 
@@ -30,6 +31,7 @@ _ARGS = {
     "include_facts": {"type": "bool", "default": True},
     "validate_only": {"type": "bool", "default": False},
     "report_templates": {"type": "path"},
+    "write_profiles": {"type": "path"},
 }
 
 
@@ -178,6 +180,19 @@ class ActionModule(ActionBase):
             hosts[host] = entry
         return hosts, collected
 
+    @staticmethod
+    def _write_profiles(path, report):
+        """The inferred fleet baseline as a gpuops_profiles block (0600): {path, classes}."""
+        baselines = report.get("fleet_baseline") or {}
+        text = _fleet.profiles_yaml(baselines, report["generated_at"])
+        try:
+            write_private_atomic(path, text, 0o600)
+        except OSError as exc:
+            raise AnsibleActionFail(
+                "inspect_cluster: cannot write the inferred profiles to %s: %s" % (path, exc)
+            ) from exc
+        return {"path": path, "classes": sorted(baselines)}
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
@@ -189,8 +204,10 @@ class ActionModule(ActionBase):
         profiles, without_class = self._classes(hostvars, args["targets"], args["policy_overrides"])
         if without_class:
             result.setdefault("warnings", []).append(
-                "%d target(s) have no hardware profile (no gpuops_node_class, or no gpuops_profiles defined): their "
-                "profile checks (GPU count, IB ports, services, fabric manager, ...) are off: %s%s"
+                "%d target(s) have no hardware profile (no gpuops_node_class, or no gpuops_profiles defined): they are "
+                "compared with their peers instead (the ports and GPUs within each node, and the majority of their "
+                "class where it has enough nodes: zero-config baseline, docs/policy.md; -e gpuops_write_profiles=FILE "
+                "writes it as profiles to review): %s%s"
                 % (len(without_class), ", ".join(without_class[:10]), " ..." if len(without_class) > 10 else "")
             )
         if args["validate_only"]:
@@ -234,6 +251,8 @@ class ActionModule(ActionBase):
             except _report.ReportTemplateError as exc:
                 raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
             result["report_dir"] = os.path.abspath(report_dir)
+        if args["write_profiles"] and not self._task.check_mode:
+            result["profiles_written"] = self._write_profiles(args["write_profiles"], report)
         result.update(
             changed=False,
             summary=report["summary"],

@@ -87,6 +87,15 @@ options:
       - A directory that does not exist, or a template that does not render, fails the task before any report is
         written.
     type: path
+  write_profiles:
+    description:
+      - Also write the zero-config fleet baseline as a C(gpuops_profiles) YAML block to this file (mode 0600); per
+        class of nodes without a hardware profile (their C(gpuops_node_class), else their GPU model), what the
+        majority has (GPU model and count, NVLinks per GPU, Active IB ports and their rate, driver), each value
+        with the share of peers that agree as a comment. Review it, then commit it to group_vars and give the
+        hosts their class, and the profile then replaces the inference.
+      - Not written in check mode.
+    type: path
   validate_only:
     description:
       - Only check the targets' node classes, the policy overrides, O(fail_on) and O(textfile_dir), and split the
@@ -135,11 +144,18 @@ nodes:
   sample: {"gpu-node-07": {"status": "faulty", "status_reason": "1 P0/P1 finding(s): GPU 3 Xid 79", "severity": "P1",
                            "findings": [{"check": "gpu.xid", "action": "isolate"}]}}
 without_class:
-  description: Targets without a hardware profile (no C(gpuops_node_class), or no profiles defined); inspected without profile checks.
+  description:
+    - Targets without a hardware profile (no C(gpuops_node_class), or no profiles defined); compared with the
+      majority of their class instead (zero-config fleet baseline, C(fleet_baseline) in report.json).
   returned: always
   type: list
   elements: str
   sample: ["gpu-node-99"]
+profiles_written:
+  description: Where the inferred profiles were written (O(write_profiles)) and the classes in them.
+  returned: when write_profiles is set and not in check mode
+  type: dict
+  sample: {"path": "/tmp/profiles.yml", "classes": ["NVIDIA H100 80GB HBM3"]}
 policy:
   description: Policy version and hash of the effective cluster policy.
   returned: unless validate_only

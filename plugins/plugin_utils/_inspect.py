@@ -16,7 +16,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _cluster, _policy, _report, _state
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _cluster, _fleet, _policy, _report, _state
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
@@ -64,6 +64,38 @@ def resolve_profiles(
     return out
 
 
+def _read_hosts(
+    hosts: Dict[str, Dict[str, Any]],
+    base_policy: Dict[str, Any],
+    base_hash: str,
+    collect_options: Optional[Dict[str, Any]],
+) -> Dict[str, tuple]:
+    """host -> (its merged policy, the policy's hash, its facts): everything is read before anything is judged
+    (the fleet baseline compares each node with its peers)."""
+    merged_cache: Dict[str, Any] = {}
+    read: Dict[str, tuple] = {}
+    for host in sorted(hosts):
+        h = hosts[host] or {}
+        host_over = h.get("policy_overrides") or {}
+        if host_over:
+            key = json.dumps(host_over, sort_keys=True, default=str)
+            if key not in merged_cache:
+                p = _policy.merge_policy(base_policy, host_over)
+                _policy.validate_policy(p)
+                merged_cache[key] = (p, _policy.policy_hash(p))
+            policy, phash = merged_cache[key]
+        else:
+            policy, phash = base_policy, base_hash
+        if h.get("unreachable"):
+            facts = _unreachable_facts(h.get("message") or "unreachable")
+        elif h.get("capture_dir"):
+            facts = collect_all(capture_dir=h["capture_dir"], options=collect_options)
+        else:
+            facts = h.get("facts") or _unreachable_facts("no facts were collected")
+        read[host] = (policy, phash, facts)
+    return read
+
+
 def inspect_nodes(
     hosts: Dict[str, Dict[str, Any]],
     profiles: Optional[Dict[str, Any]] = None,
@@ -85,7 +117,10 @@ def inspect_nodes(
         ``previous_capture_dir``: an earlier capture of the same node, read first as the previous reading}.
     Raises ``_policy.PolicyError`` for an invalid policy (unknown key, bad value) or a node class that names no
     profile (the class and the known classes in the message): a typo must fail the run. Each node in the
-    report carries ``status_reason`` and ``domains`` (what could be read: ``_checks.domain_states``).
+    report carries ``status_reason``, ``domains`` (what could be read: ``_checks.domain_states``) and
+    ``baseline`` (what it was judged against: ``profile``, ``fleet`` = the majority of its class, or ``none``);
+    the report's ``fleet_baseline`` says what was inferred per class (``_fleet.profiles_yaml`` turns it into a
+    ``gpuops_profiles`` block).
     """
     now = now or utcnow()
     generated_at = iso_z(now)
@@ -94,27 +129,19 @@ def inspect_nodes(
     _policy.validate_policy(base_policy)
     base_hash = _policy.policy_hash(base_policy)
     host_profiles = resolve_profiles(hosts, profiles, base_policy)
-    merged_cache: Dict[str, Any] = {}
+    read = _read_hosts(hosts, base_policy, base_hash, collect_options)
+    # nodes without a profile are compared with the majority of their class (zero-config fleet baseline)
+    unprofiled = [host for host in sorted(hosts) if not host_profiles[host]]
+    classes = {host: (hosts[host] or {}).get("node_class") for host in unprofiled}
+    baselines = _fleet.infer_baselines({host: read[host][2] for host in unprofiled}, classes, base_policy)
     nodes: Dict[str, Dict[str, Any]] = {}
     for host in sorted(hosts):
         h = hosts[host] or {}
-        host_over = h.get("policy_overrides") or {}
-        if host_over:
-            key = json.dumps(host_over, sort_keys=True, default=str)
-            if key not in merged_cache:
-                p = _policy.merge_policy(base_policy, host_over)
-                _policy.validate_policy(p)
-                merged_cache[key] = (p, _policy.policy_hash(p))
-            policy, phash = merged_cache[key]
-        else:
-            policy, phash = base_policy, base_hash
-        if h.get("unreachable"):
-            facts = _unreachable_facts(h.get("message") or "unreachable")
-        elif h.get("capture_dir"):
-            facts = collect_all(capture_dir=h["capture_dir"], options=collect_options)
-        else:
-            facts = h.get("facts") or _unreachable_facts("no facts were collected")
+        policy, phash, facts = read[host]
         profile = host_profiles[host]
+        fleet = None
+        if not profile:
+            fleet = baselines.get(_fleet.peer_class(facts, classes.get(host)) or "")
         host_state = _state.load_host_state(state_dir, host) if state_dir else {}
         if h.get("baseline") is not None:
             host_state = dict(host_state, baseline=h["baseline"])
@@ -122,8 +149,8 @@ def inspect_nodes(
             # Offline comparison of two captures of the same node: the earlier one is the previous reading
             # (counter deltas, boot ids, active faults); its own findings are not reported.
             prev_facts = collect_all(capture_dir=h["previous_capture_dir"], options=collect_options)
-            host_state = _checks.evaluate_node(prev_facts, profile, policy, host_state, now, host)[1]
-        findings, new_state = _checks.evaluate_node(facts, profile, policy, host_state, now, host)
+            host_state = _checks.evaluate_node(prev_facts, profile, policy, host_state, now, host, fleet)[1]
+        findings, new_state = _checks.evaluate_node(facts, profile, policy, host_state, now, host, fleet)
         if state_dir:
             _state.save_host_state(state_dir, host, new_state)
         domains = _checks.domain_states(facts, profile, policy)
@@ -139,6 +166,7 @@ def inspect_nodes(
             "power": h.get("power"),
             "mode": facts.get("mode"),
             "policy_hash": phash,
+            "baseline": "profile" if profile else ("fleet" if fleet else "none"),
         }
     # statuses first: the cluster view must know which nodes are unknown (status error), not merely quiet
     cluster_findings = _cluster.evaluate_cluster(nodes, base_policy, now)
@@ -153,6 +181,11 @@ def inspect_nodes(
     for host, n in report["nodes"].items():
         n["status_reason"] = nodes[host]["status_reason"]
         n["domains"] = nodes[host]["domains"]
+        n["baseline"] = nodes[host]["baseline"]
+    members: Dict[str, List[str]] = {}
+    for host in unprofiled:
+        members.setdefault(_fleet.peer_class(read[host][2], classes.get(host)) or "", []).append(host)
+    report["fleet_baseline"] = _fleet.summary(baselines, members)
     return report
 
 

@@ -239,6 +239,14 @@ DEFAULT_POLICY: Dict[str, Any] = {
         "min_nodes": 4,  # below this many nodes the share is not meaningful
         "domain_down_min_nodes": 2,  # a rack/leaf/power domain with all members down (at least this many)
     },
+    # Zero-config baseline (docs/policy.md): expectations inferred from peers where no profile sets them.
+    "fleet_baseline": {
+        "enabled": True,
+        "min_peers": 4,  # nodes of a class that must have voted before the fleet majority is used
+        "min_share": 0.75,  # share of voters (nodes, ports, GPUs) that must agree: 3 of 4, 11 of 12
+        "min_node_ports": 4,  # ports of one adapter model in a node before they judge each other
+        "min_node_gpus": 4,  # GPUs of a node before their NVLinks judge each other
+    },
     # Hardware profiles: node class -> expectations (see PROFILE_KEYS). Sites add theirs here.
     "profiles": {},
 }

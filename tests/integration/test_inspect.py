@@ -87,18 +87,13 @@ def inspect(inventory: Path, report_dir: Path, *extra: str, check: bool = True) 
 
 
 def compare_with_key(report: dict, key: dict):
-    """(missing, unkeyed): keyed (check, component) not found; P0-P2 node findings not in the key."""
-    missing, unkeyed = [], []
-    for host, node in report["nodes"].items():
-        keyed = {(e["check"], e["component"]) for e in key["hosts"].get(host, [])}
-        got = {(f["check"], f["component"]) for f in node["findings"]}
-        missing += [(host,) + k for k in sorted(keyed - got)]
-        unkeyed += [
-            (host, f["check"], f["component"], f["severity"])
-            for f in node["findings"]
-            if f["severity"] in ("P0", "P1", "P2") and (f["check"], f["component"]) not in keyed
-        ]
-    return missing, unkeyed
+    """(missing, unkeyed): keyed (check, component) not found; P0-P2 node findings not in the key (the
+    simulator's own scorer, tools/simcluster/score.py, which `make demo` prints)."""
+    sys.path.insert(0, str(REPO / "tools"))
+    from simcluster import score
+
+    result = score.score(report, key)
+    return result["missing"], result["false_alarms"]
 
 
 @pytest.fixture(scope="module")

@@ -33,6 +33,8 @@ from simnode import faults as F  # noqa: E402
 from simnode.capture import capture  # noqa: E402
 from simnode.state import DEFAULT_DRIVER, DEFAULT_NOW, default_state, now_iso, save  # noqa: E402
 
+from simcluster import zero_profile  # noqa: E402
+
 RACK_SIZE = 8
 POWER_DOMAIN_SIZE = 16
 NODE_CLASS = "h100-sxm-8"
@@ -146,7 +148,8 @@ def _yaml_str(s: str) -> str:
     return '"%s"' % s.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def write_inventory(inv: str, data: str, hosts: list, topo: dict, previous: set, portable: bool, driver: str) -> None:
+def write_inventory(inv: str, data: str, hosts: list, topo: dict, previous: set, opt: Options) -> None:
+    portable, driver = opt.portable, opt.driver
     os.makedirs(os.path.join(inv, "group_vars"), exist_ok=True)
     if portable:
         # relative to the inventory directory (how the gpuops actions resolve relative capture paths)
@@ -174,12 +177,13 @@ def write_inventory(inv: str, data: str, hosts: list, topo: dict, previous: set,
             "          gpuops_rack: %s" % topo[h]["rack"],
             "          gpuops_leaf_switch: %s" % topo[h]["leaf"],
             "          gpuops_power_domain: %s" % topo[h]["power"],
-            "          gpuops_node_class: %s" % NODE_CLASS,
         ]
+        if opt.profiles:
+            lines.append("          gpuops_node_class: %s" % NODE_CLASS)
     with open(os.path.join(inv, "hosts.yml"), "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
     with open(os.path.join(inv, "group_vars", "gpu_nodes.yml"), "w", encoding="utf-8") as fh:
-        fh.write(profile_yaml(driver))
+        fh.write(profile_yaml(driver) if opt.profiles else zero_profile.GROUP_VARS)
 
 
 def profile_yaml(driver: str = DEFAULT_DRIVER) -> str:
@@ -204,7 +208,7 @@ def profile_yaml(driver: str = DEFAULT_DRIVER) -> str:
 
 def _one_host(job) -> tuple:
     """Build, fault and capture one node. -> (host, expectations, benign fault names, has previous capture)."""
-    h, now, names, seed, out, write_states, driver = job
+    h, now, names, seed, out, write_states, driver, profiles = job
     state = default_state(h, seed=seed, now=now, driver=driver or DEFAULT_DRIVER)
     if driver and driver.split(".")[0] >= "590":
         state["cuda_version"] = "13.1"
@@ -216,7 +220,7 @@ def _one_host(job) -> tuple:
         if f.needs_previous and prev is None:
             prev = F.previous_of(state)
         res = F.apply(state, name, random.Random("%s/%s/%s" % (seed, h, name)), prev=prev if f.needs_previous else None)
-        expect += res["expect"]
+        expect += res["expect"] if profiles else zero_profile.expect(name, res["expect"])
         if f.benign:
             benign.append(name)
     capture(state, os.path.join(out, "captures", h))
@@ -240,6 +244,7 @@ class Options:
     workers: int = 1
     layout: str = "build"
     driver: str = DEFAULT_DRIVER
+    profiles: bool = True
 
 
 def generate(nodes: int, out: str, seed: int = 7, faults: str = "default", **options) -> dict:
@@ -269,7 +274,10 @@ def generate(nodes: int, out: str, seed: int = 7, faults: str = "default", **opt
     if layout == "build":
         shutil.rmtree(inv, ignore_errors=True)
     os.makedirs(os.path.join(data, "captures"), exist_ok=True)
-    jobs = [(h, DEFAULT_NOW + (n % 60), per_host[h], seed, data, write_states, driver) for n, h in enumerate(hosts)]
+    jobs = [
+        (h, DEFAULT_NOW + (n % 60), per_host[h], seed, data, write_states, driver, opt.profiles)
+        for n, h in enumerate(hosts)
+    ]
     if workers > 1 and len(hosts) > 16:
         import multiprocessing
 
@@ -286,7 +294,9 @@ def generate(nodes: int, out: str, seed: int = 7, faults: str = "default", **opt
             benign[h] = ben
         if has_prev:
             previous.add(h)
-    write_inventory(inv, data, hosts, topo, previous, portable or layout == "inventory", driver)
+    write_inventory(
+        inv, data, hosts, topo, previous, dataclasses.replace(opt, portable=portable or layout == "inventory")
+    )
     cluster = [
         {
             "check": "cluster.leaf",
@@ -318,7 +328,8 @@ def generate(nodes: int, out: str, seed: int = 7, faults: str = "default", **opt
         "seed": seed,
         "nodes": nodes,
         "faults": faults,
-        "node_class": NODE_CLASS,
+        "node_class": NODE_CLASS if opt.profiles else None,
+        "profiles": opt.profiles,
         "captured_at": now_iso(DEFAULT_NOW),
         "hosts": key_hosts,
         "faults_by_host": {h: fs for h, fs in per_host.items() if fs},
@@ -368,6 +379,11 @@ def main(argv=None) -> int:
         "--layout", choices=("build", "inventory"), default="build", help="inventory: DIR is an inventory dir"
     )
     ap.add_argument("--driver", default=DEFAULT_DRIVER, help="NVIDIA driver of every node (>= 590: the v13 XML layout)")
+    ap.add_argument(
+        "--no-profiles",
+        action="store_true",
+        help="zero-profile mode: no hardware profiles, no node classes (the answer key says what must still be found)",
+    )
     a = ap.parse_args(argv)
     if a.nodes < 1:
         ap.error("--nodes must be >= 1")
@@ -382,6 +398,7 @@ def main(argv=None) -> int:
         workers=max(1, a.jobs),
         layout=a.layout,
         driver=a.driver,
+        profiles=not a.no_profiles,
     )
     print(summary(key, a.out, time.time() - t0))
     return 0

@@ -14,6 +14,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import (
     bmc,
     drift,
     faults,
+    fleet,
     gpu,
     gpu_links,
     ib,
@@ -58,6 +59,7 @@ def evaluate_node(
     state: Optional[Dict[str, Any]],
     now: Any,
     host: str,
+    fleet_baseline: Optional[Dict[str, Any]] = None,
 ) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
     """Evaluate one node's facts against the policy.
 
@@ -73,6 +75,8 @@ def evaluate_node(
         Not modified.
       now: the evaluation time (ISO string, epoch or datetime): kernel-event windows, rates, respond_by.
       host: the inventory hostname (the finding ids start with it).
+      fleet_baseline: for a node without a profile, the baseline of its class inferred from its peers
+        (``_fleet.infer_baselines``): the node is compared with the majority of the class.
 
     Returns:
       ``(findings, new_host_state)``: findings per docs/findings.md sorted by severity then id, and the
@@ -109,7 +113,7 @@ def evaluate_node(
         )
         facts = {}
     else:
-        run_checks(ctx, facts, profile, hs, states)
+        run_checks(ctx, facts, profile, hs, states, fleet_baseline)
     boot_id = boot_id_of(facts) if reachable else None
     faults.escalate(ctx, hs)
     faults.apply_active_faults(ctx, hs, boot_id, facts, reachable and not nothing_read)
@@ -134,6 +138,7 @@ def run_checks(
     profile: Optional[Dict[str, Any]],
     hs: Dict[str, Any],
     states: Optional[Dict[str, Dict[str, Any]]] = None,
+    fleet_baseline: Optional[Dict[str, Any]] = None,
 ) -> None:
     # a check whose domain could not be read does not fire: "I could not see" is not "it is broken"
     skip = set(unknown_domains(states if states is not None else domain_states(facts, profile, ctx.policy)))
@@ -203,6 +208,11 @@ def run_checks(
     guarded("gpu.xid", xid.check_xid, ctx, facts, hs, counts)
     guarded("nvswitch.sxid", xid.check_sxid, ctx, facts, counts)
     guarded("ib.port_state", ib.check_ib_ports, ctx, facts, profile)
+    # zero-config baselines: peers within the node, and (no profile) the majority of the node's class
+    guarded("ib.port_state", fleet.check_port_peers, ctx, facts, profile)
+    guarded("gpu.nvlink", fleet.check_gpu_peers, ctx, facts, profile)
+    if not profile:
+        guarded("drift", fleet.check_fleet, ctx, facts, fleet_baseline)
     guarded("ib.errors", ib.check_ib_counters, ctx, facts, hs, new_ports, boot_id)
     guarded("ib.optics", optics.check_optics, ctx, facts, hs)  # ib.optics, ib.ber, ib.congestion (issue 20)
     guarded("bmc", bmc.check_bmc, ctx, facts)
