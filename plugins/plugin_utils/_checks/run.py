@@ -132,6 +132,12 @@ def evaluate_node(
     return findings, hs
 
 
+def _link_quality_checks(guarded, ctx: Ctx, facts: Dict[str, Any], gpus: List[Dict[str, Any]], hs: Dict[str, Any]):
+    """Optics and link quality (issue 20): NVLink speed (gpu domain); ib.optics, ib.ber, ib.congestion (ib)."""
+    guarded("gpu.nvlink", gpu_links.check_nvlink_speed, ctx, gpus)
+    guarded("ib.optics", optics.check_optics, ctx, facts, hs)
+
+
 def run_checks(
     ctx: Ctx,
     facts: Dict[str, Any],
@@ -201,7 +207,6 @@ def run_checks(
         guarded("gpu.fabric", gpu_links.check_fabric, ctx, g)
         if bus:
             new_gpus[bus] = cur
-    guarded("gpu.nvlink", gpu_links.check_nvlink_speed, ctx, gpus)
     guarded("gpu.throttle", gpu.check_throttle, ctx, gpus)
     guarded("gpu.driver", gpu.check_driver, ctx, facts, profile)
     guarded("gpu.diag", gpu.check_diag, ctx, facts)
@@ -214,7 +219,7 @@ def run_checks(
     if not profile:
         guarded("drift", fleet.check_fleet, ctx, facts, fleet_baseline)
     guarded("ib.errors", ib.check_ib_counters, ctx, facts, hs, new_ports, boot_id)
-    guarded("ib.optics", optics.check_optics, ctx, facts, hs)  # ib.optics, ib.ber, ib.congestion (issue 20)
+    _link_quality_checks(guarded, ctx, facts, gpus, hs)
     guarded("bmc", bmc.check_bmc, ctx, facts)
     guarded("scheduler.node_state", scheduler.check_scheduler, ctx, facts)
     guarded("node", node.check_node, ctx, facts, profile)
@@ -223,5 +228,4 @@ def run_checks(
     for fid in [k for k, f in ctx.findings.items() if f["check"] != "collector.error" and finding_domain(f) in skip]:
         del ctx.findings[fid]  # a multi-domain check (drift) that read an unknown domain as empty
         ctx.meta.pop(fid, None)
-    hs["gpu"] = {"gpus": new_gpus}
-    hs["ib"] = {"ports": new_ports}
+    hs["gpu"], hs["ib"] = {"gpus": new_gpus}, {"ports": new_ports}
