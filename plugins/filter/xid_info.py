@@ -68,8 +68,9 @@ _value:
     sources: {nvidia: RESTART_BM / CONTACT_SUPPORT, dcgm_health: F, k8s_device_plugin: unhealthy,
               gpud: "F, RebootSystem -> HardwareInspection", gcm: crit, azure_nhc: fail, aws_suite: REBOOT,
               imbue_hardware: "yes"}
+    source: "NVIDIA Xid catalog (analyzing-xid-catalog, sheet as of 2025-10-29): RESTART_BM -> P1 (BUCKETS)"
     disagreements: null
-    note: Reboot the node; repeated -> hardware (power, riser, seating, thermal)
+    note: Reboot the node; repeated -> inspect riser, slot, power and seating before replacing the GPU
     fatal_escalation: null
     rule: "xid_catalog[79] (NVIDIA: RESTART_BM)"
 """

@@ -95,6 +95,7 @@ def new_record(index: Optional[int] = None) -> Dict[str, Any]:
             "layout": None,
             "volatile": {"corrected": None, "uncorrected": None},
             "aggregate": {"corrected": None, "uncorrected": None},
+            "by_type": {"volatile": None, "aggregate": None},
             "sram_threshold_exceeded": None,
             "channel_repair_pending": None,
             "tpc_repair_pending": None,
@@ -212,6 +213,23 @@ def _ecc_counts(f: Dict[str, Any], scope: str) -> Dict[str, Optional[int]]:
     return {"corrected": corr, "uncorrected": unc}
 
 
+def _ecc_by_type(f: Dict[str, Any], scope: str) -> Dict[str, Optional[int]]:
+    """SRAM and DRAM counts apart (R510+ layouts); None where the driver reports totals only."""
+    p = "ecc_errors/" + scope + "/"
+    return {
+        "sram_corrected": to_int(f.get(p + "sram_correctable")),
+        "dram_corrected": to_int(f.get(p + "dram_correctable")),
+        "sram_uncorrected": _sum(
+            [
+                to_int(f.get(p + "sram_uncorrectable")),
+                to_int(f.get(p + "sram_uncorrectable_parity")),
+                to_int(f.get(p + "sram_uncorrectable_secded")),
+            ]
+        ),
+        "dram_uncorrected": to_int(f.get(p + "dram_uncorrectable")),
+    }
+
+
 def _ecc_layout(f: Dict[str, Any]) -> Optional[str]:
     if "ecc_errors/volatile/single_bit/total" in f or "ecc_errors/aggregate/single_bit/total" in f:
         return "legacy"
@@ -251,6 +269,7 @@ def _ecc(ecc: Dict[str, Any], f: Dict[str, Any]) -> None:
     ecc["layout"] = _ecc_layout(f)
     ecc["volatile"] = _ecc_counts(f, "volatile")
     ecc["aggregate"] = _ecc_counts(f, "aggregate")
+    ecc["by_type"] = {scope: _ecc_by_type(f, scope) for scope in ("volatile", "aggregate")}
     ecc["sram_threshold_exceeded"] = _bool_or_none(g("ecc_errors/aggregate/sram_threshold_exceeded"))
     ecc["channel_repair_pending"] = _bool_or_none(g("ecc_errors/channel_repair_pending"))
     ecc["tpc_repair_pending"] = _bool_or_none(g("ecc_errors/tpc_repair_pending"))

@@ -3,23 +3,33 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The NVIDIA Xid catalogue as data: what each code means and what we do about it by default.
 
-Sources (see the collection's reference notes, formats.md 4.2 and health-policy-facts.md section 4):
-NVIDIA's Xid catalog ("Analyzing Xid Errors with the Xid Catalog", Ampere+, as generated into
-leptonai/gpud catalog_generated.go 2025-10-29) for the name and NVIDIA's immediate/investigatory
-action; the older Xid page for legacy codes; and what other tools do (DCGM health watches,
-k8s-device-plugin, gpud, GCM, Azure NHC, the AWS health suite, imbue). Where they disagree the entry
-says so in ``disagreements``: our default is only a default, a site overrides it in the policy.
+Sources, recorded per entry in ``sources`` and ``source``:
+
+* ``nvidia``: NVIDIA's Xid catalog, "Analyzing Xid Errors with the Xid Catalog"
+  (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, Ampere and later; the sheet "Catalog" as
+  generated into leptonai/gpud ``catalog_generated.go`` on 2025-10-29): mnemonic, description, the immediate
+  resolution bucket (RESET_GPU, RESTART_BM, RESTART_VM, RESTART_APP, IGNORE, CHECK_MECHANICALS, CHECK_UVM,
+  UPDATE_SWFW, CONTACT_SUPPORT, WORKFLOW_XID_48/45, WORKFLOW_NVLINK_ERR, WORKFLOW_NVLINK5_ERR, XID_154) and the
+  investigatory one. ``_xid_nvidia.NVIDIA_SHEET_TEXT`` is that sheet, code by code.
+* the sheet "XID 144-150 Decode" (per unit and error status: most NVLink5 sub-cases IGNORE, the Fatal ones
+  RESET_GPU, some XID_154_EVAL) and WORKFLOW_NVLINK_ERR (Xid 74 register bits, as NVIDIA/NVSentinel design 022
+  implements it): decoded in ``plugins/plugin_utils/_checks/xid_decode.py``.
+* what other tools do (DCGM health watches, k8s-device-plugin, gpud, GCM, Azure NHC, the AWS health suite, imbue),
+  from health-policy-facts.md section 4, in ``sources`` and ``disagreements``.
+
+Our default severity follows NVIDIA's immediate bucket (``BUCKETS``: one severity per bucket, so RESET_GPU is P1
+for 46, 62, 109, 110, 136 as for 119, 120, 143, 158); the action may be more specific than the bucket (64: a
+remap failure is an RMA criterion, so ``isolate``). Codes without a bucket in the sheet (162-172) and codes newer
+than the sheet (173, 185) carry their own decision and say so in ``source``. A site overrides any of it in the
+policy (``xid.overrides``).
 
 Entry keys:
   code, name (NVIDIA mnemonic), description, category (hardware | memory | nvlink | driver | user_app |
-  thermal | power | fabric | pcie | unknown), nvidia_action (immediate "resolution bucket": RESET_GPU,
-  RESTART_APP, RESTART_BM (reboot), RESTART_VM, RESTART_FM, CHECK_MECHANICALS, WORKFLOW_XID_48, ...,
-  CONTACT_SUPPORT, IGNORE), nvidia_investigatory, severity (our default: P1 act now, P2 act soon,
-  P3 watch), action (none | monitor | restart_app | reset_gpu | reboot | isolate | reseat | replace |
-  tune | emergency_shutdown | contact_vendor), user_caused (True: an application fault; must NOT raise
-  a node alarm by itself), known (False only for the default entry), sources (what each tool does),
-  disagreements (None or a note), note, fatal_escalation (None, or the severity/action to use when the
-  line says "Fatal", NVLink5 144-150).
+  thermal | power | fabric | pcie | unknown), nvidia_action (immediate bucket), nvidia_investigatory,
+  severity (P1 act now, P2 act soon, P3 watch), action (ACTIONS), user_caused (True: an application fault; must
+  NOT raise a node alarm by itself), known (False only for the default entry), sources (what each tool does),
+  source (where our decision comes from), disagreements (None or a note), note, fatal_escalation (None, or the
+  severity/action to use when the line says "Fatal", NVLink5 144-150).
 
 Runs on managed nodes (Python 3.8+) and on the controller. No Ansible imports.
 """
@@ -28,6 +38,8 @@ from __future__ import annotations
 
 import copy
 from typing import Any, Dict, Optional, Tuple
+
+from ansible_collections.gpuops.cluster.plugins.module_utils._xid_nvidia import NVIDIA_SHEET_TEXT
 
 SEVERITIES = ("P1", "P2", "P3")
 ACTIONS = (
@@ -42,6 +54,7 @@ ACTIONS = (
     "tune",
     "emergency_shutdown",
     "contact_vendor",
+    "diagnose",
 )
 CATEGORIES = ("hardware", "memory", "nvlink", "driver", "user_app", "thermal", "power", "fabric", "pcie", "unknown")
 
@@ -57,620 +70,208 @@ RECOVERY_ACTIONS = {
     7: "system_reboot",
 }
 
-# code: (name, description, category, nvidia immediate, nvidia investigatory, severity, action, user_caused, note)
-_BASE: Dict[int, Tuple[str, str, str, str, str, str, str, bool, str]] = {
+#: NVIDIA immediate resolution bucket -> (our severity, default action, actions a code of the bucket may use).
+#: The severity is the bucket's, for every code of it (tests/unit walk the whole catalogue against this).
+BUCKETS: Dict[str, Tuple[str, str, Tuple[str, ...]]] = {
+    "RESET_GPU": ("P1", "reset_gpu", ("reset_gpu", "isolate")),
+    "RESTART_BM": ("P1", "reboot", ("reboot",)),
+    "RESTART_VM": ("P1", "reboot", ("reboot",)),
+    "WORKFLOW_XID_48": ("P1", "reset_gpu", ("reset_gpu",)),
+    # undecodable Xid 74 (no register dump on the line): DCGM fails the GPU; decoded lines follow the bit rules
+    "WORKFLOW_NVLINK_ERR": ("P1", "reset_gpu", ("reset_gpu",)),
+    "CHECK_MECHANICALS": ("P2", "reseat", ("reseat",)),
+    "CHECK_UVM": ("P2", "monitor", ("monitor",)),
+    "XID_154": ("P2", "monitor", ("monitor",)),  # the recovery action on the line decides (policy recovery_actions)
+    "RESTART_APP": ("P3", "restart_app", ("restart_app", "monitor", "none")),
+    "IGNORE": ("P3", "monitor", ("monitor", "none")),
+    "WORKFLOW_XID_45": ("P3", "none", ("none",)),
+    # NVLink5: most decoded sub-cases are IGNORE; the line's "Fatal" (RESET_GPU sub-cases) escalates to P1
+    "WORKFLOW_NVLINK5_ERR": ("P3", "monitor", ("monitor",)),
+    "UPDATE_SWFW": ("P3", "monitor", ("monitor",)),
+    "CONTACT_SUPPORT": ("P3", "monitor", ("monitor", "contact_vendor")),  # "Unused" on Ampere+
+}
+
+_SHEET = "NVIDIA Xid catalog (analyzing-xid-catalog, sheet as of 2025-10-29)"
+
+# Our decision where the bucket alone does not say it (category, user_caused, a more specific action, the note),
+# and the whole decision for codes without a bucket. code: (category, severity or "", action or "", user, note)
+# An empty severity/action takes the bucket's (BUCKETS).
+_OURS: Dict[int, Tuple[str, str, str, bool, str]] = {
     8: (
-        "ROBUST_CHANNEL_FIFO_ERROR_IDLE_TIMEOUT",
-        "GPU stopped processing",
         "driver",
-        "RESTART_APP",
-        "CONTACT_SUPPORT",
-        "P3",
+        "",
         "monitor",
         False,
         "Hang/timeout, usually the application; repeated on one GPU -> check the hardware",
     ),
-    13: (
-        "ROBUST_CHANNEL_GR_EXCEPTION",
-        "Graphics Engine Exception",
-        "user_app",
-        "RESTART_APP",
-        "WORKFLOW_XID_13",
-        "P3",
-        "restart_app",
-        True,
-        "Application bug (illegal address/instruction) most of the time; repeated on the same GPU across "
-        "applications -> run DCGM diag",
+    11: (
+        "driver",
+        "",
+        "",
+        False,
+        "Push buffer stream invalid: check the application/CUDA version, then PCIe (like Xid 32)",
     ),
-    31: (
-        "ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT",
-        "GPU memory page fault",
+    13: (
         "user_app",
-        "RESTART_APP",
-        "WORKFLOW_XID_31",
-        "P3",
-        "restart_app",
+        "",
+        "",
         True,
-        "MMU page fault; application bug unless repeated on the same GPU (then DCGM EUD / field diag)",
+        "Application bug (illegal address/instruction) most of the time; NVIDIA WORKFLOW_XID_13: the same GPC/TPC "
+        "across applications points at the GPU -> run DCGM diag",
+    ),
+    25: ("driver", "", "", False, "Push buffer stream illegal: check the application/CUDA version"),
+    31: (
+        "user_app",
+        "",
+        "",
+        True,
+        "MMU page fault; an application bug unless repeated on the same GPU (NVIDIA WORKFLOW_XID_31: then DCGM diag)",
     ),
     32: (
-        "ROBUST_CHANNEL_PBDMA_ERROR",
-        "Invalid or corrupted push buffer stream",
-        "driver",
-        "RESTART_APP",
-        "CHECK_APP/CUDA",
-        "P3",
-        "monitor",
-        False,
-        "Corrupted push buffer; check the application, then PCIe",
-    ),
-    38: (
-        "ROBUST_CHANNEL_FECS_ERR_WATCHDOG_TIMEOUT",
-        "Driver firmware error",
-        "driver",
-        "IGNORE",
-        "CONTACT_SUPPORT",
-        "P3",
-        "monitor",
-        False,
-        "Driver firmware error; report if repeated",
-    ),
-    43: (
-        "ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR",
-        "GPU stopped processing",
-        "user_app",
-        "IGNORE",
-        "CONTACT_SUPPORT",
-        "P3",
-        "none",
-        True,
-        "Reported when an application faults or is killed (Ctrl-C, OOM); informational",
-    ),
-    44: (
-        "ROBUST_CHANNEL_GR_FAULT_DURING_CTXSW",
-        "Graphics Engine fault during context switch",
-        "driver",
-        "IGNORE",
-        "CONTACT_SUPPORT",
-        "P3",
-        "monitor",
-        False,
+        "pcie",
         "",
-    ),
-    45: (
-        "ROBUST_CHANNEL_PREEMPTIVE_REMOVAL",
-        "Preemptive cleanup, due to previous errors",
-        "user_app",
-        "WORKFLOW_XID_45",
-        "Solo: RESTART_FM / Not solo: IGNORE",
-        "P3",
-        "none",
-        True,
-        "Channel torn down because of a PREVIOUS error: follow the causing Xid ('caused by previous Xid N')",
-    ),
-    46: (
-        "ROBUST_CHANNEL_GPU_TIMEOUT_ERROR",
-        "GPU stopped processing",
-        "hardware",
-        "RESET_GPU",
-        "CONTACT_SUPPORT",
-        "P2",
-        "reset_gpu",
+        "monitor",
         False,
-        "",
+        "Corrupted push buffer: mostly PCIe signal quality between CPU and GPU (check the PCIe replay counter, "
+        "riser, slot), rarely the application (NVIDIA CHECK_APP/CUDA after RESTART_APP)",
     ),
+    37: ("driver", "", "", False, "Driver firmware error"),
+    38: ("driver", "", "", False, "Driver firmware error; report if repeated"),
+    43: ("user_app", "", "none", True, "Reported when an application faults or is killed (Ctrl-C, OOM); informational"),
+    44: ("driver", "", "", False, ""),
+    45: ("user_app", "", "", True, "Channel torn down because of a PREVIOUS error: follow the causing Xid"),
+    46: ("hardware", "", "", False, "GPU stopped processing: reset the GPU (NVIDIA RESET_GPU)"),
     48: (
-        "ROBUST_CHANNEL_GPU_ECC_DBE",
-        "Double Bit ECC Error",
         "memory",
-        "WORKFLOW_XID_48",
-        "WORKFLOW_XID_48",
-        "P1",
-        "reset_gpu",
-        False,
-        "Uncorrectable DRAM ECC; Ampere+: row remap pending -> reset; confirm with remapped_rows/retired_pages",
-    ),
-    54: (
-        "SILENT_RUNNING_PWR_REDUCED_CLOCKING",
-        "Auxiliary power is not connected to the GPU board",
-        "power",
-        "CHECK_MECHANICALS",
-        "CONTACT_SUPPORT",
-        "P2",
-        "reseat",
-        False,
-        "Check the auxiliary power cables",
-    ),
-    56: (
-        "DISPLAY_ENGINE_ERROR",
-        "Display Engine error (legacy)",
-        "hardware",
-        "UNUSED",
         "",
-        "P3",
-        "monitor",
-        False,
-        "Legacy code, 'Unused' on Ampere+",
-    ),
-    57: (
-        "VIDEO_MEMORY_PROGRAMMING_ERROR",
-        "Error programming video memory interface (legacy)",
-        "memory",
-        "UNUSED",
         "",
-        "P3",
-        "monitor",
         False,
-        "Legacy code, 'Unused' on Ampere+",
+        "Uncorrectable DRAM ECC; Ampere+: row remap pending -> reset; RMA only on NVIDIA's criteria (SRAM threshold "
+        "flag, unrepairable memory, remap failure), not on a count of Xid 48",
     ),
-    58: (
-        "VIDEO_MEMORY_UNSTABLE",
-        "Unstable video memory interface detected (legacy)",
-        "memory",
-        "UNUSED",
-        "",
-        "P3",
-        "monitor",
-        False,
-        "Legacy code, 'Unused' on Ampere+",
-    ),
-    61: (
-        "PMU_BREAKPOINT",
-        "Internal micro-controller breakpoint/warning (legacy)",
-        "hardware",
-        "UNUSED",
-        "",
-        "P3",
-        "monitor",
-        False,
-        "Legacy code; DCGM treats it as a THERMAL warning",
-    ),
-    62: (
-        "PMU_HALT_ERROR",
-        "Internal micro-controller halt",
-        "hardware",
-        "RESET_GPU",
-        "CONTACT_SUPPORT",
-        "P2",
-        "reset_gpu",
-        False,
-        "",
-    ),
+    54: ("power", "", "", False, "Check the auxiliary power cables"),
+    56: ("hardware", "", "", False, "Legacy display-channel code, 'Unused' on Ampere+"),
+    57: ("memory", "", "", False, "Legacy frame-buffer link training code, 'Unused' on Ampere+"),
+    58: ("memory", "", "", False, "Legacy frame-buffer memory code, 'Unused' on Ampere+"),
+    60: ("driver", "", "", False, "SEC2 (video processor) exception"),
+    61: ("hardware", "", "", False, "Legacy code; DCGM treats it as a THERMAL warning"),
+    62: ("hardware", "", "", False, "Internal micro-controller (PMU) halt: reset the GPU"),
     63: (
-        "INFOROM_DRAM_RETIREMENT_EVENT",
-        "GPU memory remapping event",
         "memory",
-        "IGNORE",
-        "IGNORE",
-        "P3",
-        "monitor",
-        False,
-        "Ampere+: row remap pending (a GPU reset activates it); pre-Ampere: page retirement (reload driver). "
-        "Confirm against remapped_rows.pending before acting",
-    ),
-    64: (
-        "INFOROM_DRAM_RETIREMENT_FAILURE",
-        "GPU memory remapping failure",
-        "memory",
-        "RESET_GPU",
-        "CONTACT_SUPPORT",
-        "P1",
-        "isolate",
-        False,
-        "Row remap / page retirement FAILURE: an RMA criterion",
-    ),
-    65: (
-        "VIDEO_PROCESSOR_EXCEPTION",
-        "Video processor exception (legacy)",
-        "hardware",
-        "UNUSED",
         "",
-        "P3",
         "monitor",
         False,
-        "Legacy code",
+        "Ampere+: row remap pending (a GPU reset activates it); confirm against remapped_rows.pending",
     ),
-    68: (
-        "ROBUST_CHANNEL_NVDEC0_ERROR",
-        "NVDEC0 Exception",
-        "hardware",
-        "RESTART_APP",
-        "CONTACT_SUPPORT",
-        "P3",
-        "monitor",
-        False,
-        "",
-    ),
-    69: (
-        "ROBUST_CHANNEL_GR_CLASS_ERROR",
-        "Graphics Engine class error",
-        "driver",
-        "RESTART_APP",
-        "CHECK_APP/CUDA",
-        "P3",
-        "monitor",
-        False,
-        "",
-    ),
-    73: (
-        "ROBUST_CHANNEL_NVENC2_ERROR",
-        "NVENC2 Error (legacy)",
-        "hardware",
-        "UNUSED",
-        "",
-        "P3",
-        "monitor",
-        False,
-        "Legacy code; DCGM treats it as an NVLINK warning",
-    ),
+    64: ("memory", "", "isolate", False, "Row remap / page retirement FAILURE: an RMA criterion"),
+    65: ("hardware", "", "", False, "Legacy NVENC1 code, 'Unused' on Ampere+"),
+    66: ("driver", "", "", False, "Illegal register access by the driver"),
+    67: ("driver", "", "", False, "Illegal access by the driver"),
+    68: ("hardware", "", "monitor", False, ""),
+    69: ("driver", "", "monitor", False, ""),
+    73: ("hardware", "", "", False, "Legacy code; DCGM treats it as an NVLINK warning"),
     74: (
-        "NVLINK_ERROR",
-        "NVLINK Error",
         "nvlink",
-        "WORKFLOW_NVLINK_ERR",
-        "CONTACT_SUPPORT",
-        "P1",
-        "reset_gpu",
+        "",
+        "",
         False,
-        "Decode the 7 hex registers per WORKFLOW_NVLINK_ERR; reseat/RMA when repeated",
+        "Decode the 7 registers (WORKFLOW_NVLINK_ERR): benign bits and sympathetic 74s on healthy peers are not "
+        "P1; hardware bits -> reseat the link; ECC/parity bits repeated -> vendor",
     ),
+    78: ("driver", "", "", False, "vGPU start error: update software/firmware"),
     79: (
-        "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS",
-        "GPU has fallen off the bus",
         "pcie",
-        "RESTART_BM",
-        "CONTACT_SUPPORT",
-        "P1",
-        "reboot",
-        False,
-        "Reboot the node; repeated -> hardware (power, riser, seating, thermal)",
-    ),
-    80: (
-        "PBDMA_PUSHBUFFER_CRC_MISMATCH",
-        "Corrupted data sent to GPU",
-        "pcie",
-        "RESTART_APP",
-        "CHECK_APP/CUDA",
-        "P3",
-        "monitor",
-        False,
         "",
-    ),
-    81: (
-        "VGA_SUBSYSTEM_ERROR",
-        "VGA Subsystem Error (legacy)",
-        "hardware",
-        "UNUSED",
         "",
-        "P3",
-        "monitor",
         False,
-        "Legacy code, 'Unused' on Ampere+",
+        "Reboot the node; repeated -> inspect riser, slot, power and seating before replacing the GPU",
     ),
-    92: (
-        "EXCESSIVE_SBE_INTERRUPTS",
-        "High single-bit ECC error rate",
-        "memory",
-        "IGNORE",
-        "CONTACT_SUPPORT",
-        "P3",
-        "monitor",
-        False,
-        "Correctable; watch the trend",
-    ),
-    93: (
-        "INFOROM_WEAR_LIMIT",
-        "Non-fatal violation of provisioned InfoROM wear limit (legacy)",
-        "hardware",
-        "UNUSED",
-        "",
-        "P3",
-        "monitor",
-        False,
-        "Volta only; DCGM INFOROM warning",
-    ),
+    80: ("pcie", "", "monitor", False, "Corrupted data sent to the GPU: application or PCIe"),
+    81: ("hardware", "", "", False, "Legacy VGA subsystem code, 'Unused' on Ampere+"),
+    92: ("memory", "", "", False, "Correctable; watch the trend"),
+    93: ("hardware", "", "", False, "InfoROM wear limit (DCGM INFOROM warning)"),
     94: (
-        "ROBUST_CHANNEL_CONTAINED_ERROR",
-        "Contained memory error",
         "memory",
-        "RESTART_APP",
-        "IGNORE (sympathetic)",
-        "P3",
+        "",
         "monitor",
         False,
         "Contained ECC error: only the affected application is killed; the GPU stays usable; check remapping",
     ),
-    95: (
-        "ROBUST_CHANNEL_UNCONTAINED_ERROR",
-        "Uncontained memory error",
-        "memory",
-        "RESET_GPU",
-        "IGNORE (sympathetic)",
+    95: ("memory", "", "", False, "All applications on the GPU are affected; reset the GPU"),
+    109: ("driver", "", "", False, "Context switch timeout: reset the GPU"),
+    110: ("driver", "", "", False, "Security fault: reset the GPU"),
+    119: ("driver", "", "", False, "GSP RPC timeout: reset the GPU; repeated -> reboot, then vendor"),
+    120: ("driver", "", "", False, ""),
+    121: ("hardware", "", "", False, ""),
+    136: ("nvlink", "", "", False, "NVLink training failed: reset; repeated -> check the link signal integrity"),
+    137: ("nvlink", "", "", False, "NVLink privilege error (XID_137_FLOW)"),
+    140: ("memory", "", "", False, "Uncorrectable ECC error escaped containment: reset the GPU"),
+    141: ("driver", "", "", False, ""),
+    143: ("hardware", "", "", False, "GPU initialization error: reset; repeated -> vendor"),
+    **{
+        c: (
+            "nvlink",
+            "",
+            "",
+            False,
+            "NVLink5: NVIDIA's decode sheet rates most sub-cases IGNORE; the Fatal ones RESET_GPU (escalated when the "
+            "line says Fatal); some XID_154_EVAL (follow the Xid 154 recovery action)",
+        )
+        for c in range(144, 151)
+    },
+    151: ("driver", "", "", False, "Confidential computing key rotation error"),
+    154: ("driver", "", "", False, "Informational: act on the NEW recovery action carried by the line"),
+    155: ("nvlink", "", "", False, ""),
+    156: ("memory", "", "", False, "Resource retirement: a GPU reset completes it"),
+    157: ("memory", "", "", False, "Resource retirement failed (investigatory: contact support)"),
+    158: ("hardware", "", "", False, ""),
+    159: ("driver", "", "", False, "AWS: reset if UVM is in use"),
+    160: ("driver", "", "", False, ""),
+    161: ("driver", "", "", False, ""),
+    162: ("power", "P3", "monitor", False, "No bucket in NVIDIA's sheet; informational (gpud Info)"),
+    163: ("power", "P2", "monitor", False, "No bucket in NVIDIA's sheet; gpud flags a reboot"),
+    164: ("power", "P3", "monitor", False, "No bucket in NVIDIA's sheet; informational (gpud Info)"),
+    165: ("power", "P3", "monitor", False, "No bucket in NVIDIA's sheet; AWS isolates with STRICT_PSHC"),
+    166: ("nvlink", "P2", "monitor", False, "No bucket in NVIDIA's sheet; a confidential-computing link setup fault"),
+    167: (
+        "pcie",
         "P1",
-        "reset_gpu",
-        False,
-        "All applications on the GPU are affected; reset the GPU",
-    ),
-    109: (
-        "ROBUST_CHANNEL_CTXSW_TIMEOUT_ERROR",
-        "Context Switch Timeout Error",
-        "driver",
-        "RESET_GPU",
-        "CONTACT_SUPPORT",
-        "P2",
-        "reset_gpu",
-        False,
-        "",
-    ),
-    110: (
-        "SEC_FAULT_ERROR",
-        "Security Fault Error",
-        "driver",
-        "RESET_GPU",
-        "INVESTIGATE_SW",
-        "P2",
-        "reset_gpu",
-        False,
-        "",
-    ),
-    119: (
-        "GSP_RPC_TIMEOUT",
-        "GSP RPC Timeout",
-        "driver",
-        "RESET_GPU",
-        "INVESTIGATE_SW",
-        "P1",
-        "reset_gpu",
-        False,
-        "Often a driver bug (update the driver); comes with '_kgspLogXid119' banners",
-    ),
-    120: ("GSP_ERROR", "GSP Error", "driver", "RESET_GPU", "INVESTIGATE_SW", "P1", "reset_gpu", False, ""),
-    121: ("C2C_ERROR", "C2C Error", "hardware", "IGNORE", "CONTACT_SUPPORT", "P3", "monitor", False, ""),
-    136: (
-        "ALI_TRAINING_FAIL",
-        "Link Training Failed",
-        "nvlink",
-        "RESET_GPU",
-        "INVESTIGATE_LINK_SI",
-        "P2",
-        "reset_gpu",
-        False,
-        "NVLink training failed",
-    ),
-    137: (
-        "NVLINK_PRIV_ERR",
-        "NVLink Privilege Error",
-        "nvlink",
-        "IGNORE",
-        "XID_137_FLOW",
-        "P3",
-        "monitor",
-        False,
-        "Usually sympathetic to Xid 145",
-    ),
-    140: (
-        "UNRECOVERABLE_ECC_ERROR_ESCAPE",
-        "ECC Unrecovered Error",
-        "memory",
-        "RESET_GPU",
-        "CONTACT_SUPPORT",
-        "P1",
-        "reset_gpu",
-        False,
-        "Contact support if it repeats",
-    ),
-    143: (
-        "GPU_INIT_ERROR",
-        "GPU Initialization Error",
-        "hardware",
-        "RESET_GPU",
-        "CONTACT_SUPPORT",
-        "P1",
-        "reset_gpu",
-        False,
-        "",
-    ),
-    144: (
-        "NVLINK_SAW_ERROR",
-        "NVLINK: SAW Error",
-        "nvlink",
-        "WORKFLOW_NVLINK5_ERR",
-        "WORKFLOW_NVLINK5_ERR",
-        "P2",
-        "monitor",
-        False,
-        "NVLink5: decode the severity word (Fatal/Nonfatal) and the registers",
-    ),
-    145: (
-        "NVLINK_RLW_ERROR",
-        "NVLINK: RLW Error",
-        "nvlink",
-        "WORKFLOW_NVLINK5_ERR",
-        "WORKFLOW_NVLINK5_ERR",
-        "P2",
-        "monitor",
-        False,
-        "NVLink5 receive link error",
-    ),
-    146: (
-        "NVLINK_TLW_ERROR",
-        "NVLINK: TLW Error",
-        "nvlink",
-        "WORKFLOW_NVLINK5_ERR",
-        "WORKFLOW_NVLINK5_ERR",
-        "P2",
-        "monitor",
-        False,
-        "NVLink5 TLW error",
-    ),
-    147: (
-        "NVLINK_TREX_ERROR",
-        "NVLINK: TREX Error",
-        "nvlink",
-        "WORKFLOW_NVLINK5_ERR",
-        "WORKFLOW_NVLINK5_ERR",
-        "P2",
-        "monitor",
-        False,
-        "NVLink5 TREX error",
-    ),
-    148: (
-        "NVLINK_NVLPW_CTRL_ERROR",
-        "NVLINK: NVLPW_CTRL Error",
-        "nvlink",
-        "WORKFLOW_NVLINK5_ERR",
-        "WORKFLOW_NVLINK5_ERR",
-        "P2",
-        "monitor",
-        False,
-        "NVLink5 NVLPW_CTRL error",
-    ),
-    149: (
-        "NVLINK_NETIR_ERROR",
-        "NVLINK: NETIR Error",
-        "fabric",
-        "WORKFLOW_NVLINK5_ERR",
-        "WORKFLOW_NVLINK5_ERR",
-        "P2",
-        "monitor",
-        False,
-        "NVLink5 NETIR (fabric) error; PCI 0000:00:00 for fabric-level events",
-    ),
-    150: (
-        "NVLINK_MSE_ERROR",
-        "NVLINK: MSE Error",
-        "nvlink",
-        "WORKFLOW_NVLINK5_ERR",
-        "WORKFLOW_NVLINK5_ERR",
-        "P2",
-        "monitor",
-        False,
-        "NVLink5 MSE watchdog",
-    ),
-    151: (
-        "ROBUST_CHANNEL_KEY_ROTATION_ERROR",
-        "Key rotation Error",
-        "driver",
-        "RESTART_VM",
-        "CONTACT_SUPPORT",
-        "P2",
         "reboot",
         False,
-        "",
+        "No bucket in NVIDIA's sheet; a fatal PCIe timeout loses the GPU like Xid 79: reboot, then inspect the link",
     ),
-    154: (
-        "GPU_RECOVERY_ACTION_CHANGED",
-        "GPU Recovery Action Changed",
-        "driver",
-        "XID_154",
-        "N/A (informational, about another Xid)",
-        "P2",
-        "monitor",
-        False,
-        "Informational: act on the NEW recovery action carried by the line (event recovery_action)",
-    ),
-    155: (
-        "NVLINK_SW_DEFINED_ERROR",
-        "NVLINK: SW Defined Error",
-        "nvlink",
-        "RESET_GPU",
-        "INVESTIGATE_SW_USER",
-        "P2",
-        "reset_gpu",
-        False,
-        "",
-    ),
-    156: (
-        "RESOURCE_RETIREMENT_EVENT",
-        "Resource Retirement Event",
-        "memory",
-        "RESET_GPU",
-        "IGNORE",
-        "P2",
-        "reset_gpu",
-        False,
-        "",
-    ),
-    157: (
-        "RESOURCE_RETIREMENT_FAILURE",
-        "Resource Retirement Failure",
-        "memory",
-        "IGNORE",
-        "CONTACT_SUPPORT",
-        "P2",
-        "contact_vendor",
-        False,
-        "",
-    ),
-    158: (
-        "GPU_FATAL_TIMEOUT",
-        "GPU Fatal Timeout",
+    168: ("memory", "P2", "reboot", False, "No bucket in NVIDIA's sheet; AWS: BOOT_REATTEMPT_OR_ENABLE_ECC -> reboot"),
+    169: (
         "hardware",
-        "RESET_GPU",
-        "CONTACT_SUPPORT",
         "P1",
         "reset_gpu",
         False,
-        "",
+        "No bucket in NVIDIA's sheet; an internal micro-controller halt like Xid 62 (RESET_GPU)",
     ),
-    159: (
-        "CHI_NON_DATA_ERROR",
-        "CHI non-data error",
-        "driver",
-        "CHECK_UVM",
-        "",
-        "P3",
-        "monitor",
-        False,
-        "AWS: reset if UVM is in use",
-    ),
-    162: ("PSHC_EVENT", "Power-smoothing circuitry (PSHC) event", "power", "", "", "P3", "monitor", False, ""),
-    163: (
-        "PSHC_EVENT",
-        "Power-smoothing circuitry (PSHC) event",
-        "power",
-        "",
-        "",
-        "P2",
-        "monitor",
-        False,
-        "gpud flags a reboot for this one",
-    ),
-    164: ("PSHC_EVENT", "Power-smoothing circuitry (PSHC) event", "power", "", "", "P3", "monitor", False, ""),
-    165: (
-        "PSHC_EVENT",
-        "Power-smoothing circuitry (PSHC) event",
-        "power",
-        "",
-        "",
-        "P3",
-        "monitor",
-        False,
-        "AWS isolates with STRICT_PSHC",
-    ),
-    168: (
-        "REDUCED_GPU_MEMORY_CAPACITY",
-        "Reduced GPU memory capacity (WPR errors)",
-        "memory",
-        "",
-        "",
-        "P2",
-        "reboot",
-        False,
-        "AWS: BOOT_REATTEMPT_OR_ENABLE_ECC -> reboot",
-    ),
-    171: (
-        "UNCORRECTABLE_DRAM_ERROR",
-        "Uncorrectable DRAM error (detail for Xid 48)",
-        "memory",
-        "",
-        "",
+    170: ("nvlink", "P3", "monitor", False, "No bucket in NVIDIA's sheet; interrupt seen in CC mode"),
+    171: ("memory", "P1", "reset_gpu", False, "Detail for Xid 48 (DRAM): follow WORKFLOW_XID_48"),
+    172: ("memory", "P1", "reset_gpu", False, "Detail for Xid 48 (SRAM): follow WORKFLOW_XID_48"),
+}
+
+# Codes newer than the sheet above: not verified against NVIDIA's text here (see docs/checks.md); their own
+# decision errs on the side of acting. code: (name, description, category, severity, action, note)
+_NEWER: Dict[int, Tuple[str, str, str, str, str, str]] = {
+    173: (
+        "XID_173",
+        "Xid 173 (newer than the recorded catalog)",
+        "hardware",
         "P1",
         "reset_gpu",
-        False,
-        "",
+        "Not in the 2025-10-29 sheet: look it up in NVIDIA's current catalog; treated as RESET_GPU until then",
     ),
-    172: ("UNCORRECTABLE_SRAM_ERROR", "Uncorrectable SRAM error", "memory", "", "", "P1", "reset_gpu", False, ""),
+    185: (
+        "XID_185",
+        "Xid 185 (newer than the recorded catalog)",
+        "unknown",
+        "P2",
+        "monitor",
+        "Not in the 2025-10-29 sheet: look it up in NVIDIA's current catalog",
+    ),
 }
 
 # What other tools do, from health-policy-facts.md section 4:
@@ -754,21 +355,26 @@ _TOOL_NAMES = ("dcgm_health", "k8s_device_plugin", "gpud", "gcm", "azure_nhc", "
 _DISAGREEMENTS: Dict[int, str] = {
     13: "Ignored by every tool, but NVIDIA's WORKFLOW_XID_13 wants repeats on the same TPC/GPC investigated",
     31: "Ignored by k8s-device-plugin/GCM; gpud escalates repeats to hardware inspection",
-    32: "NVIDIA: RESTART_APP; gpud: reboot then hardware inspection; GCM/k8s-device-plugin: critical/unhealthy",
+    32: "NVIDIA: RESTART_APP (mostly PCIe quality); gpud: reboot then hardware inspection; GCM/k8s-device-plugin: "
+    "critical/unhealthy",
     38: "NVIDIA: IGNORE; gpud: reboot; k8s-device-plugin: unhealthy",
     63: "NVIDIA: IGNORE vs gpud: fatal/reboot vs k8s-device-plugin: unhealthy vs Azure NHC: fail; gpud ignores "
     "the Xid in favour of the NVML row-remapping state",
     64: "NVIDIA: RESET_GPU vs AWS suite: ISOLATE (RMA) vs gpud: reboot",
-    74: "NVIDIA: workflow (RESET) vs DCGM: FAIL vs AWS: configurable NVLINK_DEFAULT",
+    74: "NVIDIA: WORKFLOW_NVLINK_ERR (decode the registers; benign and sympathetic bits) vs DCGM: FAIL on any 74 vs "
+    "AWS: configurable NVLINK_DEFAULT",
     94: "NVIDIA: RESTART_APP vs k8s-device-plugin: unhealthy vs GCM: critical vs gpud: reboot after 1000",
     109: "NVIDIA: RESET_GPU vs k8s-device-plugin: ignored, gpud/GCM: warning only",
+    144: "NVIDIA decode sheet: most sub-cases IGNORE, Fatal ones RESET_GPU vs gpud: reboot vs AWS: MONITOR",
     121: "NVIDIA: IGNORE vs gpud: reboot vs GCM: critical",
     137: "NVIDIA: IGNORE vs GCM: critical vs k8s-device-plugin: unhealthy",
 }
 
-#: NVLink5 lines carry a severity word: "Fatal" escalates the default.
+#: NVLink5 lines carry a severity word: "Fatal" (the RESET_GPU sub-cases of NVIDIA's 144-150 decode) escalates.
 _FATAL_ESCALATION = {c: {"severity": "P1", "action": "reset_gpu"} for c in range(144, 151)}
 
+#: Codes beyond the catalogue (newer drivers): act soon and look them up. Every code of NVIDIA's sheet is
+#: catalogued, so application/IGNORE codes never fall here, and 167/169/173 have their own P1 rows.
 _UNKNOWN: Dict[str, Any] = {
     "code": None,
     "name": "UNKNOWN",
@@ -781,43 +387,68 @@ _UNKNOWN: Dict[str, Any] = {
     "user_caused": False,
     "known": False,
     "sources": {},
+    "source": "default for codes beyond the catalogue",
     "disagreements": None,
     "note": "Unknown code: look it up in NVIDIA's Xid catalog for this driver",
     "fatal_escalation": None,
 }
 
+_DEFAULT_CATEGORY = {"RESTART_APP": "driver", "IGNORE": "driver", "CONTACT_SUPPORT": "hardware"}
+
+
+def _sheet() -> Dict[int, Tuple[str, str, str, str]]:
+    out: Dict[int, Tuple[str, str, str, str]] = {}
+    for line in NVIDIA_SHEET_TEXT.strip().splitlines():
+        code, name, desc, imm, inv = line.split("|")
+        out[int(code)] = (name, desc, imm, inv)
+    return out
+
+
+#: NVIDIA's sheet as data: code -> (mnemonic, description, immediate bucket, investigatory bucket).
+NVIDIA_SHEET: Dict[int, Tuple[str, str, str, str]] = _sheet()
+
+
+def _entry(code: int, name: str, desc: str, imm: str, inv: str) -> Dict[str, Any]:
+    cat, sev, action, user, note = _OURS.get(code, (_DEFAULT_CATEGORY.get(imm, "hardware"), "", "", False, ""))
+    bucket = BUCKETS.get(imm)
+    if bucket:
+        sev, action = sev or bucket[0], action or bucket[1]
+        source = "%s: %s -> %s (BUCKETS)" % (_SHEET, imm, sev)
+    else:
+        source = "%s: no bucket; own decision (%s %s)" % (_SHEET, sev, action)
+    sources: Dict[str, str] = {"nvidia": "%s / %s" % (imm or "-", inv or "-")}
+    sources.update(zip(_TOOL_NAMES, _TOOLS.get(code, ())))
+    return {
+        "code": code,
+        "name": name,
+        "description": desc,
+        "category": cat,
+        "nvidia_action": imm or None,
+        "nvidia_investigatory": inv or None,
+        "severity": sev,
+        "action": action,
+        "user_caused": user,
+        "known": True,
+        "sources": sources,
+        "source": source,
+        "disagreements": _DISAGREEMENTS.get(code),
+        "note": note or None,
+        "fatal_escalation": copy.deepcopy(_FATAL_ESCALATION.get(code)),
+    }
+
 
 def _build() -> Dict[int, Dict[str, Any]]:
-    out: Dict[int, Dict[str, Any]] = {}
-    for code, (name, desc, cat, imm, inv, sev, action, user, note) in _BASE.items():
-        sources: Dict[str, str] = {"nvidia": "%s / %s" % (imm or "-", inv or "-")}
-        tools = _TOOLS.get(code)
-        if tools:
-            for key, value in zip(_TOOL_NAMES, tools):
-                sources[key] = value
-        out[code] = {
-            "code": code,
-            "name": name,
-            "description": desc,
-            "category": cat,
-            "nvidia_action": imm or None,
-            "nvidia_investigatory": inv or None,
-            "severity": sev,
-            "action": action,
-            "user_caused": user,
-            "known": True,
-            "sources": sources,
-            "disagreements": _DISAGREEMENTS.get(code),
-            "note": note or None,
-            "fatal_escalation": copy.deepcopy(_FATAL_ESCALATION.get(code)),
-        }
+    out = {code: _entry(code, *row) for code, row in NVIDIA_SHEET.items()}
+    for code, (name, desc, cat, sev, action, note) in _NEWER.items():
+        e = _entry(code, name, desc, "", "")
+        e.update(category=cat, severity=sev, action=action, note=note, source="newer than %s: own decision" % _SHEET)
+        out[code] = e
     return out
 
 
 #: The catalogue: int code -> entry (see the module docstring for the keys).
 CATALOG: Dict[int, Dict[str, Any]] = _build()
 
-#: Codes that are application faults: never a node alarm by themselves.
 USER_CAUSED = frozenset(code for code, entry in CATALOG.items() if entry["user_caused"])
 
 

@@ -97,8 +97,11 @@ gpu:
         utilization: {gpu_pct: 0, memory_pct: 0}
         memory: {total_mib: 81559, used_mib: 0}
         ecc: {mode_current: true, mode_pending: true, layout: sram_split, volatile: {corrected: 0, uncorrected: 0},
-              aggregate: {corrected: 0, uncorrected: 0}, sram_threshold_exceeded: false, channel_repair_pending: null,
-              tpc_repair_pending: null, unrepairable_memory: null}
+              aggregate: {corrected: 0, uncorrected: 0},
+              by_type: {volatile: {sram_corrected: 0, dram_corrected: 0, sram_uncorrected: 0, dram_uncorrected: 0},
+                        aggregate: {sram_corrected: 0, dram_corrected: 0, sram_uncorrected: 0, dram_uncorrected: 0}},
+              sram_threshold_exceeded: false, channel_repair_pending: null, tpc_repair_pending: null,
+              unrepairable_memory: null}
         retired_pages: {supported: false, sbe: null, dbe: null, pending: null}
         remapped_rows: {supported: true, correctable: 0, uncorrectable: 0, pending: false, failure: false,
                         histogram: {max: 2560, high: 0, partial: 0, low: 0, none: 0}}

@@ -73,6 +73,7 @@ _OPEN_PATHS = (
     "escalation.*",
     "clear_rules.checks",
     "clear_rules.by_action",
+    "clear_rules.events_by_action",
     "thresholds.ib.counters",
     "thresholds.throttle.reasons",
     "thresholds.bmc.sensor_type_status",
@@ -312,7 +313,7 @@ def _validate_escalation(escalation: Dict[str, Any]) -> None:
 
 def _validate_cluster(policy: Dict[str, Any]) -> None:
     """Clear rules, correlation and cluster shares."""
-    for group in ("by_action", "checks"):
+    for group in ("by_action", "checks", "events_by_action"):
         for key, rule in policy["clear_rules"][group].items():
             if rule not in CLEAR_RULES:
                 raise PolicyError(

@@ -34,9 +34,11 @@ DEFAULT_POLICY: Dict[str, Any] = {
         "overrides": {},
         # Codes confirmed as application faults: never a node alarm when a user process caused them.
         "user_caused_severity": "P3",
-        # The same user-caused Xid on one GPU from this many distinct processes -> P2 (WORKFLOW_XID_13/31:
+        # The same user-caused Xid on one GPU from this many distinct processes -> P2 diagnose (WORKFLOW_XID_13/31:
         # repeats on the same GPU across applications point at the hardware: run DCGM diag).
         "user_caused_repeat_processes": 3,
+        # Xid 13 on the same GPC/TPC from this many distinct processes -> P2 diagnose (NVIDIA WORKFLOW_XID_13).
+        "same_unit_repeat_processes": 2,
         # Xid 154 carries the NEW recovery action: act on it.
         "recovery_action_xid": 154,
     },
@@ -45,14 +47,26 @@ DEFAULT_POLICY: Dict[str, Any] = {
             # Relative to the GPU's own slowdown/shutdown temperatures (facts temperature.slowdown_c/shutdown_c).
             "gpu_slowdown_margin_c": 3,  # gpu_c >= slowdown_c - margin -> P2 (clocks about to drop)
             "gpu_shutdown_margin_c": 2,  # gpu_c >= shutdown_c - margin -> P1 emergency_shutdown
-            "gpu_fallback_p2_c": 85,  # when the GPU reports no slowdown temperature (H100 max operating 85 C)
+            # Drivers that report only T.Limit margins (tlimit_c: degrees below the GPU's own limit; thresholds as
+            # margins, negative = past it): the same margins apply to the margin. These fallbacks only when the
+            # driver prints no T.Limit thresholds (nvidia-smi shows -2 C slowdown, -7/-8 C shutdown).
+            "tlimit_fallback_slowdown_c": -2,
+            "tlimit_fallback_shutdown_c": -8,
+            # Neither Celsius thresholds nor a T.Limit margin: fixed limits (H100 max operating 85 C).
+            "gpu_fallback_p2_c": 85,
             "gpu_fallback_p1_c": 92,
             "memory_p2_c": 95,  # HBM max operating temperature
             "memory_p1_c": 105,
         },
         "ecc": {
             "volatile_uncorrected": 1,  # since driver load: P1 reset_gpu
-            "volatile_corrected": 10000,  # since driver load: P2 monitor (AzNHC SRAM correctable 10000)
+            # Correctable since driver load, P2 monitor. SRAM and DRAM apart where the driver reports them apart
+            # (AzNHC check_gpu_ecc: SRAM 10,000, DRAM 20,000,000; DRAM tolerates far more, row remapping handles
+            # it); the total against the SRAM threshold where it does not (pre-R510 layouts).
+            "volatile_corrected": 10000,
+            "volatile_sram_corrected": 10000,
+            "volatile_dram_corrected": 20000000,
+            # sram_threshold_exceeded / unrepairable_memory: P1 replace (NVIDIA RMA criteria), not a number here.
             "aggregate_uncorrected": 1,  # lifetime: P3 monitor only
             "aggregate_corrected": 20000000,  # lifetime: P3 monitor only (AzNHC DRAM 20,000,000)
             # A volatile uncorrectable count explained only by these Xids (contained errors) is P2, not P1.
@@ -76,9 +90,14 @@ DEFAULT_POLICY: Dict[str, Any] = {
             "min_interval_s": 60,
         },
         "nvlink": {
-            "crc_per_second": 100,  # DCGM NVLink CRC >= 100/s
-            "recovery_delta": 1,  # DCGM NVLink error >= 1 (link retrained)
-            "min_interval_s": 60,
+            # DCGM NVLink health watch (DcgmGPUHardwareLimits.h): CRC >= 100/s within a minute; replay and
+            # recovery errors >= 1. Two readings cannot show the minute: one minute's worth of CRC errors at the
+            # limit (crc_per_second x crc_window_s) since the last reading is the burst.
+            "crc_per_second": 100,
+            "crc_window_s": 60,
+            "recovery_delta": 1,  # link retrained: P1 reset_gpu (DCGM fails the GPU)
+            "replay_delta": 1,  # flit retransmitted: P2 monitor (DCGM fails on >= 1; no data was lost)
+            "min_interval_s": 60,  # for the CRC rule only; replay/recovery deltas count from any interval
         },
         "power": {
             # enforced power limit this far below the default limit -> P3 tune (a cap someone left behind)
@@ -169,13 +188,12 @@ DEFAULT_POLICY: Dict[str, Any] = {
     # same (host, GPU serial, check, code) uses steps[n-1] (the last step repeats).
     "escalation": {
         "gpu.xid": {
+            # A second Xid 79 may be the riser, slot, power or driver: inspect and reseat before replacing the GPU.
+            # (No count rule for Xid 48: NVIDIA's RMA criteria are the SRAM threshold flag, unrepairable memory and
+            # a remap failure, checked by gpu.ecc and gpu.row_remap.)
             "79": {
                 "window_days": 30,
-                "steps": [_sev("P1", "reboot"), _sev("P1", "replace")],
-            },
-            "48": {
-                "window_days": 30,
-                "steps": [_sev("P1", "reset_gpu"), _sev("P1", "reset_gpu"), _sev("P1", "replace")],
+                "steps": [_sev("P1", "reboot"), _sev("P1", "reseat"), _sev("P1", "replace")],
             },
             "119": {
                 "window_days": 30,
@@ -189,6 +207,16 @@ DEFAULT_POLICY: Dict[str, Any] = {
             "reset_gpu": "needs_reset_record",
             "reboot": "needs_new_boot",
             "replace": "needs_serial_change",
+        },
+        # Findings raised by a kernel-log line (gpu.xid): the line ages out of the lookback window, the fault must
+        # not. Their actions that no reading of the facts can confirm as done persist until this rule holds
+        # (wins over by_action for these checks; "checks" below still wins over both).
+        "event_checks": ["gpu.xid"],
+        "events_by_action": {
+            "isolate": "needs_serial_change",
+            "reseat": "needs_new_boot",
+            "contact_vendor": "needs_reset_record",
+            "diagnose": "needs_reset_record",
         },
         # "<check>" or "<check>:<code>" -> rule; wins over by_action.
         "checks": {

@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(openssh-server slurmctld slurmd slurm-client munge openipmi ipmitool netcat-openbsd openssl curl
       prometheus chromium chromium-driver shellcheck iproute2 util-linux dpkg-dev python3-apt procps
-      openjdk-17-jre-headless)
+      openjdk-17-jre-headless prometheus-alertmanager)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ]; then

@@ -120,7 +120,7 @@ def _text_values(g: dict, state: dict, layout: str) -> dict:
         "Remapped Rows/Remapping Failure Occurred": _yn(g["remap"]["failure"]),
         "ECC Errors/Unrepairable Memory": _yn(g["remap"]["failure"]),
         "Temperature/GPU Current Temp": "%d C" % g["temp_c"],
-        "Temperature/GPU T.Limit Temp": "%d C" % (85 - g["temp_c"]),
+        "Temperature/GPU T.Limit Temp": "%d C" % (g.get("tlimit_ref_c", 85) - g["temp_c"]),
         "Temperature/Memory Current Temp": "%d C" % g["mem_temp_c"],
         "GPU Power Readings/Power Draw": draw,
         "GPU Power Readings/Average Power Draw": draw,
@@ -146,6 +146,7 @@ def _text_values(g: dict, state: dict, layout: str) -> dict:
         v[s + "DRAM Correctable"] = str(e["dram_corr"])
         v[s + "DRAM Uncorrectable"] = str(e["dram_unc"])
     v["ECC Errors/Aggregate Uncorrectable SRAM Sources/SRAM SM"] = str(g["ecc"]["aggregate"]["sram_unc"])
+    v["ECC Errors/Aggregate/SRAM Threshold Exceeded"] = "Yes" if g.get("sram_threshold_exceeded") else "No"
     for name in THROTTLE_NAMES:
         if name == "hw_slowdown":
             continue

@@ -130,7 +130,7 @@ def _xml_values(g: dict, state: dict, layout: str) -> dict:
         "remapped_rows/remapped_row_pending": _yn(g["remap"]["pending"]),
         "remapped_rows/remapped_row_failure": _yn(g["remap"]["failure"]),
         "temperature/gpu_temp": "%d C" % g["temp_c"],
-        "temperature/gpu_temp_tlimit": "%d C" % (85 - g["temp_c"]),
+        "temperature/gpu_temp_tlimit": "%d C" % (g.get("tlimit_ref_c", 85) - g["temp_c"]),
         "temperature/gpu_temp_max_tlimit_threshold": "-8 C",
         "temperature/gpu_temp_slow_tlimit_threshold": "-2 C",
         "temperature/gpu_temp_max_gpu_tlimit_threshold": "0 C",
@@ -168,7 +168,7 @@ def _xml_values(g: dict, state: dict, layout: str) -> dict:
         v["ecc_errors/%s/sram_uncorrectable_secded" % scope] = str(e["sram_unc"])
         v["ecc_errors/%s/dram_correctable" % scope] = str(e["dram_corr"])
         v["ecc_errors/%s/dram_uncorrectable" % scope] = str(e["dram_unc"])
-    v["ecc_errors/aggregate/sram_threshold_exceeded"] = "No"
+    v["ecc_errors/aggregate/sram_threshold_exceeded"] = _yn(g.get("sram_threshold_exceeded", False))
     for src in ("sram_l2", "sram_sm", "sram_microcontroller", "sram_pcie", "sram_other"):
         v["ecc_errors/aggregate_uncorrectable_sram_sources/" + src] = "0"
     v["ecc_errors/aggregate_uncorrectable_sram_sources/sram_sm"] = str(g["ecc"]["aggregate"]["sram_unc"])

@@ -73,6 +73,8 @@ def escalate(ctx: Ctx, hs: Dict[str, Any]) -> None:
 def _clear_rule(policy: Dict[str, Any], f: Dict[str, Any], meta: Dict[str, Any]) -> str:
     cr = policy["clear_rules"]
     rule = cr["checks"].get("%s:%s" % (f["check"], f["code"])) or cr["checks"].get(f["check"])
+    if not rule and f["check"] in cr["event_checks"]:
+        rule = cr["events_by_action"].get(f["action"])  # a log line ages out; the fault it raised must not
     rule = rule or cr["by_action"].get(f["action"]) or "facts"
     if not meta.get("bus_id"):  # not a GPU: resets and serial changes do not apply
         rule = {"needs_reset_record": "needs_new_boot", "needs_serial_change": "facts"}.get(rule, rule)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import normalize_bus_id
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.gpu_ecc import check_ecc
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import (
     Ctx,
     as_dict,
@@ -19,6 +20,9 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context imp
     gpu_list,
     sev_action,
 )
+
+
+__all__ = ["check_ecc"]  # gpu.ecc lives in gpu_ecc.py; run.py calls it through this module
 
 
 def check_gpu_inventory(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, Any]]) -> None:
@@ -76,60 +80,6 @@ def check_gpu_inventory(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[
                     "profile gpu_model",
                     evidence={"name": name, "expected": model},
                 )
-
-
-def check_ecc(ctx: Ctx, g: Dict[str, Any], xids_here: set) -> None:
-    th = ctx.policy["thresholds"]["ecc"]
-    ecc = as_dict(g.get("ecc"))
-    vol = as_dict(ecc.get("volatile"))
-    agg = as_dict(ecc.get("aggregate"))
-    add = ctx.for_gpu(g)
-    vu, vc = as_num(vol.get("uncorrected")), as_num(vol.get("corrected"))
-    au, ac = as_num(agg.get("uncorrected")), as_num(agg.get("corrected"))
-    if vu is not None and vu >= th["volatile_uncorrected"]:
-        uncontained = sorted(xids_here & set(ctx.policy["thresholds"]["remap"]["uncorrectable_xids"]))
-        contained = sorted(xids_here & set(th["contained_xids"]))
-        if contained and not uncontained:
-            # Xid 94: the error was contained, only the application was killed; the GPU stays usable
-            sev, action = "P2", "monitor"
-            why = "contained (Xid %s: NVIDIA RESTART_APP, the GPU stays usable)" % ",".join(map(str, contained))
-        else:
-            sev, action = "P1", "reset_gpu"
-            why = "uncontained%s (NVIDIA WORKFLOW_XID_48: reset to remap/retire)" % (
-                " (Xid %s)" % ",".join(map(str, uncontained)) if uncontained else ", no Xid explains it"
-            )
-        add(
-            "gpu.ecc",
-            sev,
-            "volatile_uncorrected",
-            "%s: %d uncorrectable ECC errors since the driver loaded, %s"
-            % (gpu_label(g), vu, why.split(" (", maxsplit=1)[0]),
-            action,
-            "gpu.ecc: volatile uncorrected >= %s, %s" % (th["volatile_uncorrected"], why),
-            evidence={"volatile": vol, "aggregate": agg, "xids": sorted(xids_here)},
-        )
-    elif vc is not None and vc >= th["volatile_corrected"]:
-        add(
-            "gpu.ecc",
-            "P2",
-            "volatile_corrected",
-            "%s: %d correctable ECC errors since the driver loaded" % (gpu_label(g), vc),
-            "monitor",
-            "gpu.ecc: volatile corrected >= %s (AzNHC check_gpu_ecc SRAM threshold)" % th["volatile_corrected"],
-            evidence={"volatile": vol},
-        )
-    if (au is not None and au >= th["aggregate_uncorrected"]) or (ac is not None and ac >= th["aggregate_corrected"]):
-        # Lifetime counters survive reboots and GPU moves: advice only, never an alarm by themselves.
-        add(
-            "gpu.ecc",
-            "P3",
-            "aggregate",
-            "%s: lifetime ECC counts corrected=%s uncorrected=%s"
-            % (gpu_label(g), agg.get("corrected"), agg.get("uncorrected")),
-            "monitor",
-            "gpu.ecc: aggregate (lifetime) counts are advice only (P3)",
-            evidence={"aggregate": agg},
-        )
 
 
 def check_row_remap(ctx: Ctx, g: Dict[str, Any], xids_here: set) -> None:
@@ -265,6 +215,26 @@ def check_recovery_action(ctx: Ctx, g: Dict[str, Any]) -> None:
     )
 
 
+def _tlimit_levels(th: Dict[str, Any], t: Dict[str, Any], label: str, gpu_c: float, tl: float) -> tuple:
+    """Drivers that report only T.Limit margins (H100-class, R535+): the GPU's distance below its own limit and
+    the margins at which it slows down / shuts down (negative: past the limit). Compared as "how far past", so
+    the same >= test as the Celsius levels: value = -margin, limits = -(threshold margin + our margin)."""
+    slow_m = as_num(t.get("slowdown_tlimit_c"))
+    shut_m = as_num(t.get("shutdown_tlimit_c"))
+    slow_m = slow_m if slow_m is not None else th["tlimit_fallback_slowdown_c"]
+    shut_m = shut_m if shut_m is not None else th["tlimit_fallback_shutdown_c"]
+    p1 = -(shut_m + th["gpu_shutdown_margin_c"])
+    p2 = -(slow_m + th["gpu_slowdown_margin_c"])
+    hot = (p1, "%s: %g C, T.Limit margin %g C, at its shutdown margin (%g C)" % (label, gpu_c, tl, shut_m))
+    warm = (p2, "%s: %g C, T.Limit margin %g C, near its slowdown margin (%g C)" % (label, gpu_c, tl, slow_m))
+    return (
+        "gpu",
+        -tl,
+        hot + ("tlimit_c <= shutdown T.Limit %g + %s C" % (shut_m, th["gpu_shutdown_margin_c"]),),
+        warm + ("tlimit_c <= slowdown T.Limit %g + %s C" % (slow_m, th["gpu_slowdown_margin_c"]),),
+    )
+
+
 def check_temperature(ctx: Ctx, g: Dict[str, Any]) -> None:
     """GPU and memory temperature: P1 (emergency_shutdown) at the hot limit, P2 (tune) at the warm one."""
     th = ctx.policy["thresholds"]["temperature"]
@@ -273,7 +243,10 @@ def check_temperature(ctx: Ctx, g: Dict[str, Any]) -> None:
     slow, shut = as_num(t.get("slowdown_c")), as_num(t.get("shutdown_c"))
     label = gpu_label(g)
     levels = []  # (code, value, (hot limit, message, rule), (warm limit, message, rule))
-    if gpu_c is not None:
+    tl = as_num(t.get("tlimit_c"))
+    if gpu_c is not None and not (slow and slow > 0) and tl is not None:
+        levels.append(_tlimit_levels(th, t, label, gpu_c, tl))
+    elif gpu_c is not None:
         p1 = shut - th["gpu_shutdown_margin_c"] if shut and shut > 0 else th["gpu_fallback_p1_c"]
         p2 = slow - th["gpu_slowdown_margin_c"] if slow and slow > 0 else th["gpu_fallback_p2_c"]
         hot = (p1, "%s: %g C, at its shutdown temperature (%g C)" % (label, gpu_c, shut or p1))

@@ -114,7 +114,6 @@ def check_nvlink(ctx: Ctx, g: Dict[str, Any], profile: Optional[Dict[str, Any]],
             "gpu.nvlink: profile nvlinks_per_gpu=%d" % want,
             evidence={"listed": len(links), "up": len(up), "expected": want},
         )
-    th = ctx.policy["thresholds"]["nvlink"]
     cur_err: Dict[str, Any] = {}
     prev_err = as_dict(prev.get("nvlink"))
     for lk in links:
@@ -122,38 +121,64 @@ def check_nvlink(ctx: Ctx, g: Dict[str, Any], profile: Optional[Dict[str, Any]],
         key = str(lk.get("link"))
         cur_err[key] = e
         pe = as_dict(prev_err.get(key))
-        if not pe or interval is None or interval < th["min_interval_s"]:
-            continue
-        deltas = {}
-        for name in ("replay", "recovery", "crc_flit", "crc_data"):
-            a, b = as_num(e.get(name)), as_num(pe.get(name))
-            if a is not None and b is not None:
-                deltas[name] = a - b
-        if any(v < 0 for v in deltas.values()):
-            continue  # counters reset (driver reload): new baseline
-        crc = deltas.get("crc_flit", 0) + deltas.get("crc_data", 0)
-        add_link = ctx.for_gpu(g, "/nvlink%s" % key, serial=False)
-        if crc / interval >= th["crc_per_second"]:
-            add_link(
-                "gpu.nvlink",
-                "P2",
-                "crc",
-                "%s NVLink %s: %.1f CRC errors/s" % (gpu_label(g), key, crc / interval),
-                "monitor",
-                "gpu.nvlink: CRC >= %s/s (DCGM NVLink CRC limit)" % th["crc_per_second"],
-                evidence={"deltas": deltas, "interval_s": interval},
-            )
-        if deltas.get("recovery", 0) >= th["recovery_delta"]:
-            add_link(
-                "gpu.nvlink",
-                "P2",
-                "recovery",
-                "%s NVLink %s: %d link recoveries since last run" % (gpu_label(g), key, deltas["recovery"]),
-                "monitor",
-                "gpu.nvlink: recovery delta >= %s (DCGM NVLink error >= 1)" % th["recovery_delta"],
-                evidence={"deltas": deltas, "interval_s": interval},
-            )
+        if pe and interval is not None and interval > 0:
+            _nvlink_counters(ctx, g, key, _deltas(e, pe), interval)
     cur["nvlink"] = cur_err
+
+
+def _deltas(e: Dict[str, Any], pe: Dict[str, Any]) -> Dict[str, float]:
+    out: Dict[str, float] = {}
+    for name in ("replay", "recovery", "crc_flit", "crc_data"):
+        a, b = as_num(e.get(name)), as_num(pe.get(name))
+        if a is not None and b is not None:
+            out[name] = a - b
+    return {} if any(v < 0 for v in out.values()) else out  # counters reset (driver reload): new baseline
+
+
+def _nvlink_counters(ctx: Ctx, g: Dict[str, Any], key: str, deltas: Dict[str, float], interval: float) -> None:
+    """DCGM's NVLink health watch on two readings: any recovery (the link retrained; DCGM fails the GPU), any
+    replay (a flit retransmitted; DCGM fails on >= 1, we alarm P2: the data arrived), CRC errors at the DCGM limit
+    (100/s) for one minute's worth (two readings cannot show which minute they fell in: a burst is not averaged
+    away over a long interval)."""
+    th = ctx.policy["thresholds"]["nvlink"]
+    add_link = ctx.for_gpu(g, "/nvlink%s" % key, serial=False)
+    evidence = {"deltas": deltas, "interval_s": interval}
+    crc = deltas.get("crc_flit", 0) + deltas.get("crc_data", 0)
+    burst = th["crc_per_second"] * th["crc_window_s"]
+    if interval >= th["min_interval_s"] and crc >= burst:
+        add_link(
+            "gpu.nvlink",
+            "P2",
+            "crc",
+            "%s NVLink %s: %d CRC errors in %ds (%.1f/s on average)"
+            % (gpu_label(g), key, crc, interval, crc / interval),
+            "monitor",
+            "gpu.nvlink: CRC errors >= %s/s x %ss since the last reading (DCGM NVLink CRC limit, per minute)"
+            % (th["crc_per_second"], th["crc_window_s"]),
+            evidence=evidence,
+        )
+    if deltas.get("recovery", 0) >= th["recovery_delta"]:
+        add_link(
+            "gpu.nvlink",
+            "P1",
+            "recovery",
+            "%s NVLink %s: %d link recoveries since the last reading" % (gpu_label(g), key, deltas["recovery"]),
+            "reset_gpu",
+            "gpu.nvlink: recovery delta >= %s (DCGM NVLink error limit 1: the health watch fails the GPU)"
+            % th["recovery_delta"],
+            evidence=evidence,
+        )
+    if deltas.get("replay", 0) >= th["replay_delta"]:
+        add_link(
+            "gpu.nvlink",
+            "P2",
+            "replay",
+            "%s NVLink %s: %d replays since the last reading" % (gpu_label(g), key, deltas["replay"]),
+            "monitor",
+            "gpu.nvlink: replay delta >= %s (DCGM NVLink error limit 1; retransmitted, no data lost: P2)"
+            % th["replay_delta"],
+            evidence=evidence,
+        )
 
 
 def check_fabric(ctx: Ctx, g: Dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ansible_collections.gpuops.cluster.plugins.module_utils import _xid_catalog
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import normalize_bus_id
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, parse_time
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import xid_decode
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import (
     Ctx,
     as_dict,
@@ -99,6 +100,8 @@ def _new_group(ev: Dict[str, Any]) -> Dict[str, Any]:
         "fatal": False,
         "undated": 0,
         "gpu_index": ev.get("gpu_index"),
+        "xid74": [],  # decoded NVLink error registers (xid_decode.decode_xid74)
+        "units": {},  # Xid 13: (GPC, TPC) -> the processes that hit it
     }
 
 
@@ -118,6 +121,14 @@ def _count_event(grp: Dict[str, Any], ev: Dict[str, Any]) -> None:
         grp["recovery_action"] = ev.get("recovery_action")
     if ev.get("severity") == "fatal" or "fatal" in str(ev.get("message") or "").lower().split():
         grp["fatal"] = True
+    text = ev.get("message") or ev.get("raw")
+    decoded = xid_decode.decode_xid74(text) if ev.get("code") == 74 else None
+    if decoded:
+        grp["xid74"].append(decoded)
+    unit = xid_decode.gpc_tpc(text) if ev.get("code") == 13 else None
+    if unit:
+        who = as_str(ev.get("pid")) or as_str(ev.get("process")) or "?"
+        grp["units"].setdefault(unit, set()).add(who)
 
 
 def group_xids(
@@ -137,9 +148,37 @@ def group_xids(
     return groups
 
 
-def xid_verdict(ctx: Ctx, code: int, row: Dict[str, Any], grp: Dict[str, Any], notes: List[str]) -> Tuple[str, str]:
+#: User-caused codes with an NVIDIA workflow for repeats (WORKFLOW_XID_13, WORKFLOW_XID_31); 43/45 repeat whenever
+#: several processes are killed, which says nothing about the GPU.
+_DIAG_WORKFLOWS = (13, 31)
+
+
+def _user_caused_verdict(ctx: Ctx, code: int, grp: Dict[str, Any], notes: List[str], action: str) -> Tuple[str, str]:
+    """Application faults: P3, unless NVIDIA's WORKFLOW_XID_13/31 says the GPU needs a diagnostic run (the same
+    GPC/TPC hit by different processes; the same GPU hit by many processes)."""
+    xp = ctx.policy["xid"]
+    units = {u: who for u, who in as_dict(grp.get("units")).items() if len(who) >= xp["same_unit_repeat_processes"]}
+    if units:
+        unit = sorted(units)[0]
+        notes.append(
+            "GPC %d TPC %d hit by %d processes: run DCGM diag (NVIDIA WORKFLOW_XID_13)" % (unit + (len(units[unit]),))
+        )
+        return "P2", "diagnose"
+    # a pid and its process name are one process: count whichever the lines give more of
+    distinct = max(len(grp["pids"]), len(grp["processes"]))
+    if code in _DIAG_WORKFLOWS and distinct >= xp["user_caused_repeat_processes"]:
+        notes.append("same GPU from %d processes: run DCGM diag (NVIDIA WORKFLOW_XID_%s)" % (distinct, code))
+        return "P2", "diagnose"
+    notes.append("user-caused: application fault, not a node alarm")
+    return xp["user_caused_severity"], action
+
+
+def xid_verdict(
+    ctx: Ctx, code: int, row: Dict[str, Any], grp: Dict[str, Any], notes: List[str], peer_fault: bool = False
+) -> Tuple[str, str]:
     """(severity, action) of one Xid group: the catalogue row, refined by the recovery action Xid 154 carries,
-    by how many processes hit a user-caused Xid, and by "Fatal" on the line. Appends the reasons to ``notes``."""
+    by how many processes hit a user-caused Xid, by the Xid 74 registers and by "Fatal" on the line. Appends the
+    reasons to ``notes``. ``peer_fault``: another error on the node explains sympathetic Xid 74 bits."""
     xp = ctx.policy["xid"]
     sev, action = row.get("severity", "P2"), row.get("action", "monitor")
     if code == xp["recovery_action_xid"] and grp["recovery_action"]:
@@ -151,13 +190,10 @@ def xid_verdict(ctx: Ctx, code: int, row: Dict[str, Any], grp: Dict[str, Any], n
             sev, action = sa
         notes.append("recovery_actions[%s] (Xid 154 carries the new action)" % ra)
     elif row.get("user_caused"):
-        distinct = len(grp["pids"] | grp["processes"])
-        if distinct >= xp["user_caused_repeat_processes"]:
-            sev, action = "P2", "monitor"
-            notes.append("same GPU from %d processes: run DCGM diag (NVIDIA WORKFLOW_XID_%s)" % (distinct, code))
-        else:
-            sev = xp["user_caused_severity"]
-            notes.append("user-caused: application fault, not a node alarm")
+        sev, action = _user_caused_verdict(ctx, code, grp, notes, action)
+    elif code == 74 and grp.get("xid74"):
+        sev, action, why = xid_decode.xid74_verdict(grp["xid74"], peer_fault)
+        notes.append("WORKFLOW_NVLINK_ERR: %s" % why)
     elif grp["fatal"] and isinstance(row.get("fatal_escalation"), dict):
         sev = row["fatal_escalation"].get("severity", sev)
         action = row["fatal_escalation"].get("action", action)
@@ -165,13 +201,32 @@ def xid_verdict(ctx: Ctx, code: int, row: Dict[str, Any], grp: Dict[str, Any], n
     return sev, action
 
 
+def _peer_faults(groups: Dict[Tuple[int, Optional[str]], Dict[str, Any]], sxid: bool) -> Dict[Optional[str], bool]:
+    """Per bus id: whether another error on the node can explain sympathetic Xid 74 bits there (NVIDIA: "if seen
+    with other bits set or other Xid/SXid, follow the resolution for those")."""
+    primary, other_xid = set(), set()
+    for (code, bus), grp in groups.items():
+        if code == 74:
+            if not grp["xid74"] or xid_decode.is_primary(grp["xid74"]):
+                primary.add(bus)
+        elif code not in _xid_catalog.USER_CAUSED:
+            primary.add(bus)
+            other_xid.add(bus)
+    return {bus: sxid or bool(primary - {bus}) or bus in other_xid for (_code, bus) in groups}
+
+
 def check_xid(ctx: Ctx, facts: Dict[str, Any], hs: Dict[str, Any], counts) -> None:
     by_bus = gpu_by_bus(facts)
     by_index = {g.get("index"): g for g in gpu_list(facts) if isinstance(g.get("index"), int)}
     groups = group_xids(facts, counts, by_index)
+    sxid = any(
+        isinstance(ev, dict) and ev.get("kind") == "sxid" and counts(ev, normalize_bus_id(ev.get("bus_id")))
+        for ev in as_list(as_dict(facts.get("kernel")).get("events"))
+    )
+    peers = _peer_faults(groups, sxid)
     for (code, bus), grp in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         row, notes = _xid_row(ctx, code)
-        sev, action = xid_verdict(ctx, code, row, grp, notes)
+        sev, action = xid_verdict(ctx, code, row, grp, notes, peers.get(bus, False))
         g = by_bus.get(bus) if bus else None
         if g is None and isinstance(grp["gpu_index"], int):
             g = by_index.get(grp["gpu_index"])
@@ -203,11 +258,28 @@ def check_xid(ctx: Ctx, facts: Dict[str, Any], hs: Dict[str, Any], counts) -> No
                 "undated": grp["undated"],
                 "processes": sorted(grp["processes"])[:5],
                 "sample": str(grp["raw"] or "")[:300],
+                **_decoded_evidence(grp),
             },
             bus_id=bus,
             serial=as_str(g.get("serial")) if g else None,
             raised_at=grp["last"],
         )
+
+
+def _decoded_evidence(grp: Dict[str, Any]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    if grp["xid74"]:
+        out["nvlink_registers"] = [
+            {
+                "link": d["link"],
+                "registers": ["0x%x" % r for r in d["registers"]],
+                "bits": ["reg%d.bit%d:%s" % b for b in d["bits"]],
+            }
+            for d in grp["xid74"][:5]
+        ]
+    if grp["units"]:
+        out["gpc_tpc"] = {"GPC %d TPC %d" % u: len(who) for u, who in sorted(grp["units"].items())}
+    return out
 
 
 def check_sxid(ctx: Ctx, facts: Dict[str, Any], counts) -> None:

@@ -49,6 +49,7 @@ SAMPLES = [
     ("ogkm1045-polish-journal-xid38-109.log", {("xid", 38): 1, ("xid", 109): 2}, "2026-04-15T07:56:59"),
     ("ogkm1146-xid109-ctx-switch-timeout-aligned.log", {("xid", 109): 3}, "2026-09-18T20:07:01"),
     ("ogkm363-515-xid31-ce0-fault-pte.log", {("xid", 31): 2}, None),
+    ("nvsentinel022-xid74-nvlink-registers.log", {("xid", 74): 1}, None),
     ("vllm40652-8xa100-xid119-gsp-timeout-45s.log", {("xid", 119): 2}, "2026-04-26T23:12:26"),
 ]
 

@@ -95,6 +95,7 @@ def test_query_in_process_builds_the_record():
 def _comparable(rec):
     rec = copy.deepcopy(rec)
     rec["ecc"].pop("layout")  # NVML has totals only; nvidia-smi says which counter layout it printed
+    rec["ecc"].pop("by_type")  # ... and nvidia-smi's SRAM/DRAM split
     for key in ("processes", "nvlink", "reset_status"):
         rec.pop(key)
     rec["throttle"].pop("raw")

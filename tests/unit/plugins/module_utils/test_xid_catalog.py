@@ -150,3 +150,106 @@ def test_lookup_unknown_and_copies():
 )
 def test_recovery_action_name(value, expected):
     assert xc.recovery_action_name(value) == expected
+
+
+# ----------------------------------------------------------------- NVIDIA's catalog, code by code (issue 20)
+
+#: Recorded from docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html (immediate resolution bucket),
+#: independently of the module's sheet: a typo in either fails the comparison.
+NVIDIA_BUCKETS = {
+    "RESET_GPU": [46, 62, 64, 95, 109, 110, 119, 120, 136, 140, 143, 155, 156, 158],
+    "RESTART_BM": [79],
+    "RESTART_VM": [151],
+    "RESTART_APP": [8, 11, 13, 25, 31, 32, 39, 40, 41, 60, 68, 69, 70, 71, 72, 75, 76, 77, 80, 82, 83, 84, 85, 86]
+    + [88, 89, 94, 96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 126, 127, 128, 129, 130, 131, 132, 133, 134, 135]
+    + [139],
+    "IGNORE": [14, 37, 38, 43, 44, 63, 66, 67, 92, 93, 106, 107, 108, 121, 137, 141, 152, 153, 157, 160, 161],
+    "WORKFLOW_XID_48": [48],
+    "WORKFLOW_XID_45": [45],
+    "WORKFLOW_NVLINK_ERR": [74],
+    "WORKFLOW_NVLINK5_ERR": [144, 145, 146, 147, 148, 149, 150],
+    "CHECK_MECHANICALS": [54],
+    "CHECK_UVM": [159],
+    "UPDATE_SWFW": [78],
+    "XID_154": [154],
+}
+#: Our severity per bucket (docs/checks.md "Xid"): one severity per bucket.
+BUCKET_SEVERITY = {
+    "RESET_GPU": "P1",
+    "RESTART_BM": "P1",
+    "RESTART_VM": "P1",
+    "WORKFLOW_XID_48": "P1",
+    "WORKFLOW_NVLINK_ERR": "P1",
+    "CHECK_MECHANICALS": "P2",
+    "CHECK_UVM": "P2",
+    "XID_154": "P2",
+    "RESTART_APP": "P3",
+    "IGNORE": "P3",
+    "WORKFLOW_XID_45": "P3",
+    "WORKFLOW_NVLINK5_ERR": "P3",
+    "UPDATE_SWFW": "P3",
+    "CONTACT_SUPPORT": "P3",
+}
+
+
+@pytest.mark.parametrize("bucket", sorted(NVIDIA_BUCKETS))
+def test_recorded_nvidia_bucket_per_code(bucket):
+    for code in NVIDIA_BUCKETS[bucket]:
+        assert xc.CATALOG[code]["nvidia_action"] == bucket, code
+        assert xc.CATALOG[code]["sources"]["nvidia"].startswith(bucket), code
+
+
+def test_the_whole_catalogue_walks_against_the_bucket_severity():
+    """Every code: the bucket decides the severity (RESET_GPU P1 everywhere, not P2 for 46/62/109/110/136), the
+    action is one the bucket allows, the source says where the decision comes from."""
+    assert set(BUCKET_SEVERITY) == set(xc.BUCKETS)
+    for code, e in sorted(xc.CATALOG.items()):
+        bucket = e["nvidia_action"]
+        assert e["source"], code
+        if bucket is None:
+            assert code in range(162, 174) or code == 185, code  # no bucket in the sheet, or newer than it
+            assert "own decision" in e["source"], code
+            continue
+        assert e["severity"] == BUCKET_SEVERITY[bucket], (code, bucket, e["severity"])
+        assert e["action"] in xc.BUCKETS[bucket][2], (code, bucket, e["action"])
+        assert "%s -> %s" % (bucket, e["severity"]) in e["source"], code
+
+
+def test_every_code_of_the_sheet_and_the_missing_ones_are_catalogued():
+    assert set(range(1, 173)) <= set(xc.CATALOG)
+    for code in [11, 25, 37, 39, 40, 41, 60, 66, 67, 70, 71, 72, 75, 76, 77, *range(82, 90), *range(96, 108)]:
+        assert xc.CATALOG[code]["known"], code
+    for code in [*range(126, 136), 139, 141, 142, 160, 161, 166, 167, 169, 170, 173, 185]:
+        assert xc.CATALOG[code]["known"], code
+
+
+@pytest.mark.parametrize(
+    "code,name",
+    [
+        (56, "DISPLAY_CHANNEL_EXCEPTION"),
+        (57, "FB_LINK_TRAINING_FAILURE_ERROR"),
+        (58, "FB_MEMORY_ERROR"),
+        (65, "ROBUST_CHANNEL_NVENC1_ERROR"),
+        (81, "ROBUST_CHANNEL_VGA_SUBSYSTEM_ERROR"),
+        (93, "INFOROM_ERASE_LIMIT_EXCEEDED"),
+    ],
+)
+def test_nvidia_mnemonics(code, name):
+    assert xc.CATALOG[code]["name"] == name
+
+
+def test_defaults_for_application_ignore_and_the_fatal_newcomers():
+    for code in (39, 70, 82, 96, 126, 139):  # engine exceptions: RESTART_APP
+        assert (xc.CATALOG[code]["severity"], xc.CATALOG[code]["action"]) == ("P3", "restart_app"), code
+    for code in (66, 106, 141, 160):  # IGNORE
+        assert xc.CATALOG[code]["severity"] == "P3", code
+    for code in (167, 169, 173):
+        assert xc.CATALOG[code]["severity"] == "P1", code
+    assert xc.CATALOG[167]["action"] == "reboot" and xc.CATALOG[169]["action"] == "reset_gpu"
+    assert xc.lookup(250)["severity"] == "P2" and xc.lookup(250)["known"] is False
+    # Xid 32: mostly PCIe quality (NVIDIA), not "check the application first"
+    assert xc.CATALOG[32]["category"] == "pcie" and "PCIe" in xc.CATALOG[32]["note"]
+    # NVLink5: IGNORE by default, Fatal lines escalate (decode sheet RESET_GPU sub-cases)
+    for code in range(144, 151):
+        assert (xc.CATALOG[code]["severity"], xc.CATALOG[code]["category"]) == ("P3", "nvlink")
+    assert "diagnose" in xc.ACTIONS

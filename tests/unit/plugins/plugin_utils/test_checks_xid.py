@@ -17,23 +17,36 @@ from checks_helpers import BUS, HOST, facts, only, run, xid
 # ------------------------------------------------------------------------------- gpu.xid
 
 
-def test_xid79_first_reboot_then_replace_within_30_days():
+def test_xid79_first_reboot_then_inspect_the_link_then_replace_within_30_days():
+    # NVIDIA: Xid 79 is RESTART_BM; a second one may be the riser, slot, power or driver, so the second incident
+    # asks to inspect and reseat (a P1 that persists until the node was powered down), only the third replaces.
     fs, st = run(facts(events=[xid(79, index=3)]))
     f = only(fs, "gpu.xid", "gpu3", 79)[0]
     assert (f["severity"], f["action"]) == ("P1", "reboot")
-    assert "xid_catalog[79]" in f["rule"] and "step 1/2" in f["rule"]
+    assert "xid_catalog[79]" in f["rule"] and "step 1/3" in f["rule"]
     # same incident on the next run: still step 1
     fs, st = run(facts(events=[xid(79, index=3)]), state=st, now="2026-12-02T10:05:00Z")
-    assert "step 1/2" in only(fs, "gpu.xid", "gpu3", 79)[0]["rule"]
+    assert "step 1/3" in only(fs, "gpu.xid", "gpu3", 79)[0]["rule"]
     # reboot: new boot id clears it
     fs, st = run(facts(boot="b2"), state=st, now="2026-12-03T10:00:00Z")
     assert not only(fs, "gpu.xid")
-    # second Xid 79 on the same GPU (serial) 10 days later: replace
+    # second Xid 79 on the same GPU (serial) 10 days later: inspect the link (reseat), not replace
     fs, st = run(
         facts(boot="b2", events=[xid(79, index=3, ts="2026-12-12T09:59:00Z")]), state=st, now="2026-12-12T10:00:00Z"
     )
     f = only(fs, "gpu.xid", "gpu3", 79)[0]
-    assert f["action"] == "replace" and "step 2/2" in f["rule"]
+    assert (f["severity"], f["action"]) == ("P1", "reseat") and "step 2/3" in f["rule"]
+    # the line ages out of the 2 h window, the reseat is still owed (same boot)
+    fs, st = run(facts(boot="b2"), state=st, now="2026-12-12T16:00:00Z")
+    assert only(fs, "gpu.xid", "gpu3", 79)[0]["evidence"]["still_active"] is True
+    fs, st = run(facts(boot="b3"), state=st, now="2026-12-13T10:00:00Z")
+    assert not only(fs, "gpu.xid")
+    # a third one after the reseat: replace
+    fs, st = run(
+        facts(boot="b3", events=[xid(79, index=3, ts="2026-12-14T09:59:00Z")]), state=st, now="2026-12-14T10:00:00Z"
+    )
+    f = only(fs, "gpu.xid", "gpu3", 79)[0]
+    assert f["action"] == "replace" and "step 3/3" in f["rule"]
 
 
 def test_xid79_after_window_starts_again_and_other_serial_is_independent():
