@@ -26,7 +26,7 @@ import os
 import time
 from typing import Any, Dict, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _capture
+from ansible_collections.gpuops.cluster.plugins.module_utils import _capture, _ib_optics
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
     clean,
@@ -219,8 +219,13 @@ def collect(
     """The ``ib`` domain of docs/facts.md, from ``capture_dir`` or the live node (sysfs, then ibstat)."""
     try:
         if capture_dir:
-            return _collect_capture(capture_dir)
-        return _collect_live(sysfs_root or "/", float(timeout), ibstat_path or "ibstat")
+            out = _collect_capture(capture_dir)
+            _ib_optics.collect_capture(capture_dir, out)  # mlxlink-<hca>.txt, ethtool-m/-S-<if>.txt
+            return out
+        start = time.monotonic()
+        out = _collect_live(sysfs_root or "/", float(timeout), ibstat_path or "ibstat")
+        _ib_optics.collect_live(out, sysfs_root or "/", start + float(timeout))  # mlxlink / ethtool, bounded
+        return out
     except Exception as exc:  # noqa: BLE001 - collector boundary: report, never raise
         out = _result()
         out["errors"].append(internal_error(DOMAIN, exc))

@@ -116,6 +116,14 @@ def capture(
         meta["files"]["sys/class/infiniband"] = {"rc": 0, "detail": ib_res}
     except Exception as exc:  # noqa: BLE001 - recorded, never raised
         meta["files"]["sys/class/infiniband"] = {"rc": None, "error": "%s: %s" % (type(exc).__name__, exc)}
+    # transceiver / link quality (docs/capture.md): mlxlink-<hca>.txt, ethtool-m-<if>.txt, ethtool-S-<if>.txt
+    try:
+        from ansible_collections.gpuops.cluster.plugins.module_utils import _ib_optics
+
+        for name, argv in _ib_optics.capture_commands(sysfs_root):
+            record(name, run_command(argv, timeout=min(timeout, _ib_optics.PER_CALL_TIMEOUT_S)))
+    except Exception as exc:  # noqa: BLE001 - recorded, never raised
+        meta["files"]["optics"] = {"rc": None, "error": "%s: %s" % (type(exc).__name__, exc)}
     # node basics as node_info returns them
     try:
         from ansible_collections.gpuops.cluster.plugins.module_utils import _node

@@ -82,6 +82,7 @@ _OPEN_PATHS = (
     "thresholds.bmc.leak",
     "thresholds.bmc.coolant",
     "thresholds.pcie.replay_per_lane_per_minute",
+    "thresholds.nvlink_speed.expected_gbps",
     "collector_errors.overrides",
     "correlation.domain_order",
     "recovery_actions",
@@ -228,6 +229,17 @@ def _validate_times(policy: Dict[str, Any]) -> None:
             raise PolicyError("policy key '%s' must be in (0, %d]" % (path, top))
 
 
+_OPTICS_TABLES = (
+    "optics.warning",
+    "optics.alarm",
+    "optics.ber.fail",
+    "optics.ber.advice",
+    "optics.attenuation.finding",
+    "optics.congestion.finding",
+    "nvlink_speed.finding",
+)
+
+
 def _validate_tables(policy: Dict[str, Any]) -> None:
     """Every (severity, action) table of the thresholds, recovery actions and collector errors."""
     th = policy["thresholds"]
@@ -249,6 +261,12 @@ def _validate_tables(policy: Dict[str, Any]) -> None:
         for name, rule in table.items():
             _check_sev_action(rule, "%s.%s" % (path, name))
     _check_sev_action(policy["collector_errors"]["default"], "collector_errors.default")
+    for path in _OPTICS_TABLES:  # issue 20: optics, BER, attenuation, congestion, NVLink speed
+        node: Any = th
+        for part in path.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None:
+            _check_sev_action(node, "thresholds." + path)
     for name, rule in th["bmc"]["coolant"].items():
         if rule.get("action") == "emergency_shutdown":
             raise PolicyError(

@@ -348,3 +348,64 @@ DEFAULT_POLICY["thresholds"]["storage"] = {
     # thumb of the AIX NFS tuning guide: more than 5 % retransmissions means a lossy network or overloaded server).
     "nfs_retrans": {"pct": 5, "min_calls": 1000, "severity": "P2", "action": "monitor"},
 }
+
+# --- Optics and link quality (issue 20): ib.optics, ib.ber, ib.congestion, gpu.nvlink link speed ---------------
+# Sources in docs/checks.md ("Optics and link quality"). Appended as its own block: other slices edit the dict above.
+DEFAULT_POLICY["thresholds"]["optics"] = {
+    # mlxlink prints one [low..high] pair per DDM quantity (the module's alarm thresholds); where the module's
+    # warning thresholds are not printed, the warning band is this far inside the alarm one.
+    "rx_warning_margin_db": 3.0,
+    "temperature_warning_margin_c": 5.0,
+    # Rx power at or below this is "no light / lane not used" (0 mW prints as -40 dBm or -inf): not a reading.
+    "no_light_dbm": -40.0,
+    "warning": {"severity": "P2", "action": "reseat"},
+    "alarm": {"severity": "P1", "action": "reseat"},
+    "ber": {
+        # post-FEC: ibdiagnet's BER threshold 10^-12; above it the link loses data -> P1 reseat
+        "effective_ber_max": 1e-12,
+        "symbol_ber_max": 1e-12,
+        # mlxlink "Symbol Errors" since the last clear, per hour (NVSentinel NIC monitor symbol_error: 120/h)
+        "symbol_errors_per_hour": 120,
+        "min_minutes_since_clear": 1,
+        # pre-FEC: FEC still corrects it (effective BER clean): P3 advice to clean/reseat at the next window
+        "raw_ber_advice": 1e-7,
+        "fail": {"severity": "P1", "action": "reseat"},
+        "advice": {"severity": "P3", "action": "monitor"},
+    },
+    "attenuation": {
+        # Rx power falling by at least drop_db over period_days (least-squares slope over the readings kept
+        # in the state) -> P3 with the slope; needs readings spanning at least min_span_hours.
+        "drop_db": 2.0,
+        "period_days": 30,
+        "min_span_hours": 24,
+        "max_readings": 64,
+        "finding": {"severity": "P3", "action": "monitor"},
+    },
+    "congestion": {
+        # RoCE: rates between two readings at least min_interval_s apart (per second).
+        "min_interval_s": 60,
+        "pfc_pause_per_s": 1000,  # rx_prio*_pause + tx_prio*_pause (ethtool -S, mlx5)
+        "cnp_per_s": 5000,  # np_cnp_sent + rp_cnp_handled (RDMA hw_counters)
+        "ecn_marked_per_s": 50000,  # np_ecn_marked_roce_packets (RDMA hw_counters)
+        "finding": {"severity": "P2", "action": "tune"},
+    },
+}
+DEFAULT_POLICY["thresholds"]["nvlink_speed"] = {
+    # Per-link speed nvidia-smi nvlink -s prints for a healthy link, by GPU model (substring of the name, longest
+    # match wins). Without a match the fastest link seen on the node is the expectation (peer inference).
+    "expected_gbps": {
+        "V100": 25.781,
+        "A100": 25.0,
+        "A800": 25.0,
+        "H100": 26.562,
+        "H800": 26.562,
+        "H200": 26.562,
+        "H20": 26.562,
+        "B200": 53.125,
+        "B300": 53.125,
+        "GB200": 53.125,
+        "GB300": 53.125,
+    },
+    "tolerance_pct": 2.0,
+    "finding": {"severity": "P2", "action": "reset_gpu"},
+}

@@ -53,6 +53,9 @@ DEFAULT_FAULTS = [
     "sw_power_cap_load",
     "pcie_idle_downshift",
 ]
+# issue 20 (optics and link quality): transceiver Rx power, BER, FEC-corrected raw BER (P3 only), PFC storm, NVLink speed
+DEFAULT_FAULTS += ["optics_rx_low_warning", "optics_high_ber", "roce_pfc_storm", "nvlink_downshift"]
+DEFAULT_FAULTS += ["optics_rx_alarm", "optics_fec_corrected"]
 
 PROFILE = {
     NODE_CLASS: {

@@ -6,6 +6,7 @@ import json
 import os
 
 from simnode import render_misc as rm
+from simnode import render_optics
 from simnode.cli import run_tool
 from simnode.state import now_iso
 
@@ -64,6 +65,8 @@ def capture(state: dict, out_dir: str, text_only_files: bool = False) -> dict:
         files["node.json"] = {"rc": 0, "stderr": "", "timed_out": False, "duration": 0.0}
     if only is None or "sys" in only:
         rm.write_sysfs(state, out_dir, links=False)
+    if only is None:
+        render_optics.write_capture(state, out_dir, files)  # mlxlink-<hca>.txt, ethtool-m/-S-<if>.txt
     meta = {
         "schema": "gpuops.capture/v1",
         "hostname": state["hostname"],

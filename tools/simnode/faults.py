@@ -12,14 +12,14 @@ from __future__ import annotations
 import random
 import re
 
-from simnode import faults_evidence, faults_fleet, faults_gpu, faults_node, faults_xid
+from simnode import faults_evidence, faults_fleet, faults_gpu, faults_node, faults_optics, faults_xid
 from simnode.fault_kit import FAULTS, Fault, fault
 from simnode.state import clone
 
 __all__ = ["CATALOGUE_MODULES", "FAULTS", "PREVIOUS_AGE_S", "Fault", "apply", "fault", "previous_of"]
 
 #: The modules whose `@fault` entries make up FAULTS (importing them registers the entries).
-CATALOGUE_MODULES = (faults_gpu, faults_node, faults_fleet, faults_xid, faults_evidence)
+CATALOGUE_MODULES = (faults_gpu, faults_node, faults_fleet, faults_xid, faults_evidence, faults_optics)
 
 PREVIOUS_AGE_S = 900  # the previous reading is taken 15 minutes before the current one
 

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import (
     Ctx,
@@ -210,4 +210,43 @@ def check_fabric(ctx: Ctx, g: Dict[str, Any]) -> None:
             "isolate",
             "gpu.fabric: status not in %s" % th["ok_status"],
             evidence=fab,
+        )
+
+
+def check_nvlink_speed(ctx: Ctx, gpus: List[Dict[str, Any]]) -> None:
+    """Up links slower than the board's NVLink speed (``thresholds.nvlink_speed``): P2 per GPU (issue 20).
+
+    Expected: the policy's per-model speed (longest model-name match), else the fastest up link of the node (a
+    downshifted link trains below its siblings). A link without a speed (down, ``<inactive>``) is check_nvlink's.
+    """
+    th = ctx.policy["thresholds"].get("nvlink_speed")
+    if not isinstance(th, dict):
+        return
+    speeds = {}
+    for g in gpus:
+        links = [lk for lk in as_list(as_dict(g.get("nvlink")).get("links")) if isinstance(lk, dict)]
+        speeds[id(g)] = [(lk.get("link"), as_num(lk.get("speed_gbps"))) for lk in links if lk.get("state") == "up"]
+    seen = [s for v in speeds.values() for _link, s in v if s]
+    models = sorted(as_dict(th.get("expected_gbps")).items(), key=lambda kv: -len(str(kv[0])))
+    for g in gpus:
+        name = str(g.get("name") or "")
+        expected = next((as_num(v) for k, v in models if str(k) and str(k).upper() in name.upper()), None)
+        basis = "policy thresholds.nvlink_speed.expected_gbps for %s" % name if expected else "fastest link on the node"
+        expected = expected or (max(seen) if seen else None)
+        if not expected:
+            continue
+        floor = expected * (1.0 - float(th.get("tolerance_pct", 2.0)) / 100.0)
+        slow = [(link, s) for link, s in speeds[id(g)] if s is not None and s < floor]
+        if not slow:
+            continue
+        f = th["finding"]
+        ctx.for_gpu(g)(
+            "gpu.nvlink",
+            f["severity"],
+            "speed",
+            "%s: %d NVLink(s) below %.3f GB/s: %s"
+            % (gpu_label(g), len(slow), expected, ", ".join("link %s at %g" % (lk, s) for lk, s in slow[:8])),
+            f["action"],
+            "gpu.nvlink speed: up link below the expected per-link speed (%s) - 2%% tolerance" % basis,
+            evidence={"expected_gbps": expected, "slow_links": [{"link": lk, "gbps": s} for lk, s in slow]},
         )

@@ -20,6 +20,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import (
     gpu_links,
     ib,
     node,
+    optics,
     partial,
     scheduler,
     xid,
@@ -134,6 +135,12 @@ def evaluate_node(
     return findings, hs
 
 
+def _link_quality_checks(guarded, ctx: Ctx, facts: Dict[str, Any], gpus: List[Dict[str, Any]], hs: Dict[str, Any]):
+    """Optics and link quality (issue 20): NVLink speed (gpu domain); ib.optics, ib.ber, ib.congestion (ib)."""
+    guarded("gpu.nvlink", gpu_links.check_nvlink_speed, ctx, gpus)
+    guarded("ib.optics", optics.check_optics, ctx, facts, hs)
+
+
 def run_checks(
     ctx: Ctx,
     facts: Dict[str, Any],
@@ -209,13 +216,9 @@ def run_checks(
     guarded("gpu.diag", gpu.check_diag, ctx, facts)
     _kernel_event_checks(guarded, ctx, facts, hs, counts)
     guarded("ib.port_state", ib.check_ib_ports, ctx, facts, profile)
-    # zero-config baselines: peers within the node, and (no profile) the majority of the node's class
-    guarded("ib.port_state", fleet.check_port_peers, ctx, facts, profile)
-    guarded("gpu.nvlink", fleet.check_gpu_peers, ctx, facts, profile)
-    guarded("gpu.nvlink", partial.check_nvlink_inactive, ctx, facts, profile)
-    if not profile:
-        guarded("drift", fleet.check_fleet, ctx, facts, fleet_baseline)
+    _peer_checks(guarded, ctx, facts, profile, fleet_baseline)
     guarded("ib.errors", ib.check_ib_counters, ctx, facts, hs, new_ports, boot_id)
+    _link_quality_checks(guarded, ctx, facts, gpus, hs)
     guarded("bmc", bmc.check_bmc, ctx, facts)
     guarded("scheduler.node_state", scheduler.check_scheduler, ctx, facts)
     guarded("node", node.check_node, ctx, facts, profile)
@@ -225,6 +228,16 @@ def run_checks(
     _drop_unread(ctx, skip)
     hs["gpu"] = {"gpus": new_gpus}
     hs["ib"] = {"ports": new_ports}
+
+
+def _peer_checks(guarded, ctx: Ctx, facts: Dict[str, Any], profile, fleet_baseline) -> None:
+    """Zero-config baselines: peers within the node (ports of one adapter model, sibling GPUs), an NVLink board
+    whose links are all inactive, and (no profile) the majority of the node's class."""
+    guarded("ib.port_state", fleet.check_port_peers, ctx, facts, profile)
+    guarded("gpu.nvlink", fleet.check_gpu_peers, ctx, facts, profile)
+    guarded("gpu.nvlink", partial.check_nvlink_inactive, ctx, facts, profile)
+    if not profile:
+        guarded("drift", fleet.check_fleet, ctx, facts, fleet_baseline)
 
 
 def _kernel_event_checks(guarded, ctx: Ctx, facts: Dict[str, Any], hs: Dict[str, Any], counts) -> None:

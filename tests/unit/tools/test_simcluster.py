@@ -54,13 +54,10 @@ def test_default_cluster(fastdir):
         cap = hv["gpuops_capture_dir"]
         assert os.path.isabs(cap) and os.path.isfile(os.path.join(cap, "capture.json")), name
     faulty = {h: e for h, e in key["hosts"].items() if e}
-    assert len(faulty) == 8
-    assert {e["fault"] for es in faulty.values() for e in es} == set(G.DEFAULT_FAULTS) - {
-        f for f in G.DEFAULT_FAULTS if F.FAULTS[f].benign
-    }
-    assert sorted(f for fs in key["benign"].values() for f in fs) == sorted(
-        f for f in G.DEFAULT_FAULTS if F.FAULTS[f].benign
-    )
+    placed = G.parse_faults("default", 24)  # the first DEFAULT_FAULTS that keep half of the 24 nodes healthy
+    assert len(placed) == 12 and len(faulty) == len([f for f in placed if not F.FAULTS[f].benign]) == 9
+    assert {e["fault"] for es in faulty.values() for e in es} == set(placed) - {f for f in placed if F.FAULTS[f].benign}
+    assert sorted(f for fs in key["benign"].values() for f in fs) == sorted(f for f in placed if F.FAULTS[f].benign)
     # issue 19: the default platform faults are cluster-level only (the scheduler's fragmentation case; with the
     # storage simulator merged, its default full OST)
     assert {c["check"] for c in key["cluster"]} <= {"scheduler.fragmentation", "storage.capacity"}

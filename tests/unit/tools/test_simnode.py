@@ -42,6 +42,9 @@ CHECKS = {
     "ib.port_rate",
     "ib.errors",
     "ib.link_flap",
+    "ib.optics",
+    "ib.ber",
+    "ib.congestion",
     "bmc.sensor",
     "bmc.sel",
     "bmc.leak",
@@ -53,7 +56,7 @@ CHECKS = {
     "collector.error",
 }
 COMPONENT = re.compile(
-    r"^(gpu:[0-9A-F:.]+|gpu\d+|gpu\d+/nvlink\d+|mlx5_\d+/\d+|mlx5_\d+|bmc/.+|bmc|mount:/.*|service:[\w.-]+|slurm|node|nvswitch\d+|collector:\w+)$"
+    r"^(gpu:[0-9A-F:.]+|gpu\d+|gpu\d+/nvlink\d+|mlx5_\d+/\d+|mlx5_\d+|net:[\w.-]+|bmc/.+|bmc|mount:/.*|service:[\w.-]+|slurm|node|nvswitch\d+|collector:\w+)$"
 )
 
 
@@ -455,7 +458,8 @@ def test_capture_directory_contents(fastdir):
     meta = capture(st, fastdir)
     expected = set(_capture.FILES) - {"capture.json", "nccl-all-reduce.txt"}  # NCCL output: burn-in only
     assert expected <= set(os.listdir(fastdir))
-    assert set(meta["files"]) == expected
+    optics = {n for n in meta["files"] if n.startswith(("mlxlink-", "ethtool-"))}  # per-HCA / per-netdev files
+    assert set(meta["files"]) - optics == expected and optics == {"mlxlink-mlx5_%d.txt" % i for i in range(8)}
     with open(os.path.join(fastdir, "capture.json")) as fh:
         on_disk = json.load(fh)
     assert on_disk["hostname"] == "gpu-node-07" and on_disk["boot_id"] == st["boot_id"]
