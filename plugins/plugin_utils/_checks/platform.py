@@ -82,7 +82,9 @@ def check_platform(platform_facts: Any, policy: Dict[str, Any], now: Any = None)
             check_capacity(out, sched, sp)
     check_collector_errors(out, platform_facts, policy, down)
     if _storage_checks is not None and platform_facts.get("storage") is not None:
-        out.findings += _storage_checks.check_storage(platform_facts.get("storage"), policy, at) or []
+        # the storage collector's errors are in platform_facts["errors"] (domain storage): reported once, above
+        storage = platform_facts.get("storage")
+        out.findings += _storage_checks.check_storage(storage, policy, at, collector_errors=False) or []
     return out.findings
 
 

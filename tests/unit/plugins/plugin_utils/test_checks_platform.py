@@ -230,3 +230,18 @@ def test_a_short_history_still_names_the_node_against_the_others():
     fs = [f for f in check_platform(p, DEFAULT_POLICY, NOW) if f["host"]]
     assert [(f["host"], f["code"]) for f in fs] == [("b", "failures")]
     assert fs[0]["evidence"]["other_nodes_rate"] == 0.333
+
+
+def test_a_garbled_storage_capture_is_one_collector_error(tmp_path):
+    """The storage collector's errors reach the platform facts once (domain storage): one finding, not two."""
+    import datetime
+
+    from ansible_collections.gpuops.cluster.plugins.module_utils import _platform
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import platform as platform_checks
+
+    (tmp_path / "lfs-df.txt").write_text("garbage \x00\x01 not lfs\n")
+    facts = _platform.collect_platform(capture_dir=str(tmp_path))
+    now = datetime.datetime(2026, 12, 3, tzinfo=datetime.timezone.utc)
+    ids = [f["id"] for f in platform_checks.check_platform(facts, _policy.DEFAULT_POLICY, now)]
+    assert ids.count("cluster:collector.error:collector:storage:parse") == 1, ids
