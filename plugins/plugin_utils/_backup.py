@@ -17,12 +17,14 @@ snapshot that does not verify, naming the file. Pure Python, no Ansible imports;
 from __future__ import annotations
 
 import base64
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, parse_time, utcnow
@@ -74,6 +76,21 @@ def new_id(backup_dir: str, node: str, now) -> str:
         n += 1
         sid = "%s-%d" % (base, n)
     return sid
+
+
+@contextlib.contextmanager
+def store_lock(backup_dir: str, exclusive: bool) -> Iterator[None]:
+    """The store's lock (``<backup_dir>/.lock``, flock on the controller's own disk): writers of snapshots hold it
+    shared from their first object to their manifest, the object garbage collection of :func:`prune` holds it
+    exclusively. Without it, a node's prune could delete the objects another node's backup has just stored but
+    not yet named in its manifest (several hosts back up at once: one action per host, forks)."""
+    ensure_private_dir(backup_dir)
+    fd = os.open(os.path.join(backup_dir, ".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def _store(backup_dir: str, data: bytes, sha: str, check_mode: bool) -> bool:
@@ -142,6 +159,13 @@ def write_snapshot(backup_dir: str, node: str, entries: List[Dict[str, Any]], me
     """Store every ``ok`` entry as an object and write the manifest (``meta``: change_id, ticket, workflow).
 
     Returns the manifest plus ``stored_bytes`` / ``stored_objects`` (new objects). Check mode writes nothing."""
+    if check_mode:
+        return _write_snapshot(backup_dir, node, entries, meta, check_mode, now)
+    with store_lock(backup_dir, exclusive=False):
+        return _write_snapshot(backup_dir, node, entries, meta, check_mode, now)
+
+
+def _write_snapshot(backup_dir, node, entries, meta, check_mode, now) -> Dict[str, Any]:
     now = now or utcnow()
     when = iso_z(now)
     node = safe_name(node, "node")
@@ -308,7 +332,15 @@ def retention_plan(snaps: List[Dict[str, Any]], keep: int, max_age_days: float, 
 
 
 def prune(backup_dir: str, ids: List[str], check_mode: bool = False) -> Dict[str, Any]:
-    """Delete the snapshots ``ids`` and every object no remaining manifest references."""
+    """Delete the snapshots ``ids`` and every object no remaining manifest references (under the store's exclusive
+    lock: no other backup is between storing its objects and writing its manifest)."""
+    if check_mode:
+        return _prune(backup_dir, ids, check_mode)
+    with store_lock(backup_dir, exclusive=True):
+        return _prune(backup_dir, ids, check_mode)
+
+
+def _prune(backup_dir: str, ids: List[str], check_mode: bool) -> Dict[str, Any]:
     if not check_mode:
         for sid in ids:
             shutil.rmtree(snapshot_dir(backup_dir, sid))

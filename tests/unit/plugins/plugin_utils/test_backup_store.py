@@ -164,3 +164,35 @@ def test_state_entries_skip_the_backups_and_locks(tmp_path):
     snap(tmp_path / "backups")
     names = [e["name"] for e in B.state_entries(str(tmp_path), str(tmp_path / "backups"))]
     assert names == ["controller/state/audit/audit.log"]
+
+
+def test_a_concurrent_prune_never_deletes_the_objects_of_a_backup_in_progress(tmp_path, monkeypatch):
+    """Several hosts back up at once (one action per host): one host's prune must not collect the objects another
+    has stored but not yet named in its manifest (the bed's onboarding lost nvidia-smi-versions.csv that way)."""
+    import threading
+
+    old = snap(tmp_path, node="gpu-node-02", now=NOW - datetime.timedelta(days=1), gres=b"old\n")
+    stored = threading.Event()
+    release = threading.Event()
+    real_write = B.write_private_atomic
+
+    def slow_manifest(path, data, mode=0o600):
+        if path.endswith("manifest.json") and "gpu-node-01" in path:
+            stored.set()  # every object of gpu-node-01 is in the store, its manifest not yet written
+            release.wait(10)
+        return real_write(path, data, mode)
+
+    monkeypatch.setattr(B, "write_private_atomic", slow_manifest)
+    result = {}
+    writer = threading.Thread(target=lambda: result.update(snap=snap(tmp_path, node="gpu-node-01")))
+    writer.start()
+    assert stored.wait(10)
+    pruner = threading.Thread(target=lambda: result.update(pruned=B.prune(str(tmp_path), [old["id"]])))
+    pruner.start()
+    pruner.join(0.5)
+    assert pruner.is_alive()  # the collection waits for the backup in progress
+    release.set()
+    writer.join(10)
+    pruner.join(10)
+    assert B.verify(str(tmp_path), result["snap"]["id"])["ok"]
+    assert result["pruned"]["objects"] == [hashlib.sha256(b"old\n").hexdigest()]
