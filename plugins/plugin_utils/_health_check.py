@@ -22,7 +22,6 @@ import os
 import re
 import socket
 import sys
-import tempfile
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -246,27 +245,12 @@ def render_textfile(result: Dict[str, Any]) -> str:
 
 
 def write_textfile(directory: str, text: str) -> str:
-    """Write ``<directory>/gpuops_node_health.prom`` atomically, mode 0644 (node_exporter reads it as its user).
-
-    The temporary file is a dot file without the ``.prom`` suffix: node_exporter never reads half a file.
-    """
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % TEXTFILE, suffix=".tmp", dir=directory)
-    try:
-        try:
-            os.fchmod(fd, 0o644)
-            os.write(fd, text.encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        path = os.path.join(directory, TEXTFILE)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
+    """Write ``<directory>/gpuops_node_health.prom`` atomically, mode 0640, as the inspection writes gpuops.prom
+    (docs/metrics.md): node_exporter reads it through the group of its setgid textfile directory; the file
+    names the node's faults, so it is not world-readable. The directory must exist (it is node_exporter's)."""
+    if not os.path.isdir(directory):
+        raise NotADirectoryError("textfile directory %r does not exist or is not a directory" % directory)
+    return write_private_atomic(os.path.join(directory, TEXTFILE), text, 0o640)
 
 
 # ------------------------------------------------------------------------------------------------------------

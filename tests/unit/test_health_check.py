@@ -179,7 +179,7 @@ def test_xid79_drains_then_resumes_after_a_new_boot(tmp_path, monkeypatch, scont
     st = tmp_path / "state" / "state.json"
     assert stat.S_IMODE(st.stat().st_mode) == 0o600 and stat.S_IMODE(st.parent.stat().st_mode) == 0o700
     prom = (tmp_path / hc.TEXTFILE).read_text()
-    assert stat.S_IMODE((tmp_path / hc.TEXTFILE).stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / hc.TEXTFILE).stat().st_mode) == 0o640  # as gpuops.prom: group, not world
     assert 'gpuops_node_health{node="%s"} 3\n' % NODE in prom
     assert 'gpuops_node_health_drained{node="%s"} 1\n' % NODE in prom
     assert 'check="gpu.xid",severity="P1",action="reboot"' in prom
