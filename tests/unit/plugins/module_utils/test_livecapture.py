@@ -13,27 +13,10 @@ import stat
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _collect, _livecapture
+from tool_helpers import write_tool as _tool
 
 FIX = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "fixtures"))
 XML = os.path.join(FIX, "nvidia-smi-xml")
-
-
-def _tool(bindir, name, body):
-    path = bindir / name
-    path.write_text("#!/bin/sh\n" + body + "\n")
-    path.chmod(0o755)
-
-
-@pytest.fixture
-def fake_path(tmp_path, monkeypatch):
-    """A PATH holding only the tools a test writes (plus sh, cat, sleep for their bodies)."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    for real in ("sh", "cat", "sleep"):
-        target = next(os.path.join(d, real) for d in ("/bin", "/usr/bin") if os.path.exists(os.path.join(d, real)))
-        os.symlink(target, str(bindir / real))
-    monkeypatch.setenv("PATH", str(bindir))
-    return bindir
 
 
 def _capture(tmp_path, **kwargs):

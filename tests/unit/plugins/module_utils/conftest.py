@@ -1,0 +1,22 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fixtures of the node-side collector tests."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+@pytest.fixture
+def fake_path(tmp_path, monkeypatch):
+    """A PATH holding only the tools a test writes (plus sh, cat, sleep for their bodies)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for real in ("sh", "cat", "sleep"):
+        target = next(os.path.join(d, real) for d in ("/bin", "/usr/bin") if os.path.exists(os.path.join(d, real)))
+        os.symlink(target, str(bindir / real))
+    monkeypatch.setenv("PATH", str(bindir))
+    return bindir
