@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import os
 from unittest import mock
 
 import pytest
@@ -30,3 +31,15 @@ def _run_action(action_module, args, check_mode=False, task_vars=None, diff=Fals
 def run_action():
     """``run_action(plugins.action.<step>, args, check_mode=False, task_vars=None)`` -> result dict."""
     return _run_action
+
+
+@pytest.fixture
+def fake_path(tmp_path, monkeypatch):
+    """A PATH holding only the tools a test writes (plus sh, cat, sleep for their bodies)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for real in ("sh", "cat", "sleep"):
+        target = next(os.path.join(d, real) for d in ("/bin", "/usr/bin") if os.path.exists(os.path.join(d, real)))
+        os.symlink(target, str(bindir / real))
+    monkeypatch.setenv("PATH", str(bindir))
+    return bindir
