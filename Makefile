@@ -82,8 +82,9 @@ docs-lint:
 	$(BIN)/antsibull-docs lint-collection-docs --plugin-docs --skip-rstcheck $(COLL)
 	$(BIN)/antsibull-changelog lint
 
+# the store tests need a PostgreSQL server: with-pg.sh starts one unless run-stages.sh already did (once per run)
 unit:
-	$(BIN)/pytest tests/unit -n 2 $(PYTEST_ARGS)
+	bash tests/testbed/pg/with-pg.sh $(BIN)/pytest tests/unit -n 2 $(PYTEST_ARGS)
 
 # What a user gets (docs/install.md): the Galaxy tarball built, checked and installed offline with its dependencies
 # into an empty collections path, then the offline inspection and ansible-doc from there; the tools package in a
@@ -92,7 +93,7 @@ package:
 	$(BIN)/pytest tests/package $(PYTEST_ARGS)
 
 integration:
-	bash tests/testbed/run-integration.sh $(PYTEST_ARGS)
+	bash tests/testbed/pg/with-pg.sh bash tests/testbed/run-integration.sh $(PYTEST_ARGS)
 
 # Every stage runs (and is timed) even when an earlier one failed; the exit status says whether all passed.
 test: setup

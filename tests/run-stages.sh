@@ -6,6 +6,15 @@ stages=(ruff ansible-lint sanity docs-lint unit package integration molecule)
 [ "$#" -gt 0 ] && stages=("$@")
 failed=()
 passed=0
+# one PostgreSQL server for the whole run (the store tests of the unit and integration stages; docs/store.md)
+if [ -z "${GPUOPS_TEST_PG_URL:-}" ]; then
+  if GPUOPS_TEST_PG_URL=$(bash tests/testbed/pg/pg.sh up); then
+    export GPUOPS_TEST_PG_URL
+    trap 'bash tests/testbed/pg/pg.sh down' EXIT
+  else
+    echo "the test PostgreSQL server did not start (the store tests will fail)"
+  fi
+fi
 t_all=$(date +%s)
 for s in "${stages[@]}"; do
   t0=$(date +%s)
