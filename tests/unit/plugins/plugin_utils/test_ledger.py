@@ -1,0 +1,199 @@
+# -*- coding: utf-8 -*-
+"""The write side of the service ledger (plugin_utils/_ledger, docs/service.md) on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+
+import pytest
+import sqlalchemy as sa
+
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
+from ledger_reports import T0, finding, report
+
+HOUR = 3600.0
+
+
+def rows(store, table, order="id"):
+    t = _ledger.tables()[table]
+    with store.read() as conn:
+        return [dict(r) for r in conn.execute(sa.select(t).order_by(t.c[order])).mappings()]
+
+
+def test_node_state_follows_the_contract():
+    assert _ledger.node_state("a", {"status": "healthy"})["state"] == "up"
+    assert _ledger.node_state("a", {"status": "degraded"})["state"] == "up"
+    assert _ledger.node_state("a", {"status": "faulty"})["state"] == "down"
+    assert _ledger.node_state("a", {"status": "error"})["state"] == "unknown"
+    assert _ledger.node_state("a", {"status": "unreachable"})["state"] == "unknown"
+    rep = report(T0, {"a": {"state": "IDLE+DRAIN"}, "b": {"state": "MAINT"}, "c": {"state": "MIXED"}})
+    states = {h: _ledger.node_state(h, n) for h, n in rep["nodes"].items()}
+    assert [states[h]["state"] for h in "abc"] == ["down", "down", "up"]
+    assert states["c"]["gpus"] == 8 and states["c"]["partition"] == "batch"
+    # no facts (include_facts false): the scheduler's finding still says drained
+    drained = {"status": "healthy", "findings": [finding("d", "scheduler.node_state", "P3", "DRAIN")]}
+    assert _ledger.node_state("d", drained) == dict(state="down", status="healthy", reason=None, partition=None, gpus=0)
+
+
+@pytest.mark.parametrize(
+    "check,component,cls",
+    [
+        ("gpu.xid", "gpu:0", "gpu"),
+        ("gpu.row_remap", "gpu:0", "hbm"),
+        ("gpu.ecc", None, "hbm"),
+        ("gpu.nvlink", None, "nvlink"),
+        ("nvswitch.sxid", None, "nvlink"),
+        ("ib.link_flap", "ib:mlx5_0", "ib_link"),
+        ("bmc.sensor", "psu:PSU1", "psu"),
+        ("bmc.sensor", "fan:FAN3", "fan"),
+        ("bmc.health", "bmc", "node"),
+        ("node.unreachable", None, "node"),
+        ("storage.health", None, "storage"),
+        ("scheduler.node_state", None, "scheduler"),
+        ("backup.stale", None, "other"),
+    ],
+)
+def test_component_classes(check, component, cls):
+    assert _ledger.component_class(check, component) == cls
+
+
+def test_periods_extend_while_unchanged_and_split_on_a_change(store_kw):
+    store = open_store(**store_kw)
+    _ledger.record_run(store, report(T0, {"a": {}, "b": {}}))
+    _ledger.record_run(store, report(T0 + HOUR, {"a": {}, "b": {}}))
+    bad = {"status": "faulty", "findings": [finding("b")]}
+    _ledger.record_run(store, report(T0 + 2 * HOUR, {"a": {}, "b": bad}))
+    _ledger.record_run(store, report(T0 + 3 * HOUR, {"a": {}, "b": {"status": "error"}}))
+    got = [
+        (p["host"], p["state"], p["started_at"] - T0, p["ended_at"] and p["ended_at"] - T0, p["last_seen"] - T0)
+        for p in rows(store, "node_periods")
+    ]
+    assert got == [
+        ("a", "up", 0, None, 3 * HOUR),
+        ("b", "up", 0, 2 * HOUR, 2 * HOUR),
+        ("b", "down", 2 * HOUR, 3 * HOUR, 3 * HOUR),
+        ("b", "unknown", 3 * HOUR, None, 3 * HOUR),
+    ]
+    assert {p["gpus"] for p in rows(store, "node_periods")} == {8}
+    assert len(rows(store, "runs", "run_id")) == 4
+
+
+def test_a_finding_opens_one_incident_and_a_healthy_node_restores_it(store_kw):
+    store = open_store(**store_kw)
+    bad = {"status": "faulty", "findings": [finding("b")]}
+    first = _ledger.record_run(store, report(T0, {"a": {}, "b": bad}))
+    assert first["incidents_opened"] == ["INC-20261005-0001"]
+    again = _ledger.record_run(store, report(T0 + HOUR, {"a": {}, "b": bad}))
+    assert again["incidents_opened"] == [] and again["incidents_restored"] == []
+    # finding gone but the node still drained: not restored yet
+    drained = _ledger.record_run(store, report(T0 + 2 * HOUR, {"a": {}, "b": {"state": "IDLE+DRAIN"}}))
+    assert drained["incidents_restored"] == []
+    back = _ledger.record_run(store, report(T0 + 3 * HOUR, {"a": {}, "b": {}}))
+    assert back["incidents_restored"] == ["INC-20261005-0001"]
+    inc = rows(store, "incidents", "incident_id")
+    assert len(inc) == 1
+    assert inc[0]["severity"] == "P1" and inc[0]["component"] == "gpu" and inc[0]["host"] == "b"
+    assert inc[0]["detected_at"] == T0 and inc[0]["restored_at"] == T0 + 3 * HOUR
+    events = [(e["step"], e["source"]) for e in rows(store, "incident_events")]
+    assert events == [("detected", "inspection"), ("restored", "inspection")]
+    hist = rows(store, "finding_history")
+    assert len(hist) == 1
+    assert (hist[0]["first_seen"], hist[0]["last_seen"], hist[0]["cleared_at"]) == (T0, T0 + HOUR, T0 + 2 * HOUR)
+    assert hist[0]["part_serial"] == "SN-b"
+
+
+def test_p3_findings_and_service_findings_open_no_incident(store_kw):
+    store = open_store(**store_kw)
+    sla_finding = dict(finding("", "service.sla", "P1"), host=None, id="cluster:service.sla:incident:x:respond")
+    out = _ledger.record_run(store, report(T0, {"a": {"findings": [finding("a", severity="P3")]}}, [sla_finding]))
+    assert out["incidents_opened"] == [] and out["findings_new"] == 2
+
+
+def test_recording_the_same_report_twice_writes_nothing_new(store_kw):
+    store = open_store(**store_kw)
+    rep = report(T0, {"a": {"status": "faulty", "findings": [finding("a")]}})
+    assert _ledger.record_run(store, rep)["recorded"] is True
+    assert _ledger.record_run(store, rep)["recorded"] is False
+    assert len(rows(store, "incidents", "incident_id")) == 1 and len(rows(store, "node_periods")) == 1
+
+
+def test_allocation_samples_come_from_the_scheduler_only(store_kw):
+    store = open_store(**store_kw)
+    platform = {"capacity": {"batch": {"gpus": 16, "gpus_in_service": 16, "gpus_allocated": 12}}}
+    _ledger.record_run(store, report(T0, {"a": {}, "b": {}}, platform=platform))
+    _ledger.record_run(store, report(T0 + HOUR, {"a": {"alloc": 8}, "b": {"alloc": 2}}))
+    _ledger.record_run(store, report(T0 + 2 * HOUR, {"a": {}, "b": {}}))  # no allocation figures: none invented
+    got = [
+        (s["at"] - T0, s["partition"], s["gpus_total"], s["gpus_alloc"])
+        for s in rows(store, "allocation_samples", "at")
+    ]
+    assert got == [(0, "batch", 16, 12), (HOUR, "batch", 16, 10)]
+
+
+def _record_many(store_kw, worker):
+    store = open_store(**store_kw)
+    for i in range(3):
+        hosts = {
+            "n%02d" % h: {"status": "faulty", "findings": [finding("n%02d" % h, code=str(worker))]} for h in range(3)
+        }
+        _ledger.record_run(store, report(T0 + worker * 10 + i, hosts), run_id="w%d-%d" % (worker, i))
+
+
+def test_concurrent_runs_never_duplicate_or_corrupt(store_kw):
+    open_store(**store_kw).close()
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_record_many, args=(store_kw, w)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0] * 4
+    store = open_store(**store_kw)
+    ids = [i["incident_id"] for i in rows(store, "incidents", "incident_id")]
+    assert len(ids) == len(set(ids))
+    assert len(rows(store, "runs", "run_id")) == 12
+    open_periods = [p["host"] for p in rows(store, "node_periods") if p["ended_at"] is None]
+    assert sorted(open_periods) == ["n00", "n01", "n02"]
+    fps = [(h["fingerprint"], h["first_seen"]) for h in rows(store, "finding_history")]
+    assert len(fps) == len(set(fps))
+    per_fp = {}
+    for i in rows(store, "incidents", "incident_id"):
+        if i["state"] == "open" and i["restored_at"] is None:
+            per_fp[i["fingerprint"]] = per_fp.get(i["fingerprint"], 0) + 1
+    assert set(per_fp.values()) <= {1}
+
+
+def test_ten_thousand_nodes_record_quickly(tmp_path):
+    store = open_store(state_dir=str(tmp_path))
+    hosts = {"n%05d" % i: {} for i in range(10000)}
+    _ledger.record_run(store, report(T0, hosts))
+    hosts["n00042"] = {"status": "faulty", "findings": [finding("n00042")]}
+    t0 = time.monotonic()
+    out = _ledger.record_run(store, report(T0 + HOUR, hosts))
+    took = time.monotonic() - t0
+    assert out["periods"] == {"extended": 9999, "closed": 1, "opened": 1}
+    assert took < 2.0, took
+
+
+def test_retention_prunes_old_rows_but_keeps_half_a_year_of_audit_changes(store_kw):
+    store = open_store(**store_kw)
+    _ledger.record_run(store, report(T0, {"a": {}}))
+    _ledger.record_run(store, report(T0 + HOUR, {"a": {"status": "faulty"}}))
+    ch = _ledger.tables()["changes"]
+    day = 86400.0
+    with store.begin() as conn:
+        conn.execute(
+            ch.insert(),
+            [
+                {"digest": "old", "at": T0 - 10, "action": "isolate"},
+                {"digest": "young", "at": T0 + 100 * day, "action": "isolate"},
+            ],
+        )
+    with pytest.raises(_ledger.LedgerError, match="at least 183"):
+        _ledger.prune(store, {"sla": {"retention_days": 90}}, now=T0 + 400 * day)
+    done = _ledger.prune(store, {"sla": {"retention_days": 200}}, now=T0 + 250 * day)
+    assert done["node_periods"] == 1 and done["runs"] == 2 and done["changes"] == 1
+    assert [c["digest"] for c in rows(store, "changes")] == ["young"]
+    assert [p["state"] for p in rows(store, "node_periods")] == ["down"]  # the open period stays
