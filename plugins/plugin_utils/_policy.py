@@ -25,6 +25,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _xid_catalog
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, parse_time
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _sla
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy_defaults import DEFAULT_POLICY
 
 SEVERITIES = ("P0", "P1", "P2", "P3")
@@ -87,6 +88,7 @@ _OPEN_PATHS = (
     "correlation.domain_order",
     "recovery_actions",
     "profiles",
+    "sla.profiles",
 )
 
 
@@ -215,6 +217,52 @@ def validate_policy(policy: Dict[str, Any]) -> None:
     _validate_cluster(policy)
     for name, profile in policy["profiles"].items():
         validate_profile(profile, "profiles.%s" % name)
+    if "sla" in policy:
+        _validate_sla(policy["sla"])
+
+
+def _validate_sla_targets(table: Any, path: str) -> None:
+    """A severity -> {clock: target} table (sla.targets or one sla.profiles entry)."""
+    if not isinstance(table, dict):
+        raise PolicyError("policy key '%s' must be a mapping of severities" % path)
+    clocks = [c for c, _column in _sla.CLOCKS]
+    for sev, row in table.items():
+        if sev not in SEVERITIES:
+            raise PolicyError("unknown policy key '%s.%s' (severities: %s)" % (path, sev, ", ".join(SEVERITIES)))
+        if not isinstance(row, dict):
+            raise PolicyError("policy key '%s.%s' must be a mapping of clocks (%s)" % (path, sev, ", ".join(clocks)))
+        for clock, target in row.items():
+            if clock not in clocks:
+                raise PolicyError("unknown policy key '%s.%s.%s' (clocks: %s)" % (path, sev, clock, ", ".join(clocks)))
+            try:
+                _sla.check_target(target, "%s.%s.%s" % (path, sev, clock))
+            except _sla.SlaError as exc:
+                raise PolicyError("policy key '%s.%s.%s': %s" % (path, sev, clock, exc)) from None
+
+
+def _validate_sla(sla: Dict[str, Any]) -> None:
+    """The SLA block (docs/service.md): targets and profiles, shares, severity lists, retention."""
+    _validate_sla_targets(sla.get("targets"), "sla.targets")
+    for name, profile in (sla.get("profiles") or {}).items():
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name):
+            raise PolicyError(
+                "policy key 'sla.profiles.%s': a profile name is letters, digits, _ . - (64 at most)" % name
+            )
+        _validate_sla_targets(profile, "sla.profiles.%s" % name)
+    for key in ("at_risk_share", "capacity_trigger"):
+        if not 0 < sla[key] <= 1:
+            raise PolicyError("policy key 'sla.%s' must be a share in (0, 1], got %r" % (key, sla[key]))
+    for key in ("open_severities", "review_required"):
+        bad = [s for s in sla[key] if s not in SEVERITIES]
+        if bad:
+            raise PolicyError(
+                "policy key 'sla.%s' must list severities (%s), got %r" % (key, ", ".join(SEVERITIES), bad)
+            )
+    if sla["retention_days"] < 183:
+        raise PolicyError(
+            "policy key 'sla.retention_days' must be at least 183 (audit records are kept six months), got %r"
+            % sla["retention_days"]
+        )
 
 
 def _validate_times(policy: Dict[str, Any]) -> None:

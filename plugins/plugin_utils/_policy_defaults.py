@@ -9,7 +9,10 @@ against it. Where a number comes from is in docs/checks.md (sources: health-poli
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Dict
+
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _sla
 
 #: Bump when a default changes meaning (report.json carries it next to the hash).
 POLICY_VERSION = "2026.12.1"
@@ -409,3 +412,8 @@ DEFAULT_POLICY["thresholds"]["nvlink_speed"] = {
     "tolerance_pct": 2.0,
     "finding": {"severity": "P2", "action": "reset_gpu"},
 }
+
+
+# Issue 15: the service contract's SLA targets per severity, overridable per site or customer
+# (sla.profiles.<name>), and the ledger's retention (docs/service.md). A copy of _sla.DEFAULT_SLA.
+DEFAULT_POLICY["sla"] = copy.deepcopy(_sla.DEFAULT_SLA)

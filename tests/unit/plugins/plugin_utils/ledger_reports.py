@@ -36,7 +36,7 @@ def slurm(host: str, state: str = "IDLE", gpus: int = 8, partition: str = "batch
             {
                 "name": host,
                 "state": state,
-                "base_state": state.split("+")[0],
+                "base_state": state.split("+", maxsplit=1)[0],
                 "flags": state.split("+")[1:],
                 "gres_gpus": gpus,
                 "partitions": [partition],
