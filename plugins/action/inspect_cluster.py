@@ -15,7 +15,8 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet, _inspect, _policy, _report, _runbooks
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _platform_plan
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger_run, _platform_plan
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import StoreError
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
 
@@ -34,6 +35,8 @@ _ARGS = {
     "report_templates": {"type": "path"},
     "write_profiles": {"type": "path"},
     "platform_var": {"type": "str", "default": "__inspect_platform"},
+    "db_url": {"type": "str", "no_log": False},
+    "ledger": {"type": "bool", "default": True},
 }
 
 
@@ -243,6 +246,11 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("invalid gpuops policy: %s" % exc) from exc
         except _runbooks.CatalogError as exc:  # the report links each finding to its runbook: a broken install
             raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
+        # the service ledger (docs/service.md): SLA findings into the report now, the run recorded after the reports
+        ledger = None
+        if args["ledger"] and (state_dir or args["db_url"]) and not self._task.check_mode:
+            sla = _policy.merge_policy(_policy.DEFAULT_POLICY, plain(args["policy_overrides"] or {}))["sla"]
+            ledger = (_ledger_run.prepare(report, state_dir, args["db_url"], sla), sla)
         paths = {}
         if args["write_reports"]:
             report_dir = args["report_dir"] or _inspect.default_report_dir()
@@ -257,6 +265,14 @@ class ActionModule(ActionBase):
             except _report.ReportTemplateError as exc:
                 raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
             result["report_dir"] = os.path.abspath(report_dir)
+        if ledger is not None:
+            try:
+                result["ledger"] = _ledger_run.record(ledger[0], report, ledger[1])
+            except StoreError as exc:
+                raise AnsibleActionFail(
+                    "inspect_cluster: the run was not recorded in the service ledger (%s); the reports were written "
+                    "(%s)" % (exc, result.get("report_dir") or "no report directory")
+                ) from exc
         if args["write_profiles"] and not self._task.check_mode:
             result["profiles_written"] = self._write_profiles(args["write_profiles"], report)
         result.update(

@@ -62,6 +62,18 @@ options:
       - The controller state directory (C(docs/state.md)). Without it, no counter deltas, clear rules or escalation
         history are available.
     type: path
+  db_url:
+    description:
+      - The shared store, a PostgreSQL URL (C(docs/store.md)); without it the store is the SQLite file in
+        O(state_dir).
+    type: str
+  ledger:
+    description:
+      - Record the run in the service ledger (C(docs/service.md)) when O(state_dir) or O(db_url) is set, and put the
+        open incidents' SLA clocks into the report (C(service.sla) findings, C(gpuops_incident_sla_*) metrics). Never
+        in check mode. A store that cannot be used fails the run after the reports are written.
+    type: bool
+    default: true
   policy_overrides:
     description: Site policy overrides merged recursively over the defaults (C(docs/policy.md)).
     type: dict
@@ -210,4 +222,11 @@ timing:
   returned: unless validate_only
   type: dict
   sample: {"hostvars_s": 0.4, "total_s": 9.8}
+ledger:
+  description:
+    - What the run wrote into the service ledger (C(docs/service.md)).
+  returned: when the run was recorded (ledger on, a state directory or database URL, not check mode)
+  type: dict
+  sample: {"run_id": "inspect-3f0c9a1b2c3d4e5f6a7b8c9d", "recorded": true, "findings_new": 2,
+           "incidents_opened": ["INC-20261203-0001"], "incidents_restored": [], "audit_loaded": 0}
 """

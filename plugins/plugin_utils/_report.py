@@ -199,6 +199,25 @@ def to_prometheus(report: Dict[str, Any], generated_ts: Optional[float] = None) 
         "One series per active finding (check, component, code, severity, action).",
         finding_lines,
     )
+    service = report.get("service")
+    if isinstance(service, dict):  # the ledger's open incidents (docs/service.md): bounded labels
+        clocks = service.get("sla_clocks") or []
+        keys = [
+            'incident="%s",severity="%s",clock="%s"' % tuple(_label(c[k]) for k in ("incident", "severity", "clock"))
+            for c in clocks
+        ]
+        metric(
+            "gpuops_incident_sla_seconds_remaining",
+            "gauge",
+            "Seconds until an open incident's SLA clock is due (negative: late).",
+            ["gpuops_incident_sla_seconds_remaining{%s} %.0f" % (k, c["remaining_s"]) for k, c in zip(keys, clocks)],
+        )
+        metric(
+            "gpuops_incident_sla_breached",
+            "gauge",
+            "1 when an open incident's SLA clock is breached, else 0.",
+            ["gpuops_incident_sla_breached{%s} %d" % (k, 1 if c["breached"] else 0) for k, c in zip(keys, clocks)],
+        )
     if generated_ts is not None:
         metric(
             "gpuops_inspection_timestamp_seconds",
