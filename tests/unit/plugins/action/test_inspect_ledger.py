@@ -1,0 +1,103 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpuops.cluster.inspect_cluster and the service ledger (issue 15): the run recorded, SLA clocks in the report and
+in gpuops.prom, the audit trail loaded, check mode and a broken store."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sqlalchemy as sa
+from ansible.errors import AnsibleActionFail
+
+from ansible_collections.gpuops.cluster.plugins.action import inspect_cluster
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit, _ledger
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
+
+HV = {
+    "ok": {"__inspect_collect": {"facts": {"schema": "gpuops.facts/v1", "mode": "live", "errors": []}}},
+    "down": {"__inspect_collect": {"unreachable": True, "msg": "ssh: no route"}},
+}
+
+
+def _args(tmp_path, **extra):
+    args = {"targets": sorted(HV), "report_dir": str(tmp_path / "r"), "state_dir": str(tmp_path / "state")}
+    args.update(extra)
+    return args
+
+
+def _table(store, name):
+    t = _ledger.tables()[name]
+    with store.read() as conn:
+        return [dict(r) for r in conn.execute(sa.select(t)).mappings()]
+
+
+def test_a_run_is_recorded_and_a_late_incident_is_a_finding_and_a_metric(run_action, tmp_path):
+    res = run_action(inspect_cluster, _args(tmp_path), task_vars={"hostvars": HV})
+    assert res["ledger"]["recorded"] is True
+    store = open_store(state_dir=str(tmp_path / "state"))
+    periods = {p["host"]: p["state"] for p in _table(store, "node_periods")}
+    assert periods["down"] == "unknown"
+    opened = res["ledger"]["incidents_opened"]
+    incidents = _table(store, "incidents")
+    assert sorted(i["incident_id"] for i in incidents) == sorted(opened)
+    if not incidents:
+        pytest.skip("no P0-P2 finding in this minimal inspection")
+    # make the first incident a day old: its respond clock is breached at the next run
+    inc = _ledger.tables()["incidents"]
+    with store.begin() as conn:
+        conn.execute(inc.update().values(detected_at=inc.c.detected_at - 86400))
+    res = run_action(inspect_cluster, _args(tmp_path), task_vars={"hostvars": HV})
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    sla = [f for f in report["summary"]["cluster_findings"] if f["check"] == "service.sla"]
+    assert sla and {f["evidence"]["clock"] for f in sla} >= {"respond"}
+    assert report["service"]["open_incidents"] == len(incidents)
+    prom = (tmp_path / "r" / "gpuops.prom").read_text()
+    first = sorted(opened)[0]
+    assert 'gpuops_incident_sla_breached{incident="%s"' % first in prom
+    assert any(
+        line.startswith('gpuops_incident_sla_breached{incident="%s"' % first)
+        and 'clock="respond"' in line
+        and line.endswith(" 1")
+        for line in prom.splitlines()
+    )
+    assert res["ledger"]["incidents_opened"] == []  # the same findings: no second incident
+
+
+def test_check_mode_records_nothing(run_action, tmp_path):
+    run_action(inspect_cluster, _args(tmp_path), check_mode=True, task_vars={"hostvars": HV})
+    assert not (tmp_path / "state" / "gpuops.db").exists()
+
+
+def test_ledger_off_records_nothing(run_action, tmp_path):
+    res = run_action(inspect_cluster, _args(tmp_path, ledger=False), task_vars={"hostvars": HV})
+    assert "ledger" not in res and not (tmp_path / "state" / "gpuops.db").exists()
+
+
+def test_a_corrupt_store_stops_the_run_after_the_reports_are_written(run_action, tmp_path):
+    (tmp_path / "state").mkdir(mode=0o700)
+    (tmp_path / "state" / "gpuops.db").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(AnsibleActionFail) as err:
+        run_action(inspect_cluster, _args(tmp_path), task_vars={"hostvars": HV})
+    msg = str(err.value)
+    assert "not recorded in the service ledger" in msg and "corrupt" in msg and "the reports were written" in msg
+    assert (tmp_path / "r" / "report.json").exists()
+
+
+def test_the_audit_trail_is_loaded_and_an_isolation_mitigates(run_action, tmp_path):
+    run_action(inspect_cluster, _args(tmp_path), task_vars={"hostvars": HV})
+    store = open_store(state_dir=str(tmp_path / "state"))
+    hosts = {i["host"] for i in _table(store, "incidents")}
+    if "down" not in hosts:
+        pytest.skip("the unreachable node opened no incident in this minimal inspection")
+    log = _audit.default_log_path(str(tmp_path / "state"))
+    _audit.append(log, {"event": "outcome", "workflow": "isolate", "node": "down", "outcome": "done", "user": "bob"})
+    res = run_action(inspect_cluster, _args(tmp_path), task_vars={"hostvars": HV})
+    assert res["ledger"]["audit_loaded"] == 1
+    assert [m["step"] for m in res["ledger"]["clocks_moved_by_audit"]] == ["mitigated"]
+    res = run_action(inspect_cluster, _args(tmp_path), task_vars={"hostvars": HV})
+    assert res["ledger"]["audit_loaded"] == 0  # each record loads once
+    mitigated = [i for i in _table(store, "incidents") if i["host"] == "down"]
+    assert mitigated[0]["mitigated_at"] is not None
