@@ -360,6 +360,14 @@ def _collection_rules() -> List[Dict[str, Any]]:
             None,
             "The last inspection is {{ $value | humanizeDuration }} old",
         ),
+        _rule(  # the service ledger's open incidents (docs/service.md); severity: the incident's own
+            "GpuopsIncidentSlaBreached",
+            'gpuops_incident_sla_breached{severity=~"P0|P1|P2|P3"} == 1',
+            None,
+            "cluster",
+            None,
+            "Incident {{ $labels.incident }} ({{ $labels.severity }}): the {{ $labels.clock }} SLA clock is breached",
+        ),
     ]
 
 
