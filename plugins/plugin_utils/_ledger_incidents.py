@@ -354,7 +354,8 @@ def record_ticket(store: Any, ticket: Dict[str, Any], now: Optional[float] = Non
     severity); a ticket id already recorded changes nothing. Returns {ticket_id, incident_id, recorded}."""
     at = float(now if now is not None else time.time())
     tid = ticket.get("ticket_id")
-    if not isinstance(tid, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.:#/-]{0,127}", tid):
+    tid = str(tid) if isinstance(tid, int) and not isinstance(tid, bool) else tid
+    if not isinstance(tid, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}", tid):
         raise IncidentError("ticket id %r is not a ticket id" % (tid,))
     sev = ticket.get("severity") if ticket.get("severity") in _sla.SEVERITIES else "P2"
     host = ticket.get("host") if isinstance(ticket.get("host"), str) else None

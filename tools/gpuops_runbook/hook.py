@@ -140,6 +140,33 @@ def runner_env(root: str, state_dir: str, bin_dir: str) -> Dict[str, str]:
     return env
 
 
+def record_ticket(root: str, state_dir: str, req: Dict[str, Any], env: Dict[str, str]) -> Optional[Dict[str, Any]]:
+    """Record the ticket in the service ledger and open an incident from it (docs/service.md); None in check
+    mode. A store that cannot be used is reported in the result (``error``), never a reason to hold the runbook."""
+    if req.get("check_mode"):
+        return None
+    try:
+        incidents = collection.module("plugin_utils._ledger_incidents", root)
+        from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import (  # pylint: disable=import-outside-toplevel
+            open_store,
+        )
+
+        store = open_store(state_dir=state_dir, db_url=env.get("GPUOPS_DB_URL") or os.environ.get("GPUOPS_DB_URL"))
+        try:
+            ticket = {
+                "ticket_id": req["ticket"],
+                "severity": req.get("severity"),
+                "host": (req.get("nodes") or [None])[0],
+                "summary": req.get("summary") if isinstance(req.get("summary"), str) else req["entry"].get("id"),
+                "source": "hook",
+            }
+            return incidents.record_ticket(store, ticket)
+        finally:
+            store.close()
+    except Exception as exc:  # noqa: BLE001 - the ledger must not stop a remediation; the result says why
+        return {"error": "the ticket was not recorded in the service ledger: %s" % exc}
+
+
 def run_request(
     req: Dict[str, Any],
     root: str,
@@ -174,6 +201,7 @@ def run_request(
         safety.private_dir(os.path.join(ticket_dir, "reports"))
     extravars.setdefault("gpuops_state_dir", state_dir)
 
+    result["ledger"] = record_ticket(root, state_dir, req, env)
     locks = NodeLocks(state_dir, req["nodes"], lock_timeout)
     if not locks.acquire():
         result.update(

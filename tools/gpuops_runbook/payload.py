@@ -265,4 +265,7 @@ def resolve(
         "requester": requester,
         "approval": approval,
         "check_mode": payload.get("check_mode") is True,
+        # for the service ledger (docs/service.md): data, never templated; checked where it is recorded
+        "severity": payload.get("severity"),
+        "summary": payload.get("summary"),
     }
