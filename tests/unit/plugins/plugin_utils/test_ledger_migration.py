@@ -1,0 +1,37 @@
+# -*- coding: utf-8 -*-
+"""A database made by the previous schema (revision 0001_base only) is upgraded by open_store to this
+collection's heads, its data kept, and the ledger then works on it (issue 15), on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import command
+
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import engine as db_engine
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
+from ledger_reports import T0, finding, report
+
+
+def test_an_old_database_is_upgraded_and_keeps_its_data(store_kw):
+    old = open_store(migrate_schema=False, **store_kw)
+    script = db_engine._script()
+    with old.begin() as conn:
+        script["cfg"].attributes["connection"] = conn
+        try:
+            command.upgrade(script["cfg"], "0001_base")
+        finally:
+            script["cfg"].attributes.pop("connection", None)
+        conn.execute(sa.text("INSERT INTO gpuops_store_info (key, value) VALUES ('site', 'lab-3')"))
+    assert old.heads() == ["0001_base"]
+    with old.read() as conn:
+        assert not sa.inspect(conn).has_table("incidents")
+    old.close()
+
+    store = open_store(**store_kw)
+    assert store.heads() == script["heads"] and "0002_ledger" in store.heads()
+    with store.read() as conn:
+        info = dict(conn.execute(sa.text("SELECT key, value FROM gpuops_store_info")).all())
+    assert info["site"] == "lab-3" and info["schema"] == "gpuops.store/v1"
+    out = _ledger.record_run(store, report(T0, {"a": {"status": "faulty", "findings": [finding("a")]}}))
+    assert out["incidents_opened"] == ["INC-20261005-0001"]
