@@ -49,7 +49,7 @@ class ActionModule(ControllerAction):
         "db_url": {"type": "str"},
         "policy_overrides": {"type": "dict", "default": {}},
     }
-    REQUIRED_IF = [("step", step, ("incident", "by")) for step in _ledger_incidents.STEPS]
+    REQUIRED_IF = [("step", name, ("incident", "by")) for name in _ledger_incidents.STEPS]
 
     def step(self, args, check_mode, task_vars):
         try:
