@@ -175,7 +175,11 @@ def _periods(conn: Any, nodes: Dict[str, Dict[str, Any]], at: float, run_id: str
             close.append(row.id)
         new.append(dict(n, host=host, started_at=at, last_seen=at, last_run_id=run_id))
     _update_ids(conn, t, close, {"ended_at": at, "last_seen": at})
-    _update_ids(conn, t, extend, {"last_seen": at, "last_run_id": run_id})
+    if extend and len(extend) + len(close) == len(open_rows):
+        # every open period is a node of this run (a whole-cluster run): one statement, no id list
+        conn.execute(t.update().where(t.c.ended_at.is_(None)).values(last_seen=at, last_run_id=run_id))
+    else:
+        _update_ids(conn, t, extend, {"last_seen": at, "last_run_id": run_id})
     for part in _chunks(new):
         conn.execute(t.insert(), part)
     return {"extended": len(extend), "closed": len(close), "opened": len(new)}

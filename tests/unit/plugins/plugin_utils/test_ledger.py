@@ -170,9 +170,9 @@ def test_ten_thousand_nodes_record_quickly(tmp_path):
     hosts = {"n%05d" % i: {} for i in range(10000)}
     _ledger.record_run(store, report(T0, hosts))
     hosts["n00042"] = {"status": "faulty", "findings": [finding("n00042")]}
-    t0 = time.monotonic()
+    t0 = time.process_time()  # CPU time: SQLite works in this process; a loaded CI machine does not skew it
     out = _ledger.record_run(store, report(T0 + HOUR, hosts))
-    took = time.monotonic() - t0
+    took = time.process_time() - t0
     assert out["periods"] == {"extended": 9999, "closed": 1, "opened": 1}
     assert took < 2.0, took
 
