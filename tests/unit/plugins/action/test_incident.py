@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from ansible_collections.gpuops.cluster.plugins.action import incident
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit, _ledger, _ledger_incidents
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit, _ledger, _ledger_audit, _ledger_incidents
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
 from ledger_reports import T0, finding, report
 
@@ -116,19 +116,20 @@ def test_no_store_is_a_clear_error(run_action):
     assert res["failed"] and "gpuops_state_dir" in res["msg"]
 
 
+def when(hour):
+    return "2026-10-05T%02d:00:00Z" % hour
+
+
 def test_the_roles_move_the_clocks_through_the_audit_trail(tmp_path):
     state = str(tmp_path / "state")
     store = open_store(state_dir=state)
     rep = report(T0, {"b": {"status": "faulty", "findings": [finding("b")]}, "c": {}})
     iid = _ledger.record_run(store, rep)["incidents_opened"][0]
     log = _audit.default_log_path(state)
-    when = lambda h: "2026-10-05T%02d:00:00Z" % h  # noqa: E731
     _audit.append(log, {"event": "outcome", "workflow": "isolate", "node": "b", "outcome": "done", "time": when(9)})
     _audit.append(log, {"event": "outcome", "workflow": "isolate", "node": "c", "outcome": "refused", "time": when(9)})
     _audit.append(log, {"event": "task", "host": "b", "time": when(9)})
     _audit.append(log, {"event": "outcome", "workflow": "gpu_reset", "node": "b", "outcome": "done", "time": when(10)})
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger_audit
-
     out = _ledger_audit.ingest_audit(store, log)
     assert out["loaded"] == 3
     assert [(m["incident_id"], m["step"]) for m in out["moved"]] == [(iid, "mitigated"), (iid, "restored")]
