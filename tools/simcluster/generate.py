@@ -393,6 +393,8 @@ def main(argv=None) -> int:
         help="zero-profile mode: no hardware profiles, no node classes (the answer key says what must still be found)",
     )
     ap.add_argument("--platform-faults", default="", help="scheduler/storage faults: comma list or none (issue 19)")
+    ap.add_argument("--history-days", type=int, default=0, help="also write DIR/history/: N days of the cluster's life")
+    ap.add_argument("--history-start", default="2026-10-01", help="the history's first day (UTC date)")
     a = ap.parse_args(argv)
     if a.nodes < 1:
         ap.error("--nodes must be >= 1")
@@ -411,6 +413,12 @@ def main(argv=None) -> int:
         platform_faults=a.platform_faults,
     )
     print(summary(key, a.out, time.time() - t0))
+    if a.history_days > 0:  # issue 15: a quarter of inspections, incidents, windows and allocation (history.py)
+        from simcluster import history as _history  # pylint: disable=import-outside-toplevel
+
+        data = a.out if a.layout == "build" else os.path.join(a.out, ".sim")
+        hist = _history.add_to_answer_key(data, hostnames(a.nodes), a.history_days, a.history_start, a.seed)
+        print(_history.summary(hist, os.path.join(data, "history")))
     return 0
 
 

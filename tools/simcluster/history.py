@@ -28,6 +28,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.dirname(HERE)
+if __name__ == "__main__" and sys.path and os.path.abspath(sys.path[0] or ".") == HERE:
+    del sys.path[0]  # run as a script: simcluster/platform.py must not shadow the standard library's platform
 if TOOLS not in sys.path:
     sys.path.insert(0, TOOLS)
 
@@ -575,6 +577,18 @@ def add_to_answer_key(data_dir: str, hosts: list, days: int, start: str, seed: i
     return hist
 
 
+def summary(key: dict, hdir: str) -> str:
+    return "history: %s, %d nodes, %d incidents (%d breached), availability %s %%, capacity peak %s -> %s" % (
+        key["period"],
+        len(key["availability"]["nodes"]),
+        key["sla"]["incidents"],
+        len(key["sla"]["breaches"]),
+        key["availability"]["cluster"],
+        key["capacity"]["peak_allocated_share"],
+        hdir,
+    )
+
+
 def load_history(store, history_dir: str) -> dict:
     """Bulk-insert OUT/history/*.jsonl into the ledger tables of ``store`` (see history_load.py)."""
     from simcluster import history_load  # pylint: disable=import-outside-toplevel
@@ -607,8 +621,7 @@ def main(argv=None) -> int:
         with open(os.path.join(a.out, "history_key.json"), "w", encoding="utf-8") as fh:
             json.dump({"history": key}, fh, indent=1, sort_keys=True)
             fh.write("\n")
-        print("history: %d nodes, %d days, %d incidents (%d breached) -> %s/history (%.1f s)"
-              % (a.nodes, a.days, key["sla"]["incidents"], len(key["sla"]["breaches"]), a.out, time.time() - t0))
+        print("%s (%.1f s)" % (summary(key, os.path.join(a.out, "history")), time.time() - t0))
         return 0
     from simcluster import history_load  # pylint: disable=import-outside-toplevel
 
