@@ -74,7 +74,10 @@ class Phase:
             "peak_rss_mib": round(self.peak / 2**20, 1),
         }
         self.results.append(row)
-        print("%-9s %7.2f s wall  %7.2f s cpu  peak RSS %7.1f MiB" % (row["phase"], row["wall_s"], row["cpu_s"], row["peak_rss_mib"]))
+        print(
+            "%-9s %7.2f s wall  %7.2f s cpu  peak RSS %7.1f MiB"
+            % (row["phase"], row["wall_s"], row["cpu_s"], row["peak_rss_mib"])
+        )
 
 
 def _report(store, label: str, out: str, results: list) -> None:
@@ -118,7 +121,10 @@ def main(argv=None) -> int:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
     total = sum(r["wall_s"] for r in results)
-    print("total     %7.2f s wall  %7.2f s cpu  (%d nodes, %d days)" % (total, sum(r["cpu_s"] for r in results), a.nodes, a.days))
+    print(
+        "total     %7.2f s wall  %7.2f s cpu  (%d nodes, %d days)"
+        % (total, sum(r["cpu_s"] for r in results), a.nodes, a.days)
+    )
     if a.json:
         print(json.dumps({"nodes": a.nodes, "days": a.days, "phases": results, "total_wall_s": total}))
     return 0

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
 import json
 import math
 import os
@@ -36,6 +35,7 @@ if TOOLS not in sys.path:
 from simnode import faults as F  # noqa: E402
 
 from simcluster import history_key  # noqa: E402
+from simcluster.history_rows import incident_rows  # noqa: E402
 
 SCHEMA = "gpuops.sim_history/v1"
 DAY = 86400.0
@@ -80,7 +80,6 @@ STEP_MEDIAN_H = {"P0": (0.12, 1.8), "P1": (0.2, 12.0), "P2": (0.7, 30.0), "P3": 
 INCIDENTS_PER_NODE_DAY = 0.008
 TICKETS_PER_NODE_DAY = 0.0015  # P3 user tickets (job slow, odd behaviour): incidents opened by the ticket hook
 UNKNOWN_PER_NODE_DAY = 1 / 45.0
-OPERATORS = ("ops-anna", "ops-bruno", "ops-chen", "ops-dara")
 
 
 def parse_start(text: str) -> float:
@@ -215,7 +214,9 @@ def _draw_incidents(rng: random.Random, hosts: list, leaves: dict, h0: float, en
             "title": "%s on %s (%s)" % (check, target or comp_id, fault),
             "source": "finding",
             "detected_at": detected,
-            "part_serial": "SN-%s-%06d" % (comp.upper(), rng.randrange(10**6)) if comp in ("gpu", "hbm", "psu") else None,
+            "part_serial": "SN-%s-%06d" % (comp.upper(), rng.randrange(10**6))
+            if comp in ("gpu", "hbm", "psu")
+            else None,
         }
         inc.update(_steps(rng, sev, detected, restore_h))
         out.append(inc)
@@ -365,125 +366,6 @@ def _runs(rng: random.Random, hosts: list, part: dict, h0: float, end: float) ->
     return runs, samples
 
 
-# ------------------------------------------------------------------------------------------- ledger rows
-
-
-def _events(inc: dict) -> list:
-    who = OPERATORS[int(inc["detected_at"]) % len(OPERATORS)]
-    hook = inc["source"] == "ticket"
-    steps = [
-        ("detected", inc["detected_at"], "ticket-hook" if hook else "inspection", "hook" if hook else "inspection"),
-        ("acknowledged", inc["acknowledged_at"], who, "operator"),
-        ("located", inc["located_at"], who, "operator"),
-        ("mitigated", inc["mitigated_at"], "gpuops.cluster.isolate", "role"),
-        ("restored", inc["restored_at"], "inspection", "inspection"),
-        ("closed", inc["closed_at"], who, "operator"),
-    ]
-    return [
-        {"incident_id": inc["incident_id"], "step": s, "at": at, "actor": a, "source": src, "detail": None}
-        for s, at, a, src in steps
-        if at is not None
-    ]
-
-
-def _change(at: float, action: str, host: str, inc: dict) -> dict:
-    rec = {
-        "at": at,
-        "action": action,
-        "host": host,
-        "ticket": inc.get("ticket_id"),
-        "actor": "gpuops.cluster.%s" % action,
-        "outcome": "done",
-        "detail": {"incident": inc["incident_id"], "simulated": True},
-    }
-    rec["digest"] = hashlib.sha256(json.dumps(rec, sort_keys=True).encode()).hexdigest()
-    return rec
-
-
-def _incident_rows(incidents: list) -> dict:
-    """incidents, incident_events, reviews, changes, tickets, finding_history rows of the drawn incidents."""
-    rows: dict = {k: [] for k in ("incidents", "incident_events", "reviews", "changes", "tickets", "finding_history")}
-    for n, inc in enumerate(incidents):
-        if inc["source"] == "ticket" or n % 7 == 3:
-            inc["ticket_id"] = "TCK-%06d" % (n + 1)
-            rows["tickets"].append(
-                {
-                    "ticket_id": inc["ticket_id"],
-                    "received_at": inc["detected_at"] if inc["source"] == "ticket" else inc["acknowledged_at"],
-                    "source": "servicedesk",
-                    "severity": inc["severity"],
-                    "host": inc["host"],
-                    "summary": inc["title"],
-                    "incident_id": inc["incident_id"],
-                }
-            )
-        else:
-            inc["ticket_id"] = None
-        cause = "%s: %s" % (inc["fault"], inc["check_id"]) if inc["fault"] else "job placement (user ticket)"
-        rows["incidents"].append(
-            {
-                "incident_id": inc["incident_id"],
-                "fingerprint": inc["fingerprint"],
-                "host": inc["host"],
-                "severity": inc["severity"],
-                "domain": inc["domain"],
-                "component": inc["component"],
-                "title": inc["title"],
-                "source": inc["source"],
-                "ticket_id": inc["ticket_id"],
-                "sla_profile": None,
-                "state": "closed",
-                "detected_at": inc["detected_at"],
-                "acknowledged_at": inc["acknowledged_at"],
-                "located_at": inc["located_at"],
-                "cause": cause,
-                "mitigated_at": inc["mitigated_at"],
-                "restored_at": inc["restored_at"],
-                "closed_at": inc["closed_at"],
-            }
-        )
-        rows["incident_events"] += _events(inc)
-        if inc["severity"] in ("P0", "P1"):
-            rows["reviews"].append(
-                {
-                    "incident_id": inc["incident_id"],
-                    "cause": cause,
-                    "fix": "part replaced, node returned to service" if inc["part_serial"] else "repaired and resumed",
-                    "change_ref": "policy-sim-%s" % inc["incident_id"][4:12] if n % 3 == 0 else "no-change",
-                    "checks": [inc["check_id"]] if n % 3 == 0 else [],
-                    "actor": OPERATORS[n % len(OPERATORS)],
-                    "at": inc["closed_at"],
-                }
-            )
-            for host in inc["affected"]:
-                rows["changes"].append(_change(inc["mitigated_at"], "isolate", host, inc))
-                if inc["component"] in ("gpu", "hbm", "nvlink"):
-                    rows["changes"].append(_change(inc["located_at"] + 300.0, "gpu_reset", host, inc))
-                if inc["part_serial"]:
-                    rows["changes"].append(_change(inc["restored_at"] - 1800.0, "replace", host, inc))
-                rows["changes"].append(_change(inc["restored_at"], "resume", host, inc))
-        if inc["fingerprint"]:
-            rows["finding_history"].append(
-                {
-                    "fingerprint": inc["fingerprint"],
-                    "host": inc["host"],
-                    "check_id": inc["check_id"],
-                    "code": None,
-                    "severity": inc["severity"],
-                    "domain": inc["domain"],
-                    "component": inc["component"],
-                    "part_serial": inc["part_serial"],
-                    "action": "isolate" if inc["severity"] in ("P0", "P1") else "ticket",
-                    "summary": inc["title"],
-                    "first_seen": inc["detected_at"],
-                    "last_seen": inc["restored_at"],
-                    "cleared_at": inc["restored_at"],
-                    "last_run_id": None,
-                }
-            )
-    return rows
-
-
 def draw(hosts: list, start: float, days: int, seed: int = 7) -> dict:
     """The whole history as {table: [rows]} plus `meta` (partitions, gpus, the period)."""
     end = start + days * DAY
@@ -527,7 +409,7 @@ def draw(hosts: list, start: float, days: int, seed: int = 7) -> dict:
                     "last_run_id": None,
                 }
             )
-    rows = _incident_rows(incidents)
+    rows = incident_rows(incidents)
     rows.update(runs=runs, allocation_samples=samples, maintenance_windows=windows, node_periods=periods)
     rows["meta"] = {"start": start, "end": end, "history_start": h0, "partitions": part, "days": days}
     return rows

@@ -78,7 +78,8 @@ def _read_table(path: str, table) -> list:
             missing = sorted(c for c in required if row.get(c) is None)
             if unknown or missing:
                 raise HistoryError(
-                    "%s line %d: %s" % (rel, lineno, "unknown column(s) %s" % unknown if unknown else "missing %s" % missing)
+                    "%s line %d: %s"
+                    % (rel, lineno, "unknown column(s) %s" % unknown if unknown else "missing %s" % missing)
                 )
             rows.append(row)
     return rows

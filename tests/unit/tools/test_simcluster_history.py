@@ -331,7 +331,9 @@ def test_manifest_count_mismatch_is_refused(tmp_path, small_history):
         lines = fh.readlines()
     with open(path, "w") as fh:
         fh.writelines(lines[:-1])  # cut at a line boundary: only the manifest can tell
-    with pytest.raises(L.HistoryError, match="changes.jsonl: %d rows but the manifest says %d" % (len(lines) - 1, len(lines))):
+    with pytest.raises(
+        L.HistoryError, match="changes.jsonl: %d rows but the manifest says %d" % (len(lines) - 1, len(lines))
+    ):
         L.read_history(bad, ledger_schema)
 
 
