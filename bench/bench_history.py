@@ -8,7 +8,7 @@
 
 Phases: ``generate`` (tools/simcluster/history.py: the JSONL history and its answer key), ``load`` (open the store,
 migrate, bulk-insert every ledger table), and when plugins/plugin_utils/_service_report.py exists ``report``
-(``parse_period``, ``compute(store, period)`` and its render). Each phase prints wall seconds, this process's CPU
+(``parse_period``, ``compute(store, period)``; then the render module's charts, Markdown, HTML and JSON). Each phase prints wall seconds, this process's CPU
 seconds (the machine is shared: wall time includes waiting for a core; a PostgreSQL server's own CPU is not in
 it) and the peak RSS sampled with psutil. Without --db-url the store is a fresh SQLite under a temporary state dir.
 Not part of `make test`. Target (issue 15): generate + load + report of a 10,000-node quarter under 2 minutes.
@@ -80,19 +80,28 @@ class Phase:
         )
 
 
-def _report(store, label: str, out: str, results: list) -> None:
+def _report(store, label: str, results: list) -> None:
+    """compute (``parse_period``, ``compute(store, period)``) and render (``_service_report_render``: charts,
+    to_markdown, to_html, to_json, where present) as two phases."""
     try:
         sr = importlib.import_module(SERVICE_REPORT)
     except ImportError:
         print("report    skipped: plugins/plugin_utils/_service_report.py is not in this checkout")
         return
-    with Phase("report", results):
+    with Phase("compute", results):
         report = sr.compute(store, sr.parse_period(label))
-        render = getattr(sr, "render", None)
-        if render is not None:
-            render(report, out)
-    av = report.get("availability", {}).get("cluster") if isinstance(report, dict) else None
-    print("report    availability.cluster %s" % av)
+    print("          availability.cluster %s" % report.get("availability", {}).get("cluster"))
+    try:
+        rd = importlib.import_module(SERVICE_REPORT + "_render")
+    except ImportError:
+        return
+    with Phase("render", results):
+        svgs = rd.charts(report) if hasattr(rd, "charts") else None
+        for name in ("to_json", "to_markdown"):
+            if hasattr(rd, name):
+                getattr(rd, name)(report)
+        if hasattr(rd, "to_html"):
+            rd.to_html(report, svgs)
 
 
 def main(argv=None) -> int:
@@ -116,7 +125,7 @@ def main(argv=None) -> int:
             counts = H.load_history(store, os.path.join(work, "history"))
         print("          %d rows into %s" % (sum(counts.values()), store.url))
         with contextlib.closing(store):
-            _report(store, key["period"], os.path.join(work, "report"), results)
+            _report(store, key["period"], results)
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
