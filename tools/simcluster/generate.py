@@ -10,6 +10,7 @@ Writes
   DIR/inventory/group_vars/gpu_nodes.yml   the node-class hardware profile
   DIR/answer_key.json            per host the findings the policy must produce (docs/simulation.md)
   DIR/states/<host>.json         (--write-states) the node states, usable with `python3 -m simnode`
+  DIR/history/                   (--history-days N) N days of the cluster's life, answer_key.json gains `history`
 Stdlib only; runs under /usr/bin/python3 and the venv.
 """
 
