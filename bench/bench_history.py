@@ -36,6 +36,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 import conftest  # noqa: E402,F401  (makes ansible_collections.gpuops.cluster importable)
 
 from simcluster import history as H  # noqa: E402
+from simcluster import score_history  # noqa: E402
 from simcluster.generate import hostnames  # noqa: E402
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store  # noqa: E402
@@ -80,7 +81,7 @@ class Phase:
         )
 
 
-def _report(store, label: str, results: list) -> None:
+def _report(store, key: dict, results: list) -> None:
     """compute (``parse_period``, ``compute(store, period)``) and render (``_service_report_render``: charts,
     to_markdown, to_html, to_json, where present) as two phases."""
     try:
@@ -89,8 +90,10 @@ def _report(store, label: str, results: list) -> None:
         print("report    skipped: plugins/plugin_utils/_service_report.py is not in this checkout")
         return
     with Phase("compute", results):
-        report = sr.compute(store, sr.parse_period(label))
-    print("          availability.cluster %s" % report.get("availability", {}).get("cluster"))
+        report = sr.compute(store, sr.parse_period(key["period"]))
+    lines, ok = score_history.score(report, {"history": key})
+    print("\n".join("          " + line for line in lines))
+    print("          against the answer key: %s" % ("PASS" if ok else "FAIL"))
     try:
         rd = importlib.import_module(SERVICE_REPORT + "_render")
     except ImportError:
@@ -120,12 +123,14 @@ def main(argv=None) -> int:
         with Phase("generate", results):
             key = H.write_history(hostnames(a.nodes), work, a.days, H.parse_start(a.start), a.seed)
         print("          %s" % H.summary(key, os.path.join(work, "history")))
+        with open(os.path.join(work, "history_key.json"), "w", encoding="utf-8") as fh:
+            json.dump({"history": key}, fh, indent=1, sort_keys=True)
         with Phase("load", results):
             store = open_store(state_dir=os.path.join(work, "state"), db_url=a.db_url)
             counts = H.load_history(store, os.path.join(work, "history"))
         print("          %d rows into %s" % (sum(counts.values()), store.url))
         with contextlib.closing(store):
-            _report(store, key["period"], results)
+            _report(store, key, results)
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
