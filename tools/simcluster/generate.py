@@ -399,6 +399,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.nodes < 1:
         ap.error("--nodes must be >= 1")
+    if a.history_days < 0:
+        ap.error("--history-days must be >= 0")
     t0 = time.time()
     key = generate(
         a.nodes,

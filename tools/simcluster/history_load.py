@@ -6,6 +6,7 @@ Every file is read and checked first (JSON per line, the table's columns, the ma
 stops the load with the file and line named and nothing written. Then each ledger table is written in one
 transaction, in batches (SQLAlchemy Core ``insert(table)`` with a list of rows: executemany / insertmanyvalues).
 A history already in the store (any of its run ids or incident ids present) is refused: load it into a fresh store.
+A database error part-way stops the load and names the tables already committed.
 This is the only part of the simulator that imports the collection (its store and ledger table definitions).
 """
 
@@ -129,7 +130,7 @@ def _already_loaded(conn, sa, meta, data: dict) -> str:
 def load_history(store, history_dir: str) -> dict:
     """Load ``history_dir`` into ``store`` (an open _db.Store); returns {table: rows inserted}. Raises HistoryError
     for a bad file or a history already loaded (nothing written), StoreError when the database fails."""
-    sa, ledger_schema, _open, _err = _collection()
+    sa, ledger_schema, _open, store_error = _collection()
     manifest, data = read_history(history_dir, ledger_schema)
     meta = ledger_schema.tables()
     with store.read() as conn:
@@ -142,9 +143,14 @@ def load_history(store, history_dir: str) -> dict:
     counts = {}
     for name in manifest["tables"]:  # the manifest's order: parents (incidents) before children (events, reviews)
         rows, table = data[name], meta.tables[name]
-        with store.begin(lock=LOCK) as conn:
-            for i in range(0, len(rows), BATCH):
-                conn.execute(sa.insert(table), rows[i : i + BATCH])
+        try:
+            with store.begin(lock=LOCK) as conn:
+                for i in range(0, len(rows), BATCH):
+                    conn.execute(sa.insert(table), rows[i : i + BATCH])
+        except store_error as exc:
+            raise store_error(
+                "%s (loading %s; tables already loaded: %s)" % (exc, name, ", ".join(counts) or "none")
+            ) from None
         counts[name] = len(rows)
     return counts
 

@@ -398,3 +398,24 @@ def test_score_bad_input_exit_2(tmp_path, report, needle):
 def test_score_function_direct():
     lines, ok = SH.score(_report(), KEY)
     assert ok and lines[0].startswith("availability")
+
+
+def test_database_error_part_way_names_the_tables_loaded(tmp_path, small_history):
+    import sqlalchemy as sa
+
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import StoreError, open_store
+
+    with open(os.path.join(small_history, "tickets.jsonl")) as fh:
+        first = json.loads(fh.readline())
+    store = open_store(state_dir=str(tmp_path / "st"))
+    try:
+        with store.begin() as conn:  # a ticket of the same id already received by the hook
+            conn.execute(
+                sa.text("INSERT INTO tickets (ticket_id, received_at) VALUES (:t, 1.0)"), {"t": first["ticket_id"]}
+            )
+        with pytest.raises(StoreError, match=r"\(loading tickets; tables already loaded: runs, maintenance_windows, "):
+            H.load_history(store, small_history)
+        counts = _counts(store)
+        assert counts["tickets"] == 1 and counts["allocation_samples"] == 0 and counts["runs"] > 0
+    finally:
+        store.close()
