@@ -185,8 +185,56 @@ def _steps(rng: random.Random, sev: str, detected: float, restore_median_h: floa
     }
 
 
-def _draw_incidents(rng: random.Random, hosts: list, leaves: dict, h0: float, end: float) -> list:
-    """Incidents from faults (Poisson over node-days) and P3 tickets; each severity at least once."""
+def _fault_incident(rng: random.Random, cls: tuple, hosts: list, leaves: dict, lo: float, hi: float) -> dict:
+    fault, check, sev, comp, domain, _w, restore_h = cls
+    host = rng.choice(hosts)
+    detected = float(round(rng.uniform(lo, hi)))
+    affected = list(leaves[host][1]) if fault == "dead_leaf" else [host]
+    target = affected[0] if fault != "dead_leaf" else None
+    comp_id = "leaf:%s" % leaves[host][0] if fault == "dead_leaf" else "%s%d" % (comp, rng.randrange(8))
+    inc = {
+        "fault": fault,
+        "affected": affected,
+        "host": target,
+        "severity": sev,
+        "domain": domain,
+        "component": comp,
+        "check_id": check,
+        "fingerprint": "%s|%s:%s" % (target or "", check, comp_id),
+        "title": "%s on %s (%s)" % (check, target or comp_id, fault),
+        "source": "finding",
+        "detected_at": detected,
+        "part_serial": "SN-%s-%06d" % (comp.upper(), rng.randrange(10**6)) if comp in ("gpu", "hbm", "psu") else None,
+    }
+    inc.update(_steps(rng, sev, detected, restore_h))
+    return inc
+
+
+def _ticket_incident(rng: random.Random, hosts: list, lo: float, hi: float) -> dict:
+    """A P3 user ticket (jobs slow, odd behaviour): an incident opened by the ticket hook."""
+    host = rng.choice(hosts)
+    detected = float(round(rng.uniform(lo, hi)))
+    inc = {
+        "fault": None,
+        "affected": [],
+        "host": host,
+        "severity": "P3",
+        "domain": "scheduler",
+        "component": rng.choice(("scheduler", "other")),
+        "check_id": None,
+        "fingerprint": None,
+        "title": "user ticket: jobs slow on %s" % host,
+        "source": "ticket",
+        "detected_at": detected,
+        "part_serial": None,
+    }
+    inc.update(_steps(rng, "P3", detected, 24.0))
+    return inc
+
+
+def _draw_incidents(rng: random.Random, hosts: list, leaves: dict, h0: float, period: tuple) -> list:
+    """Incidents from faults (Poisson over node-days) and P3 tickets; each severity at least once in the period."""
+    start, end = period
     days = (end - h0) / DAY
     weights = [c[5] for c in FAULT_CLASSES]
     n_fault = max(1, int(rng.gauss(1, 0.1) * INCIDENTS_PER_NODE_DAY * len(hosts) * days))
@@ -194,52 +242,16 @@ def _draw_incidents(rng: random.Random, hosts: list, leaves: dict, h0: float, en
     for sev in ("P0", "P1", "P2"):
         if not any(c[2] == sev for c in drawn):
             drawn.append(next(c for c in FAULT_CLASSES if c[2] == sev))
-    out = []
-    for cls in drawn:
-        fault, check, sev, comp, domain, _w, restore_h = cls
-        host = rng.choice(hosts)
-        detected = float(round(rng.uniform(h0, end - HOUR)))
-        affected = list(leaves[host][1]) if fault == "dead_leaf" else [host]
-        target = affected[0] if fault != "dead_leaf" else None
-        comp_id = "leaf:%s" % leaves[host][0] if fault == "dead_leaf" else "%s%d" % (comp, rng.randrange(8))
-        inc = {
-            "fault": fault,
-            "affected": affected,
-            "host": target,
-            "severity": sev,
-            "domain": domain,
-            "component": comp,
-            "check_id": check,
-            "fingerprint": "%s|%s:%s" % (target or "", check, comp_id),
-            "title": "%s on %s (%s)" % (check, target or comp_id, fault),
-            "source": "finding",
-            "detected_at": detected,
-            "part_serial": "SN-%s-%06d" % (comp.upper(), rng.randrange(10**6))
-            if comp in ("gpu", "hbm", "psu")
-            else None,
-        }
-        inc.update(_steps(rng, sev, detected, restore_h))
-        out.append(inc)
+    out = [_fault_incident(rng, cls, hosts, leaves, h0, end - HOUR) for cls in drawn]
     n_tickets = max(1, int(TICKETS_PER_NODE_DAY * len(hosts) * days))
-    for _unused in range(n_tickets):
-        host = rng.choice(hosts)
-        detected = float(round(rng.uniform(h0, end - HOUR)))
-        inc = {
-            "fault": None,
-            "affected": [],
-            "host": host,
-            "severity": "P3",
-            "domain": "scheduler",
-            "component": rng.choice(("scheduler", "other")),
-            "check_id": None,
-            "fingerprint": None,
-            "title": "user ticket: jobs slow on %s" % host,
-            "source": "ticket",
-            "detected_at": detected,
-            "part_serial": None,
-        }
-        inc.update(_steps(rng, "P3", detected, 24.0))
-        out.append(inc)
+    out += [_ticket_incident(rng, hosts, h0, end - HOUR) for _unused in range(n_tickets)]
+    for sev in ("P0", "P1", "P2", "P3"):  # the lead-in may have taken the only one: one more inside the period
+        if not any(i["severity"] == sev and start <= i["detected_at"] < end for i in out):
+            cls = next((c for c in FAULT_CLASSES if c[2] == sev), None)
+            lo, hi = start, max(start, end - HOUR)
+            out.append(
+                _fault_incident(rng, cls, hosts, leaves, lo, hi) if cls else _ticket_incident(rng, hosts, lo, hi)
+            )
     out.sort(key=lambda i: (i["detected_at"], i["host"] or ""))
     return out
 
@@ -379,7 +391,7 @@ def draw(hosts: list, start: float, days: int, seed: int = 7) -> dict:
     leaves = {h: ("leaf-%0*d" % (width, i // 8 + 1), racks[i // 8]) for i, h in enumerate(hosts)}
     windows = _windows(rng, hosts, part, h0, end)
     cover = windows_by_host(windows, part)
-    incidents = _draw_incidents(rng, hosts, leaves, h0, end)
+    incidents = _draw_incidents(rng, hosts, leaves, h0, (start, end))
     _force_breaches(incidents, start, end)
     _number(incidents)
     runs, samples = _runs(rng, hosts, part, h0, end)
