@@ -15,7 +15,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet, _inspect, _policy, _report, _runbooks
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _platform_plan
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _platform_plan, _state
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
 
@@ -26,6 +26,7 @@ _ARGS = {
     "textfile_dir": {"type": "path"},
     "report_dir": {"type": "path"},
     "state_dir": {"type": "path"},
+    "db_url": {"type": "str"},
     "policy_overrides": {"type": "dict", "default": {}},
     "collect_var": {"type": "str", "default": "__inspect_collect"},
     "write_reports": {"type": "bool", "default": True},
@@ -226,14 +227,15 @@ class ActionModule(ActionBase):
             return result
         hosts, collected = self._entries(hostvars, args["targets"], profiles, args["collect_var"])
         t_vars = time.monotonic() - t0
-        state_dir = args["state_dir"]
+        state_dir, db_url = args["state_dir"], args["db_url"]
         if self._task.check_mode:
-            state_dir = None  # check mode: never advance counters, clear markers or escalation history
+            state_dir = db_url = None  # check mode: never advance counters, clear markers or escalation history
         try:
             report = _inspect.inspect_nodes(
                 hosts,
                 policy_overrides=args["policy_overrides"],
                 state_dir=state_dir,
+                db_url=db_url,
                 include_facts=args["include_facts"],
                 platform=_platform_plan.platform_facts(
                     hostvars, args["targets"], self._capture_path, args["platform_var"]
@@ -243,6 +245,8 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("invalid gpuops policy: %s" % exc) from exc
         except _runbooks.CatalogError as exc:  # the report links each finding to its runbook: a broken install
             raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
+        except _state.StateError as exc:  # a corrupt state file, an unreachable gpuops_db_url
+            raise AnsibleActionFail("inspect_cluster: state: %s" % exc) from exc
         paths = {}
         if args["write_reports"]:
             report_dir = args["report_dir"] or _inspect.default_report_dir()

@@ -62,6 +62,12 @@ options:
       - The controller state directory (C(docs/state.md)). Without it, no counter deltas, clear rules or escalation
         history are available.
     type: path
+  db_url:
+    description:
+      - The store's database URL (C(gpuops_db_url), C(docs/store.md)). When set, the host states (previous counters,
+        clear markers, escalation history) are kept in that database instead of O(state_dir), so that several
+        controllers or AWX execution nodes share them (C(docs/state.md)).
+    type: str
   policy_overrides:
     description: Site policy overrides merged recursively over the defaults (C(docs/policy.md)).
     type: dict
