@@ -27,9 +27,9 @@ options:
     required: true
   db_url:
     description:
-      - The store's database URL (C(gpuops_db_url), C(docs/store.md)). When set, the host states are kept in that database (one
-        transaction under a database lock, shared by every controller and AWX execution node) instead of O(state_dir)
-        (C(docs/state.md)).
+      - The store's database URL (C(gpuops_db_url), C(docs/store.md)).
+      - When set, the host states are kept in that database instead of O(state_dir),
+        shared by every controller and AWX execution node (C(docs/state.md)).
     type: str
   host:
     description: The node (inventory hostname).

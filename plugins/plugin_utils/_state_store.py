@@ -325,3 +325,46 @@ class DbStateStore:
 
     def close(self) -> None:
         self.store.close()
+
+
+def import_file_state(state_dir: str, dst: DbStateStore, overwrite: bool = False, write: bool = True) -> Dict[str, Any]:
+    """One-shot move of a controller's file state into the database (docs/state.md "Moving to the database"):
+    every ``<state_dir>/hosts/<host>.json`` and the guard's claims of ``<state_dir>/isolation/history.json``, in
+    ONE transaction under the ``isolation-guard`` lock. A host the database already has is kept (listed in
+    ``skipped``) unless ``overwrite``; a claim already there (same node, time and run) is not doubled. A corrupt
+    file stops the import before anything is written (StateError). ``write=False`` (check mode) only counts.
+    The files are left in place. Returns ``{hosts, skipped, claims, changed}``."""
+    src = FileStateStore(state_dir)
+    names = src.host_names()
+    states = {host: src.load_host(host) for host in names}  # StateError names a corrupt file
+    history = src.load_history()
+    gc = dst.tables["guard_claims"]
+    with dst._tx(_guard.LOCK_NAME) as conn:  # pylint: disable=protected-access
+        have = set(dst._docs(conn, names))  # pylint: disable=protected-access
+        hosts = sorted(h for h in names if overwrite or h not in have)
+        known = {(e["node"], e["time"], e["run_id"]) for e in dst._history(conn)}  # pylint: disable=protected-access
+        claims = []
+        for e in history:
+            when = _guard._entry_time(e)  # pylint: disable=protected-access
+            if when is None or not isinstance(e.get("node"), str) or (e["node"], when, e.get("run_id") or "") in known:
+                continue
+            row = {k: e.get(k) for k in ("released_at", "override_reason")}
+            row.update(node=e["node"], time=when, run_id=e.get("run_id") or "", ticket=e.get("ticket") or "")
+            row["state"] = e.get("state") or _guard.CLAIMED
+            claims.append(row)
+        if write and hosts:
+            stamp = utcnow_iso()
+            rows = [
+                {
+                    "host": h,
+                    "doc": _host_doc(h, states[h], states[h].get("updated_at") or stamp),
+                    "updated_at": time.time(),
+                }
+                for h in hosts
+            ]
+            for i in range(0, len(rows), CHUNK):
+                dst._upsert(conn, rows[i : i + CHUNK])  # pylint: disable=protected-access
+        if write and claims:
+            conn.execute(sa.insert(gc), claims)
+    skipped = sorted(set(names) - set(hosts))
+    return {"hosts": hosts, "skipped": skipped, "claims": len(claims), "changed": bool(hosts or claims)}

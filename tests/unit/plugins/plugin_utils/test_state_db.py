@@ -192,3 +192,36 @@ def test_onboarding_baseline_and_reset_record_reach_the_inspection_through_the_d
     assert after["baseline"] == hs["baseline"] and after["resets"] == hs["resets"]  # kept by the inspection
     store.close()
     assert not os.path.exists(os.path.join(db_kw["state_dir"], "hosts"))
+
+
+def test_the_file_state_moves_into_the_database_once(db_kw, run_action):
+    """gpuops.cluster.state_import: host documents and the guard's claims, check mode first, then for real; a
+    second run changes nothing; a host the database already has is kept unless overwrite."""
+    from ansible_collections.gpuops.cluster.plugins.action import state_import
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _guard
+
+    files = _state_store.open_state(state_dir=db_kw["state_dir"])
+    files.save_hosts({"gpu-node-01": {"boot_id": "f1"}, "gpu-node-02": {"boot_id": "f2"}})
+    c = state_procs.guard_cluster()
+    files.guard_and_claim(["gpu-node-05"], c, claim=_guard.Claim(run_id="r", ticket="INC-7"), now=1_800_000_000.0)
+    files.release_claims("r", {"gpu-node-05": "done"}, now=1_800_000_001.0)
+    db = _state_store.open_state(**db_kw)
+    db.save_host("gpu-node-02", {"boot_id": "db2"})
+    args = {"state_dir": db_kw["state_dir"], "db_url": db_kw["db_url"]}
+    check = run_action(state_import, args, check_mode=True)
+    assert not check.get("failed") and check["changed"] and check["hosts"] == ["gpu-node-01"] and check["claims"] == 1
+    assert db.host_names() == ["gpu-node-02"] and db.load_history() == []
+    real = run_action(state_import, args)
+    assert real["hosts"] == ["gpu-node-01"] and real["skipped"] == ["gpu-node-02"] and real["claims"] == 1
+    assert db.load_host("gpu-node-01")["boot_id"] == "f1" and db.load_host("gpu-node-02")["boot_id"] == "db2"
+    assert db.load_history() == files.load_history()  # the same entries: node, time, run, ticket, state, released_at
+    again = run_action(state_import, args)
+    assert not again["changed"] and again["hosts"] == [] and again["claims"] == 0
+    over = run_action(state_import, dict(args, overwrite=True))
+    assert over["hosts"] == ["gpu-node-01", "gpu-node-02"] and db.load_host("gpu-node-02")["boot_id"] == "f2"
+    with open(os.path.join(db_kw["state_dir"], "hosts", "gpu-node-03.json"), "w", encoding="utf-8") as fh:
+        fh.write("{not json")
+    bad = run_action(state_import, args)
+    assert bad.get("failed") and "corrupt state file" in bad["msg"] and "gpu-node-03" in bad["msg"]
+    assert "gpu-node-03" not in db.host_names()
+    db.close()
