@@ -198,6 +198,7 @@ def inspect_nodes(
         }
     if states:
         states.save_hosts(new_states)  # one transaction on the database backend: all hosts or none
+        states.close()
     # statuses first: the cluster view must know which nodes are unknown (status error), not merely quiet
     cluster_findings = _cluster.evaluate_cluster(nodes, base_policy, now) + platform_cluster
     report = _report.build_report(

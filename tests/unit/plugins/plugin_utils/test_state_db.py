@@ -9,7 +9,9 @@ import datetime
 import json
 import multiprocessing
 import os
+import re
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -224,4 +226,27 @@ def test_the_file_state_moves_into_the_database_once(db_kw, run_action):
     bad = run_action(state_import, args)
     assert bad.get("failed") and "corrupt state file" in bad["msg"] and "gpu-node-03" in bad["msg"]
     assert "gpu-node-03" not in db.host_names()
+    db.close()
+
+
+def _playbook(*args):
+    bindir = os.path.dirname(sys.executable)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / "build"), ANSIBLE_CONFIG=str(REPO / "ansible.cfg"))
+    env["PATH"] = bindir + os.pathsep + env["PATH"]
+    cmd = [os.path.join(bindir, "ansible-playbook"), "-i", "localhost,", "gpuops.cluster.state_import", *args]
+    return subprocess.run(cmd, cwd=str(REPO), env=env, capture_output=True, text=True, timeout=240, check=False)
+
+
+def test_the_state_import_playbook_check_run_rerun(tmp_path):
+    """The documented commands (ansible-playbook gpuops.cluster.state_import, --check first): changed, changed,
+    not changed; the state directory's hosts end up in the database."""
+    sd, url = str(tmp_path / "state"), "sqlite:///%s" % (tmp_path / "x.db")
+    _state_store.open_state(state_dir=sd).save_hosts({"gpu-node-01": {"boot_id": "b1"}})
+    ev = ["-e", "gpuops_state_dir=%s" % sd, "-e", "gpuops_db_url=%s" % url]
+    for extra, changed in ((["--check"], 1), ([], 1), ([], 0)):
+        proc = _playbook(*ev, *extra)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        assert re.search(r"localhost\s*: ok=\d+\s+changed=%d " % changed, proc.stdout), proc.stdout[-1500:]
+    db = _state_store.open_state(db_url=url)
+    assert db.load_host("gpu-node-01")["boot_id"] == "b1"
     db.close()
