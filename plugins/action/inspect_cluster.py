@@ -15,9 +15,10 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet, _inspect, _policy, _report, _runbooks
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _platform_plan, _state
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _platform_plan
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError
 
 _ARGS = {
     "targets": {"type": "list", "elements": "str"},
@@ -26,7 +27,6 @@ _ARGS = {
     "textfile_dir": {"type": "path"},
     "report_dir": {"type": "path"},
     "state_dir": {"type": "path"},
-    "db_url": {"type": "str"},
     "policy_overrides": {"type": "dict", "default": {}},
     "collect_var": {"type": "str", "default": "__inspect_collect"},
     "write_reports": {"type": "bool", "default": True},
@@ -35,6 +35,7 @@ _ARGS = {
     "report_templates": {"type": "path"},
     "write_profiles": {"type": "path"},
     "platform_var": {"type": "str", "default": "__inspect_platform"},
+    "db_url": {"type": "str", "no_log": False},
 }
 
 
@@ -245,7 +246,7 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("invalid gpuops policy: %s" % exc) from exc
         except _runbooks.CatalogError as exc:  # the report links each finding to its runbook: a broken install
             raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
-        except _state.StateError as exc:  # a corrupt state file, an unreachable gpuops_db_url
+        except StateError as exc:  # a corrupt state file, an unreachable gpuops_db_url
             raise AnsibleActionFail("inspect_cluster: state: %s" % exc) from exc
         paths = {}
         if args["write_reports"]:

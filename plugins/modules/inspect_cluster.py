@@ -64,9 +64,10 @@ options:
     type: path
   db_url:
     description:
-      - The store's database URL (C(gpuops_db_url), C(docs/store.md)). When set, the host states (previous counters,
-        clear markers, escalation history) are kept in that database instead of O(state_dir), so that several
-        controllers or AWX execution nodes share them (C(docs/state.md)).
+      - The shared store, a PostgreSQL URL (C(docs/store.md)); without it the store is the SQLite file in
+        O(state_dir).
+      - When set, the host states (previous counters, clear markers, escalation history) are kept in that database
+        instead of the files of O(state_dir), shared by several controllers or AWX execution nodes (C(docs/state.md)).
     type: str
   policy_overrides:
     description: Site policy overrides merged recursively over the defaults (C(docs/policy.md)).
