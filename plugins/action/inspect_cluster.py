@@ -18,6 +18,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet, _ins
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _platform_plan
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError
 
 _ARGS = {
     "targets": {"type": "list", "elements": "str"},
@@ -34,6 +35,7 @@ _ARGS = {
     "report_templates": {"type": "path"},
     "write_profiles": {"type": "path"},
     "platform_var": {"type": "str", "default": "__inspect_platform"},
+    "db_url": {"type": "str", "no_log": False},
 }
 
 
@@ -226,14 +228,15 @@ class ActionModule(ActionBase):
             return result
         hosts, collected = self._entries(hostvars, args["targets"], profiles, args["collect_var"])
         t_vars = time.monotonic() - t0
-        state_dir = args["state_dir"]
+        state_dir, db_url = args["state_dir"], args["db_url"]
         if self._task.check_mode:
-            state_dir = None  # check mode: never advance counters, clear markers or escalation history
+            state_dir = db_url = None  # check mode: never advance counters, clear markers or escalation history
         try:
             report = _inspect.inspect_nodes(
                 hosts,
                 policy_overrides=args["policy_overrides"],
                 state_dir=state_dir,
+                db_url=db_url,
                 include_facts=args["include_facts"],
                 platform=_platform_plan.platform_facts(
                     hostvars, args["targets"], self._capture_path, args["platform_var"]
@@ -243,6 +246,8 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("invalid gpuops policy: %s" % exc) from exc
         except _runbooks.CatalogError as exc:  # the report links each finding to its runbook: a broken install
             raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
+        except StateError as exc:  # a corrupt state file, an unreachable gpuops_db_url
+            raise AnsibleActionFail("inspect_cluster: state: %s" % exc) from exc
         paths = {}
         if args["write_reports"]:
             report_dir = args["report_dir"] or _inspect.default_report_dir()
