@@ -15,6 +15,7 @@ maintenance windows and reviews; bulk inserts, not the ledger writer. Then times
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import tempfile
@@ -106,14 +107,14 @@ def main() -> None:
         store = open_store(db_url=args.db_url) if args.db_url else open_store(state_dir=tmp)
         try:
             load_s = fill(store, args.nodes, args.periods)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             report = sr.compute(store, sr.parse_period("2026Q4", now=E), now=E)
-            compute_s = time.perf_counter() - t0
+            compute_s, compute_cpu = time.perf_counter() - t0, time.process_time() - c0
         finally:
             store.close()
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         texts = render.rendered(report)
-        render_s = time.perf_counter() - t1
+        render_s, render_cpu = time.perf_counter() - t1, time.process_time() - c1
         t2 = time.perf_counter()
         render.write(texts, tmp + "/out")
         write_s = time.perf_counter() - t2
@@ -122,8 +123,9 @@ def main() -> None:
     print("node periods       %d" % (args.nodes * args.periods))
     print("incidents          %d" % report["sla"]["incidents"])
     print("bulk load          %.1f s" % load_s)
-    print("compute            %.1f s" % compute_s)
-    print("render (3 files)   %.1f s" % render_s)
+    print("compute            %.1f s wall, %.1f s CPU (this process; the database engine's own CPU on PostgreSQL excluded)" % (compute_s, compute_cpu))
+    print("render (3 files)   %.1f s wall, %.1f s CPU" % (render_s, render_cpu))
+    print("load average       %.1f (other work on the machine inflates the wall times)" % os.getloadavg()[0])
     print("write              %.2f s" % write_s)
     print("html size          %.0f kB" % (len(texts["html"]) / 1024))
     print("availability       %s %%" % report["availability"]["cluster"])

@@ -161,16 +161,6 @@ class _Buckets:
         return out
 
 
-def _covers(scope: Any, host: str, partition: Optional[str]) -> bool:
-    if not isinstance(scope, dict):
-        return False
-    if scope.get("all") is True:
-        return True
-    if host in (scope.get("hosts") or []):
-        return True
-    return partition is not None and partition in (scope.get("partitions") or [])
-
-
 # ---------------------------------------------------------------------------------------------- availability
 def _pct(up: float, unplanned: float) -> Optional[float]:
     total = up + unplanned
@@ -181,21 +171,47 @@ def _hours(seconds: float) -> float:
     return round(seconds / 3600.0, 3)
 
 
+class _Windows:
+    """The maintenance windows of the period by scope, and the union covering one (host, partition), cached."""
+
+    def __init__(self, rows: Iterable[Any], start: float, end: float) -> None:
+        self.all: List[Tuple[float, float]] = []
+        self.hosts: Dict[str, List[Tuple[float, float]]] = {}
+        self.parts: Dict[str, List[Tuple[float, float]]] = {}
+        for starts_at, ends_at, scope in rows:
+            span = (max(float(starts_at), start), min(float(ends_at), end))
+            scope = scope if isinstance(scope, dict) else {}
+            if scope.get("all") is True:
+                self.all.append(span)
+                continue
+            for host in scope.get("hosts") or []:
+                self.hosts.setdefault(str(host), []).append(span)
+            for part in scope.get("partitions") or []:
+                self.parts.setdefault(str(part), []).append(span)
+        self._cache: Dict[Tuple[str, Optional[str]], List[Tuple[float, float]]] = {}
+
+    def covering(self, host: str, partition: Optional[str]) -> List[Tuple[float, float]]:
+        key = (host, partition)
+        found = self._cache.get(key)
+        if found is None:
+            spans = self.all + self.hosts.get(host, []) + (self.parts.get(partition, []) if partition else [])
+            found = self._cache[key] = _union(spans)
+        return found
+
+
 def _availability(conn: Any, t: Any, start: float, end: float, horizon: float) -> Dict[str, Any]:
     """One streaming pass over the node periods that overlap [start, end)."""
     np_ = t.tables["node_periods"]
     mw = t.tables["maintenance_windows"]
-    windows = [
-        (max(float(r.starts_at), start), min(float(r.ends_at), end), r.scope)
-        for r in conn.execute(
+    windows = _Windows(
+        conn.execute(
             sa.select(mw.c.starts_at, mw.c.ends_at, mw.c.scope).where(mw.c.starts_at < end, mw.c.ends_at > start)
-        )
-    ]
-    covered_cache: Dict[Tuple[str, Optional[str]], List[Tuple[float, float]]] = {}
-    # per host: [up, unplanned, planned, unknown] GPU-seconds, and up node-seconds (MTBF), and whether it has GPUs
-    hosts: Dict[str, List[float]] = {}
-    parts: Dict[str, List[float]] = {}
-    has_gpus: Dict[str, bool] = {}
+        ),
+        start,
+        end,
+    )
+    # per (host, partition): [up, unplanned, planned, unknown] GPU-seconds, up node-seconds (MTBF), most GPUs seen
+    acc: Dict[Tuple[str, Optional[str]], List[float]] = {}
     buckets = _Buckets(start, end)
     query = (
         sa.select(np_.c.host, np_.c.state, np_.c.partition, np_.c.gpus, np_.c.started_at, np_.c.ended_at)
@@ -203,35 +219,43 @@ def _availability(conn: Any, t: Any, start: float, end: float, horizon: float) -
         .execution_options(stream_results=True, yield_per=20000)
     )
     for host, state, partition, gpus, started, ended in conn.execute(query):
-        a = max(float(started), start)
-        b = min(float(ended) if ended is not None else horizon, end)
-        acc = hosts.get(host)
-        if acc is None:
-            acc = hosts[host] = [0.0, 0.0, 0.0, 0.0, 0.0]
-        gpus = int(gpus or 0)
-        has_gpus[host] = has_gpus.get(host, False) or gpus > 0
+        a = started if started > start else start
+        b = horizon if ended is None else ended
+        b = b if b < end else end
+        row = acc.get((host, partition))
+        if row is None:
+            row = acc[(host, partition)] = [0.0, 0.0, 0.0, 0.0, 0.0, 0]
+        gpus = gpus or 0
+        row[5] = max(row[5], gpus)
         if b <= a:
             continue
-        pacc = parts.setdefault(partition, [0.0, 0.0, 0.0, 0.0, 0.0]) if partition is not None else None
         if state == "up":
-            _add(acc, pacc, 0, (b - a) * gpus)
-            acc[4] += b - a
+            row[0] += (b - a) * gpus
+            row[4] += b - a
             buckets.add(buckets.up, a, b, gpus)
         elif state == "down":
-            key = (host, partition)
-            covered = covered_cache.get(key)
-            if covered is None:
-                covered = covered_cache[key] = _union(
-                    (wa, wb) for wa, wb, sc in windows if _covers(sc, host, partition)
-                )
-            inside, outside = _split(a, b, covered) if covered else ([], [(a, b)])
-            _add(acc, pacc, 2, sum(y - x for x, y in inside) * gpus)
-            _add(acc, pacc, 1, sum(y - x for x, y in outside) * gpus)
+            covered = windows.covering(host, partition)
+            inside, outside = _split(a, b, covered) if covered else ((), ((a, b),))
+            row[2] += sum(y - x for x, y in inside) * gpus
             for x, y in outside:
+                row[1] += (y - x) * gpus
                 buckets.add(buckets.down, x, y, gpus)
         else:  # unknown (or a state this collection does not know: not observed)
-            _add(acc, pacc, 3, (b - a) * gpus)
-    total = [sum(v[i] for v in hosts.values()) for i in range(5)]
+            row[3] += (b - a) * gpus
+    return _availability_figures(acc, buckets)
+
+
+def _availability_figures(acc: Dict[Tuple[str, Optional[str]], List[float]], buckets: _Buckets) -> Dict[str, Any]:
+    hosts: Dict[str, List[float]] = {}
+    parts: Dict[str, List[float]] = {}
+    for (host, partition), row in acc.items():
+        for target in [hosts.setdefault(host, [0.0] * 6)] + (
+            [parts.setdefault(partition, [0.0] * 6)] if partition is not None else []
+        ):
+            for i in range(5):
+                target[i] += row[i]
+            target[5] = max(target[5], row[5])
+    total = [sum(v[i] for v in hosts.values()) for i in range(4)]
     return {
         "cluster": _pct(total[0], total[1]),
         "nodes": {h: _pct(v[0], v[1]) for h, v in sorted(hosts.items())},
@@ -243,14 +267,8 @@ def _availability(conn: Any, t: Any, start: float, end: float, horizon: float) -
         "trend": buckets.series(),
         "trend_bucket_s": buckets.width,
         "_up_node_s": {h: v[4] for h, v in hosts.items()},
-        "_has_gpus": has_gpus,
+        "_has_gpus": {h: v[5] > 0 for h, v in hosts.items()},
     }
-
-
-def _add(acc: List[float], pacc: Optional[List[float]], i: int, value: float) -> None:
-    acc[i] += value
-    if pacc is not None:
-        pacc[i] += value
 
 
 # ---------------------------------------------------------------------------------------------- incidents and SLA
@@ -494,4 +512,3 @@ def compute(
         "reviews": reviews,
         "checks_changed_by_reviews": sorted({c for r in reviews for c in r["checks"]}),
     }
-
