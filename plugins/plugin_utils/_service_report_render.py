@@ -73,7 +73,7 @@ def _date_axis(ax: Any, matplotlib: Any) -> None:
 
     locator = mdates.AutoDateLocator(minticks=3, maxticks=8)
     ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d"))
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     del matplotlib
 
 
