@@ -47,7 +47,7 @@ def page(chromium, tmp_path_factory):
     finally:
         store.close()
     paths = render.write(render.rendered(report), str(tmp / "out"))
-    with Browser(chromium, javascript=False) as browser:
+    with Browser(chromium, javascript=False, timeout=60.0) as browser:  # a loaded 2-core CI machine
         yield browser.open("file://%s" % paths["html"])
 
 
