@@ -21,6 +21,8 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
+import jinja2
+
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _report
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._service_report import ServiceReportError
@@ -68,16 +70,15 @@ def _empty(ax: Any, text: str) -> None:
     ax.set_yticks([])
 
 
-def _date_axis(ax: Any, matplotlib: Any) -> None:
+def _date_axis(ax: Any) -> None:
     import matplotlib.dates as mdates  # pylint: disable=import-outside-toplevel
 
     locator = mdates.AutoDateLocator(minticks=3, maxticks=8)
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
-    del matplotlib
 
 
-def _chart_availability(ax: Any, report: Dict[str, Any], mpl: Any) -> None:
+def _chart_availability(ax: Any, report: Dict[str, Any]) -> None:
     points = [p for p in report["availability"]["trend"] if p[1] is not None]
     ax.set_title(
         "Availability (GPU-hours in service, %s)"
@@ -91,10 +92,10 @@ def _chart_availability(ax: Any, report: Dict[str, Any], mpl: Any) -> None:
     ax.set_ylim(max(0.0, min(low - 1.0, 99.0)), 100.5)
     ax.set_ylabel("%")
     ax.grid(True, alpha=0.3)
-    _date_axis(ax, mpl)
+    _date_axis(ax)
 
 
-def _chart_incidents(ax: Any, report: Dict[str, Any], mpl: Any) -> None:
+def _chart_incidents(ax: Any, report: Dict[str, Any]) -> None:
     ax.set_title("Incidents by domain and severity")
     by_domain = report["incidents"]["by_domain"]
     if not by_domain:
@@ -112,10 +113,9 @@ def _chart_incidents(ax: Any, report: Dict[str, Any], mpl: Any) -> None:
     ax.invert_yaxis()
     ax.set_xlabel("incidents")
     ax.legend(loc="lower right", fontsize=8)
-    del mpl
 
 
-def _chart_sla(ax: Any, report: Dict[str, Any], mpl: Any) -> None:
+def _chart_sla(ax: Any, report: Dict[str, Any]) -> None:
     ax.set_title("SLA compliance per severity (incidents with no breached clock)")
     by_sev = report["sla"]["by_severity"]
     sevs = [s for s in SEVERITY_COLORS if by_sev.get(s, {}).get("incidents")]
@@ -135,10 +135,9 @@ def _chart_sla(ax: Any, report: Dict[str, Any], mpl: Any) -> None:
         )
     ax.set_ylim(0, 110)
     ax.set_ylabel("% compliant")
-    del mpl
 
 
-def _chart_mttr(ax: Any, report: Dict[str, Any], mpl: Any) -> None:
+def _chart_mttr(ax: Any, report: Dict[str, Any]) -> None:
     ax.set_title("Mean time to restore (hours, by detection date)")
     points = report["mttr_trend"]
     if not points:
@@ -148,10 +147,10 @@ def _chart_mttr(ax: Any, report: Dict[str, Any], mpl: Any) -> None:
     ax.set_ylabel("hours")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
-    _date_axis(ax, mpl)
+    _date_axis(ax)
 
 
-def _chart_capacity(ax: Any, report: Dict[str, Any], mpl: Any) -> None:
+def _chart_capacity(ax: Any, report: Dict[str, Any]) -> None:
     cap = report["capacity"]
     ax.set_title("Allocated GPU share against the expansion trigger")
     if not cap["series"]:
@@ -170,7 +169,7 @@ def _chart_capacity(ax: Any, report: Dict[str, Any], mpl: Any) -> None:
     ax.set_ylim(0, 105)
     ax.set_ylabel("% of GPUs allocated")
     ax.grid(True, alpha=0.3)
-    _date_axis(ax, mpl)
+    _date_axis(ax)
 
 
 _DRAW = {
@@ -197,7 +196,7 @@ def charts(report: Dict[str, Any]) -> Dict[str, str]:
         with matplotlib.rc_context(rc):
             fig = figure_cls(figsize=(7.2, 3.0), dpi=100)
             ax = fig.add_subplot(1, 1, 1)
-            _DRAW[name](ax, report, matplotlib)
+            _DRAW[name](ax, report)
             fig.tight_layout()
             buf = io.StringIO()
             fig.savefig(buf, format="svg", metadata={"Date": None})
@@ -236,7 +235,7 @@ def _fmt(value: Any, suffix: str = "") -> str:
 def _render(name: str, context: Dict[str, Any]) -> str:
     try:
         return _report.environment().get_template(name).render(context)
-    except Exception as exc:  # jinja2 errors: a template bug must not become a traceback in the play
+    except jinja2.TemplateError as exc:  # a template bug must not become a traceback in the play
         raise ServiceReportError("service report template %s: %s" % (name, exc)) from exc
 
 
