@@ -74,10 +74,18 @@ def test_missing_and_corrupt_stores_are_clear_failures(run_action, tmp_path):
     assert down["failed"] is True and "cannot reach the store" in down["msg"]
 
 
-@pytest.mark.skipif(not shutil.which("ansible-playbook"), reason="no ansible-playbook")
+PLAYBOOK_BIN = shutil.which("ansible-playbook") or os.path.join(ROOT, ".venv", "bin", "ansible-playbook")
+
+
+@pytest.mark.skipif(not os.path.exists(PLAYBOOK_BIN), reason="no ansible-playbook")
 def test_the_playbook_end_to_end(state_dir, tmp_path):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
-    base = ["ansible-playbook", "gpuops.cluster.service_report", "-e", "gpuops_state_dir=%s" % state_dir]
+    env = dict(
+        os.environ,
+        ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build"),
+        PYTHONPATH=os.path.join(ROOT, "build"),
+    )
+    base = [PLAYBOOK_BIN, "gpuops.cluster.service_report", "-e", "gpuops_state_dir=%s" % state_dir]
     rep = str(tmp_path / "rep")
     ok = subprocess.run(
         base + ["-e", "gpuops_period=2026-10-01/2026-10-31", "-e", "gpuops_report_dir=%s" % rep],
