@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _service_report, _sla
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _service_report_render as _render
@@ -70,7 +71,7 @@ class ActionModule(ControllerAction):
 
     def step(self, args, check_mode, task_vars):
         try:
-            period = _service_report.parse_period(args["period"])
+            period = _service_report.parse_period(args["period"], now=time.time())
         except _service_report.ServiceReportError as exc:
             raise StepError(str(exc)) from None
         policy_sla = _policy_sla(plain(args["policy_overrides"]))

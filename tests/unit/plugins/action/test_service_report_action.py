@@ -53,6 +53,7 @@ def test_writes_three_private_files_and_check_mode_writes_nothing(run_action, st
     [
         ({"period": "last quarter"}, "is not understood: use a quarter (2026Q4)"),
         ({"period": "2026Q4", "state_dir": ""}, "set gpuops_state_dir or gpuops_db_url"),
+        ({"period": "2099Q1"}, "period 2099Q1 starts in the future"),
         ({"period": "2026Q4", "policy_overrides": {"sla": {"capacity_trigger": 7}}}, "capacity_trigger must be"),
         ({"period": "2026Q4", "policy_overrides": {"sla": {"targets": {"P0": {"respond": "soon"}}}}}, "P0.respond"),
     ],
