@@ -114,7 +114,7 @@ def _union(intervals: Iterable[Tuple[float, float]]) -> List[Tuple[float, float]
             out[-1][1] = max(out[-1][1], b)
         else:
             out.append([a, b])
-    return [(a, b) for a, b in out]
+    return [(span[0], span[1]) for span in out]
 
 
 def _split(a: float, b: float, covered: List[Tuple[float, float]]) -> Tuple[List[Tuple[float, float]], List[Tuple]]:

@@ -124,11 +124,11 @@ def _chart_sla(ax: Any, report: Dict[str, Any]) -> None:
         return
     values = [by_sev[s]["compliance_pct"] for s in sevs]
     bars = ax.bar(sevs, values, color=[SEVERITY_COLORS[s] for s in sevs])
-    for bar, sev in zip(bars, sevs):
+    for rect, sev in zip(bars, sevs):
         row = by_sev[sev]
         ax.annotate(
             "%d/%d" % (row["incidents"] - row["breached"], row["incidents"]),
-            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+            (rect.get_x() + rect.get_width() / 2, rect.get_height()),
             ha="center",
             va="bottom",
             fontsize=8,
