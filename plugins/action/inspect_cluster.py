@@ -19,6 +19,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger_run,
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import StoreError
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError
 
 _ARGS = {
     "targets": {"type": "list", "elements": "str"},
@@ -229,14 +230,15 @@ class ActionModule(ActionBase):
             return result
         hosts, collected = self._entries(hostvars, args["targets"], profiles, args["collect_var"])
         t_vars = time.monotonic() - t0
-        state_dir = args["state_dir"]
+        state_dir, db_url = args["state_dir"], args["db_url"]
         if self._task.check_mode:
-            state_dir = None  # check mode: never advance counters, clear markers or escalation history
+            state_dir = db_url = None  # check mode: never advance counters, clear markers or escalation history
         try:
             report = _inspect.inspect_nodes(
                 hosts,
                 policy_overrides=args["policy_overrides"],
                 state_dir=state_dir,
+                db_url=db_url,
                 include_facts=args["include_facts"],
                 platform=_platform_plan.platform_facts(
                     hostvars, args["targets"], self._capture_path, args["platform_var"]
@@ -246,11 +248,13 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("invalid gpuops policy: %s" % exc) from exc
         except _runbooks.CatalogError as exc:  # the report links each finding to its runbook: a broken install
             raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
+        except StateError as exc:  # a corrupt state file, an unreachable gpuops_db_url
+            raise AnsibleActionFail("inspect_cluster: state: %s" % exc) from exc
         # the service ledger (docs/service.md): SLA findings into the report now, the run recorded after the reports
         ledger = None
-        if args["ledger"] and (state_dir or args["db_url"]) and not self._task.check_mode:
+        if args["ledger"] and (state_dir or db_url) and not self._task.check_mode:
             sla = _policy.merge_policy(_policy.DEFAULT_POLICY, plain(args["policy_overrides"] or {}))["sla"]
-            ledger = (_ledger_run.prepare(report, state_dir, args["db_url"], sla), sla)
+            ledger = (_ledger_run.prepare(report, state_dir, db_url, sla), sla)
         paths = {}
         if args["write_reports"]:
             report_dir = args["report_dir"] or _inspect.default_report_dir()

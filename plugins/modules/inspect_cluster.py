@@ -66,6 +66,8 @@ options:
     description:
       - The shared store, a PostgreSQL URL (C(docs/store.md)); without it the store is the SQLite file in
         O(state_dir).
+      - When set, the host states (previous counters, clear markers, escalation history) are kept in that database
+        instead of the files of O(state_dir), shared by several controllers or AWX execution nodes (C(docs/state.md)).
     type: str
   ledger:
     description:
