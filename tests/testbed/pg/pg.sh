@@ -9,7 +9,8 @@
 set -euo pipefail
 DIR=${GPUOPS_PG_DIR:-/tmp/gpuops-pg}
 PORT=${GPUOPS_PG_PORT:-55432}
-BIN=${GPUOPS_PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
+BIN=${GPUOPS_PG_BIN:-}
+if [ -z "$BIN" ]; then for d in /usr/lib/postgresql/*/bin; do [ -x "$d/pg_ctl" ] && BIN=$d; done; fi
 URL="postgresql+psycopg://postgres@127.0.0.1:$PORT/postgres"
 [ -x "$BIN/pg_ctl" ] || { echo "pg.sh: PostgreSQL server binaries not found (apt-get install postgresql)" >&2; exit 2; }
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
