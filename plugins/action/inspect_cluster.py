@@ -15,7 +15,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet, _inspect, _policy, _report, _runbooks
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _platform_plan
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _platform_plan, _pool
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
 
@@ -229,9 +229,11 @@ class ActionModule(ActionBase):
         state_dir = args["state_dir"]
         if self._task.check_mode:
             state_dir = None  # check mode: never advance counters, clear markers or escalation history
+        phases = {}
         try:
             report = _inspect.inspect_nodes(
                 hosts,
+                timing=phases,
                 policy_overrides=args["policy_overrides"],
                 state_dir=state_dir,
                 include_facts=args["include_facts"],
@@ -241,8 +243,9 @@ class ActionModule(ActionBase):
             )
         except _policy.PolicyError as exc:
             raise AnsibleActionFail("invalid gpuops policy: %s" % exc) from exc
-        except _runbooks.CatalogError as exc:  # the report links each finding to its runbook: a broken install
+        except (_runbooks.CatalogError, _pool.PoolError) as exc:  # CatalogError: a broken install
             raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
+        t_eval = time.monotonic()
         paths = {}
         if args["write_reports"]:
             report_dir = args["report_dir"] or _inspect.default_report_dir()
@@ -269,6 +272,11 @@ class ActionModule(ActionBase):
             without_class=without_class,
             collected=collected,
             fail_on=self._gate(report["summary"], args["fail_on"]),
-            timing={"hostvars_s": round(t_vars, 3), "total_s": round(time.monotonic() - t0, 3)},
+            timing=dict(
+                {k: round(v, 3) for k, v in phases.items()},
+                hostvars_s=round(t_vars, 3),
+                reports_s=round(time.monotonic() - t_eval, 3),
+                total_s=round(time.monotonic() - t0, 3),
+            ),
         )
         return result
