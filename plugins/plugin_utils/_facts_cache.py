@@ -65,8 +65,9 @@ def capture_fingerprint(capture_dir: str) -> Optional[str]:
                 name = rel + "/" + e.name if rel else e.name
                 kind = "d" if stat.S_ISDIR(st.st_mode) else ("l" if stat.S_ISLNK(st.st_mode) else "f")
                 h.update(
-                    ("%s\0%s\0%d\0%d\0%d\0%d\n" % (name, kind, st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns))
-                    .encode("utf-8", "surrogateescape")
+                    (
+                        "%s\0%s\0%d\0%d\0%d\0%d\n" % (name, kind, st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+                    ).encode("utf-8", "surrogateescape")
                 )
                 if kind == "d":
                     stack.append(name)
