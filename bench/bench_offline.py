@@ -12,7 +12,7 @@ For each run: wall seconds, the peak resident memory of the controller's process
 0.2 s: the sum of the proportional set size of ansible-playbook and all its children, so pages shared after a
 fork count once), the load average before and after, and the split per task (ansible.posix.profile_tasks)
 and per phase inside the evaluation (the action's ``timing``: hostvars_s, read_s, evaluate_s, cluster_s,
-reports_s, from the summary's "seconds:" line). Prints one JSON line per run and writes build/offsim/result-<N>.json.
+reports_s; printed with -v). Prints one JSON line per run and writes build/offsim/result-<N>.json.
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def _tree_pss(proc: psutil.Process) -> int:
 
 def run(sim: Path, state_dir: str, report_dir: str, extra_env=None) -> dict:
     """One ansible-playbook run of the inspection; its wall time, peak memory, load and phases."""
-    argv = [str(VENV_BIN / "ansible-playbook"), "-i", str(sim / "inventory"), "playbooks/inspect.yml"]
+    # -v: the evaluate task's result (with its "timing") is printed
+    argv = [str(VENV_BIN / "ansible-playbook"), "-v", "-i", str(sim / "inventory"), "playbooks/inspect.yml"]
     argv += ["-e", "gpuops_report_dir=%s" % report_dir, "-e", "gpuops_state_dir=%s" % state_dir]
     load_before = os.getloadavg()
     out_path = Path(report_dir + ".log")
@@ -100,8 +101,8 @@ def run(sim: Path, state_dir: str, report_dir: str, extra_env=None) -> dict:
     tasks = {}
     for m in re.finditer(r"^(.+?) -+ (\d+\.\d+)s$", text, re.M):
         tasks[m.group(1).strip()[-60:]] = float(m.group(2))
-    m = re.search(r'"seconds: (\{.*?\})"', text)
-    timing = json.loads(m.group(1).replace('\\"', '"')) if m else None
+    m = re.search(r'"timing": (\{[^{}]*\})', text)
+    timing = json.loads(m.group(1)) if m else None
     return {
         "wall_s": round(wall, 1),
         "peak_pss_mib": round(peak[0] / 2**20),
