@@ -15,7 +15,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet, _inspect, _policy, _report, _runbooks
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger_run, _platform_plan
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger_run, _platform_plan, _pool
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import StoreError
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
@@ -233,9 +233,11 @@ class ActionModule(ActionBase):
         state_dir, db_url = args["state_dir"], args["db_url"]
         if self._task.check_mode:
             state_dir = db_url = None  # check mode: never advance counters, clear markers or escalation history
+        phases = {}
         try:
             report = _inspect.inspect_nodes(
                 hosts,
+                timing=phases,
                 policy_overrides=args["policy_overrides"],
                 state_dir=state_dir,
                 db_url=db_url,
@@ -246,7 +248,7 @@ class ActionModule(ActionBase):
             )
         except _policy.PolicyError as exc:
             raise AnsibleActionFail("invalid gpuops policy: %s" % exc) from exc
-        except _runbooks.CatalogError as exc:  # the report links each finding to its runbook: a broken install
+        except (_runbooks.CatalogError, _pool.PoolError) as exc:  # CatalogError: a broken install
             raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
         except StateError as exc:  # a corrupt state file, an unreachable gpuops_db_url
             raise AnsibleActionFail("inspect_cluster: state: %s" % exc) from exc
@@ -255,6 +257,7 @@ class ActionModule(ActionBase):
         if args["ledger"] and (state_dir or db_url) and not self._task.check_mode:
             sla = _policy.merge_policy(_policy.DEFAULT_POLICY, plain(args["policy_overrides"] or {}))["sla"]
             ledger = (_ledger_run.prepare(report, state_dir, db_url, sla), sla)
+        t_eval = time.monotonic()
         paths = {}
         if args["write_reports"]:
             report_dir = args["report_dir"] or _inspect.default_report_dir()
@@ -289,6 +292,11 @@ class ActionModule(ActionBase):
             without_class=without_class,
             collected=collected,
             fail_on=self._gate(report["summary"], args["fail_on"]),
-            timing={"hostvars_s": round(t_vars, 3), "total_s": round(time.monotonic() - t0, 3)},
+            timing=dict(
+                {k: round(v, 3) for k, v in phases.items()},
+                hostvars_s=round(t_vars, 3),
+                reports_s=round(time.monotonic() - t_eval, 3),
+                total_s=round(time.monotonic() - t0, 3),
+            ),
         )
         return result

@@ -14,17 +14,20 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import tempfile
+import time
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _cluster, _fleet, _policy, _report
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _state_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _facts_cache, _pool, _state_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import slurm_record_name
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import backup as _checks_backup
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import platform as _platform_checks
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import platform_jobs as _platform_jobs
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import _fsync_dir, ensure_private_dir
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, utcnow, utcnow_iso
 
 
@@ -78,16 +81,40 @@ def resolve_profiles(
     return out
 
 
+def _collect_cached(host: str, capture_dir: str, options: Optional[Dict[str, Any]], cache: Any) -> Dict[str, Any]:
+    """A capture directory's facts: from the facts cache when its fingerprint is unchanged, else parsed (and
+    cached). Without a cache (no state directory, check mode): parsed."""
+    if cache is None:
+        return collect_all(capture_dir=capture_dir, options=options)
+    fingerprint = _facts_cache.capture_fingerprint(capture_dir)
+    facts = cache.get(host, capture_dir, fingerprint)
+    if facts is None:
+        facts = collect_all(capture_dir=capture_dir, options=options)
+        cache.put(host, capture_dir, fingerprint, facts)
+    return facts
+
+
+def _read_captured(host: str, ctx: Dict[str, Any]) -> Dict[str, Any]:
+    """One captured host's facts (a worker's task: :func:`_pool.map_hosts`)."""
+    return _collect_cached(host, ctx["hosts"][host]["capture_dir"], ctx["collect_options"], ctx["cache"])
+
+
 def _read_hosts(
     hosts: Dict[str, Dict[str, Any]],
     base_policy: Dict[str, Any],
     base_hash: str,
     collect_options: Optional[Dict[str, Any]],
+    cache: Any = None,
+    n_workers: Optional[int] = None,
 ) -> Dict[str, tuple]:
     """host -> (its merged policy, the policy's hash, its facts): everything is read before anything is judged
-    (the fleet baseline compares each node with its peers)."""
+    (the fleet baseline compares each node with its peers). Capture directories are parsed on every CPU."""
     merged_cache: Dict[str, Any] = {}
     read: Dict[str, tuple] = {}
+    captured = [host for host in sorted(hosts) if not (hosts[host] or {}).get("unreachable")]
+    captured = [host for host in captured if (hosts[host] or {}).get("capture_dir")]
+    ctx = {"hosts": hosts, "collect_options": collect_options, "cache": cache}
+    parsed = dict(zip(captured, _pool.map_hosts(_read_captured, captured, ctx, n_workers)))
     for host in sorted(hosts):
         h = hosts[host] or {}
         host_over = h.get("policy_overrides") or {}
@@ -103,11 +130,50 @@ def _read_hosts(
         if h.get("unreachable"):
             facts = _unreachable_facts(h.get("message") or "unreachable")
         elif h.get("capture_dir"):
-            facts = collect_all(capture_dir=h["capture_dir"], options=collect_options)
+            facts = parsed[host]
         else:
             facts = h.get("facts") or _unreachable_facts("no facts were collected")
         read[host] = (policy, phash, facts)
     return read
+
+
+def _evaluate_host(host: str, ctx: Dict[str, Any]) -> Dict[str, Any]:
+    """One node's entry of the report (a worker's task): findings, status, domains; its state read and saved.
+
+    ``facts`` is None in the entry when they are the facts read (the parent has them: not sent back twice)."""
+    h = ctx["hosts"][host] or {}
+    state_dir, now, fleet = ctx["state_dir"], ctx["now"], None
+    policy, phash, read_facts = ctx["read"][host]
+    profile = ctx["host_profiles"][host]
+    if not profile:
+        fleet = ctx["baselines"].get(_fleet.peer_class(read_facts, ctx["classes"].get(host)) or "")
+    facts = _checks_backup.with_backup_status(read_facts, state_dir, host, policy, now)  # docs/backup.md
+    host_state = ctx["saved"].get(host, {})  # loaded by the parent (one read of the state store)
+    if h.get("baseline") is not None:
+        host_state = dict(host_state, baseline=h["baseline"])
+    if h.get("previous_capture_dir") and h.get("capture_dir"):
+        # Offline comparison of two captures of the same node: the earlier one is the previous reading
+        # (counter deltas, boot ids, active faults); its own findings are not reported.
+        prev_facts = _collect_cached(host, h["previous_capture_dir"], ctx["collect_options"], ctx["cache"])
+        host_state = _checks.evaluate_node(prev_facts, profile, policy, host_state, now, host, fleet)[1]
+    findings, new_state = _checks.evaluate_node(facts, profile, policy, host_state, now, host, fleet)
+    findings = findings + ctx["platform_nodes"].get(host, [])
+    domains = _checks.domain_states(facts, profile, policy)
+    status, reason = _cluster.node_assessment(findings, facts, policy, domains)
+    return {
+        "findings": findings,
+        "status": status,
+        "status_reason": reason,
+        "domains": domains,
+        "facts": None if facts is read_facts else facts,
+        "rack": h.get("rack"),
+        "leaf": h.get("leaf"),
+        "power": h.get("power"),
+        "mode": facts.get("mode"),
+        "policy_hash": phash,
+        "baseline": "profile" if profile else ("fleet" if fleet else "none"),
+        "_new_state": new_state,  # saved by the parent in one batch (one transaction on the database backend)
+    }
 
 
 def inspect_nodes(
@@ -121,6 +187,11 @@ def inspect_nodes(
     **extra: Any,
 ) -> Dict[str, Any]:
     """Inspect every host and return report.json's dict.
+
+    ``workers=`` (keyword): worker processes for reading and evaluating (default: the CPUs, ``_pool``);
+    ``timing=`` (keyword): a dict that receives the seconds of each phase (read_s, evaluate_s, cluster_s).
+    Captured nodes are parsed and evaluated on every CPU, in host order: the report is the serial run's. With a
+    ``state_dir`` a capture whose fingerprint is unchanged reuses its parsed facts (``_facts_cache``).
 
     ``platform=`` (keyword): the cluster platform facts (``gpuops.cluster.platform_info``, issue 19) or None; their findings
     join the cluster findings, a node finding of a platform check (a node that fails its jobs) joins that node's.
@@ -142,6 +213,10 @@ def inspect_nodes(
     """
     platform = extra.pop("platform", None)
     db_url = extra.pop("db_url", None)  # gpuops_db_url: the shared state in the store (docs/state.md "Backends")
+    n_workers = extra.pop("workers", None)
+    timing = extra.pop("timing", None)
+    timing = {} if timing is None else timing
+    t0 = time.monotonic()
     if extra:
         raise TypeError("inspect_nodes: unknown argument(s) %s" % ", ".join(sorted(extra)))
     states = _state_store.open_state(state_dir, db_url)
@@ -152,55 +227,42 @@ def inspect_nodes(
     _policy.validate_policy(base_policy)
     base_hash = _policy.policy_hash(base_policy)
     host_profiles = resolve_profiles(hosts, profiles, base_policy)
-    read = _read_hosts(hosts, base_policy, base_hash, collect_options)
+    cache = _facts_cache.FactsCache(state_dir, collect_options) if state_dir else None
+    read = _read_hosts(hosts, base_policy, base_hash, collect_options, cache, n_workers)
     # nodes without a profile are compared with the majority of their class (zero-config fleet baseline)
     unprofiled = [host for host in sorted(hosts) if not host_profiles[host]]
     classes = {host: (hosts[host] or {}).get("node_class") for host in unprofiled}
     baselines = _fleet.infer_baselines({host: read[host][2] for host in unprofiled}, classes, base_policy)
-    nodes: Dict[str, Dict[str, Any]] = {}
     platform_cluster, platform_nodes = _platform_findings(platform, base_policy, now, hosts)
     saved = states.load_hosts(sorted(hosts)) if states else {}
+    timing["read_s"] = time.monotonic() - t0
+    ctx = {
+        "hosts": hosts,
+        "read": read,
+        "host_profiles": host_profiles,
+        "baselines": baselines,
+        "classes": classes,
+        "platform_nodes": platform_nodes,
+        "state_dir": state_dir,
+        "saved": saved,
+        "now": now,
+        "collect_options": collect_options,
+        "cache": cache,
+    }
+    order = sorted(hosts)
+    nodes: Dict[str, Dict[str, Any]] = dict(zip(order, _pool.map_hosts(_evaluate_host, order, ctx, n_workers)))
     new_states: Dict[str, Dict[str, Any]] = {}
-    for host in sorted(hosts):
-        h = hosts[host] or {}
-        policy, phash, facts = read[host]
-        profile = host_profiles[host]
-        fleet = None
-        if not profile:
-            fleet = baselines.get(_fleet.peer_class(facts, classes.get(host)) or "")
-        facts = _checks_backup.with_backup_status(facts, state_dir, host, policy, now)  # docs/backup.md
-        host_state = saved.get(host, {})
-        if h.get("baseline") is not None:
-            host_state = dict(host_state, baseline=h["baseline"])
-        if h.get("previous_capture_dir") and h.get("capture_dir"):
-            # Offline comparison of two captures of the same node: the earlier one is the previous reading
-            # (counter deltas, boot ids, active faults); its own findings are not reported.
-            prev_facts = collect_all(capture_dir=h["previous_capture_dir"], options=collect_options)
-            host_state = _checks.evaluate_node(prev_facts, profile, policy, host_state, now, host, fleet)[1]
-        findings, new_state = _checks.evaluate_node(facts, profile, policy, host_state, now, host, fleet)
-        findings = findings + platform_nodes.get(host, [])
-        if states:
-            new_states[host] = new_state
-        domains = _checks.domain_states(facts, profile, policy)
-        status, reason = _cluster.node_assessment(findings, facts, policy, domains)
-        nodes[host] = {
-            "findings": findings,
-            "status": status,
-            "status_reason": reason,
-            "domains": domains,
-            "facts": facts,
-            "rack": h.get("rack"),
-            "leaf": h.get("leaf"),
-            "power": h.get("power"),
-            "mode": facts.get("mode"),
-            "policy_hash": phash,
-            "baseline": "profile" if profile else ("fleet" if fleet else "none"),
-        }
+    for host, node in nodes.items():
+        new_states[host] = node.pop("_new_state")
+        if node["facts"] is None:
+            node["facts"] = read[host][2]
     if states:
         states.save_hosts(new_states)  # one transaction on the database backend: all hosts or none
         states.close()
+    timing["evaluate_s"] = time.monotonic() - t0 - timing["read_s"]
     # statuses first: the cluster view must know which nodes are unknown (status error), not merely quiet
     cluster_findings = _cluster.evaluate_cluster(nodes, base_policy, now) + platform_cluster
+    timing["cluster_s"] = time.monotonic() - t0 - timing["read_s"] - timing["evaluate_s"]
     report = _report.build_report(
         generated_at,
         nodes,
@@ -283,23 +345,45 @@ def write_reports(
 
     Each file is written privately and atomically (``_common.write_private_atomic``: temporary file created
     0600 in ``report_dir``, fsync, rename; never through a link), whatever the umask; a missing ``report_dir``
-    is created 0700.
+    is created 0700. report.json is streamed node by node (:func:`write_json_stream`): never held as one text.
     """
     ts = utcnow().timestamp()
     site = {"templates_dir": templates_dir} if templates_dir else {}
     outputs = {
-        "json": ("report.json", _report.to_json(report)),
         "markdown": ("report.md", _report.to_markdown(report, **site)),
         "html": ("report.html", _report.to_html(report, **site)),
         "prometheus": ("gpuops.prom", _report.to_prometheus(report, generated_ts=ts)),
     }
     ensure_private_dir(report_dir)
-    paths: Dict[str, str] = {}
+    paths: Dict[str, str] = {"json": write_json_stream(report, os.path.join(report_dir, "report.json"))}
     for key, (name, text) in outputs.items():
         paths[key] = write_private_atomic(os.path.join(report_dir, name), text, REPORT_MODES[key])
     if textfile_dir:
         paths["textfile"] = write_textfile(outputs["prometheus"][1], textfile_dir)
     return paths
+
+
+def write_json_stream(report: Dict[str, Any], path: str) -> str:
+    """report.json at ``path`` from ``_report.iter_json`` (the bytes of ``_report.to_json``), written as
+    ``write_private_atomic`` writes: a 0600 temporary file beside it, fsync, rename, never through a link."""
+    directory = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".report.json.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 20) as fh:
+            os.fchmod(fh.fileno(), REPORT_MODES["json"])
+            for piece in _report.iter_json(report):
+                fh.write(piece)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(directory)
+    return path
 
 
 def host_summary(report: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:

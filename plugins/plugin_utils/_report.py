@@ -121,6 +121,25 @@ def to_json(report: Dict[str, Any]) -> str:
     return json.dumps(report, sort_keys=True, separators=(",", ":"), default=str) + "\n"
 
 
+def iter_json(report: Dict[str, Any]) -> Iterable[str]:
+    """:func:`to_json` in pieces, one per node: the same bytes, without holding the whole text (issue 17)."""
+    enc = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+    sep = "{"
+    for key in sorted(report):
+        value = report[key]
+        head = "%s%s:" % (sep, enc.encode(key))
+        sep = ","
+        if key != "nodes" or not isinstance(value, dict) or not value:
+            yield head + enc.encode(value)
+            continue
+        inner = "{"
+        for host in sorted(value):
+            yield "%s%s%s:%s" % (head, inner, enc.encode(host), enc.encode(value[host]))
+            head, inner = "", ","
+        yield "}"
+    yield "}\n" if sep == "," else "{}\n"
+
+
 # ---------------------------------------------------------------------------------------------- Prometheus
 def _label(value: Any) -> str:
     s = "" if value is None else str(value)

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Offline inspection at scale, end to end (issue 17; not part of `make test`).
+
+  .venv/bin/python bench/bench_offline.py --nodes 10000 [--no-repeat] [--workers N]
+
+Generates the simulated cluster once (cached in build/offsim/n<N>, captured layout), then runs the real
+``ansible-playbook playbooks/inspect.yml`` over it twice with one state directory: cold (every capture parsed,
+the facts cache filled) and repeat (unchanged captures: parsed facts from the cache, evaluation as always).
+For each run: wall seconds, the peak resident memory of the controller's process tree (psutil, polled every
+0.2 s: the sum of the proportional set size of ansible-playbook and all its children, so pages shared after a
+fork count once), the load average before and after, and the split per task (ansible.posix.profile_tasks)
+and per phase inside the evaluation (the action's ``timing``: hostvars_s, read_s, evaluate_s, cluster_s,
+reports_s; printed with -v). Prints one JSON line per run and writes build/offsim/result-<N>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+VENV_BIN = REPO / ".venv" / "bin"
+CACHE = REPO / "build" / "offsim"
+
+
+def env(extra=None):
+    e = dict(os.environ)
+    e.update(
+        PATH="%s:%s" % (VENV_BIN, e.get("PATH", "")),
+        ANSIBLE_COLLECTIONS_PATH=str(REPO / "build"),
+        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_tasks",
+    )
+    e.pop("ANSIBLE_INVENTORY", None)
+    e.update(extra or {})
+    return e
+
+
+def generate(n: int) -> Path:
+    sim = CACHE / ("n%d" % n)
+    if (sim / "answer_key.json").exists():
+        return sim
+    shutil.rmtree(sim, ignore_errors=True)
+    sim.parent.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, str(REPO / "tools/simcluster/generate.py"), "--nodes", str(n), "--out", str(sim)]
+    subprocess.run(argv + ["--seed", "7"], check=True, env=env())
+    return sim
+
+
+def _tree_pss(proc: psutil.Process) -> int:
+    total = 0
+    for p in [proc] + proc.children(recursive=True):
+        try:
+            mem = p.memory_full_info()
+            total += getattr(mem, "pss", mem.rss)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return total
+
+
+def run(sim: Path, state_dir: str, report_dir: str, extra_env=None) -> dict:
+    """One ansible-playbook run of the inspection; its wall time, peak memory, load and phases."""
+    # -v: the evaluate task's result (with its "timing") is printed
+    argv = [str(VENV_BIN / "ansible-playbook"), "-v", "-i", str(sim / "inventory"), "playbooks/inspect.yml"]
+    argv += ["-e", "gpuops_report_dir=%s" % report_dir, "-e", "gpuops_state_dir=%s" % state_dir]
+    load_before = os.getloadavg()
+    out_path = Path(report_dir + ".log")
+    with open(out_path, "w") as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env(extra_env), cwd=str(REPO))
+        ps = psutil.Process(proc.pid)
+        peak = [0]
+
+        def poll():
+            while proc.poll() is None:
+                peak[0] = max(peak[0], _tree_pss(ps))
+                time.sleep(0.2)
+
+        th = threading.Thread(target=poll, daemon=True)
+        th.start()
+        rc = proc.wait()
+        wall = time.perf_counter() - t0
+        th.join()
+    text = out_path.read_text(errors="replace")
+    if rc != 0:
+        raise SystemExit("ansible-playbook failed (rc %d):\n%s" % (rc, text[-3000:]))
+    tasks = {}
+    for m in re.finditer(r"^(.+?) -+ (\d+\.\d+)s$", text, re.M):
+        tasks[m.group(1).strip()[-60:]] = float(m.group(2))
+    m = re.search(r'"timing": (\{[^{}]*\})', text)
+    timing = json.loads(m.group(1)) if m else None
+    return {
+        "wall_s": round(wall, 1),
+        "peak_pss_mib": round(peak[0] / 2**20),
+        "load_before": [round(x, 1) for x in load_before],
+        "load_after": [round(x, 1) for x in os.getloadavg()],
+        "tasks_s": tasks,
+        "phases_s": timing,
+        "report_json_mib": round(os.path.getsize(os.path.join(report_dir, "report.json")) / 2**20, 1),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", type=int, default=10000)
+    ap.add_argument("--no-repeat", action="store_true", help="only the cold run")
+    ap.add_argument("--workers", type=int, help="GPUOPS_INSPECT_WORKERS (default: every CPU)")
+    args = ap.parse_args()
+    sim = generate(args.nodes)
+    extra = {}
+    if args.workers:
+        extra["GPUOPS_INSPECT_WORKERS"] = str(args.workers)
+    results = {"nodes": args.nodes, "cpus": os.cpu_count()}
+    with tempfile.TemporaryDirectory(prefix="bench-offline-") as tmp:
+        state = os.path.join(tmp, "state")
+        for label in ("cold",) + (() if args.no_repeat else ("repeat",)):
+            results[label] = run(sim, state, os.path.join(tmp, label), extra)
+            print(json.dumps({label: results[label]}), flush=True)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    out = CACHE / ("result-%d.json" % args.nodes)
+    out.write_text(json.dumps(results, indent=1))
+    print("written", out)
+
+
+if __name__ == "__main__":
+    main()

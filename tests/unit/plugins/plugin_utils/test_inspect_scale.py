@@ -1,0 +1,196 @@
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Offline inspection at scale (issue 17): the pooled run is the serial run, the facts cache is used only
+for an unchanged capture, a corrupt entry is parsed again, cache files are private, report.json streamed is
+report.json. On a small simulated cluster with the pool's thresholds lowered (the same code path as 10,000
+nodes in chunks of 100; bench/bench_offline.py runs the big one)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shutil
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _facts_cache, _inspect, _pool, _report
+
+REPO = Path(__file__).resolve().parents[4]
+sys.path.insert(0, str(REPO / "tools"))
+from simcluster import generate as G  # noqa: E402
+
+WHEN = datetime.datetime(2026, 12, 3, 12, 0, tzinfo=datetime.timezone.utc)
+
+
+def same(text: str) -> str:
+    """report.json less what differs between any two runs: each parse's own duration (``facts.timings``)."""
+    report = json.loads(text)
+    for node in report["nodes"].values():
+        (node.get("facts") or {}).pop("timings", None)
+    return json.dumps(report, sort_keys=True)
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory):
+    out = tmp_path_factory.mktemp("scale") / "sim"
+    G.generate(24, str(out), 7, "default")
+    inv = yaml.safe_load((out / "inventory" / "hosts.yml").read_text())
+    gv = yaml.safe_load((out / "inventory" / "group_vars" / "gpu_nodes.yml").read_text()) or {}
+    hosts = {
+        h: {
+            "capture_dir": v["gpuops_capture_dir"],
+            "previous_capture_dir": v.get("gpuops_previous_capture_dir"),
+            "rack": v.get("gpuops_rack"),
+            "leaf": v.get("gpuops_leaf_switch"),
+            "power": v.get("gpuops_power_domain"),
+            "node_class": v.get("gpuops_node_class"),
+        }
+        for h, v in inv["all"]["children"]["gpu_nodes"]["hosts"].items()
+    }
+    assert any(h["previous_capture_dir"] for h in hosts.values())  # the previous-reading path is exercised too
+    return hosts, gv.get("gpuops_profiles") or {}
+
+
+@pytest.fixture
+def pooled(monkeypatch):
+    """Pool from the first host, 5 hosts a chunk: several chunks over two workers."""
+    monkeypatch.setattr(_pool, "POOL_MIN_HOSTS", 2)
+    monkeypatch.setattr(_pool, "CHUNK", 5)
+
+
+def test_map_hosts_forks_and_keeps_host_order(pooled):
+    hosts = ["h%02d" % i for i in range(23)]
+    out = _pool.map_hosts(lambda h, ctx: (h, ctx, os.getpid()), hosts, "ctx", 2)
+    assert [h for h, _c, _p in out] == hosts and {c for _h, c, _p in out} == {"ctx"}
+    assert os.getpid() not in {p for _h, _c, p in out}
+    assert {p for _h, _c, p in _pool.map_hosts(lambda h, ctx: (h, ctx, os.getpid()), hosts, "c", 1)} == {os.getpid()}
+
+
+def test_a_dead_worker_stops_the_run_clearly(pooled):
+    def die(host, ctx):
+        os._exit(9)
+
+    with pytest.raises(_pool.PoolError, match="worker process of the inspection died"):
+        _pool.map_hosts(die, ["a", "b", "c"], None, 2)
+
+
+@pytest.mark.parametrize("with_profiles", [True, False], ids=["profiles", "fleet-baseline"])
+def test_pooled_report_is_the_serial_report(sim, pooled, tmp_path, with_profiles):
+    hosts, profiles = sim
+    profiles = profiles if with_profiles else {}
+    texts = {}
+    for workers in (1, 2):
+        state_dir = str(tmp_path / ("state%d" % workers))
+        for run in ("cold", "warm"):  # the warm run reads the state the cold one saved, and the facts cache
+            report = _inspect.inspect_nodes(hosts, profiles=profiles, state_dir=state_dir, now=WHEN, workers=workers)
+            texts[workers, run] = _report.to_json(report)
+    assert same(texts[1, "cold"]) == same(texts[2, "cold"])
+    assert same(texts[1, "warm"]) == same(texts[2, "warm"])
+    report = json.loads(texts[2, "cold"])
+    assert report["summary"]["nodes"] == len(hosts) and sum(report["summary"]["severity"].values()) > 0
+
+
+def _counting_collect(monkeypatch):
+    calls = []
+    real = _inspect.collect_all
+
+    def collect_all(capture_dir=None, **kw):
+        calls.append(capture_dir)
+        return real(capture_dir=capture_dir, **kw)
+
+    monkeypatch.setattr(_inspect, "collect_all", collect_all)
+    return calls
+
+
+def test_unchanged_captures_come_from_the_cache_and_a_changed_file_is_parsed(sim, tmp_path, monkeypatch):
+    hosts, profiles = sim
+    hosts = {h: dict(v) for h, v in hosts.items()}
+    for h in hosts:  # a private copy of the captures: this test changes one
+        for key in ("capture_dir", "previous_capture_dir"):
+            if hosts[h][key]:
+                dest = tmp_path / key / h
+                shutil.copytree(hosts[h][key], dest, symlinks=True)
+                hosts[h][key] = str(dest)
+    state = tmp_path / "state"
+    calls = _counting_collect(monkeypatch)
+    _inspect.inspect_nodes(hosts, profiles=profiles, state_dir=str(state), now=WHEN, workers=1)
+    parsed = len(calls)
+    assert parsed == sum(1 + bool(v["previous_capture_dir"]) for v in hosts.values())
+    # the cache is private: 0700 directories, 0600 files
+    cache = state / "cache" / "facts"
+    assert stat.S_IMODE(os.stat(state / "cache").st_mode) == 0o700 and stat.S_IMODE(os.stat(cache).st_mode) == 0o700
+    files = sorted(cache.iterdir())
+    assert len(files) == parsed and all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files)
+
+    # same captures: nothing parsed, and the report is the one of a run that parsed everything
+    uncached = tmp_path / "state-uncached"
+    shutil.copytree(state, uncached)
+    shutil.rmtree(uncached / "cache")
+    calls.clear()
+    warm = _report.to_json(_inspect.inspect_nodes(hosts, profiles=profiles, state_dir=str(state), now=WHEN))
+    assert calls == []
+    cold = _report.to_json(_inspect.inspect_nodes(hosts, profiles=profiles, state_dir=str(uncached), now=WHEN))
+    assert same(warm) == same(cold) and len(calls) == parsed
+
+    # one file of one capture changed in place (same size): that capture alone is parsed again
+    host = sorted(hosts)[3]
+    log = Path(hosts[host]["capture_dir"]) / "kernel.log"
+    text = log.read_text()
+    log.write_text(text[:-2] + "x\n" if len(text) > 2 else "x\n")
+    calls.clear()
+    _inspect.inspect_nodes(hosts, profiles=profiles, state_dir=str(state), now=WHEN)
+    assert calls == [hosts[host]["capture_dir"]]
+
+
+def test_a_corrupt_or_foreign_cache_entry_is_parsed_again(sim, tmp_path, monkeypatch):
+    hosts, profiles = sim
+    host = sorted(hosts)[0]
+    one = {host: hosts[host]}
+    state = tmp_path / "state"
+    calls = _counting_collect(monkeypatch)
+    first = _report.to_json(_inspect.inspect_nodes(one, profiles=profiles, now=WHEN))
+    cache = _facts_cache.FactsCache(str(state))
+    capture = hosts[host]["capture_dir"]
+    path = Path(cache._path(host, capture))
+    fingerprint = _facts_cache.capture_fingerprint(capture)
+    good = dict(cache._key(host, capture, fingerprint), facts={"schema": "forged", "mode": "capture", "errors": []})
+    for content in (
+        b"{not json",
+        b"",
+        b"\xff\xfe",
+        json.dumps([1, 2]).encode(),
+        json.dumps(dict(good, host="other")).encode(),  # another host's entry under this name
+        json.dumps(dict(good, collector="0" * 64)).encode(),  # an older parser's
+        json.dumps(dict(good, facts="not a dict")).encode(),
+    ):
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.write_bytes(content)
+        calls.clear()
+        again = _report.to_json(_inspect.inspect_nodes(one, profiles=profiles, now=WHEN, state_dir=str(state)))
+        assert calls and calls[0] == capture, content
+        # the entry was rewritten from the parse: valid and of this key
+        assert cache.get(host, capture, fingerprint) is not None
+        shutil.rmtree(state / "hosts", ignore_errors=True)  # each run judged from no previous state
+        assert same(again) == same(first)
+
+
+def test_no_state_dir_no_cache_and_an_unlistable_capture_is_never_cached(tmp_path):
+    cache = _facts_cache.FactsCache(str(tmp_path))
+    assert _facts_cache.capture_fingerprint(str(tmp_path / "missing")) is None
+    cache.put("h", str(tmp_path / "missing"), None, {"a": 1})
+    assert cache.get("h", str(tmp_path / "missing"), None) is None and not (tmp_path / "cache").exists()
+
+
+def test_streamed_report_json_is_to_json(sim, tmp_path):
+    hosts, profiles = sim
+    report = _inspect.inspect_nodes(hosts, profiles=profiles, now=WHEN)
+    paths = _inspect.write_reports(report, str(tmp_path / "r"))
+    assert Path(paths["json"]).read_text() == _report.to_json(report)
+    assert stat.S_IMODE(os.stat(paths["json"]).st_mode) == 0o600
+    for small in ({}, {"nodes": {}}, {"a": [1], "nodes": {"b": {}, "a": None}, "z": "\u2028"}):
+        assert "".join(_report.iter_json(small)) == _report.to_json(small)
