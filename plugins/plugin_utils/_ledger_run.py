@@ -14,6 +14,7 @@ before the run stops.
 from __future__ import annotations
 
 import os
+import uuid
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit, _ledger, _ledger_audit, _ledger_incidents
@@ -81,7 +82,8 @@ def record(prepared: Dict[str, Any], report: Dict[str, Any], sla: Dict[str, Any]
         raise StoreError(prepared["error"])
     store = prepared["store"]
     try:
-        out = _ledger.record_run(store, report, sla=sla)
+        # a fresh id per run: two inspections within the same second are two runs (generated_at has 1 s resolution)
+        out = _ledger.record_run(store, report, run_id="inspect-" + uuid.uuid4().hex[:24], sla=sla)
     finally:
         store.close()
     out["audit_loaded"] = prepared["audit"]["loaded"]
