@@ -15,7 +15,8 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet, _inspect, _policy, _report, _runbooks
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _platform_plan
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _platform_plan, _slices
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import StoreError, open_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
 
@@ -34,6 +35,7 @@ _ARGS = {
     "report_templates": {"type": "path"},
     "write_profiles": {"type": "path"},
     "platform_var": {"type": "str", "default": "__inspect_platform"},
+    "slice": {"type": "dict", "default": {}},  # sliced runs (docs/scale-out.md): _slices.slice_options
 }
 
 
@@ -195,6 +197,73 @@ class ActionModule(ActionBase):
             ) from exc
         return {"path": path, "classes": sorted(baselines)}
 
+    @staticmethod
+    def _slice_options(args):
+        try:
+            return _slices.slice_options(plain(args["slice"]), args["state_dir"])
+        except _slices.SliceError as exc:
+            raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
+
+    @staticmethod
+    def _store(sliced):
+        try:
+            return open_store(state_dir=sliced["state_dir"], db_url=sliced["db_url"])
+        except StoreError as exc:
+            raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
+
+    def _write_slice(self, result, hosts, args, sliced, state_dir, collected, t0):
+        """A slice (docs/scale-out.md): evaluate this slice's nodes as an unsliced run does and write them to the
+        store in one transaction; no cluster view, no reports, no gate (the merge step makes them)."""
+        try:
+            evaluated = _inspect.evaluate_nodes(
+                hosts, policy_overrides=args["policy_overrides"], state_dir=state_dir, include_facts=True
+            )
+        except _policy.PolicyError as exc:
+            raise AnsibleActionFail("invalid gpuops policy: %s" % exc) from exc
+        nodes = evaluated["nodes"]
+        written = {"group": sliced["group"], "slice": sliced["slice"], "hosts": len(nodes), "written": False}
+        if not self._task.check_mode:  # check mode writes nothing
+            store = self._store(sliced)
+            try:
+                meta = {"slice_count": sliced["count"], "policy_hash": evaluated["policy_hash"]}
+                written = dict(_slices.write_slice(store, sliced["group"], sliced["slice"], nodes, meta), written=True)
+            except (StoreError, _slices.SliceError) as exc:
+                raise AnsibleActionFail("inspect_cluster: slice not written: %s" % exc) from exc
+            finally:
+                store.close()
+        result.update(
+            changed=False,
+            slices=written,
+            summary=_slices.slice_summary(nodes),
+            generated_at=evaluated["generated_at"],
+            nodes={},  # per-node verdicts are final only after the merge's correlation: nothing acts on a slice
+            reports={},
+            collected=collected,
+            fail_on=None,
+            timing={"total_s": round(time.monotonic() - t0, 3)},
+        )
+        return result
+
+    def _merge(self, hosts, args, sliced, platform):
+        """The merge step: every node of the run group, then the cluster view and the report of an unsliced run."""
+        store = self._store(sliced)
+        try:
+            nodes, info = _slices.load_group(store, sliced["group"], sliced["expect"] or sliced["count"], hosts)
+            report = _slices.merge_report(
+                nodes,
+                hosts,
+                policy_overrides=args["policy_overrides"],
+                platform=platform,
+                include_facts=args["include_facts"],
+            )
+            if not self._task.check_mode:
+                info["pruned_groups"] = _slices.prune(store)
+        except (StoreError, _slices.SliceError) as exc:
+            raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
+        finally:
+            store.close()
+        return report, info
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
@@ -212,8 +281,11 @@ class ActionModule(ActionBase):
                 "writes it as profiles to review): %s%s"
                 % (len(without_class), ", ".join(without_class[:10]), " ..." if len(without_class) > 10 else "")
             )
+        sliced = self._slice_options(args)
         if args["validate_only"]:
             live, captured = self._plan(hostvars, args["targets"])
+            if sliced and sliced["mode"] == "merge":
+                live, captured = [], []  # the merge reads the slices' nodes from the store, never the nodes
             result.update(
                 changed=False,
                 without_class=without_class,
@@ -229,16 +301,21 @@ class ActionModule(ActionBase):
         state_dir = args["state_dir"]
         if self._task.check_mode:
             state_dir = None  # check mode: never advance counters, clear markers or escalation history
+        if sliced and sliced["mode"] == "slice":
+            return self._write_slice(result, hosts, args, sliced, state_dir, collected, t0)
+        platform = _platform_plan.platform_facts(hostvars, args["targets"], self._capture_path, args["platform_var"])
         try:
-            report = _inspect.inspect_nodes(
-                hosts,
-                policy_overrides=args["policy_overrides"],
-                state_dir=state_dir,
-                include_facts=args["include_facts"],
-                platform=_platform_plan.platform_facts(
-                    hostvars, args["targets"], self._capture_path, args["platform_var"]
-                ),
-            )
+            if sliced:  # the merge step: the slices collected and evaluated the nodes
+                collected = dict.fromkeys(collected, 0)
+                report, result["slices"] = self._merge(hosts, args, sliced, platform)
+            else:
+                report = _inspect.inspect_nodes(
+                    hosts,
+                    policy_overrides=args["policy_overrides"],
+                    state_dir=state_dir,
+                    include_facts=args["include_facts"],
+                    platform=platform,
+                )
         except _policy.PolicyError as exc:
             raise AnsibleActionFail("invalid gpuops policy: %s" % exc) from exc
         except _runbooks.CatalogError as exc:  # the report links each finding to its runbook: a broken install

@@ -29,9 +29,11 @@ try:
 except ImportError:  # the sanity import test; open_store raises a clear StoreError without it
     sa = None
 
+from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _cluster, _inspect, _policy
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import slices_schema
 
-GROUP_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@+-]{0,127}$")
+GROUP_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}$")
 SLICE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 #: What the merge needs of each evaluated node (the cluster correlation and the report): the loop's entry.
 NODE_KEYS = (
@@ -64,10 +66,10 @@ def _tables() -> Dict[str, Any]:
 
 
 def check_group(group: Any) -> str:
-    """The run group id, validated (letters, digits, ``_.:@+-``; at most 128 characters)."""
+    """The run group id, validated (letters, digits, ``_.@+-``; at most 128 characters)."""
     if not isinstance(group, str) or not GROUP_RE.match(group):
         raise SliceError(
-            "gpuops_run_group must be 1-128 letters, digits or _.:@+- starting with a letter or digit, got %r"
+            "gpuops_run_group must be 1-128 letters, digits or _.@+- starting with a letter or digit, got %r"
             % (group,)
         )
     return group
@@ -241,3 +243,105 @@ def prune(store: Any, keep_s: float = 7 * 86400, now: Optional[float] = None) ->
             for start in range(0, len(old), _CHUNK):
                 conn.execute(table.delete().where(table.c.group_id.in_(old[start : start + _CHUNK])))
     return len(old)
+
+
+def _host_policy(base: Dict[str, Any], host_over: Any, cache: Dict[str, Any]) -> Dict[str, Any]:
+    """The host's merged policy (as the slice evaluated it: ``_inspect._read_hosts``)."""
+    if not host_over:
+        return base
+    key = json.dumps(host_over, sort_keys=True, default=str)
+    if key not in cache:
+        cache[key] = _policy.merge_policy(base, host_over)
+    return cache[key]
+
+
+def merge_report(
+    nodes: Dict[str, Dict[str, Any]],
+    hosts: Dict[str, Dict[str, Any]],
+    policy_overrides: Optional[Dict[str, Any]] = None,
+    platform: Optional[Dict[str, Any]] = None,
+    include_facts: bool = True,
+    now: Any = None,
+) -> Dict[str, Any]:
+    """report.json's dict of a sliced run: the slices' evaluated ``nodes`` (:func:`load_group`) finished exactly as
+    ``_inspect.inspect_nodes`` finishes an unsliced run: the platform checks' node findings join their nodes (whose
+    status is then assessed again, as the unsliced loop does), then the cluster correlation and the report.
+
+    ``hosts``: the merge's per-host entries (``node_class``, ``policy_overrides``), as for ``inspect_nodes``.
+    """
+    now = now or utcnow()
+    base = _policy.merge_policy(_policy.DEFAULT_POLICY, policy_overrides or {})
+    _policy.validate_policy(base)
+    platform_cluster, platform_nodes = _inspect._platform_findings(platform, base, now, nodes)
+    cache: Dict[str, Any] = {}
+    for host, extra in platform_nodes.items():
+        n = nodes[host]
+        n["findings"] = list(n.get("findings") or []) + extra
+        policy = _host_policy(base, (hosts.get(host) or {}).get("policy_overrides"), cache)
+        n["status"], n["status_reason"] = _cluster.node_assessment(
+            n["findings"], n.get("facts"), policy, n.get("domains")
+        )
+    return _inspect.finish_report(
+        nodes, hosts, base, now, include_facts=include_facts, platform=platform, platform_cluster=platform_cluster
+    )
+
+
+def _count(value: Any, name: str) -> Optional[int]:
+    if value in (None, "", 0, "0"):
+        return None
+    try:
+        number = int(str(value))
+    except ValueError:
+        number = 0
+    if number < 1 or number > 10000:
+        raise SliceError("%s must be a whole number from 1 to 10000, got %r" % (name, value))
+    return number
+
+
+def slice_options(raw: Optional[Dict[str, Any]], state_dir: Optional[str]) -> Optional[Dict[str, Any]]:
+    """The validated slice settings of a run (None: an unsliced run).
+
+    ``raw``: ``mode`` (``slice`` | ``merge``; empty = unsliced), ``group`` (gpuops_run_group), ``slice``
+    (gpuops_slice: this slice's number or AWX job id; slice mode only), ``count`` (gpuops_slice_count: how many
+    slices the run has), ``expect`` (gpuops_expect_slices: how many the merge needs), ``db_url`` (gpuops_db_url;
+    else the embedded store under ``state_dir``, which only slices on the same controller share).
+    """
+    raw = raw or {}
+    mode = raw.get("mode") or ""
+    if mode in ("", "none"):
+        return None
+    if mode not in ("slice", "merge"):
+        raise SliceError("gpuops_slice_mode must be slice, merge or empty (an unsliced run), got %r" % (mode,))
+    if raw.get("group") in (None, ""):
+        raise SliceError(
+            "gpuops_slice_mode=%s needs gpuops_run_group: the id every slice and the merge of one run share "
+            "(the AWX workflow sets it, docs/scale-out.md)" % mode
+        )
+    opts = {
+        "mode": mode,
+        "group": check_group(raw.get("group")),
+        "slice": check_slice(raw.get("slice")) if mode == "slice" else None,
+        "count": _count(raw.get("count"), "gpuops_slice_count"),
+        "expect": _count(raw.get("expect"), "gpuops_expect_slices"),
+        "db_url": raw.get("db_url") or None,
+        "state_dir": state_dir or None,
+    }
+    if mode == "slice" and raw.get("slice") in (None, ""):
+        raise SliceError("gpuops_slice_mode=slice needs gpuops_slice (this slice's number; under AWX its job id)")
+    if not opts["db_url"] and not opts["state_dir"]:
+        raise SliceError(
+            "gpuops_slice_mode=%s needs a store shared by the slices and the merge: gpuops_db_url (PostgreSQL, "
+            "slices on several execution nodes) or gpuops_state_dir (the embedded store of one controller)" % mode
+        )
+    return opts
+
+
+def slice_summary(nodes: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    """The slice's counts, shaped like report.json's summary (no cluster findings: the merge makes them)."""
+    status: Dict[str, int] = {}
+    severity: Dict[str, int] = {}
+    for n in nodes.values():
+        status[n["status"]] = status.get(n["status"], 0) + 1
+        for f in n.get("findings") or []:
+            severity[f.get("severity")] = severity.get(f.get("severity"), 0) + 1
+    return {"nodes": len(nodes), "status": status, "severity": severity, "cluster_findings": []}
