@@ -27,9 +27,7 @@ BIN = os.path.dirname(sys.executable)
 
 
 def _question_problems(q, where, seen):
-    problems = [
-        "%s: missing %s" % (where, key) for key in ("question_name", "variable", "type", "required") if key not in q
-    ]
+    problems = ["%s: missing %s" % (where, key) for key in ("question_name", "variable", "type", "required") if key not in q]
     var = q.get("variable", "")
     if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", str(var)):
         problems.append("%s: variable is not an identifier" % where)
