@@ -69,8 +69,7 @@ def check_group(group: Any) -> str:
     """The run group id, validated (letters, digits, ``_.@+-``; at most 128 characters)."""
     if not isinstance(group, str) or not GROUP_RE.match(group):
         raise SliceError(
-            "gpuops_run_group must be 1-128 letters, digits or _.@+- starting with a letter or digit, got %r"
-            % (group,)
+            "gpuops_run_group must be 1-128 letters, digits or _.@+- starting with a letter or digit, got %r" % (group,)
         )
     return group
 

@@ -13,7 +13,7 @@ import textwrap
 import pytest
 import sqlalchemy as sa
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _slices
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _slices
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
 
 
@@ -152,3 +152,48 @@ def test_a_slice_killed_mid_write_leaves_nothing_and_its_rerun_completes(store_k
     assert rerun.returncode == 0 and "committed" in out
     nodes, info = _slices.load_group(store, "g")
     assert len(nodes) == 1001 and [s["host_count"] for s in info["slices"]] == [1, 1000]
+
+
+def _verdicts(report):
+    nodes = {
+        h: (n["status"], n["status_reason"], sorted((f["id"], f.get("action"), f.get("cause")) for f in n["findings"]))
+        for h, n in report["nodes"].items()
+    }
+    return nodes, sorted(f["id"] for f in report["summary"]["cluster_findings"]), report["summary"]["status"]
+
+
+def test_the_merge_of_slices_equals_the_unsliced_inspection(tmp_path):
+    """Platform node findings join their node at the merge (status assessed again), and a rack whose nodes are
+    split over both slices is down as a whole: the merged report equals inspect_nodes over all hosts."""
+    from test_checks_platform import NOW, done, healthy
+
+    platform = healthy()
+    platform["scheduler"]["history"] += [done(900 + i, "n03", "FAILED") for i in range(6)]
+    live = {"schema": "gpuops.facts/v1", "mode": "live", "errors": []}
+    hosts = {}
+    for i in range(1, 9):
+        rack = "r1" if i <= 4 else "r2"
+        entry = {"rack": rack, "leaf": "l-" + rack, "power": "p1", "facts": dict(live)}
+        if rack == "r2":
+            entry = dict(entry, unreachable=True, message="no route to host")
+        hosts["n%02d" % i] = entry
+    unsliced = _inspect.inspect_nodes(hosts, platform=platform, now=_when(NOW))
+    store = open_store(state_dir=str(tmp_path / "state"))
+    names = sorted(hosts)
+    for k in (0, 1):
+        part = {h: hosts[h] for h in names[k::2]}
+        evaluated = _inspect.evaluate_nodes(part, now=_when(NOW))
+        assert set(evaluated["nodes"]) == set(part)
+        _slices.write_slice(store, "m", k + 1, evaluated["nodes"], {"slice_count": 2})
+    nodes, unused_info = _slices.load_group(store, "m", hosts=names)
+    merged = _slices.merge_report(nodes, hosts, platform=platform, now=_when(NOW))
+    assert _verdicts(merged) == _verdicts(unsliced)
+    assert "cluster:cluster.leaf:leaf:l-r2:node.unreachable" in _verdicts(merged)[1]
+    assert [f["check"] for f in merged["nodes"]["n03"]["findings"]].count("scheduler.job_failures") == 1
+    assert merged["platform"] == unsliced["platform"] and merged["fleet_baseline"] == unsliced["fleet_baseline"]
+
+
+def _when(epoch):
+    import datetime
+
+    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc)
