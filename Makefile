@@ -150,3 +150,26 @@ testbed-down:
 
 clean:
 	rm -rf $(BUILD) reports tests/output
+
+# issue 15: a simulated quarter (tools/simcluster/generate.py --history-days, docs/simulation.md "History") loaded
+# into a fresh store, the service report over it, and its figures against the answer key (score_history.py).
+# 92 days from 2026-10-01 is the whole of 2026Q4; the period label comes from the history's manifest.
+HISTORY_NODES ?= 64
+HISTORY_DAYS ?= 92
+HISTORY_START ?= 2026-10-01
+HISTORY_OUT := $(BUILD)/sim-history
+HISTORY_REPORT ?= $(ROOT)/reports/demo-history
+.PHONY: demo-history
+demo-history: setup
+	rm -rf $(HISTORY_OUT)
+	$(PY) tools/simcluster/generate.py --nodes $(HISTORY_NODES) --out $(HISTORY_OUT) --seed 7 --faults default \
+	  --history-days $(HISTORY_DAYS) --history-start $(HISTORY_START)
+	$(PY) tools/simcluster/history.py load --state-dir $(HISTORY_OUT)/state $(HISTORY_OUT)/history
+	period=$$($(PY) -c 'import json, sys; print(json.load(open(sys.argv[1]))["period"])' $(HISTORY_OUT)/history/manifest.json); \
+	  echo "service report for $$period"; \
+	  $(BIN)/ansible-playbook playbooks/service_report.yml -e gpuops_period=$$period \
+	    -e gpuops_state_dir=$(HISTORY_OUT)/state -e gpuops_report_dir=$(HISTORY_REPORT) \
+	    > $(BUILD)/demo-history-ansible.log || { tail -40 $(BUILD)/demo-history-ansible.log; exit 1; }
+	$(PY) tools/simcluster/score_history.py $(HISTORY_REPORT)/service-report.json $(HISTORY_OUT)/answer_key.json
+	@echo "Reports: $(HISTORY_REPORT)/service-report.json service-report.md service-report.html"
+	@echo "History: $(HISTORY_OUT)/history (JSONL + manifest.json), store $(HISTORY_OUT)/state; log: $(BUILD)/demo-history-ansible.log"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time, utcnow_iso
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _state
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _state, _state_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
 
 
@@ -26,6 +26,7 @@ class ActionModule(ControllerAction):
     NAME = "gpu_reset_record"
     ARGUMENT_SPEC = dict(
         state_dir=dict(type="path", required=True),
+        db_url=dict(type="str"),
         host=dict(type="str", required=True),
         gpus=dict(
             type="list",
@@ -52,10 +53,15 @@ class ActionModule(ControllerAction):
 
         try:
             path = _state.host_state_path(sdir, host)  # refuses a host name that is not a safe file name
-            if check_mode or not gpus:  # nothing written: the state as it would be
-                after = record(_state.load_host_state(sdir, host))
-            else:
-                after = _state.update_host_state(sdir, host, record, timeout=args["lock_timeout"])
+            store = _state_store.open_state(sdir, args["db_url"])  # the database when gpuops_db_url is set
+            try:
+                path = store.where(host)
+                if check_mode or not gpus:  # nothing written: the state as it would be
+                    after = record(store.load_host(host))
+                else:
+                    after = store.update_host(host, record, timeout=args["lock_timeout"])
+            finally:
+                store.close()
         except _state.StateError as exc:
             raise StepError("cannot record the reset: %s" % exc) from exc
         before = seen["before"]

@@ -19,6 +19,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils import _platform_pl
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import StoreError, open_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError
 
 _ARGS = {
     "targets": {"type": "list", "elements": "str"},
@@ -35,6 +36,7 @@ _ARGS = {
     "report_templates": {"type": "path"},
     "write_profiles": {"type": "path"},
     "platform_var": {"type": "str", "default": "__inspect_platform"},
+    "db_url": {"type": "str", "no_log": False},
     "slice": {"type": "dict", "default": {}},  # sliced runs (docs/scale-out.md): _slices.slice_options
 }
 
@@ -200,7 +202,9 @@ class ActionModule(ActionBase):
     @staticmethod
     def _slice_options(args):
         try:
-            return _slices.slice_options(plain(args["slice"]), args["state_dir"])
+            raw = dict(plain(args["slice"]) or {})
+            raw["db_url"] = raw.get("db_url") or args["db_url"]  # gpuops_db_url: the state's store is the slices' too
+            return _slices.slice_options(raw, args["state_dir"])
         except _slices.SliceError as exc:
             raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
 
@@ -211,15 +215,21 @@ class ActionModule(ActionBase):
         except StoreError as exc:
             raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
 
-    def _write_slice(self, result, hosts, args, sliced, state_dir, collected, t0):
+    def _write_slice(self, result, hosts, args, sliced, state, collected, t0):
         """A slice (docs/scale-out.md): evaluate this slice's nodes as an unsliced run does and write them to the
         store in one transaction; no cluster view, no reports, no gate (the merge step makes them)."""
         try:
             evaluated = _inspect.evaluate_nodes(
-                hosts, policy_overrides=args["policy_overrides"], state_dir=state_dir, include_facts=True
+                hosts,
+                policy_overrides=args["policy_overrides"],
+                state_dir=state[0],
+                db_url=state[1],
+                include_facts=True,
             )
         except _policy.PolicyError as exc:
             raise AnsibleActionFail("invalid gpuops policy: %s" % exc) from exc
+        except StateError as exc:  # a corrupt state file, an unreachable gpuops_db_url
+            raise AnsibleActionFail("inspect_cluster: state: %s" % exc) from exc
         nodes = evaluated["nodes"]
         written = {"group": sliced["group"], "slice": sliced["slice"], "hosts": len(nodes), "written": False}
         if not self._task.check_mode:  # check mode writes nothing
@@ -298,11 +308,11 @@ class ActionModule(ActionBase):
             return result
         hosts, collected = self._entries(hostvars, args["targets"], profiles, args["collect_var"])
         t_vars = time.monotonic() - t0
-        state_dir = args["state_dir"]
+        state_dir, db_url = args["state_dir"], args["db_url"]
         if self._task.check_mode:
-            state_dir = None  # check mode: never advance counters, clear markers or escalation history
+            state_dir = db_url = None  # check mode: never advance counters, clear markers or escalation history
         if sliced and sliced["mode"] == "slice":
-            return self._write_slice(result, hosts, args, sliced, state_dir, collected, t0)
+            return self._write_slice(result, hosts, args, sliced, (state_dir, db_url), collected, t0)
         platform = _platform_plan.platform_facts(hostvars, args["targets"], self._capture_path, args["platform_var"])
         try:
             if sliced:  # the merge step: the slices collected and evaluated the nodes
@@ -313,6 +323,7 @@ class ActionModule(ActionBase):
                     hosts,
                     policy_overrides=args["policy_overrides"],
                     state_dir=state_dir,
+                    db_url=db_url,
                     include_facts=args["include_facts"],
                     platform=platform,
                 )
@@ -320,6 +331,8 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("invalid gpuops policy: %s" % exc) from exc
         except _runbooks.CatalogError as exc:  # the report links each finding to its runbook: a broken install
             raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
+        except StateError as exc:  # a corrupt state file, an unreachable gpuops_db_url
+            raise AnsibleActionFail("inspect_cluster: state: %s" % exc) from exc
         paths = {}
         if args["write_reports"]:
             report_dir = args["report_dir"] or _inspect.default_report_dir()

@@ -10,12 +10,24 @@ and reports but claims and writes nothing.
 
 from __future__ import annotations
 
+import contextlib
+
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 from ansible_collections.gpuops.cluster.plugins.module_utils._slurm_parse import parse_show_node
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _guard
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _guard, _state_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._outcome import controller_user
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError
+
+
+@contextlib.contextmanager
+def _opened(p):
+    """The claims' backend: the store when db_url (gpuops_db_url) is set, else the state directory."""
+    store = _state_store.open_state(p["state_dir"], p["db_url"]) or _state_store.FileStateStore(p["state_dir"])
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def _decide(p, check_mode):
@@ -23,14 +35,14 @@ def _decide(p, check_mode):
     claim = _guard.Claim(
         run_id=p["run_id"] or "", ticket=p["ticket"], record=not check_mode, lock_timeout=p["lock_timeout"]
     )
-    result = _guard.guard_and_claim(
-        p["state_dir"],
-        _guard.targets_from_findings(p["nodes"], p["findings"]),
-        cluster,
-        policy=p["policy"],
-        override_reason=p["override_reason"],
-        claim=claim,
-    )
+    with _opened(p) as store:
+        result = store.guard_and_claim(
+            _guard.targets_from_findings(p["nodes"], p["findings"]),
+            cluster,
+            policy=p["policy"],
+            override_reason=p["override_reason"],
+            claim=claim,
+        )
     before = sorted(result["claimed"])
     after = sorted(set(before) | set(result["allowed"]))
     result["changed"] = after != before
@@ -45,9 +57,8 @@ def _release(p, check_mode):
         if node in outcomes:
             raise StepError("node %s is both done and failed" % node)
         outcomes[node] = _guard.DONE
-    result = _guard.release_claims(
-        p["state_dir"], p["run_id"], outcomes, lock_timeout=p["lock_timeout"], write=not check_mode
-    )
+    with _opened(p) as store:
+        result = store.release_claims(p["run_id"], outcomes, lock_timeout=p["lock_timeout"], write=not check_mode)
     released = result["released"]
     result["changed"] = bool(released)
     result["diff"] = {
@@ -62,6 +73,7 @@ class ActionModule(ControllerAction):
     ARGUMENT_SPEC = dict(
         action=dict(type="str", choices=["decide", "release"], default="decide"),
         state_dir=dict(type="path", required=True),
+        db_url=dict(type="str"),
         run_id=dict(type="str"),
         nodes=dict(type="list", elements="str"),
         findings=dict(type="list", elements="raw", default=[]),

@@ -18,6 +18,7 @@ class ActionModule(ControllerAction):
         action=dict(type="str", choices=["status", "record", "signoff", "left"], default="record"),
         left=dict(type="dict"),
         state_dir=dict(type="path", required=True),
+        db_url=dict(type="str"),
         host=dict(type="str", required=True),
         node_class=dict(type="str"),
         restart=dict(type="bool", default=False),

@@ -25,6 +25,12 @@ options:
     description: The controller state directory (C(gpuops_state_dir)).
     type: path
     required: true
+  db_url:
+    description:
+      - The store's database URL (C(gpuops_db_url), C(docs/store.md)).
+      - When set, the host states are kept in that database instead of O(state_dir),
+        shared by every controller and AWX execution node (C(docs/state.md)).
+    type: str
   host:
     description: The node (inventory hostname).
     type: str

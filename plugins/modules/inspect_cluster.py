@@ -62,6 +62,13 @@ options:
       - The controller state directory (C(docs/state.md)). Without it, no counter deltas, clear rules or escalation
         history are available.
     type: path
+  db_url:
+    description:
+      - The shared store, a PostgreSQL URL (C(docs/store.md)); without it the store is the SQLite file in
+        O(state_dir).
+      - When set, the host states (previous counters, clear markers, escalation history) are kept in that database
+        instead of the files of O(state_dir), shared by several controllers or AWX execution nodes (C(docs/state.md)).
+    type: str
   policy_overrides:
     description: Site policy overrides merged recursively over the defaults (C(docs/policy.md)).
     type: dict

@@ -39,6 +39,12 @@ options:
     description: The controller state directory (C(gpuops_state_dir)) that keeps the claims.
     type: path
     required: true
+  db_url:
+    description:
+      - The store's database URL (C(gpuops_db_url), C(docs/store.md)).
+      - When set, the claims are kept in that database instead of O(state_dir),
+        shared by every controller and AWX execution node (C(docs/state.md)).
+    type: str
   run_id:
     description:
       - The run that makes the claims and later releases them (the isolate role makes one per run).

@@ -41,6 +41,12 @@ options:
     description: "The controller state directory (C(gpuops_state_dir))."
     type: path
     required: true
+  db_url:
+    description:
+      - The store's database URL (C(gpuops_db_url), C(docs/store.md)).
+      - When set, the golden baseline's copy in the host state is kept in that database instead of O(state_dir),
+        shared by every controller and AWX execution node (C(docs/state.md)).
+    type: str
   host:
     description: "The node (inventory hostname)."
     type: str

@@ -331,8 +331,31 @@ def prune_history(history: Iterable[Dict[str, Any]], now: float, keep_s: float) 
     return out
 
 
-def _keep_s(pol: Dict[str, Any]) -> float:
+def keep_s(pol: Dict[str, Any]) -> float:
+    """How long the history keeps an entry: the longest of the flap window, the claim TTL and a day."""
     return max(pol["window_s"], pol["claim_ttl_s"], 86400)
+
+
+def claim_entries(allowed: Iterable[str], claim: Claim, t: float, override_reason: str = "") -> List[Dict[str, Any]]:
+    """The history entries (state ``claimed``) that record ``claim``'s allowed nodes at time ``t``."""
+    out = []
+    for node in allowed:
+        entry = {"node": node, "time": t, "run_id": claim.run_id, "ticket": claim.ticket, "state": CLAIMED}
+        if override_reason:
+            entry["override_reason"] = override_reason
+        out.append(entry)
+    return out
+
+
+def check_release(run_id: Any, outcomes: Any) -> None:
+    """Refuse a release without a run id, or with an outcome other than done/failed (GuardError)."""
+    if not isinstance(run_id, str) or not run_id:
+        raise GuardError("releasing claims needs the run_id that made them")
+    if not isinstance(outcomes, dict):
+        raise GuardError("outcomes must be a mapping node -> done|failed")
+    for node, outcome in outcomes.items():
+        if not isinstance(node, str) or not node or outcome not in CLAIM_OUTCOMES:
+            raise GuardError("bad claim outcome %r -> %r (done or failed)" % (node, outcome))
 
 
 def save_history(state_dir: str, history: List[Dict[str, Any]]) -> None:
@@ -372,12 +395,8 @@ def guard_and_claim(
         history = load_history(state_dir)
         result = decide(targets, cluster, history, pol, t, override_reason)
         if result["allowed"]:
-            history = prune_history(history, t, _keep_s(pol))
-            for node in result["allowed"]:
-                entry = {"node": node, "time": t, "run_id": claim.run_id, "ticket": claim.ticket, "state": CLAIMED}
-                if override_reason:
-                    entry["override_reason"] = override_reason
-                history.append(entry)
+            history = prune_history(history, t, keep_s(pol))
+            history.extend(claim_entries(result["allowed"], claim, t, override_reason))
             save_history(state_dir, history)
     result["claim_ttl_s"] = pol["claim_ttl_s"]
     return result
@@ -397,26 +416,20 @@ def release_claims(
     ``{released: {node: outcome}, not_claimed: [nodes without an open claim of this run]}``; ``write=False``
     (check mode) says what it would release and writes nothing."""
     _need_state_dir(state_dir)
-    if not isinstance(run_id, str) or not run_id:
-        raise GuardError("releasing claims needs the run_id that made them")
-    if not isinstance(outcomes, dict):
-        raise GuardError("outcomes must be a mapping node -> done|failed")
-    for node, outcome in outcomes.items():
-        if not isinstance(node, str) or not node or outcome not in CLAIM_OUTCOMES:
-            raise GuardError("bad claim outcome %r -> %r (done or failed)" % (node, outcome))
+    check_release(run_id, outcomes)
     if not write:  # check mode: what would be released, without the lock, writing nothing
         t = time.time() if now is None else float(now)
-        return _answer(_mark_released(load_history(state_dir), run_id, outcomes, t), outcomes)
+        return release_answer(mark_released(load_history(state_dir), run_id, outcomes, t), outcomes)
     with StateLock(state_dir, LOCK_NAME, timeout=lock_timeout):
         t = time.time() if now is None else float(now)
         history = load_history(state_dir)
-        released = _mark_released(history, run_id, outcomes, t)
+        released = mark_released(history, run_id, outcomes, t)
         if released:
             save_history(state_dir, history)
-    return _answer(released, outcomes)
+    return release_answer(released, outcomes)
 
 
-def _mark_released(history: List[Dict[str, Any]], run_id: str, outcomes: Dict[str, str], t: float) -> Dict[str, str]:
+def mark_released(history: List[Dict[str, Any]], run_id: str, outcomes: Dict[str, str], t: float) -> Dict[str, str]:
     """Set the outcome on ``run_id``'s open claims of the nodes in ``outcomes`` (in place); returns them."""
     released: Dict[str, str] = {}
     for entry in history:
@@ -429,5 +442,5 @@ def _mark_released(history: List[Dict[str, Any]], run_id: str, outcomes: Dict[st
     return released
 
 
-def _answer(released: Dict[str, str], outcomes: Dict[str, str]) -> Dict[str, Any]:
+def release_answer(released: Dict[str, str], outcomes: Dict[str, str]) -> Dict[str, Any]:
     return {"released": released, "not_claimed": sorted(n for n in outcomes if n not in released)}

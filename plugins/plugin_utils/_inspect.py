@@ -16,7 +16,8 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _cluster, _fleet, _policy, _report, _state
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _cluster, _fleet, _policy, _report
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _state_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import slurm_record_name
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import backup as _checks_backup
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import platform as _platform_checks
@@ -141,8 +142,10 @@ def inspect_nodes(
     """
     platform = extra.pop("platform", None)
     evaluate_only = extra.pop("evaluate_only", False)  # a slice (evaluate_nodes): the nodes, no cluster view
+    db_url = extra.pop("db_url", None)  # gpuops_db_url: the shared state in the store (docs/state.md "Backends")
     if extra:
         raise TypeError("inspect_nodes: unknown argument(s) %s" % ", ".join(sorted(extra)))
+    states = _state_store.open_state(state_dir, db_url)
     now = now or utcnow()
     generated_at = iso_z(now)
     profiles = profiles or {}
@@ -157,6 +160,8 @@ def inspect_nodes(
     baselines = _fleet.infer_baselines({host: read[host][2] for host in unprofiled}, classes, base_policy)
     nodes: Dict[str, Dict[str, Any]] = {}
     platform_cluster, platform_nodes = _platform_findings(platform, base_policy, now, hosts)
+    saved = states.load_hosts(sorted(hosts)) if states else {}
+    new_states: Dict[str, Dict[str, Any]] = {}
     for host in sorted(hosts):
         h = hosts[host] or {}
         policy, phash, facts = read[host]
@@ -165,7 +170,7 @@ def inspect_nodes(
         if not profile:
             fleet = baselines.get(_fleet.peer_class(facts, classes.get(host)) or "")
         facts = _checks_backup.with_backup_status(facts, state_dir, host, policy, now)  # docs/backup.md
-        host_state = _state.load_host_state(state_dir, host) if state_dir else {}
+        host_state = saved.get(host, {})
         if h.get("baseline") is not None:
             host_state = dict(host_state, baseline=h["baseline"])
         if h.get("previous_capture_dir") and h.get("capture_dir"):
@@ -175,8 +180,8 @@ def inspect_nodes(
             host_state = _checks.evaluate_node(prev_facts, profile, policy, host_state, now, host, fleet)[1]
         findings, new_state = _checks.evaluate_node(facts, profile, policy, host_state, now, host, fleet)
         findings = findings + platform_nodes.get(host, [])
-        if state_dir:
-            _state.save_host_state(state_dir, host, new_state)
+        if states:
+            new_states[host] = new_state
         domains = _checks.domain_states(facts, profile, policy)
         status, reason = _cluster.node_assessment(findings, facts, policy, domains)
         nodes[host] = {
@@ -192,6 +197,9 @@ def inspect_nodes(
             "policy_hash": phash,
             "baseline": "profile" if profile else ("fleet" if fleet else "none"),
         }
+    if states:
+        states.save_hosts(new_states)  # one transaction on the database backend: all hosts or none
+        states.close()
     if evaluate_only:
         return {"nodes": nodes, "policy_hash": base_hash, "generated_at": generated_at}
     return finish_report(

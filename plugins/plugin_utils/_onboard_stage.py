@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _slurm_parse
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, write_private_atomic
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _state
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _state, _state_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _onboard_burnin as burnin
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _onboard_checks as checks
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _onboard_record as records
@@ -67,7 +67,11 @@ def _baseline(p: Dict[str, Any], check_mode: bool) -> Dict[str, Any]:
     path = records.baseline_path(p["state_dir"], p["host"])
     if not check_mode:
         _state.atomic_write_json(path, baseline)
-        _state.update_host_state(p["state_dir"], p["host"], lambda hs: dict(hs, baseline=baseline))
+        store = _state_store.open_state(p["state_dir"], p.get("db_url"))  # the database when gpuops_db_url is set
+        try:
+            store.update_host(p["host"], lambda hs: dict(hs, baseline=baseline))
+        finally:
+            store.close()
     return checks.verdict("baseline", [], {"path": path, "taken_at": baseline["taken_at"], "baseline": baseline})
 
 

@@ -20,7 +20,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 import jinja2
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _runbooks
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet_summary, _runbooks
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
 
 SCHEMA = "gpuops.report/v1"
@@ -97,7 +97,7 @@ def build_report(
     for f in cluster_findings:
         if f.get("severity") in sev_counts:
             sev_counts[f["severity"]] += 1
-    return {
+    report = {
         "schema": SCHEMA,
         "generated_at": generated_at,
         "policy": {"version": policy_version, "hash": policy_hash},
@@ -109,6 +109,11 @@ def build_report(
         },
         "nodes": out_nodes,
     }
+    # the fleet checkup reads the facts even when report.json leaves them out; the store part (open incidents,
+    # recurring faults of the period) is merged in by whoever holds the store (_fleet_summary.store_section)
+    with_facts = {h: dict(n, facts=(nodes[h] or {}).get("facts")) for h, n in out_nodes.items()}
+    report["fleet_summary"] = _fleet_summary.fleet_summary(dict(report, nodes=with_facts))
+    return report
 
 
 def to_json(report: Dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ Writes
   DIR/inventory/group_vars/gpu_nodes.yml   the node-class hardware profile
   DIR/answer_key.json            per host the findings the policy must produce (docs/simulation.md)
   DIR/states/<host>.json         (--write-states) the node states, usable with `python3 -m simnode`
+  DIR/history/                   (--history-days N) N days of the cluster's life, answer_key.json gains `history`
 Stdlib only; runs under /usr/bin/python3 and the venv.
 """
 
@@ -393,9 +394,13 @@ def main(argv=None) -> int:
         help="zero-profile mode: no hardware profiles, no node classes (the answer key says what must still be found)",
     )
     ap.add_argument("--platform-faults", default="", help="scheduler/storage faults: comma list or none (issue 19)")
+    ap.add_argument("--history-days", type=int, default=0, help="also write DIR/history/: N days of the cluster's life")
+    ap.add_argument("--history-start", default="2026-10-01", help="the history's first day (UTC date)")
     a = ap.parse_args(argv)
     if a.nodes < 1:
         ap.error("--nodes must be >= 1")
+    if a.history_days < 0:
+        ap.error("--history-days must be >= 0")
     t0 = time.time()
     key = generate(
         a.nodes,
@@ -411,6 +416,12 @@ def main(argv=None) -> int:
         platform_faults=a.platform_faults,
     )
     print(summary(key, a.out, time.time() - t0))
+    if a.history_days > 0:  # issue 15: a quarter of inspections, incidents, windows and allocation (history.py)
+        from simcluster import history as _history  # pylint: disable=import-outside-toplevel
+
+        data = a.out if a.layout == "build" else os.path.join(a.out, ".sim")
+        hist = _history.add_to_answer_key(data, hostnames(a.nodes), a.history_days, a.history_start, a.seed)
+        print(_history.summary(hist, os.path.join(data, "history")))
     return 0
 
 
