@@ -15,8 +15,8 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet, _inspect, _policy, _report, _runbooks
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger_run, _platform_plan, _pool
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import StoreError
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger_run, _platform_plan, _pool, _slices
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import StoreError, open_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError
@@ -38,6 +38,7 @@ _ARGS = {
     "platform_var": {"type": "str", "default": "__inspect_platform"},
     "db_url": {"type": "str", "no_log": False},
     "ledger": {"type": "bool", "default": True},
+    "slice": {"type": "dict", "default": {}},  # sliced runs (docs/scale-out.md): _slices.slice_options
 }
 
 
@@ -199,6 +200,99 @@ class ActionModule(ActionBase):
             ) from exc
         return {"path": path, "classes": sorted(baselines)}
 
+    @staticmethod
+    def _slice_options(args):
+        try:
+            raw = dict(plain(args["slice"]) or {})
+            raw["db_url"] = raw.get("db_url") or args["db_url"]  # gpuops_db_url: the state's store is the slices' too
+            return _slices.slice_options(raw, args["state_dir"])
+        except _slices.SliceError as exc:
+            raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
+
+    @staticmethod
+    def _store(sliced):
+        try:
+            return open_store(state_dir=sliced["state_dir"], db_url=sliced["db_url"])
+        except StoreError as exc:
+            raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
+
+    def _write_slice(self, result, hosts, args, sliced, state, collected, t0):
+        """A slice (docs/scale-out.md): evaluate this slice's nodes as an unsliced run does and write them to the
+        store in one transaction; no cluster view, no reports, no gate (the merge step makes them)."""
+        try:
+            evaluated = _inspect.evaluate_nodes(
+                hosts,
+                policy_overrides=args["policy_overrides"],
+                state_dir=state[0],
+                db_url=state[1],
+                include_facts=True,
+            )
+        except _policy.PolicyError as exc:
+            raise AnsibleActionFail("invalid gpuops policy: %s" % exc) from exc
+        except StateError as exc:  # a corrupt state file, an unreachable gpuops_db_url
+            raise AnsibleActionFail("inspect_cluster: state: %s" % exc) from exc
+        nodes = evaluated["nodes"]
+        written = {"group": sliced["group"], "slice": sliced["slice"], "hosts": len(nodes), "written": False}
+        if not self._task.check_mode:  # check mode writes nothing
+            store = self._store(sliced)
+            try:
+                meta = {"slice_count": sliced["count"], "policy_hash": evaluated["policy_hash"]}
+                written = dict(_slices.write_slice(store, sliced["group"], sliced["slice"], nodes, meta), written=True)
+            except (StoreError, _slices.SliceError) as exc:
+                raise AnsibleActionFail("inspect_cluster: slice not written: %s" % exc) from exc
+            finally:
+                store.close()
+        result.update(
+            changed=False,
+            slices=written,
+            summary=_slices.slice_summary(nodes),
+            generated_at=evaluated["generated_at"],
+            nodes={},  # per-node verdicts are final only after the merge's correlation: nothing acts on a slice
+            reports={},
+            collected=collected,
+            fail_on=None,
+            timing={"total_s": round(time.monotonic() - t0, 3)},
+        )
+        return result
+
+    def _merge(self, hosts, args, sliced, platform):
+        """The merge step: every node of the run group, then the cluster view and the report of an unsliced run."""
+        store = self._store(sliced)
+        try:
+            nodes, info = _slices.load_group(store, sliced["group"], sliced["expect"] or sliced["count"], hosts)
+            report = _slices.merge_report(
+                nodes,
+                hosts,
+                policy_overrides=args["policy_overrides"],
+                platform=platform,
+                include_facts=args["include_facts"],
+            )
+            if not self._task.check_mode:
+                info["pruned_groups"] = _slices.prune(store)
+        except (StoreError, _slices.SliceError) as exc:
+            raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
+        finally:
+            store.close()
+        return report, info
+
+    def _ledger_prepare(self, args, report, state_dir, db_url):
+        """The service ledger (docs/service.md): SLA findings into the report now, the run recorded after the
+        reports. None when the ledger is off, there is no store, or in check mode."""
+        if not (args["ledger"] and (state_dir or db_url)) or self._task.check_mode:
+            return None
+        sla = _policy.merge_policy(_policy.DEFAULT_POLICY, plain(args["policy_overrides"] or {}))["sla"]
+        return (_ledger_run.prepare(report, state_dir, db_url, sla), sla)
+
+    @staticmethod
+    def _ledger_record(ledger, report, report_dir):
+        try:
+            return _ledger_run.record(ledger[0], report, ledger[1])
+        except StoreError as exc:
+            raise AnsibleActionFail(
+                "inspect_cluster: the run was not recorded in the service ledger (%s); the reports were written "
+                "(%s)" % (exc, report_dir or "no report directory")
+            ) from exc
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
@@ -216,8 +310,11 @@ class ActionModule(ActionBase):
                 "writes it as profiles to review): %s%s"
                 % (len(without_class), ", ".join(without_class[:10]), " ..." if len(without_class) > 10 else "")
             )
+        sliced = self._slice_options(args)
         if args["validate_only"]:
             live, captured = self._plan(hostvars, args["targets"])
+            if sliced and sliced["mode"] == "merge":
+                live, captured = [], []  # the merge reads the slices' nodes from the store, never the nodes
             result.update(
                 changed=False,
                 without_class=without_class,
@@ -234,18 +331,23 @@ class ActionModule(ActionBase):
         if self._task.check_mode:
             state_dir = db_url = None  # check mode: never advance counters, clear markers or escalation history
         phases = {}
+        if sliced and sliced["mode"] == "slice":
+            return self._write_slice(result, hosts, args, sliced, (state_dir, db_url), collected, t0)
+        platform = _platform_plan.platform_facts(hostvars, args["targets"], self._capture_path, args["platform_var"])
         try:
-            report = _inspect.inspect_nodes(
-                hosts,
-                timing=phases,
-                policy_overrides=args["policy_overrides"],
-                state_dir=state_dir,
-                db_url=db_url,
-                include_facts=args["include_facts"],
-                platform=_platform_plan.platform_facts(
-                    hostvars, args["targets"], self._capture_path, args["platform_var"]
-                ),
-            )
+            if sliced:  # the merge step: the slices collected and evaluated the nodes
+                collected = dict.fromkeys(collected, 0)
+                report, result["slices"] = self._merge(hosts, args, sliced, platform)
+            else:
+                report = _inspect.inspect_nodes(
+                    hosts,
+                    timing=phases,
+                    policy_overrides=args["policy_overrides"],
+                    state_dir=state_dir,
+                    db_url=db_url,
+                    include_facts=args["include_facts"],
+                    platform=platform,
+                )
         except _policy.PolicyError as exc:
             raise AnsibleActionFail("invalid gpuops policy: %s" % exc) from exc
         except (_runbooks.CatalogError, _pool.PoolError) as exc:  # CatalogError: a broken install
@@ -253,10 +355,7 @@ class ActionModule(ActionBase):
         except StateError as exc:  # a corrupt state file, an unreachable gpuops_db_url
             raise AnsibleActionFail("inspect_cluster: state: %s" % exc) from exc
         # the service ledger (docs/service.md): SLA findings into the report now, the run recorded after the reports
-        ledger = None
-        if args["ledger"] and (state_dir or db_url) and not self._task.check_mode:
-            sla = _policy.merge_policy(_policy.DEFAULT_POLICY, plain(args["policy_overrides"] or {}))["sla"]
-            ledger = (_ledger_run.prepare(report, state_dir, db_url, sla), sla)
+        ledger = self._ledger_prepare(args, report, state_dir, db_url)
         t_eval = time.monotonic()
         paths = {}
         if args["write_reports"]:
@@ -273,13 +372,7 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
             result["report_dir"] = os.path.abspath(report_dir)
         if ledger is not None:
-            try:
-                result["ledger"] = _ledger_run.record(ledger[0], report, ledger[1])
-            except StoreError as exc:
-                raise AnsibleActionFail(
-                    "inspect_cluster: the run was not recorded in the service ledger (%s); the reports were written "
-                    "(%s)" % (exc, result.get("report_dir") or "no report directory")
-                ) from exc
+            result["ledger"] = self._ledger_record(ledger, report, result.get("report_dir"))
         if args["write_profiles"] and not self._task.check_mode:
             result["profiles_written"] = self._write_profiles(args["write_profiles"], report)
         result.update(

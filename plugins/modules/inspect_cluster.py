@@ -117,6 +117,24 @@ options:
         read and no report is written. The inspection playbook runs this before it collects anything.
     type: bool
     default: false
+  slice:
+    description:
+      - A sliced inspection (C(docs/scale-out.md)); empty (the default) is an unsliced run.
+      - C(mode=slice) - evaluate the targets (this slice's hosts, e.g. an AWX job slice) exactly as an unsliced run
+        does and write their entries to the shared store in one transaction; no cluster findings, no reports, no
+        RV(fail_on) gate, and RV(nodes) is empty (verdicts are final only after the merge's correlation). In check
+        mode nothing is written.
+      - C(mode=merge) - read every node of the run group from the store (refused, naming what is wrong, when a slice
+        is missing, a host was written twice, or a target was inspected by no slice), then correlate across the
+        whole cluster and write the reports exactly as an unsliced run of the same targets. The targets are not
+        contacted (the plan returns no live host).
+      - Keys - C(mode) (C(slice), C(merge) or empty), C(group) (the run group every slice and the merge share),
+        C(slice) (this slice's name, its number or AWX job id; slice mode), C(count) (how many slices the run
+        has), C(expect) (how many slices the merge needs; else C(count), else what the slices recorded),
+        C(db_url) (the shared store, PostgreSQL across execution nodes; else the embedded store under
+        O(state_dir)).
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - gpuops.cluster.common.ATTRIBUTES_INFO
 attributes:
@@ -219,6 +237,14 @@ captured:
   type: list
   elements: str
   sample: ["gpu-node-01"]
+slices:
+  description:
+    - Slice mode - the run group, the slice, how many hosts it wrote and whether it wrote them (not in check mode).
+    - Merge mode - the run group, its hosts and each slice (name, hosts, when, where), and how many old run groups
+      were pruned from the store (older than 7 days).
+  returned: with O(slice)
+  type: dict
+  sample: {"group": "awx-4711", "hosts": 2000, "slices": [{"slice": "1", "host_count": 500, "controller": "exec-1"}]}
 timing:
   description:
     - Seconds spent reading host variables, reading and parsing the evidence (C(read_s)), evaluating the nodes

@@ -212,6 +212,7 @@ def inspect_nodes(
     ``gpuops_profiles`` block).
     """
     platform = extra.pop("platform", None)
+    evaluate_only = extra.pop("evaluate_only", False)  # a slice (evaluate_nodes): the nodes, no cluster view
     db_url = extra.pop("db_url", None)  # gpuops_db_url: the shared state in the store (docs/state.md "Backends")
     n_workers = extra.pop("workers", None)
     timing = extra.pop("timing", None)
@@ -260,11 +261,57 @@ def inspect_nodes(
         states.save_hosts(new_states)  # one transaction on the database backend: all hosts or none
         states.close()
     timing["evaluate_s"] = time.monotonic() - t0 - timing["read_s"]
+    if evaluate_only:
+        return {"nodes": nodes, "policy_hash": base_hash, "generated_at": generated_at}
+    return finish_report(
+        nodes,
+        hosts,
+        base_policy,
+        now,
+        include_facts=include_facts,
+        platform=platform,
+        platform_cluster=platform_cluster,
+        baselines=baselines,
+        timing=timing,
+    )
+
+
+def evaluate_nodes(hosts: Dict[str, Dict[str, Any]], **kwargs: Any) -> Dict[str, Any]:
+    """A slice's half of :func:`inspect_nodes` (docs/scale-out.md): every node evaluated exactly as an unsliced run
+    does, without the platform checks, the cluster view or the report: ``{nodes: {host: entry}, policy_hash,
+    generated_at}``. The merge step (``_slices.merge_report``) finishes them with :func:`finish_report`."""
+    return inspect_nodes(hosts, evaluate_only=True, **kwargs)
+
+
+def finish_report(
+    nodes: Dict[str, Dict[str, Any]],
+    hosts: Dict[str, Dict[str, Any]],
+    base_policy: Dict[str, Any],
+    now: datetime.datetime,
+    include_facts: bool = True,
+    **extra: Any,
+) -> Dict[str, Any]:
+    """The cluster half of an inspection: cluster findings over the evaluated ``nodes`` (their findings are
+    rewritten in place by the correlation), the report, the fleet-baseline summary and the platform summary.
+
+    ``platform`` / ``platform_cluster``: the platform facts and their cluster findings (the node findings of the
+    platform checks are already in ``nodes``); ``baselines``: the fleet baselines the nodes were judged against
+    (None: inferred here from the nodes' facts, as the merge of a sliced run does).
+    """
+    platform = extra.get("platform")
+    base_hash = _policy.policy_hash(base_policy)
+    unprofiled = [host for host in sorted(nodes) if nodes[host].get("baseline") != "profile"]
+    classes = {host: (hosts.get(host) or {}).get("node_class") for host in unprofiled}
+    baselines = extra.get("baselines")
+    if baselines is None:
+        baselines = _fleet.infer_baselines({host: nodes[host]["facts"] for host in unprofiled}, classes, base_policy)
+    t_cluster = time.monotonic()
     # statuses first: the cluster view must know which nodes are unknown (status error), not merely quiet
-    cluster_findings = _cluster.evaluate_cluster(nodes, base_policy, now) + platform_cluster
-    timing["cluster_s"] = time.monotonic() - t0 - timing["read_s"] - timing["evaluate_s"]
+    cluster_findings = _cluster.evaluate_cluster(nodes, base_policy, now) + list(extra.get("platform_cluster") or [])
+    if extra.get("timing") is not None:
+        extra["timing"]["cluster_s"] = time.monotonic() - t_cluster
     report = _report.build_report(
-        generated_at,
+        iso_z(now),
         nodes,
         cluster_findings,
         policy_version=str(base_policy.get("version")),
@@ -281,7 +328,7 @@ def inspect_nodes(
             n["slurm_node_name"] = name  # a capture's single scontrol record under another NodeName
     members: Dict[str, List[str]] = {}
     for host in unprofiled:
-        members.setdefault(_fleet.peer_class(read[host][2], classes.get(host)) or "", []).append(host)
+        members.setdefault(_fleet.peer_class(nodes[host]["facts"], classes.get(host)) or "", []).append(host)
     report["fleet_baseline"] = _fleet.summary(baselines, members)
     if platform is not None:
         report["platform"] = _platform_jobs.platform_summary(platform, now.timestamp())

@@ -147,7 +147,7 @@ def test_job_template(tpl):
     unknown = [q["variable"] for q in spec["spec"] if q["variable"] not in vocab]
     assert unknown == [], "%s asks for variables %s that %s does not use" % (tpl["name"], unknown, tpl["playbook"])
     # disruptive = never two at once (awx_configure.yml sets allow_simultaneous: not disruptive)
-    assert tpl["disruptive"] is (tpl["playbook"] != "playbooks/inspect.yml")
+    assert tpl["disruptive"] is (tpl["playbook"] not in ("playbooks/inspect.yml", "playbooks/slice_open.yml"))
 
 
 def test_every_survey_file_is_valid_and_used():
@@ -163,8 +163,9 @@ def test_schedule_rrule_parses():
 
     names = {t["name"] for t in TEMPLATES}
     assert DATA["awx_schedules"]
+    workflows = {w["name"] for w in DATA["awx_workflows"]}
     for s in DATA["awx_schedules"]:
-        assert s["job_template"] in names
+        assert s.get("job_template") in names or s.get("workflow") in workflows
         assert s["rrule"].startswith("DTSTART:") and " RRULE:" in s["rrule"]
         rule = rrule.rrulestr(s["rrule"].replace(" RRULE:", "\nRRULE:"))
         first, second = rule[0], rule[1]
@@ -392,3 +393,30 @@ def test_project_sync_requirements_match_the_execution_environment():
     want = {c["name"]: c.get("version") for c in ee if c.get("type") != "file"}
     assert reqs.pop("gpuops.cluster")
     assert reqs == want
+
+
+def test_sliced_inspection_workflow():
+    """docs/scale-out.md: open (names the run group) -> the sliced job template -> the merge, every 15 minutes; the
+    slice count AWX cuts, the count each slice records and the count the merge needs are one number; the slices
+    and the merge share one store."""
+    (wf,) = [w for w in DATA["awx_workflows"] if w["name"] == "gpuops inspect (sliced)"]
+    nodes = {n["identifier"]: n for n in wf["nodes"]}
+    assert [nodes["open"]["success"], nodes["slices"]["success"], nodes["merge"]["success"]] == [
+        ["slices"],
+        ["merge"],
+        [],
+    ]
+    by_name = {t["name"]: t for t in TEMPLATES}
+    opener, sliced, merge = (by_name[nodes[i]["job_template"]] for i in ("open", "slices", "merge"))
+    assert opener["playbook"] == "playbooks/slice_open.yml"
+    assert sliced["extra_vars"]["gpuops_slice_mode"] == "slice" and merge["extra_vars"]["gpuops_slice_mode"] == "merge"
+    assert "job_slice_count" not in merge and "job_slice_count" not in opener
+    count = sliced["job_slice_count"]
+    assert count > 1 and sliced["extra_vars"]["gpuops_slice_count"] == count
+    assert nodes["merge"]["extra_data"]["gpuops_expect_slices"] == count
+    assert sliced["extra_vars"]["gpuops_db_url"] == merge["extra_vars"]["gpuops_db_url"]
+    (sched,) = [s for s in DATA["awx_schedules"] if s.get("workflow") == wf["name"]]
+    assert "FREQ=MINUTELY;INTERVAL=15" in sched["rrule"]
+    play = open(os.path.join(ROOT, "playbooks", "awx_configure.yml"), encoding="utf-8").read()
+    assert 'job_slice_count: "{{ item.job_slice_count | default(1) }}"' in play
+    assert 'unified_job_template: "{{ item.workflow }}"' in play
