@@ -121,7 +121,9 @@ _WRITER = textwrap.dedent(
 
 
 def _writer(store_kw, slice_id, n, hang):
-    env = dict(os.environ, HANG="1" if hang else "")
+    build = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "build")
+    path = os.pathsep.join(p for p in (os.path.normpath(build), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, HANG="1" if hang else "", PYTHONPATH=path)
     return subprocess.Popen(
         [sys.executable, "-c", _WRITER, json.dumps(store_kw), str(slice_id), str(n)],
         stdout=subprocess.PIPE,
