@@ -18,6 +18,7 @@ import uuid
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit, _ledger, _ledger_audit, _ledger_incidents
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet_summary
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import StoreError, open_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._report import SEVERITIES
 
@@ -73,6 +74,11 @@ def prepare(
         return {"error": str(exc)}
     add_findings(report, _ledger_incidents.sla_findings(incidents))
     report["service"] = service_block(incidents, now)
+    if isinstance(report.get("fleet_summary"), dict):  # the checkup: open incidents, faults of the last 30 days
+        try:
+            report["fleet_summary"].update(_fleet_summary.store_section(report, store))
+        except StoreError as exc:
+            return {"error": str(exc)}
     return {"store": store, "audit": audit}
 
 

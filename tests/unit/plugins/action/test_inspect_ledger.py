@@ -54,6 +54,10 @@ def test_a_run_is_recorded_and_a_late_incident_is_a_finding_and_a_metric(run_act
     sla = [f for f in report["summary"]["cluster_findings"] if f["check"] == "service.sla"]
     assert sla and {f["evidence"]["clock"] for f in sla} >= {"respond"}
     assert report["service"]["open_incidents"] == len(incidents)
+    # the checkup handed to a customer reads its open incidents and recurring faults from the ledger
+    assert report["fleet_summary"]["faults_source"] == "store"
+    assert report["fleet_summary"]["open_incidents"]["total"] == len(incidents)
+    assert "Open incidents: %d" % len(incidents) in (tmp_path / "r" / "report.md").read_text()
     prom = (tmp_path / "r" / "gpuops.prom").read_text()
     first = sorted(opened)[0]
     assert 'gpuops_incident_sla_breached{incident="%s"' % first in prom
