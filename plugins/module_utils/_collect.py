@@ -80,6 +80,7 @@ def __getattr__(name: str) -> Any:
         return DOMAIN_MODULES[_DOMAIN_ATTRS[name]]
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
+
 _cache: Dict[str, Callable[..., Dict[str, Any]]] = {}
 _params: Dict[str, Sequence[str]] = {}
 
