@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -148,6 +149,11 @@ class ActionModule(ActionBase):
             }, ("unreachable")
         if reg.get("unreachable"):
             return {"unreachable": True, "message": to_text(reg.get("msg") or "unreachable")}, "unreachable"
+        if reg.get("facts") is None and reg.get("facts_json") is not None:  # collect_info result_format=json
+            try:
+                reg = dict(reg, facts=json.loads(to_text(reg["facts_json"])))
+            except ValueError as exc:
+                reg = dict(reg, failed=True, facts=None, msg="collect_info returned unreadable facts_json: %s" % exc)
         if reg.get("failed") and not reg.get("facts"):
             error = {
                 "domain": "collect",

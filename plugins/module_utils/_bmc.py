@@ -24,7 +24,6 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     internal_error,
     read_text,
 )
-from ansible_collections.gpuops.cluster.plugins.module_utils._http import Http, HttpError
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
 
 DOMAIN = "bmc"
@@ -51,6 +50,14 @@ _PARSERS: Dict[str, Callable[[str, Optional[str]], Any]] = {
 MAX_DOCS = 3000
 MAX_LOG_ENTRIES = 2000
 WALK_TIMEOUTS = 10
+
+
+def _http() -> Any:
+    """The HTTP client module, imported for a Redfish walk only: it pulls in ansible.module_utils.urls, ssl and
+    email (~60 ms of start-up on a node), which an in-band or IPMI-over-LAN collection never needs."""
+    from ansible_collections.gpuops.cluster.plugins.module_utils import _http as http_module
+
+    return http_module
 
 
 def empty_result(source: Optional[str] = None) -> Dict[str, Any]:
@@ -244,7 +251,7 @@ def collect_ipmitool(
 
 
 class _Walker:
-    def __init__(self, http: Http, result: Dict[str, Any], budget_s: float = 300.0) -> None:
+    def __init__(self, http: Any, result: Dict[str, Any], budget_s: float = 300.0) -> None:
         self.http = http
         self.result = result
         self.docs = 0
@@ -260,7 +267,7 @@ class _Walker:
             return True
         return False
 
-    def error(self, exc: HttpError) -> None:
+    def error(self, exc: Any) -> None:
         kind = "timeout" if exc.timed_out else "tool_error"
         self.result["errors"].append(error_record(DOMAIN, kind, str(exc), exc.url, "redfish"))
 
@@ -271,7 +278,7 @@ class _Walker:
         self.docs += 1
         try:
             return self.http.get_json(path)
-        except HttpError as exc:
+        except _http().HttpError as exc:
             if optional and exc.status in (404, 405, 501):
                 return None
             self.error(exc)
@@ -292,7 +299,7 @@ class _Walker:
         self.seen.add(path)
         try:
             refs = self.http.get_members(path, max_members=limit)
-        except HttpError as exc:
+        except _http().HttpError as exc:
             if exc.status not in (404, 405, 501):
                 self.error(exc)
             return []
@@ -307,8 +314,8 @@ class _Walker:
         return out
 
     def log_services(self, owner: Dict[str, Any]) -> None:
-        for svc in self.members(Http.link(owner, "LogServices")):
-            entries = Http.link(svc, "Entries")
+        for svc in self.members(self.http.link(owner, "LogServices")):
+            entries = self.http.link(svc, "Entries")
             for e in self.members(entries, limit=MAX_LOG_ENTRIES):
                 self.parse(e, entries)
 
@@ -316,46 +323,46 @@ class _Walker:
         root = self.get("/redfish/v1", optional=False)
         if root is None:
             return
-        for system in self.members(Http.link(root, "Systems")):
+        for system in self.members(self.http.link(root, "Systems")):
             self.parse(system)
-            for mem in self.members(Http.link(system, "Memory")):
+            for mem in self.members(self.http.link(system, "Memory")):
                 self.parse(mem)
             self.log_services(system)
-        for chassis in self.members(Http.link(root, "Chassis")):
+        for chassis in self.members(self.http.link(root, "Chassis")):
             self.chassis(chassis)
-        for manager in self.members(Http.link(root, "Managers")):
+        for manager in self.members(self.http.link(root, "Managers")):
             self.parse(manager)
             self.log_services(manager)
-        upd = self.get(Http.link(root, "UpdateService"))
+        upd = self.get(self.http.link(root, "UpdateService"))
         if upd is not None:
-            for fw in self.members(Http.link(upd, "FirmwareInventory"), limit=1000):
+            for fw in self.members(self.http.link(upd, "FirmwareInventory"), limit=1000):
                 self.parse(fw)
 
     def chassis(self, chassis: Dict[str, Any]) -> None:
         self.parse(chassis)
-        ts = self.get(Http.link(chassis, "ThermalSubsystem"))
+        ts = self.get(self.http.link(chassis, "ThermalSubsystem"))
         if ts is not None:
             self.thermal_subsystem(ts)
-        thermal = self.get(Http.link(chassis, "Thermal"))
+        thermal = self.get(self.http.link(chassis, "Thermal"))
         self.parse(thermal)
         self.power(chassis)
         if ts is None and thermal is None:
-            for sensor in self.members(Http.link(chassis, "Sensors"), limit=300):
+            for sensor in self.members(self.http.link(chassis, "Sensors"), limit=300):
                 self.parse(sensor)
-        elif any(Http.link(ts, k) for k in ("LeakDetection", "CoolantConnectors", "Pumps")):
+        elif any(self.http.link(ts, k) for k in ("LeakDetection", "CoolantConnectors", "Pumps")):
             # a liquid-cooled chassis: its coolant sensors (flow, pressure, liquid temperatures) are only in
             # Sensors. Keep those; the rest came from Thermal/ThermalSubsystem (issue 12: typed "coolant",
             # cooling findings, never the leak power-off path)
-            for sensor in self.members(Http.link(chassis, "Sensors"), limit=300):
+            for sensor in self.members(self.http.link(chassis, "Sensors"), limit=300):
                 if _redfish.sensor_type(sensor)[0] == "coolant":
                     self.parse(sensor)
 
     def thermal_subsystem(self, ts: Dict[str, Any]) -> None:
-        for fan in self.members(Http.link(ts, "Fans")):
+        for fan in self.members(self.http.link(ts, "Fans")):
             self.parse(fan)
-        leak = self.get(Http.link(ts, "LeakDetection"))
+        leak = self.get(self.http.link(ts, "LeakDetection"))
         if leak is not None:
-            detectors = self.members(Http.link(leak, "LeakDetectors"))
+            detectors = self.members(self.http.link(leak, "LeakDetectors"))
             for det in detectors:
                 self.parse(det)
             if not detectors:
@@ -363,11 +370,11 @@ class _Walker:
 
     def power(self, chassis: Dict[str, Any]) -> None:
         """PowerSubsystem first; the deprecated Power resource adds its PSUs only when PowerSubsystem had none."""
-        ps = self.get(Http.link(chassis, "PowerSubsystem"))
+        ps = self.get(self.http.link(chassis, "PowerSubsystem"))
         if ps is not None:
-            for psu in self.members(Http.link(ps, "PowerSupplies")):
+            for psu in self.members(self.http.link(ps, "PowerSupplies")):
                 self.parse(psu)
-        power = self.get(Http.link(chassis, "Power"))
+        power = self.get(self.http.link(chassis, "Power"))
         if power is not None and (ps is None or not self.result["redfish"]["psus"]):
             self.parse(power)
         elif power is not None:
@@ -396,7 +403,7 @@ def collect_redfish(
     the walk logged in with is deleted at the end, whatever happened."""
     result = empty_result("redfish")
     try:
-        http = Http(
+        http = _http().Http(
             redfish_base_url(host, port),
             user,
             password,
@@ -405,7 +412,7 @@ def collect_redfish(
             ca_path=tls.get("ca_path"),
             auth=tls.get("auth") or "auto",
         )
-    except HttpError as exc:  # a ca_path that is not a file
+    except _http().HttpError as exc:  # a ca_path that is not a file
         result["errors"].append(error_record(DOMAIN, "tool_error", str(exc), exc.url, "redfish"))
         return result
     walker = _Walker(http, result, budget_s=WALK_TIMEOUTS * timeout)

@@ -15,37 +15,71 @@ import socket
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-# Static imports on purpose: AnsiballZ bundles only the module_utils it can see imported, so a module that
-# imports this file (collect_info) ships every collector with it.
-from ansible_collections.gpuops.cluster.plugins.module_utils import (
-    _bmc,
-    _capture,
-    _dcgm,
-    _evidence_time,
-    _gpu,
-    _ib,
-    _kernel_events,
-    _node,
-    _slurm_parse,
-)
+from ansible_collections.gpuops.cluster.plugins.module_utils import _capture, _evidence_time
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, internal_error
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow_iso
 
 SCHEMA = "gpuops.facts/v1"
 
-#: domain -> module_utils module holding its collect()
-DOMAIN_MODULES = {
-    "gpu": _gpu,
-    "kernel": _kernel_events,
-    "ib": _ib,
-    "bmc": _bmc,
-    "dcgm": _dcgm,
-    "slurm": _slurm_parse,
-    "node": _node,
-}
 ALL_DOMAINS = ("gpu", "kernel", "ib", "bmc", "dcgm", "slurm", "node")
 #: what a live inspection collects by default (dcgm diag is burn-in work, not inspection)
 DEFAULT_LIVE_DOMAINS = ("gpu", "kernel", "ib", "bmc", "slurm", "node")
+
+
+def _import_domain(domain: str) -> Any:
+    """The module_utils module holding ``domain``'s collect(), imported on first use.
+
+    Function-level imports on purpose: AnsiballZ bundles every module_utils import it finds anywhere in the
+    source (nested ones included), so collect_info still ships every collector, while Python loads only the
+    requested domains' parsers (a node run pays the start-up of what it collects, docs/performance.md).
+    """
+    if domain == "gpu":
+        from ansible_collections.gpuops.cluster.plugins.module_utils import _gpu as module
+    elif domain == "kernel":
+        from ansible_collections.gpuops.cluster.plugins.module_utils import _kernel_events as module
+    elif domain == "ib":
+        from ansible_collections.gpuops.cluster.plugins.module_utils import _ib as module
+    elif domain == "bmc":
+        from ansible_collections.gpuops.cluster.plugins.module_utils import _bmc as module
+    elif domain == "dcgm":
+        from ansible_collections.gpuops.cluster.plugins.module_utils import _dcgm as module
+    elif domain == "slurm":
+        from ansible_collections.gpuops.cluster.plugins.module_utils import _slurm_parse as module
+    elif domain == "node":
+        from ansible_collections.gpuops.cluster.plugins.module_utils import _node as module
+    else:
+        raise KeyError(domain)
+    return module
+
+
+class _DomainModules(dict):
+    """domain -> module_utils module holding its collect(), filled on first use (see :func:`_import_domain`)."""
+
+    def __missing__(self, domain: str) -> Any:
+        module = _import_domain(domain)
+        self[domain] = module
+        return module
+
+
+#: domain -> module_utils module holding its collect() (lazy: an entry is imported when first read)
+DOMAIN_MODULES: Dict[str, Any] = _DomainModules()
+#: the module attributes this module had while it imported every collector up front (``_collect._bmc``)
+_DOMAIN_ATTRS = {
+    "_gpu": "gpu",
+    "_kernel_events": "kernel",
+    "_ib": "ib",
+    "_bmc": "bmc",
+    "_dcgm": "dcgm",
+    "_slurm_parse": "slurm",
+    "_node": "node",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DOMAIN_ATTRS:
+        return DOMAIN_MODULES[_DOMAIN_ATTRS[name]]
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+
 
 _cache: Dict[str, Callable[..., Dict[str, Any]]] = {}
 _params: Dict[str, Sequence[str]] = {}
@@ -128,7 +162,7 @@ def collect_all(
     """
     options = options or {}
     wanted = list(domains) if domains else list(DEFAULT_LIVE_DOMAINS if not capture_dir else ALL_DOMAINS)
-    unknown = [d for d in wanted if d not in DOMAIN_MODULES]
+    unknown = [d for d in wanted if d not in ALL_DOMAINS and d not in DOMAIN_MODULES]
     facts: Dict[str, Any] = {
         "schema": SCHEMA,
         "collected_at": utcnow_iso(),

@@ -47,6 +47,16 @@ options:
     description: Try NVML (pynvml) before C(nvidia-smi).
     type: bool
     default: true
+  result_format:
+    description:
+      - C(dict) returns the facts as C(facts); C(json) returns them as one compact JSON text in C(facts_json).
+      - C(json) is what the inspection uses - ansible-core copies, converts and tags a nested result several times
+        on the controller (for the callbacks, the registered variable, the host variables), which costs about as
+        much controller time per node as the module run itself; one string is passed through as it is, and
+        M(gpuops.cluster.inspect_cluster) decodes it once (docs/performance.md).
+    type: str
+    choices: [dict, json]
+    default: dict
 """
 
 EXAMPLES = r"""
@@ -63,9 +73,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+facts_json:
+  description: The same facts as one compact JSON text.
+  returned: when O(result_format=json)
+  type: str
+  sample: '{"schema":"gpuops.facts/v1","mode":"live","hostname":"gpu-node-07"}'
 facts:
   description: The aggregate facts of the node (the facts schema, see the collection's C(docs/facts.md)).
-  returned: always
+  returned: when O(result_format=dict) (the default)
   type: dict
   sample:
     schema: gpuops.facts/v1
@@ -79,6 +94,8 @@ facts:
     errors: []
     timings: {gpu: 0.41, ib: 0.01}
 """
+
+import json
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -96,6 +113,7 @@ def main():
             "kernel_since": {"type": "str"},
             "sysfs_root": {"type": "path", "default": "/"},
             "use_nvml": {"type": "bool", "default": True},
+            "result_format": {"type": "str", "choices": ["dict", "json"], "default": "dict"},
         },
         supports_check_mode=True,
     )
@@ -108,6 +126,8 @@ def main():
         "node": {"mounts": p["mounts"], "services": p["services"]},
     }
     facts = collect_all(capture_dir=p["capture_dir"], domains=p["domains"], timeout=p["timeout"], options=options)
+    if p["result_format"] == "json":
+        module.exit_json(changed=False, facts_json=json.dumps(facts, separators=(",", ":")))
     module.exit_json(changed=False, facts=facts)
 
 
