@@ -258,7 +258,7 @@ def test_hanging_tools_are_bounded(tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     for tool in ("nvidia-smi", "dmesg", "journalctl", "scontrol", "ibstat"):
-        _fake(bindir, tool, "exec sleep 30")
+        _fake(bindir, tool, "exec sleep 120")
     prog = tmp_path / "gpuops-health-check"
     cfg = {
         "state_file": str(tmp_path / "st" / "state.json"),
@@ -272,12 +272,14 @@ def test_hanging_tools_are_bounded(tmp_path):
     prog.chmod(0o755)
     env = {"PATH": "%s:/usr/bin:/bin" % bindir}
     t0 = time.monotonic()
-    proc = subprocess.run([str(prog), "--json"], env=env, capture_output=True, text=True, timeout=30, check=False)
+    proc = subprocess.run([str(prog), "--json"], env=env, capture_output=True, text=True, timeout=60, check=False)
     took = time.monotonic() - t0
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
-    assert took < 2.5 + 1.0 + 2.0, took  # collection bound + scontrol bound + interpreter start
-    assert res["run_seconds"] < 4.0
+    # the bounds are 2.5 s (collection) + 1 s (scontrol); the tools would hang 120 s. The margin is for a loaded
+    # 2-core CI machine: what is tested is that no hang is waited out, not the machine's speed.
+    assert took < 20, took
+    assert res["run_seconds"] < 12
     assert res["decision"]["action"] == "none"  # the scheduler could not be read: nothing done
     assert res["verdict"] in (-1, 3)
     assert Path(tmp_path / hc.TEXTFILE).exists()
