@@ -350,10 +350,10 @@ def _report(av=99.54, breaches=("INC-2", "INC-1"), cap=0.81234, nodes=None):
             "sla": {"breaches": list(breaches), "incidents": 5}, "capacity": {"peak_allocated_share": cap}}  # fmt: skip
 
 
-def _score(tmp_path, report, key=KEY):
+def _score(tmp_path, report, key=None):
     rp, kp = tmp_path / "service-report.json", tmp_path / "answer_key.json"
     rp.write_text(json.dumps(report) if not isinstance(report, str) else report)
-    kp.write_text(json.dumps(key))
+    kp.write_text(json.dumps(KEY if key is None else key))
     return subprocess.run(
         [sys.executable, os.path.join(TOOLS, "simcluster", "score_history.py"), str(rp), str(kp)],
         capture_output=True, text=True, timeout=60, check=False,
