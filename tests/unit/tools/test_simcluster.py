@@ -18,9 +18,10 @@ TOOLS = os.path.join(ROOT, "tools")
 GENERATE = os.path.join(TOOLS, "simcluster", "generate.py")
 if TOOLS not in sys.path:
     sys.path.insert(0, TOOLS)
-sys.path.insert(0, os.path.join(TOOLS, "simcluster"))
 
-import generate as G  # noqa: E402
+# tools/simcluster is NOT put on sys.path: its platform.py would shadow the stdlib module for every process that
+# inherits this sys.path (multiprocessing spawn children of other tests in the same xdist worker)
+from simcluster import generate as G  # noqa: E402
 from simnode import faults as F  # noqa: E402
 
 
