@@ -32,6 +32,7 @@ PLUGIN_UTILS = (
     "_health_check.py",
     "_policy.py",
     "_policy_defaults.py",
+    "_sla.py",
     "_slurm_reasons.py",
     "_state.py",
 )
