@@ -90,6 +90,8 @@ def record(prepared: Dict[str, Any], report: Dict[str, Any], sla: Dict[str, Any]
     try:
         # a fresh id per run: two inspections within the same second are two runs (generated_at has 1 s resolution)
         out = _ledger.record_run(store, report, run_id="inspect-" + uuid.uuid4().hex[:24], sla=sla)
+        # retention is policy data (sla.retention_days, default 400): each recorded run trims what fell out of it
+        out["pruned"] = _ledger.prune(store, {"sla": sla}, out.get("at"))
     finally:
         store.close()
     out["audit_loaded"] = prepared["audit"]["loaded"]

@@ -7,6 +7,7 @@ in gpuops.prom, the audit trail loaded, check mode and a broken store."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -105,3 +106,20 @@ def test_the_audit_trail_is_loaded_and_an_isolation_mitigates(run_action, tmp_pa
     assert res["ledger"]["audit_loaded"] == 0  # each record loads once
     mitigated = [i for i in _table(store, "incidents") if i["host"] == "down"]
     assert mitigated[0]["mitigated_at"] is not None
+
+
+def test_each_recorded_run_trims_what_fell_out_of_the_retention(run_action, tmp_path):
+    run_action(inspect_cluster, _args(tmp_path), task_vars={"hostvars": HV})
+    store = open_store(state_dir=str(tmp_path / "state"))
+    periods = _ledger.tables()["node_periods"]
+    long_ago = time.time() - 500 * 86400.0  # beyond the default 400 days
+    with store.begin() as conn:
+        conn.execute(
+            periods.insert(),
+            {"host": "gone-node", "state": "up", "gpus": 8, "started_at": long_ago - 3600, "ended_at": long_ago,
+             "last_seen": long_ago},
+        )  # fmt: skip
+    res = run_action(inspect_cluster, _args(tmp_path), task_vars={"hostvars": HV})
+    assert res["ledger"]["pruned"]["node_periods"] == 1
+    assert "gone-node" not in {p["host"] for p in _table(store, "node_periods")}
+    assert {p["host"] for p in _table(store, "node_periods")}  # this run's periods stay
