@@ -509,8 +509,30 @@ def _fsync_dir(directory: str) -> None:
         os.close(dfd)
 
 
+def _write_all(fd: int, data: Any) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _write_chunks(fd: int, data: Any) -> None:
+    """``data`` (str, bytes, or an iterable of them, e.g. a streamed report) to ``fd``, in writes of up to 1 MiB."""
+    if isinstance(data, (str, bytes, bytearray)):
+        data = (data,)
+    buf = bytearray()
+    for chunk in data:
+        buf += chunk.encode("utf-8") if isinstance(chunk, str) else chunk
+        if len(buf) >= 1 << 20:
+            _write_all(fd, buf)
+            buf = bytearray()
+    if buf:
+        _write_all(fd, buf)
+
+
 def write_private_atomic(path: str, data: Any, mode: int = 0o600) -> str:
-    """Write ``data`` (str: UTF-8, or bytes) to ``path`` atomically and privately. Returns ``path``.
+    """Write ``data`` (str: UTF-8, bytes, or an iterable of str/bytes pieces written as they come: a streamed
+    document is never held whole) to ``path`` atomically and privately. Returns ``path``.
 
     A temporary file is created next to ``path`` with ``O_CREAT | O_EXCL`` (mkstemp: mode 0600, never
     through a link), set to ``mode`` (0600 default, 0640 allowed; world bits refused) with fchmod whatever
@@ -520,18 +542,13 @@ def write_private_atomic(path: str, data: Any, mode: int = 0o600) -> str:
     """
     if mode & 0o007 or mode & 0o020:
         raise ValueError("write_private_atomic: mode %o is world-accessible or group-writable" % mode)
-    if isinstance(data, str):
-        data = data.encode("utf-8")
     directory = os.path.dirname(path) or "."
     ensure_private_dir(directory)
     fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path)[:64], suffix=".tmp", dir=directory)
     try:
         try:
             os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
+            _write_chunks(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)

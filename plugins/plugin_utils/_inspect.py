@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import tempfile
 import time
 from typing import Any, Dict, List, Optional
 
@@ -26,7 +25,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import plat
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import platform_jobs as _platform_jobs
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import _fsync_dir, ensure_private_dir
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, utcnow, utcnow_iso
 
@@ -411,26 +410,9 @@ def write_reports(
 
 
 def write_json_stream(report: Dict[str, Any], path: str) -> str:
-    """report.json at ``path`` from ``_report.iter_json`` (the bytes of ``_report.to_json``), written as
-    ``write_private_atomic`` writes: a 0600 temporary file beside it, fsync, rename, never through a link."""
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".report.json.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 20) as fh:
-            os.fchmod(fh.fileno(), REPORT_MODES["json"])
-            for piece in _report.iter_json(report):
-                fh.write(piece)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(directory)
-    return path
+    """report.json at ``path`` from ``_report.iter_json`` (the bytes of ``_report.to_json``), streamed through
+    ``write_private_atomic``: a 0600 temporary file beside it, fsync, rename, never through a link."""
+    return write_private_atomic(path, _report.iter_json(report), REPORT_MODES["json"])
 
 
 def host_summary(report: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:

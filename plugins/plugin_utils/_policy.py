@@ -435,28 +435,14 @@ def is_withheld(finding: Any) -> bool:
 
 
 def respond_by(severity: str, now: Any, policy: Dict[str, Any]) -> Optional[str]:
-    """``now`` + the response time of ``severity`` (business days skip Saturday and Sunday), ISO UTC."""
+    """``now`` + the response time of ``severity`` (business days skip Saturday and Sunday), ISO UTC; the
+    arithmetic is the SLA clocks' (``_sla.due``)."""
     start = parse_time(now)
-    spec = parse_duration(policy.get("response_times", {}).get(severity))
-    if start is None or spec is None:
+    text = policy.get("response_times", {}).get(severity)
+    if start is None or parse_duration(text) is None:
         return None
-    amount, unit = spec
-    if unit == "m":
-        return iso_z(start + datetime.timedelta(minutes=amount))
-    if unit == "h":
-        return iso_z(start + datetime.timedelta(hours=amount))
-    if unit == "d":
-        return iso_z(start + datetime.timedelta(days=amount))
-    # business days: move forward one weekday at a time; a start on a weekend counts from Monday 00:00
-    t = start
-    while t.weekday() >= 5:
-        t = (t + datetime.timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
-    whole = int(amount)
-    for _day in range(whole):
-        t += datetime.timedelta(days=1)
-        while t.weekday() >= 5:
-            t += datetime.timedelta(days=1)
-    frac = amount - whole
-    if frac:
-        t += datetime.timedelta(days=frac)
-    return iso_z(t)
+    if start.tzinfo is None:
+        start = start.replace(tzinfo=datetime.timezone.utc)
+    base = start.replace(microsecond=0)
+    when = datetime.datetime.fromtimestamp(_sla.due(base.timestamp(), str(text).strip()), tz=datetime.timezone.utc)
+    return iso_z(when + datetime.timedelta(microseconds=start.microsecond))
