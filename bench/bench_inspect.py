@@ -22,21 +22,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from _benchenv import ansible_env  # noqa: E402  (bench/ is sys.path[0] when run as a script)
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "build"))
 VENV_BIN = REPO / ".venv" / "bin"
 
 
 def env():
-    e = dict(os.environ)
-    e.update(
-        PATH="%s:%s" % (VENV_BIN, e.get("PATH", "")),
-        ANSIBLE_COLLECTIONS_PATH=str(REPO / "build"),
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-        ANSIBLE_NOCOLOR="1",
-    )
-    e.pop("ANSIBLE_INVENTORY", None)
-    return e
+    return ansible_env()
 
 
 def generate(out: Path, n: int) -> None:

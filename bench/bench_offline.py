@@ -31,23 +31,15 @@ from pathlib import Path
 
 import psutil
 
+from _benchenv import ansible_env  # noqa: E402  (bench/ is sys.path[0] when run as a script)
+
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = REPO / ".venv" / "bin"
 CACHE = REPO / "build" / "offsim"
 
 
 def env(extra=None):
-    e = dict(os.environ)
-    e.update(
-        PATH="%s:%s" % (VENV_BIN, e.get("PATH", "")),
-        ANSIBLE_COLLECTIONS_PATH=str(REPO / "build"),
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_tasks",
-    )
-    e.pop("ANSIBLE_INVENTORY", None)
-    e.update(extra or {})
-    return e
+    return ansible_env(ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_tasks", **(extra or {}))
 
 
 def generate(n: int) -> Path:

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import yaml
 
+from _benchenv import ansible_env  # noqa: E402  (bench/ is sys.path[0] when run as a script)
+
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = REPO / ".venv" / "bin"
 FAULTS = "dead_leaf:2,xid79:3,xid48:2,row_remap_pending:2,ib_port_down:3,psu_failure:2,hung_mount:2,thermal_throttle:2"
@@ -37,16 +39,7 @@ PY_WRAPPER = '#!/bin/sh\nexport SIMNODE_STATE={state} PATH={bin}:"$PATH"\nexec {
 
 
 def env() -> dict:
-    e = dict(os.environ)
-    e.update(
-        PATH="%s:%s" % (VENV_BIN, e.get("PATH", "")),
-        ANSIBLE_COLLECTIONS_PATH=str(REPO / "build"),
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_DEPRECATION_WARNINGS="False",
-    )
-    e.pop("ANSIBLE_INVENTORY", None)
-    return e
+    return ansible_env(ANSIBLE_DEPRECATION_WARNINGS="False")
 
 
 def add_live_hosts(work: Path, inventory: Path, count: int) -> list:
