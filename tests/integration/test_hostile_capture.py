@@ -26,19 +26,13 @@ from pathlib import Path
 
 import pytest
 
+from playbook_env import playbook_env
+
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
 GENERATE = REPO / "tools" / "simcluster" / "generate.py"
 SECRET = "gpuops-h3-TOPSECRET-4b1d"
 TIMEOUT_S = 60
-
-
-def _env():
-    """The playbooks' environment: this checkout's collection and ansible.cfg, no inherited inventory."""
-    env = {k: v for k, v in os.environ.items() if k != "ANSIBLE_INVENTORY"}
-    env.update(PATH=os.pathsep.join((str(VENV_BIN), env.get("PATH", ""))), ANSIBLE_COLLECTIONS_PATH=str(REPO / "build"))
-    env.update(ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_DEPRECATION_WARNINGS="False")
-    return env
 
 
 #: Runs argv[1:] under umask 022 and a per-process address-space cap (ample for ansible-playbook and its
@@ -86,7 +80,7 @@ def hostile(tmp_path_factory):
         check=True,
         capture_output=True,
         text=True,
-        env=_env(),
+        env=playbook_env(),
     )
     secret = root / "secret.txt"
     secret.write_text(SECRET + "\n")
@@ -152,7 +146,7 @@ def hostile(tmp_path_factory):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=_env(),
+        env=playbook_env(),
         cwd=str(REPO),
     )
     try:

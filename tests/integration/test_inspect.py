@@ -20,25 +20,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from playbook_env import playbook_env
+
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
 GENERATE = REPO / "tools" / "simcluster" / "generate.py"
-
-
-def _env(**extra):
-    env = dict(os.environ)
-    env.update(
-        {
-            "PATH": "%s:%s" % (VENV_BIN, env.get("PATH", "")),
-            "ANSIBLE_COLLECTIONS_PATH": str(REPO / "build"),
-            "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-            "ANSIBLE_NOCOLOR": "1",
-            "ANSIBLE_DEPRECATION_WARNINGS": "False",
-        }
-    )
-    env.pop("ANSIBLE_INVENTORY", None)
-    env.update(extra)
-    return env
 
 
 def generate(out: Path, nodes: int, faults: str = "default", seed: int = 7) -> Path:
@@ -58,7 +44,7 @@ def generate(out: Path, nodes: int, faults: str = "default", seed: int = 7) -> P
         check=True,
         capture_output=True,
         text=True,
-        env=_env(),
+        env=playbook_env(),
     )
     return out
 
@@ -76,7 +62,7 @@ def inspect(inventory: Path, report_dir: Path, *extra: str, check: bool = True) 
         ],
         capture_output=True,
         text=True,
-        env=_env(),
+        env=playbook_env(),
         cwd=str(REPO),
         timeout=600,
         check=False,

@@ -8,31 +8,17 @@ shows ib.optics for mlx5_0/1. No test bed, no profile: a few seconds."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import yaml
 
+from playbook_env import playbook_env
+
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
 FIX = REPO / "tests" / "fixtures"
-
-
-def _env():
-    env = dict(os.environ)
-    env.update(
-        {
-            "PATH": "%s:%s" % (VENV_BIN, env.get("PATH", "")),
-            "ANSIBLE_COLLECTIONS_PATH": str(REPO / "build"),
-            "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-            "ANSIBLE_NOCOLOR": "1",
-            "ANSIBLE_DEPRECATION_WARNINGS": "False",
-        }
-    )
-    env.pop("ANSIBLE_INVENTORY", None)
-    return env
 
 
 def test_mlxlink_capture_with_rx_under_warning_shows_ib_optics(tmp_path):
@@ -47,7 +33,7 @@ def test_mlxlink_capture_with_rx_under_warning_shows_ib_optics(tmp_path):
     proc = subprocess.run(
         [str(VENV_BIN / "ansible-playbook"), "-i", str(inv), "gpuops.cluster.inspect",
          "-e", "gpuops_report_dir=%s" % report],
-        capture_output=True, text=True, env=_env(), cwd=str(REPO), timeout=300, check=False,
+        capture_output=True, text=True, env=playbook_env(), cwd=str(REPO), timeout=300, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "1 from capture directories" in proc.stdout
