@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from test_inspect import REPO, VENV_BIN, _env, generate
+from playbook_env import playbook_env
+from test_inspect import REPO, VENV_BIN, generate
 
 POLICY = {"correlation": {"min_nodes": 5}, "cluster": {"domain_down_min_nodes": 5}}
 
@@ -30,7 +31,7 @@ def _playbook(inventory: Path, *extra: str, limit: str = "") -> subprocess.Popen
         cmd += ["-e", e]
     if limit:  # the plays on the controller run on localhost: a limit must keep it (AWX cuts the inventory instead)
         cmd += ["--limit", limit + ",localhost"]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), cwd=str(REPO))
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=playbook_env(), cwd=str(REPO))
 
 
 def _done(proc: subprocess.Popen, ok: bool = True) -> str:
