@@ -198,6 +198,11 @@ def main() -> None:
     ap.add_argument("--workdir", default="/tmp/gpuops-bench-live")
     ap.add_argument("--keep", action="store_true", help="reuse an existing work directory (no regeneration)")
     ap.add_argument("--repo", default=str(REPO), help="measure this checkout's collection (built: make setup)")
+    ap.add_argument(
+        "--floor",
+        action="store_true",
+        help="also time bench/live_tools_floor.yml: one shell module per host running collect_info's tool calls",
+    )
     args = ap.parse_args()
     TARGET[0] = Path(args.repo).resolve()
     work = Path(args.workdir)
@@ -208,14 +213,17 @@ def main() -> None:
         inv = build(work, args.hosts)
         print("built %d live local hosts in %.1f s (%s)" % (args.hosts, time.perf_counter() - t0, work), flush=True)
     ping, inspect = commands(inv, work, args.forks)
+    runs = [("ping", ping), ("inspect", inspect)]
+    if args.floor:
+        runs.append(("floor", ping[:-1] + [str(REPO / "bench" / "live_tools_floor.yml")]))
     run(inspect)  # warm-up, not timed: renders every tool answer once, warms the page cache
     for node in sorted((work / "nodes").iterdir()):
         for tool in TOOLS:
             _script(node / "bin" / tool, replay_script(node / "cache", tool, node / "rec" / tool))
     run(ping)
-    rows = {"ping": [], "inspect": []}
+    rows = {name: [] for name, _argv in runs}
     for i in range(args.repeat):
-        for name, argv in (("ping", ping), ("inspect", inspect)):
+        for name, argv in runs:
             dt, load, cpu, _out = run(argv)
             rows[name].append({"wall_s": round(dt, 2), "load1": round(load, 2), "cpu_s": round(cpu, 2)})
             print("run %d %-7s %6.2f s wall  %6.2f s CPU  load %.2f" % (i + 1, name, dt, cpu, load), flush=True)
@@ -239,10 +247,17 @@ def main() -> None:
         "median_cpu_s": med_cpu,
         "ratio_cpu": round(ratio_cpu, 3),
     }
+    if args.floor:
+        result["floor_ratio"] = round(med["floor"] / med["ping"], 3)
+        result["floor_ratio_cpu"] = round(med_cpu["floor"] / med_cpu["ping"], 3)
+        print(
+            "floor (tools only, one shell module a host) %.2f s, %.2f s CPU: ratio to ping %.2f wall, %.2f CPU"
+            % (med["floor"], med_cpu["floor"], result["floor_ratio"], result["floor_ratio_cpu"])
+        )
     if args.phases:
         prof = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks", "PROFILE_TASKS_SORT_ORDER": "none"}
         result["phases"] = {}
-        for name, argv in (("ping", ping), ("inspect", inspect)):
+        for name, argv in runs:
             dt, load, cpu, out = run(argv, prof)
             result["phases"][name] = {"wall_s": round(dt, 2), "load1": round(load, 2), "tasks": phases(out)}
             print("%s with profile_tasks: %.2f s, %.2f s CPU (load %.2f)" % (name, dt, cpu, load))

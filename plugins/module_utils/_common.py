@@ -530,7 +530,7 @@ def _write_chunks(fd: int, data: Any) -> None:
         _write_all(fd, buf)
 
 
-def write_private_atomic(path: str, data: Any, mode: int = 0o600) -> str:
+def write_private_atomic(path: str, data: Any, mode: int = 0o600, sync_dir: bool = True) -> str:
     """Write ``data`` (str: UTF-8, bytes, or an iterable of str/bytes pieces written as they come: a streamed
     document is never held whole) to ``path`` atomically and privately. Returns ``path``.
 
@@ -538,7 +538,8 @@ def write_private_atomic(path: str, data: Any, mode: int = 0o600) -> str:
     through a link), set to ``mode`` (0600 default, 0640 allowed; world bits refused) with fchmod whatever
     the umask, written, fsynced and renamed over ``path``: a link planted at ``path`` is replaced, never
     written through, and a reader sees the old or the new file, never half of one. Missing parent
-    directories are created 0700 (:func:`ensure_private_dir`).
+    directories are created 0700 (:func:`ensure_private_dir`). ``sync_dir=False`` leaves the directory's fsync to
+    the caller (a batch of files in one directory: :func:`fsync_dir` once at the end).
     """
     if mode & 0o007 or mode & 0o020:
         raise ValueError("write_private_atomic: mode %o is world-accessible or group-writable" % mode)
@@ -559,8 +560,14 @@ def write_private_atomic(path: str, data: Any, mode: int = 0o600) -> str:
         except OSError:
             pass
         raise
-    _fsync_dir(directory)
+    if sync_dir:
+        _fsync_dir(directory)
     return path
+
+
+def fsync_dir(directory: str) -> None:
+    """fsync a directory (its entries: renames into it), ignoring what cannot be synced."""
+    _fsync_dir(directory)
 
 
 def open_private(path: str, flags: int = os.O_RDWR | os.O_CREAT, mode: int = 0o600) -> int:

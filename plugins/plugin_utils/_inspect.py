@@ -257,7 +257,8 @@ def inspect_nodes(
         if node["facts"] is None:
             node["facts"] = read[host][2]
     if states:
-        states.save_hosts(new_states)  # one transaction on the database backend: all hosts or none
+        # one transaction on the database backend: all hosts or none; unchanged hosts are not rewritten
+        timing["state_written"] = states.save_hosts(new_states, previous=saved)
         states.close()
     timing["evaluate_s"] = time.monotonic() - t0 - timing["read_s"]
     if evaluate_only:

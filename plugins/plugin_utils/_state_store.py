@@ -24,7 +24,6 @@ Both have the same methods and the same answers: ``load_host``, ``load_hosts``, 
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import os
 import time
@@ -85,15 +84,15 @@ class FileStateStore:
     def save_host(self, host: str, state: Dict[str, Any]) -> None:
         _state.save_host_state(self.state_dir, host, state)
 
-    def save_hosts(self, states: Dict[str, Dict[str, Any]]) -> int:
+    def save_hosts(
+        self, states: Dict[str, Dict[str, Any]], previous: Optional[Dict[str, Dict[str, Any]]] = None
+    ) -> int:
         """Each host's file is written atomically (a killed run leaves every file whole: the old or the new
-        document); the batch as a whole is not one transaction on this backend (docs/state.md)."""
+        document); the batch as a whole is not one transaction on this backend (docs/state.md). With
+        ``previous`` (the states this run loaded) a host whose state did not change is not rewritten. Returns
+        how many hosts were written."""
         _need_dict(states)
-        count = 0
-        for host, state in states.items():
-            _state.save_host_state(self.state_dir, host, state)
-            count += 1
-        return count
+        return _state.save_host_states(self.state_dir, states, previous)
 
     def update_host(self, host: str, fn: StateFn, timeout: float = 30.0) -> Dict[str, Any]:
         return _state.update_host_state(self.state_dir, host, fn, timeout=timeout)
@@ -128,7 +127,7 @@ def _plain(data: Any) -> Any:
 
 
 def _host_doc(host: str, state: Dict[str, Any], stamp: str) -> Dict[str, Any]:
-    data = _state.normalize_host_state(copy.deepcopy(state), host)
+    data = _state.normalize_host_state(_state.copy_state(state), host)
     data["schema"] = _state.HOST_STATE_SCHEMA
     data["host"] = host
     data["updated_at"] = stamp
@@ -224,9 +223,12 @@ class DbStateStore:
     def save_host(self, host: str, state: Dict[str, Any]) -> None:
         self.save_hosts({host: state})
 
-    def save_hosts(self, states: Dict[str, Dict[str, Any]]) -> int:
+    def save_hosts(
+        self, states: Dict[str, Dict[str, Any]], previous: Optional[Dict[str, Dict[str, Any]]] = None
+    ) -> int:
         """Write a batch of host states in ONE transaction: a run killed half-way leaves none of the batch
-        (the database rolls it back) and every host as the previous run left it. Returns the count."""
+        (the database rolls it back) and every host as the previous run left it. With ``previous`` (the states
+        this run loaded) a host whose state did not change is not rewritten. Returns how many were written."""
         _need_dict(states)
         stamp, now = utcnow_iso(), time.time()
         count = 0
@@ -234,7 +236,11 @@ class DbStateStore:
             rows: List[Dict[str, Any]] = []
             for host, state in states.items():
                 _state._check_name(host)  # pylint: disable=protected-access
-                rows.append({"host": host, "doc": _host_doc(host, state, stamp), "updated_at": now})
+                doc = _host_doc(host, state, stamp)
+                prev = (previous or {}).get(host)
+                if isinstance(prev, dict) and _state.state_text(doc) == _state.state_text(_plain(prev)):
+                    continue
+                rows.append({"host": host, "doc": doc, "updated_at": now})
                 if len(rows) >= CHUNK:
                     self._upsert(conn, rows)
                     count, rows = count + len(rows), []

@@ -52,7 +52,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import (
     severity_rank,
     validate_profile,
 )
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import normalize_host_state
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import copy_state, normalize_host_state
 
 
 def evaluate_node(
@@ -94,7 +94,7 @@ def evaluate_node(
     raw_state = state or {}
     if isinstance(raw_state.get("hosts"), dict):
         raw_state = raw_state["hosts"].get(host) or {}
-    hs = normalize_host_state(copy.deepcopy(raw_state), host)
+    hs = normalize_host_state(copy_state(raw_state), host)
     ctx = Ctx(host, policy, now_dt)
     reachable = isinstance(facts, dict) and not facts.get("unreachable")
     states = domain_states(facts, profile, policy)

@@ -196,6 +196,34 @@ def test_onboarding_baseline_and_reset_record_reach_the_inspection_through_the_d
     assert not os.path.exists(os.path.join(db_kw["state_dir"], "hosts"))
 
 
+def test_a_repeat_batch_rewrites_only_the_hosts_that_changed(kw):
+    """save_hosts(previous=what this run loaded): a host whose state did not change is not rewritten (a repeat
+    inspection over unchanged evidence writes nothing), a changed one is (a new key given as an int is stored as
+    its str, as before); every backend alike."""
+    store = _state_store.open_state(**kw)
+    hosts = ["gpu-node-%02d" % i for i in range(1, 5)]
+    first = {h: {"boot_id": "b-" + h, "active_faults": {"xid79": {"n": 1, "gpus": ["0:1"]}}} for h in hosts}
+    assert store.save_hosts(first) == 4
+    loaded = store.load_hosts(hosts)
+    stamps = {h: loaded[h]["updated_at"] for h in hosts}
+    files = {h: os.path.join(kw["state_dir"], "hosts", h + ".json") for h in hosts}
+    if kw.get("db_url") is None:
+        before = {h: os.stat(files[h]).st_ino for h in hosts}
+    again = {h: _state.copy_state(loaded[h]) for h in hosts}
+    again["gpu-node-02"]["active_faults"]["xid79"]["n"] = 2  # changed
+    again["gpu-node-03"]["clears"] = {7: "2026-12-01T00:00:00Z"}  # changed, stored as {"7": ...}
+    assert store.save_hosts(again, previous=loaded) == 2
+    after = store.load_hosts(hosts)
+    assert after["gpu-node-02"]["active_faults"]["xid79"]["n"] == 2
+    assert after["gpu-node-03"]["clears"] == {"7": "2026-12-01T00:00:00Z"}
+    assert after["gpu-node-01"] == loaded["gpu-node-01"] and after["gpu-node-04"]["updated_at"] == stamps["gpu-node-04"]
+    if kw.get("db_url") is None:  # untouched files keep their inode (a rewrite renames a new file over them)
+        assert [os.stat(files[h]).st_ino == before[h] for h in hosts] == [True, False, False, True]
+        assert all(os.stat(files[h]).st_mode & 0o777 == 0o600 for h in hosts)
+    assert store.save_hosts({h: _state.copy_state(after[h]) for h in hosts}, previous=after) == 0
+    store.close()
+
+
 def test_the_file_state_moves_into_the_database_once(db_kw, run_action):
     """gpuops.cluster.state_import: host documents and the guard's claims, check mode first, then for real; a
     second run changes nothing; a host the database already has is kept unless overwrite."""
