@@ -33,7 +33,7 @@ from typing import Any, Dict, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir
 
-CACHE_SCHEMA = "gpuops.facts-cache/v1"
+CACHE_SCHEMA = "gpuops.facts-cache/v2"
 _COLLECTOR_VERSION: Optional[str] = None
 
 
@@ -99,34 +99,47 @@ class FactsCache:
             "options": self.options,
         }
 
-    def get(self, host: str, capture_dir: str, fingerprint: Optional[str]) -> Optional[Dict[str, Any]]:
-        """The cached facts of this exact key, or None (missing, unreadable, corrupt or of another key)."""
+    def get(self, host: str, capture_dir: str, fingerprint: Optional[str]) -> Optional[RawFacts]:
+        """The cached facts of this exact key as their JSON text, or None (missing, unreadable, torn, corrupt
+        or of another key). The facts are not decoded here: the entry's header carries their length and
+        sha256, so a torn or edited entry is a miss, and the text goes on as it is (:class:`RawFacts`)."""
         if fingerprint is None:
             return None
         try:
             fd = os.open(self._path(host, capture_dir), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
             with os.fdopen(fd, "rb") as fh:
-                entry = json.loads(fh.read())
+                data = fh.read()
+            head, sep, body = data.partition(b"\n")
+            entry = json.loads(head) if sep else None
         except (OSError, ValueError):
             entry = None
         key = self._key(host, capture_dir, fingerprint)
         if (
             not isinstance(entry, dict)
             or any(entry.get(k) != v for k, v in key.items())
-            or not isinstance(entry.get("facts"), dict)
+            or entry.get("length") != len(body)
+            or entry.get("sha256") != hashlib.sha256(body).hexdigest()
         ):
             self.misses += 1
             return None
+        try:
+            text = RawFacts(body.decode("utf-8"))
+        except UnicodeDecodeError:
+            self.misses += 1
+            return None
         self.hits += 1
-        return entry["facts"]
+        return text
 
-    def put(self, host: str, capture_dir: str, fingerprint: Optional[str], facts: Dict[str, Any]) -> None:
-        """Store ``facts`` under this key (0600, atomic rename); a write error only costs the next run a parse."""
+    def put(self, host: str, capture_dir: str, fingerprint: Optional[str], facts: Any) -> None:
+        """Store ``facts`` (a dict or its :class:`RawFacts`) under this key (0600, atomic rename); a write error
+        only costs the next run a parse. The file is the key as one JSON line, then the facts' JSON text."""
         if fingerprint is None:
             return
-        entry = dict(self._key(host, capture_dir, fingerprint), facts=facts)
         try:
-            data = json.dumps(entry, sort_keys=True, separators=(",", ":"), default=str).encode("utf-8")
+            body = (facts if isinstance(facts, RawFacts) else to_raw(facts)).encode("utf-8")
+            head = dict(self._key(host, capture_dir, fingerprint), length=len(body))
+            head["sha256"] = hashlib.sha256(body).hexdigest()
+            data = json.dumps(head, sort_keys=True, separators=(",", ":")).encode("utf-8") + b"\n" + body
             ensure_private_dir(self.dir)
             fd, tmp = tempfile.mkstemp(prefix=".facts.", suffix=".tmp", dir=self.dir)
         except (OSError, ValueError, TypeError):
@@ -141,3 +154,78 @@ class FactsCache:
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+class RawFacts(str):
+    """A node's facts as their compact JSON text (sorted keys): what an inspection holds per captured node
+    between reading it and writing report.json (~65 KB of text where the decoded facts take ~240 KB of Python
+    objects: 10,000 nodes fit in the 2 GiB of issue 17). :func:`facts_of` decodes it where the facts are
+    judged; report.json takes the text as it is (``_report.iter_json``)."""
+
+    __slots__ = ()
+
+
+def to_raw(facts: Any) -> RawFacts:
+    """``facts`` as :class:`RawFacts` (the encoding of report.json: sorted keys, compact, ``default=str``)."""
+    if isinstance(facts, RawFacts):
+        return facts
+    return RawFacts(json.dumps(facts, sort_keys=True, separators=(",", ":"), default=str))
+
+
+def facts_of(value: Any) -> Any:
+    """Decoded facts: ``value`` itself unless it is :class:`RawFacts`."""
+    return json.loads(value) if isinstance(value, RawFacts) else value
+
+
+class NodeFacts(dict):
+    """The facts of a node in the report: a dict of the parts the controller reads after judging (top-level
+    fields, per-GPU and per-HCA identity and versions, BMC firmware, Slurm and node records: the fleet checkup,
+    the ledger, evidence times), with ``full`` the whole facts (:class:`RawFacts` or a dict) that report.json
+    writes. ``_report.iter_json`` writes ``full``; everything else reads the dict."""
+
+    def __init__(self, slim: Dict[str, Any], full: Any) -> None:
+        super().__init__(slim)
+        self.full = full
+
+    def __reduce__(self) -> Any:
+        return (NodeFacts, (dict(self), self.full))
+
+
+def _scalars(d: Any) -> Any:
+    if not isinstance(d, dict):
+        return d
+    return {k: v for k, v in d.items() if not isinstance(v, (dict, list))}
+
+
+#: What :func:`slim_facts` keeps of each domain beyond its scalar fields: list name -> kept as scalar-only records
+_SLIM_LISTS = {"gpu": ("gpus",), "ib": ("hcas",)}
+#: Domains kept whole (small, and read field by field by the ledger, the checkup and the status reasons)
+_SLIM_WHOLE = ("slurm", "node", "kernel", "dcgm")
+
+
+def slim_facts(facts: Any) -> Dict[str, Any]:
+    """The parts of ``facts`` the controller reads after the nodes are judged (see :class:`NodeFacts`): every
+    top-level field, the Slurm, node, kernel and DCGM domains whole, the other domains' scalar fields and error
+    lists, each GPU's and HCA's scalar fields (model, serial, VBIOS, firmware), the BMC's ``mc`` record and its
+    Redfish systems' scalar fields. Counters, per-link and per-port tables and sensor lists are left out."""
+    if not isinstance(facts, dict):
+        return facts
+    out: Dict[str, Any] = {}
+    for key, value in facts.items():
+        if not isinstance(value, dict) or key in _SLIM_WHOLE:
+            out[key] = value
+            continue
+        dom = _scalars(value)
+        if isinstance(value.get("errors"), list):
+            dom["errors"] = value["errors"]
+        for name in _SLIM_LISTS.get(key, ()):
+            if isinstance(value.get(name), list):
+                dom[name] = [_scalars(item) for item in value[name]]
+        if key == "bmc":
+            if isinstance(value.get("mc"), dict):
+                dom["mc"] = value["mc"]
+            redfish = value.get("redfish")
+            if isinstance(redfish, dict) and isinstance(redfish.get("systems"), list):
+                dom["redfish"] = dict(_scalars(redfish), systems=[_scalars(x) for x in redfish["systems"]])
+        out[key] = dom
+    return out

@@ -40,6 +40,13 @@ def _unreachable_facts(message: str) -> Dict[str, Any]:
     }
 
 
+def _whole(facts: Any) -> Any:
+    """A node's whole facts, decoded (from :class:`_facts_cache.NodeFacts` or as they are)."""
+    if isinstance(facts, _facts_cache.NodeFacts):
+        return _facts_cache.facts_of(facts.full)
+    return _facts_cache.facts_of(facts)
+
+
 def _evidence_time(facts: Dict[str, Any]) -> tuple:
     """(evidence time, its source) of a node's facts (docs/capture.md); (None, None) for an unreachable node."""
     if not isinstance(facts, dict) or facts.get("unreachable"):
@@ -80,15 +87,16 @@ def resolve_profiles(
     return out
 
 
-def _collect_cached(host: str, capture_dir: str, options: Optional[Dict[str, Any]], cache: Any) -> Dict[str, Any]:
-    """A capture directory's facts: from the facts cache when its fingerprint is unchanged, else parsed (and
-    cached). Without a cache (no state directory, check mode): parsed."""
+def _collect_cached(host: str, capture_dir: str, options: Optional[Dict[str, Any]], cache: Any) -> Any:
+    """A capture directory's facts as :class:`_facts_cache.RawFacts` (their JSON text): from the facts cache
+    when its fingerprint is unchanged, else parsed (and cached). Without a cache (no state directory, check
+    mode): parsed."""
     if cache is None:
-        return collect_all(capture_dir=capture_dir, options=options)
+        return _facts_cache.to_raw(collect_all(capture_dir=capture_dir, options=options))
     fingerprint = _facts_cache.capture_fingerprint(capture_dir)
     facts = cache.get(host, capture_dir, fingerprint)
     if facts is None:
-        facts = collect_all(capture_dir=capture_dir, options=options)
+        facts = _facts_cache.to_raw(collect_all(capture_dir=capture_dir, options=options))
         cache.put(host, capture_dir, fingerprint, facts)
     return facts
 
@@ -107,7 +115,8 @@ def _read_hosts(
     n_workers: Optional[int] = None,
 ) -> Dict[str, tuple]:
     """host -> (its merged policy, the policy's hash, its facts): everything is read before anything is judged
-    (the fleet baseline compares each node with its peers). Capture directories are parsed on every CPU."""
+    (the fleet baseline compares each node with its peers). Capture directories are parsed on every CPU and
+    held as their JSON text (:class:`_facts_cache.RawFacts`), decoded where each node is judged."""
     merged_cache: Dict[str, Any] = {}
     read: Dict[str, tuple] = {}
     captured = [host for host in sorted(hosts) if not (hosts[host] or {}).get("unreachable")]
@@ -142,7 +151,16 @@ def _evaluate_host(host: str, ctx: Dict[str, Any]) -> Dict[str, Any]:
     ``facts`` is None in the entry when they are the facts read (the parent has them: not sent back twice)."""
     h = ctx["hosts"][host] or {}
     state_dir, now, fleet = ctx["state_dir"], ctx["now"], None
-    policy, phash, read_facts = ctx["read"][host]
+    policy, phash, held = ctx["read"][host]
+    try:
+        read_facts = _facts_cache.facts_of(held)
+    except ValueError:
+        held = None  # not what the report may take
+        # a facts-cache entry whose checksum held but whose text is not JSON (written by hand into the private
+        # cache): the capture is parsed again, and the report takes the new parse (the entry's "facts" below)
+        if not h.get("capture_dir"):
+            raise
+        read_facts = collect_all(capture_dir=h["capture_dir"], options=ctx["collect_options"])
     profile = ctx["host_profiles"][host]
     if not profile:
         fleet = ctx["baselines"].get(_fleet.peer_class(read_facts, ctx["classes"].get(host)) or "")
@@ -153,7 +171,9 @@ def _evaluate_host(host: str, ctx: Dict[str, Any]) -> Dict[str, Any]:
     if h.get("previous_capture_dir") and h.get("capture_dir"):
         # Offline comparison of two captures of the same node: the earlier one is the previous reading
         # (counter deltas, boot ids, active faults); its own findings are not reported.
-        prev_facts = _collect_cached(host, h["previous_capture_dir"], ctx["collect_options"], ctx["cache"])
+        prev_facts = _facts_cache.facts_of(
+            _collect_cached(host, h["previous_capture_dir"], ctx["collect_options"], ctx["cache"])
+        )
         host_state = _checks.evaluate_node(prev_facts, profile, policy, host_state, now, host, fleet)[1]
     findings, new_state = _checks.evaluate_node(facts, profile, policy, host_state, now, host, fleet)
     findings = findings + ctx["platform_nodes"].get(host, [])
@@ -164,7 +184,10 @@ def _evaluate_host(host: str, ctx: Dict[str, Any]) -> Dict[str, Any]:
         "status": status,
         "status_reason": reason,
         "domains": domains,
-        "facts": None if facts is read_facts else facts,
+        # what the parent keeps of the facts after judging (_facts_cache.NodeFacts): the parts it still reads,
+        # and the whole facts only when they are not the ones it holds already (backup status added)
+        "facts": None if facts is read_facts and held is not None else _facts_cache.to_raw(facts),
+        "_slim": _facts_cache.slim_facts(facts),
         "rack": h.get("rack"),
         "leaf": h.get("leaf"),
         "power": h.get("power"),
@@ -232,7 +255,9 @@ def inspect_nodes(
     # nodes without a profile are compared with the majority of their class (zero-config fleet baseline)
     unprofiled = [host for host in sorted(hosts) if not host_profiles[host]]
     classes = {host: (hosts[host] or {}).get("node_class") for host in unprofiled}
-    baselines = _fleet.infer_baselines({host: read[host][2] for host in unprofiled}, classes, base_policy)
+    baselines = _fleet.infer_baselines(
+        {host: _facts_cache.facts_of(read[host][2]) for host in unprofiled}, classes, base_policy
+    )
     platform_cluster, platform_nodes = _platform_findings(platform, base_policy, now, hosts)
     saved = states.load_hosts(sorted(hosts)) if states else {}
     timing["read_s"] = time.monotonic() - t0
@@ -254,8 +279,12 @@ def inspect_nodes(
     new_states: Dict[str, Dict[str, Any]] = {}
     for host, node in nodes.items():
         new_states[host] = node.pop("_new_state")
-        if node["facts"] is None:
-            node["facts"] = read[host][2]
+        full = read[host][2] if node["facts"] is None else node["facts"]
+        slim = node.pop("_slim")
+        if evaluate_only:  # a slice stores its nodes for the merge: the whole facts, decoded
+            node["facts"] = _facts_cache.facts_of(full)
+        else:
+            node["facts"] = _facts_cache.NodeFacts(slim, full) if isinstance(slim, dict) else full
     if states:
         # one transaction on the database backend: all hosts or none; unchanged hosts are not rewritten
         timing["state_written"] = states.save_hosts(new_states, previous=saved)
@@ -304,7 +333,9 @@ def finish_report(
     classes = {host: (hosts.get(host) or {}).get("node_class") for host in unprofiled}
     baselines = extra.get("baselines")
     if baselines is None:
-        baselines = _fleet.infer_baselines({host: nodes[host]["facts"] for host in unprofiled}, classes, base_policy)
+        baselines = _fleet.infer_baselines(
+            {host: _whole(nodes[host]["facts"]) for host in unprofiled}, classes, base_policy
+        )
     t_cluster = time.monotonic()
     # statuses first: the cluster view must know which nodes are unknown (status error), not merely quiet
     cluster_findings = _cluster.evaluate_cluster(nodes, base_policy, now) + list(extra.get("platform_cluster") or [])
@@ -328,7 +359,7 @@ def finish_report(
             n["slurm_node_name"] = name  # a capture's single scontrol record under another NodeName
     members: Dict[str, List[str]] = {}
     for host in unprofiled:
-        members.setdefault(_fleet.peer_class(nodes[host]["facts"], classes.get(host)) or "", []).append(host)
+        members.setdefault(_fleet.peer_class(_whole(nodes[host]["facts"]), classes.get(host)) or "", []).append(host)
     report["fleet_baseline"] = _fleet.summary(baselines, members)
     if platform is not None:
         report["platform"] = _platform_jobs.platform_summary(platform, now.timestamp())

@@ -117,8 +117,24 @@ def build_report(
 
 
 def to_json(report: Dict[str, Any]) -> str:
-    # compact on purpose: with indent, json falls back to its pure-Python encoder (8x slower on 1,000 nodes)
-    return json.dumps(report, sort_keys=True, separators=(",", ":"), default=str) + "\n"
+    # compact on purpose: with indent, json falls back to its pure-Python encoder (8x slower on 1,000 nodes);
+    # the nodes' whole facts from _facts_cache.NodeFacts (iter_json)
+    return "".join(iter_json(report))
+
+
+def _node_json(enc: json.JSONEncoder, node: Any) -> str:
+    """A node entry's JSON; its facts whole when the entry holds ``_facts_cache.NodeFacts``: their JSON text is
+    put in as it is at the key's place (the entry's keys are strings, encoded in sorted order as
+    ``json.dumps(sort_keys=True)`` does: the same bytes as encoding the decoded facts)."""
+    facts = node.get("facts") if isinstance(node, dict) else None
+    full = getattr(facts, "full", None)
+    if full is None or not all(isinstance(k, str) for k in node):
+        return enc.encode(node)
+    parts = []
+    for key in sorted(node):
+        value = (full if isinstance(full, str) else enc.encode(full)) if key == "facts" else enc.encode(node[key])
+        parts.append("%s:%s" % (enc.encode(key), value))
+    return "{%s}" % ",".join(parts)
 
 
 def iter_json(report: Dict[str, Any]) -> Iterable[str]:
@@ -134,7 +150,7 @@ def iter_json(report: Dict[str, Any]) -> Iterable[str]:
             continue
         inner = "{"
         for host in sorted(value):
-            yield "%s%s%s:%s" % (head, inner, enc.encode(host), enc.encode(value[host]))
+            yield "%s%s%s:%s" % (head, inner, enc.encode(host), _node_json(enc, value[host]))
             head, inner = "", ","
         yield "}"
     yield "}\n" if sep == "," else "{}\n"

@@ -18,7 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _facts_cache, _inspect, _pool, _report
+import hashlib
+
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _facts_cache, _fleet_summary, _inspect, _ledger
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _pool, _report
 
 REPO = Path(__file__).resolve().parents[4]
 sys.path.insert(0, str(REPO / "tools"))
@@ -177,6 +180,69 @@ def test_a_corrupt_or_foreign_cache_entry_is_parsed_again(sim, tmp_path, monkeyp
         assert cache.get(host, capture, fingerprint) is not None
         shutil.rmtree(state / "hosts", ignore_errors=True)  # each run judged from no previous state
         assert same(again) == same(first)
+
+
+def _entry(head, body):
+    head = dict(head, length=len(body), sha256=hashlib.sha256(body).hexdigest())
+    return json.dumps(head).encode() + b"\n" + body
+
+
+def test_a_torn_edited_or_forged_cache_entry_is_parsed_again_never_a_traceback(sim, tmp_path, monkeypatch):
+    """An entry is its key as one JSON line, then the facts' text with its length and sha256 in the key line:
+    a torn body, a body edited in place (same length), a key line naming another length, or a body that
+    matches its checksum but is not JSON (written by hand into the private cache) are all parsed again, and the
+    report is the parse's."""
+    hosts, profiles = sim
+    host = sorted(hosts)[0]
+    one = {host: hosts[host]}
+    state = tmp_path / "state"
+    first = _report.to_json(_inspect.inspect_nodes(one, profiles=profiles, now=WHEN))
+    cache = _facts_cache.FactsCache(str(state))
+    capture = hosts[host]["capture_dir"]
+    path = Path(cache._path(host, capture))
+    fingerprint = _facts_cache.capture_fingerprint(capture)
+    _inspect.inspect_nodes(one, profiles=profiles, now=WHEN, state_dir=str(state))
+    shutil.rmtree(state / "hosts")
+    head_line, _sep, body = path.read_bytes().partition(b"\n")
+    head = json.loads(head_line)
+    assert head["schema"] == _facts_cache.CACHE_SCHEMA and head["length"] == len(body) and json.loads(body)
+    key = cache._key(host, capture, fingerprint)
+    edited = body.replace(b'"capture"', b'"captura"', 1)
+    assert len(edited) == len(body) and edited != body
+    calls = _counting_collect(monkeypatch)
+    for content in (
+        head_line + b"\n" + body[: len(body) // 2],  # torn
+        head_line + b"\n" + edited,  # edited in place: the checksum no longer holds
+        _entry(key, body)[:-1],  # a byte short of the length its key line gives
+        _entry(key, b'{"schema": "gpuops.facts/v1", "mode": '),  # checksum holds, not JSON
+    ):
+        path.write_bytes(content)
+        calls.clear()
+        again = _report.to_json(_inspect.inspect_nodes(one, profiles=profiles, now=WHEN, state_dir=str(state)))
+        assert calls and calls[0] == capture, content[:80]
+        shutil.rmtree(state / "hosts", ignore_errors=True)
+        assert same(again) == same(first)
+
+
+def test_the_parent_holds_facts_as_text_and_the_checkup_and_ledger_read_alike(sim, pooled):
+    """Between reading and writing report.json the inspection holds each captured node's facts as their JSON
+    text (_facts_cache.RawFacts, ~4x smaller than the decoded objects) plus the parts it still reads
+    (NodeFacts): the fleet checkup and the ledger's node states are the same as from the whole facts, and
+    report.json carries the whole facts."""
+    hosts, profiles = sim
+    report = _inspect.inspect_nodes(hosts, profiles=profiles, now=WHEN)
+    whole = {}
+    for host, node in report["nodes"].items():
+        facts = node["facts"]
+        assert isinstance(facts, _facts_cache.NodeFacts) and isinstance(facts.full, _facts_cache.RawFacts), host
+        whole[host] = json.loads(facts.full)
+        assert len(facts.full) > 4 * len(json.dumps(dict(facts)))  # the held parts are a fraction of the whole
+    decoded = dict(report, nodes={h: dict(n, facts=whole[h]) for h, n in report["nodes"].items()})
+    assert _fleet_summary.fleet_summary(decoded) == _fleet_summary.fleet_summary(report)
+    assert _fleet_summary.fleet_summary(report)["hardware"]["gpu_models"]  # the checkup saw the GPUs
+    for host in report["nodes"]:
+        assert _ledger.node_state(host, decoded["nodes"][host]) == _ledger.node_state(host, report["nodes"][host])
+    assert json.loads(_report.to_json(report))["nodes"] == json.loads(json.dumps(decoded["nodes"], default=str))
 
 
 def test_no_state_dir_no_cache_and_an_unlistable_capture_is_never_cached(tmp_path):
