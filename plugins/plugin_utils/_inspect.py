@@ -18,7 +18,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _cluster, _fleet, _policy, _report
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _facts_cache, _pool, _state_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _facts_cache, _pool, _state, _state_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import slurm_record_name
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import backup as _checks_backup
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import platform as _platform_checks
@@ -165,7 +165,11 @@ def _evaluate_host(host: str, ctx: Dict[str, Any]) -> Dict[str, Any]:
     if not profile:
         fleet = ctx["baselines"].get(_fleet.peer_class(read_facts, ctx["classes"].get(host)) or "")
     facts = _checks_backup.with_backup_status(read_facts, state_dir, host, policy, now)  # docs/backup.md
-    host_state = ctx["saved"].get(host, {})  # loaded by the parent (one read of the state store)
+    files = ctx["file_states"]
+    # the file backend: each worker reads its hosts' files (the parent holds no decoded state); the database:
+    # loaded by the parent in one read
+    loaded = files.load_host(host) if files is not None else ctx["saved"].get(host, {})
+    host_state = loaded
     if h.get("baseline") is not None:
         host_state = dict(host_state, baseline=h["baseline"])
     if h.get("previous_capture_dir") and h.get("capture_dir"):
@@ -194,7 +198,9 @@ def _evaluate_host(host: str, ctx: Dict[str, Any]) -> Dict[str, Any]:
         "mode": facts.get("mode"),
         "policy_hash": phash,
         "baseline": "profile" if profile else ("fleet" if fleet else "none"),
-        "_new_state": new_state,  # saved by the parent in one batch (one transaction on the database backend)
+        # saved by the parent in one batch (one transaction on the database backend); on the file backend the
+        # file's bytes, or None when it would not change
+        "_new_state": new_state if files is None else _state.encode_if_changed(host, new_state, loaded, ctx["stamp"]),
     }
 
 
@@ -259,7 +265,8 @@ def inspect_nodes(
         {host: _facts_cache.facts_of(read[host][2]) for host in unprofiled}, classes, base_policy
     )
     platform_cluster, platform_nodes = _platform_findings(platform, base_policy, now, hosts)
-    saved = states.load_hosts(sorted(hosts)) if states else {}
+    file_states = states if isinstance(states, _state_store.FileStateStore) else None
+    saved = states.load_hosts(sorted(hosts)) if states and file_states is None else {}
     timing["read_s"] = time.monotonic() - t0
     ctx = {
         "hosts": hosts,
@@ -270,15 +277,19 @@ def inspect_nodes(
         "platform_nodes": platform_nodes,
         "state_dir": state_dir,
         "saved": saved,
+        "file_states": file_states,
+        "stamp": utcnow_iso(),
         "now": now,
         "collect_options": collect_options,
         "cache": cache,
     }
     order = sorted(hosts)
     nodes: Dict[str, Dict[str, Any]] = dict(zip(order, _pool.map_hosts(_evaluate_host, order, ctx, n_workers)))
-    new_states: Dict[str, Dict[str, Any]] = {}
+    new_states: Dict[str, Any] = {}
     for host, node in nodes.items():
-        new_states[host] = node.pop("_new_state")
+        new_state = node.pop("_new_state")
+        if new_state is not None or file_states is None:
+            new_states[host] = new_state
         full = read[host][2] if node["facts"] is None else node["facts"]
         slim = node.pop("_slim")
         if evaluate_only:  # a slice stores its nodes for the merge: the whole facts, decoded
@@ -287,7 +298,7 @@ def inspect_nodes(
             node["facts"] = _facts_cache.NodeFacts(slim, full) if isinstance(slim, dict) else full
     if states:
         # one transaction on the database backend: all hosts or none; unchanged hosts are not rewritten
-        timing["state_written"] = states.save_hosts(new_states, previous=saved)
+        timing["state_written"] = states.save_hosts(new_states, previous=saved if file_states is None else None)
         states.close()
     timing["evaluate_s"] = time.monotonic() - t0 - timing["read_s"]
     if evaluate_only:

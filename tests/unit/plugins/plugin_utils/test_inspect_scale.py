@@ -8,6 +8,7 @@ nodes in chunks of 100; bench/bench_offline.py runs the big one)."""
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import os
 import shutil
@@ -18,10 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-import hashlib
-
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _facts_cache, _fleet_summary, _inspect, _ledger
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _pool, _report
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _pool, _report, _state
 
 REPO = Path(__file__).resolve().parents[4]
 sys.path.insert(0, str(REPO / "tools"))
@@ -243,6 +242,41 @@ def test_the_parent_holds_facts_as_text_and_the_checkup_and_ledger_read_alike(si
     for host in report["nodes"]:
         assert _ledger.node_state(host, decoded["nodes"][host]) == _ledger.node_state(host, report["nodes"][host])
     assert json.loads(_report.to_json(report))["nodes"] == json.loads(json.dumps(decoded["nodes"], default=str))
+
+
+def test_pooled_workers_read_the_state_files_and_a_corrupt_one_stops_the_run_before_anything_is_saved(
+    sim, pooled, tmp_path
+):
+    """File backend, pooled: each worker reads its hosts' state files and hands back only the changed ones (as the
+    bytes to write); a repeat over unchanged captures writes no file; a corrupt state file of one host stops the
+    run with the StateError naming it, and no other host's file was touched (the parent saves after the pool)."""
+    hosts, profiles = sim
+    state = tmp_path / "state"
+    timing = {}
+    _inspect.inspect_nodes(hosts, profiles=profiles, now=WHEN, state_dir=str(state), timing=timing)
+    assert timing["state_written"] == len(hosts)
+    files = {h: state / "hosts" / (h + ".json") for h in hosts}
+    doc = json.loads(files[sorted(hosts)[3]].read_text())
+    assert doc["host"] == sorted(hosts)[3] and doc["schema"] == _state.HOST_STATE_SCHEMA and doc["updated_at"]
+    before = {h: (p.stat().st_ino, p.read_bytes()) for h, p in files.items()}
+    timing = {}
+    _inspect.inspect_nodes(hosts, profiles=profiles, now=WHEN, state_dir=str(state), timing=timing)
+    after = {h: (p.stat().st_ino, p.read_bytes()) for h, p in files.items()}
+    changed = sorted(h for h in hosts if after[h] != before[h])
+    # a few faulty nodes' states move on (repeat counts, escalation); every other file is left as it was
+    assert len(changed) == timing["state_written"] < len(hosts) // 4
+    for h in changed:
+        old_doc, new_doc = json.loads(before[h][1]), json.loads(after[h][1])
+        assert after[h][0] != before[h][0] and _state.state_text(old_doc) != _state.state_text(new_doc), h
+    before = after
+    bad = sorted(hosts)[17]
+    files[bad].write_text('{"active_faults": {')
+    later = WHEN + datetime.timedelta(days=3)  # every host's state would change (times, escalations)
+    with pytest.raises(_state.StateError, match=bad):
+        _inspect.inspect_nodes(hosts, profiles=profiles, now=later, state_dir=str(state))
+    assert {h: p.read_bytes() for h, p in files.items() if h != bad} == {
+        h: b for h, (_i, b) in before.items() if h != bad
+    }
 
 
 def test_no_state_dir_no_cache_and_an_unlistable_capture_is_never_cached(tmp_path):
