@@ -12,8 +12,10 @@ third of the parse itself on this machine and buys nothing the stat fields miss 
 (``plugins/module_utils/*.py``): a new parser never reads an old parse.
 
 Files live under ``<state_dir>/cache/facts/`` (directories 0700, files 0600, written to a temporary file and
-renamed, never through a link). Without a state directory there is no cache. A file that cannot be read,
-is not JSON or names another key is ignored and the capture is parsed again: a cache entry is never trusted
+renamed, never through a link). An entry is the key as one JSON line (with the length and sha256 of the
+facts' text), then the facts' JSON text, returned without decoding (:class:`RawFacts`). Without a state
+directory there is no cache. A file that cannot be read, is torn, fails its checksum or names another key is
+ignored and the capture is parsed again: a cache entry is never trusted
 beyond being the facts it says it is of this exact key. The cache is not fsynced: a torn entry after a crash
 reads as corrupt and is re-parsed.
 
