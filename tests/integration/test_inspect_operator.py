@@ -81,7 +81,9 @@ def test_offline_run_prints_no_warning_and_one_line_per_stage(sims, tmp_path):
     # nothing per host: 16 and 64 nodes print exactly as many lines, and no node but the plan's run_once host
     lines = {n: (p.stdout + p.stderr).count("\n") for n, p in runs.items()}
     assert lines[16] == lines[64], lines
-    assert lines[64] <= 55, out64  # was 120 (56 + one add_host line per node) before issue 14
+    # was 120 (56 + one add_host line per node) before issue 14; 57 since the plan line moved to a play on
+    # localhost (issue 17: a task in the targets' play costs ~1.5 ms per target even run once)
+    assert lines[64] <= 57, out64
     assert set(re.findall(r"gpu-node-\d+", out64)) == {"gpu-node-01"}, out64
     stages = _stage_lines(runs[64].stdout)
     assert stages == [
