@@ -211,21 +211,10 @@ def save_host_states(
     written = 0
     for host, state in states.items():
         path = host_state_path(state_dir, host)
-        if isinstance(state, bytes):  # encoded already (encode_if_changed)
-            write_private_atomic(path, state, 0o600, sync_dir=False)
-            written += 1
+        # bytes: encoded already by a worker (encode_if_changed)
+        body = state if isinstance(state, bytes) else encode_if_changed(host, state, (previous or {}).get(host), stamp)
+        if body is None:
             continue
-        data = _document(host, state)
-        text = state_text(data)
-        prev = (previous or {}).get(host)
-        if isinstance(prev, dict):
-            try:
-                if state_text(_document(host, prev)) == text:
-                    continue
-            except (TypeError, ValueError):
-                pass
-        data["updated_at"] = stamp
-        body = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str) + "\n"
         write_private_atomic(path, body, 0o600, sync_dir=False)
         written += 1
     if written:
