@@ -159,9 +159,7 @@ def save_host_state(state_dir: str, host: str, state: Dict[str, Any]) -> str:
     load-modify-save when another process may write the same host (isolation, reset recording)."""
     path = host_state_path(state_dir, host)
     private_dir(os.path.dirname(path), tighten=True)  # <state_dir>/hosts is ours: 0700
-    data = normalize_host_state(copy_state(state), host)
-    data["schema"] = HOST_STATE_SCHEMA
-    data["host"] = host
+    data = document(host, copy_state(state))
     data["updated_at"] = utcnow_iso()
     atomic_write_json(path, data)
     return path
@@ -173,8 +171,10 @@ def state_text(data: Dict[str, Any]) -> str:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def _document(host: str, state: Any) -> Dict[str, Any]:
-    data = normalize_host_state(state, host)  # a new top-level dict; nested sections are the caller's
+def document(host: str, state: Any) -> Dict[str, Any]:
+    """``state`` normalized and named as a stored host document (schema, host; no ``updated_at``). The result is
+    a new top-level dict whose nested sections are the caller's: copy first (:func:`copy_state`) to keep them."""
+    data = normalize_host_state(state, host)
     data["schema"] = HOST_STATE_SCHEMA
     data["host"] = host
     return data
@@ -184,11 +184,11 @@ def encode_if_changed(host: str, state: Dict[str, Any], previous: Any, stamp: st
     """The file :func:`save_host_states` would write for ``state`` (bytes, ``updated_at`` = ``stamp``), or None
     when it would store ``previous`` again (apart from ``updated_at``). For a worker process: the parent then
     holds ~30 KB of bytes a changed host instead of the decoded state, and nothing for an unchanged one."""
-    data = _document(host, state)
+    data = document(host, state)
     text = state_text(data)
     if isinstance(previous, dict):
         try:
-            if state_text(_document(host, previous)) == text:
+            if state_text(document(host, previous)) == text:
                 return None
         except (TypeError, ValueError):
             pass

@@ -127,9 +127,7 @@ def _plain(data: Any) -> Any:
 
 
 def _host_doc(host: str, state: Dict[str, Any], stamp: str) -> Dict[str, Any]:
-    data = _state.normalize_host_state(_state.copy_state(state), host)
-    data["schema"] = _state.HOST_STATE_SCHEMA
-    data["host"] = host
+    data = _state.document(host, _state.copy_state(state))
     data["updated_at"] = stamp
     return _plain(data)
 
