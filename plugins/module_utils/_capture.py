@@ -33,6 +33,8 @@ FILES = {
     "nvidia-smi-nvlink-s.txt": "nvidia-smi nvlink -s",
     "nvidia-smi-nvlink-e.txt": "nvidia-smi nvlink -e",
     "kernel.log": "journalctl -k -o short-iso (or dmesg -T / dmesg --time-format=iso / syslog)",
+    "infiniband-sysfs.txt": "the allowlisted /sys/class/infiniband attributes as one listing, a "
+    "'<hca>/<path>:<value>' line each (what grep -r . prints in that directory)",
     "ibstat.txt": "ibstat",
     "ipmitool-sdr.txt": "ipmitool sdr elist",
     "ipmitool-sel.txt": "ipmitool sel elist",
@@ -48,6 +50,8 @@ FILES = {
 
 #: Sub-directories.
 SYSFS_IB = os.path.join("sys", "class", "infiniband")
+#: The same attributes as one file (what ``gpuops.cluster.capture`` writes): one read instead of ~300.
+SYSFS_IB_FLAT = "infiniband-sysfs.txt"
 REDFISH_DIR = "redfish"
 
 

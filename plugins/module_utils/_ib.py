@@ -4,8 +4,9 @@
 """InfiniBand / RoCE facts: sysfs, ``ibstat`` and ``ibstatus`` parsers and the ``ib`` domain collector.
 
 Sources, best first: sysfs (``/sys/class/infiniband/<hca>/...``: the only source with error counters),
-``ibstat`` text, ``ibstatus`` text. A capture directory may hold an allowlisted copy of the sysfs subtree
-(``sys/class/infiniband/...``, written by :func:`capture_sysfs`) and/or ``ibstat.txt``.
+``ibstat`` text, ``ibstatus`` text. A capture directory may hold the allowlisted sysfs attributes as one listing
+(``infiniband-sysfs.txt``, written by :func:`capture_sysfs`) or as a copy of the subtree (``sys/class/infiniband/...``,
+a hand-made capture or one from an older release: read first when present), and/or ``ibstat.txt``.
 
 Real sysfs is not a plain tree: ``/sys/class/infiniband/mlx5_0`` is a link into ``/sys/devices/...`` whose
 ``device`` and ``subsystem`` links lead back up (a loop for any recursive walk). This module never walks:
@@ -52,6 +53,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._ib_sysfs import (
     parse_sysfs_flat,
     read_attr,
     read_sysfs_class,
+    snapshot_flat,
 )
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, run_in_child, which
@@ -74,6 +76,7 @@ __all__ = [
     "parse_sysfs_flat",
     "read_sysfs_class",
     "saturated",
+    "snapshot_flat",
 ]
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -112,6 +115,26 @@ def _ibstat_into(out: Dict[str, Any], text: str, stderr: str, source: str) -> No
         out["errors"].append(error_record(DOMAIN, "tool_error", msg, source=where, parser="ibstat", line=panic[0]))
 
 
+def _sysfs_listing_into(out: Dict[str, Any], capture_dir: str) -> bool:
+    """``infiniband-sysfs.txt`` (the listing ``capture`` writes) into ``out``; True when it gave HCA records. Its
+    errors are kept either way: a refused or garbled listing is named even when ``ibstat.txt`` is read next."""
+    name = _capture.SYSFS_IB_FLAT
+    try:
+        text = _capture.read(capture_dir, name)
+    except ParseError as exc:
+        out["errors"].append(exc.to_error(DOMAIN, "unreadable"))
+        return False
+    if text is None:
+        return False
+    try:
+        hcas = hcas_from_snapshot(snapshot_flat(text, name, out["errors"]), name, out["errors"])
+    except ParseError as exc:
+        out["errors"].append(exc.to_error(DOMAIN))
+        return False
+    out.update(source="capture:sysfs", hcas=hcas)  # ibstat.txt, when there is one, is read next if it gave none
+    return bool(hcas)
+
+
 def _collect_capture(capture_dir: str) -> Dict[str, Any]:
     out = _result()
     meta = _capture.meta_or_error(capture_dir, out["errors"], DOMAIN)
@@ -136,6 +159,8 @@ def _collect_capture(capture_dir: str) -> Dict[str, Any]:
             out.update(source="capture:sysfs", hcas=hcas)
             out["errors"].extend(errors)
             return out
+    elif _sysfs_listing_into(out, capture_dir):
+        return out
     for name, parser in (("ibstat.txt", "ibstat"), ("ibstatus.txt", "ibstatus")):
         try:
             text = _capture.read(capture_dir, name)

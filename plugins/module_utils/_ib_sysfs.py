@@ -2,8 +2,8 @@
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """InfiniBand sysfs: a safe snapshot of ``/sys/class/infiniband`` (known attribute paths only, no link loops), its
-flat capture form, HCAs from a snapshot, and copying the tree into a capture directory. ``_ib`` re-exports its
-public names.
+flat listing form (``infiniband-sysfs.txt`` in a capture), HCAs from a snapshot, and saving the listing into a capture
+directory. ``_ib`` re-exports its public names.
 
 Runs on managed nodes (Python 3.8+). No Ansible imports.
 """
@@ -21,7 +21,6 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     Records,
     UnsafeFileError,
     decode,
-    ensure_private_dir,
     error_record,
     list_capture_dir,
     read_capture_bytes,
@@ -140,7 +139,7 @@ def snapshot_sysfs(class_dir: str, confine: bool = False) -> Tuple[Dict[str, str
                 snap[f"{hca}/{attr}"] = v
                 found = True
         ports = listdir(os.path.join(hdir, "ports")) if "ports" in present else None
-        for pn in sorted((p for p in ports or () if p.isdigit() and len(p) < 6), key=int)[:MAX_PORTS]:
+        for pn in sorted((p for p in ports or () if _port_dir(p)), key=int)[:MAX_PORTS]:
             pdir = os.path.join(hdir, "ports", pn)
             prefix = f"{hca}/ports/{pn}/"
             in_port = set(listdir(pdir) or ())
@@ -161,27 +160,118 @@ def snapshot_sysfs(class_dir: str, confine: bool = False) -> Tuple[Dict[str, str
     return snap, errors
 
 
-def parse_sysfs_flat(text: str, source: Optional[str] = None) -> Dict[str, str]:
-    """A flattened sysfs listing (``grep -r . | sort`` in the class dir: ``./mlx5_0/fw_ver:28.41.1000``).
+#: Prefixes a listing's paths may carry: ``./`` (``grep -r . ./``), or the class directory itself.
+_FLAT_PREFIXES = ("./", "/sys/class/infiniband/", "sys/class/infiniband/")
 
-    Returns the same mapping as :func:`snapshot_sysfs`. Lines that are not ``path:value`` are skipped;
-    raises ParseError when no line is.
+
+def _port_dir(name: str) -> bool:
+    """A port directory's name as sysfs writes it: ASCII digits (``"²".isdigit()`` is True, ``int("²")`` fails)."""
+    return name.isascii() and name.isdigit() and len(name) < 6
+
+
+def _flat_key(path: str) -> Optional[str]:
+    """The snapshot key of one listing path when :func:`snapshot_sysfs` would read it (the same allowlist); else
+    None. The ``<hca>/ports`` placeholder (an HCA with nothing readable) is kept."""
+    for prefix in _FLAT_PREFIXES:
+        if path.startswith(prefix):
+            path = path[len(prefix) :]
+            break
+    parts = path.split("/")
+    if not SAFE_NAME.match(parts[0]):
+        return None
+    n = len(parts)
+    if n == 2:
+        return path if parts[1] in HCA_ATTRS or parts[1] == "ports" else None
+    if n < 4 or parts[1] != "ports" or not _port_dir(parts[2]):
+        return None
+    rest = parts[3:]
+    if len(rest) == 1 and rest[0] in PORT_ATTRS:
+        return path
+    if len(rest) == 2 and "/".join(rest) == GID0:
+        return path
+    if len(rest) == 2 and rest[0] in COUNTER_DIRS and SAFE_COUNTER.match(rest[1]):
+        return path
+    return None
+
+
+def _capped(snap: Dict[str, str]) -> Dict[str, str]:
+    """``snap`` within the caps :func:`snapshot_sysfs` applies while reading: the first MAX_HCAS HCAs (natural
+    order), MAX_PORTS ports an HCA (numeric order), MAX_COUNTERS names a counter directory (sorted)."""
+    hcas = sorted({k.split("/", 1)[0] for k in snap}, key=natural_key)
+    keep_hcas = set(hcas[:MAX_HCAS])
+    ports: Dict[str, set] = {}
+    names: Dict[Tuple[str, str, str], set] = {}
+    for key in snap:
+        parts = key.split("/")
+        if len(parts) >= 4:
+            ports.setdefault(parts[0], set()).add(parts[2])
+        if len(parts) == 5 and parts[3] in COUNTER_DIRS:
+            names.setdefault((parts[0], parts[2], parts[3]), set()).add(parts[4])
+    keep_ports = {h: set(sorted(p, key=int)[:MAX_PORTS]) for h, p in ports.items()}
+    keep_names = {k: set(sorted(v)[:MAX_COUNTERS]) for k, v in names.items()}
+    out = {}
+    for key, value in snap.items():
+        parts = key.split("/")
+        if parts[0] not in keep_hcas:
+            continue
+        if len(parts) >= 4 and parts[2] not in keep_ports[parts[0]]:
+            continue
+        if len(parts) == 5 and parts[3] in COUNTER_DIRS and parts[4] not in keep_names[(parts[0], parts[2], parts[3])]:
+            continue
+        out[key] = value
+    return out
+
+
+def snapshot_flat(
+    text: str, source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
+) -> Dict[str, str]:
+    """A flattened sysfs listing (``infiniband-sysfs.txt``; ``grep -r . */`` in the class directory:
+    ``mlx5_0/fw_ver:28.41.1000``, with or without ``./``) as the mapping :func:`snapshot_sysfs` returns for the
+    same attributes: the same allowlist, caps and value limit, so a listing and a tree of one node give equal
+    HCA records.
+
+    Lines of attributes outside the allowlist are skipped (``grep -r`` also lists ``uevent``, ``gid_attrs`` ...).
+    A line that is not ``path:value``, an attribute listed twice with two values (the first is kept) and a
+    listing cut short (no final newline: its last line is dropped) are ``parse`` entries in ``errors``; without
+    an ``errors`` list they raise ParseError with the mapping as ``partial``. Raises ParseError when non-empty
+    input has no ``path:value`` line at all.
     """
+    if not isinstance(text, str):
+        raise ParseError("input is not text", "sysfs_flat", source)
+    rec = Records("sysfs_flat", source, DOMAIN, errors)
     snap: Dict[str, str] = {}
-    for line in text.splitlines():
+    lines = text.split("\n")
+    last = lines.pop()  # "" after a final newline; else a line the listing was cut in
+    saw_any = False
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        if rec.too_long(line, lineno):
+            continue
         path, sep, value = line.partition(":")
         if not sep:
+            rec.add("not a 'path:value' line: %r" % line[:80], lineno)
             continue
-        path = path.strip()
-        if path.startswith("./"):
-            path = path[2:]
-        parts = path.split("/")
-        if not parts or any(not p or p in (".", "..") for p in parts) or not SAFE_NAME.match(parts[0]):
+        saw_any = True
+        key = _flat_key(path.strip())
+        if key is None:
             continue
-        snap[path] = value.strip()
-    if not snap and text.strip():
+        value = value[:MAX_ATTR_BYTES].strip()
+        have = snap.get(key)
+        if have is None:
+            snap[key] = value
+        elif have != value:
+            rec.add("%s is listed twice, as %r and %r (the first is kept)" % (key, have[:40], value[:40]), lineno)
+    if last.strip():
+        rec.add("the listing ends without a newline: cut short? (its last line is not read)", len(lines) + 1)
+    if not saw_any and text.strip():
         raise ParseError("no 'path:value' line found", "sysfs_flat", source, None)
-    return snap
+    return rec.finish(_capped(snap))
+
+
+def parse_sysfs_flat(text: str, source: Optional[str] = None) -> Dict[str, str]:
+    """:func:`snapshot_flat` without an error list: a malformed line raises ParseError (``partial``: the rest)."""
+    return snapshot_flat(text, source)
 
 
 def hcas_from_snapshot(
@@ -222,7 +312,7 @@ def hcas_from_snapshot(
     hcas = []
     for hca in sorted(hca_raw, key=natural_key):
         ports = []
-        for (h, pn), praw in port_raw.items():
+        for (h, pn), praw in sorted(port_raw.items(), key=lambda kv: kv[0][1]):  # a listing may be in any order
             if h != hca:
                 continue
             by_dir = counters.get((h, pn), {})
@@ -242,15 +332,29 @@ def read_sysfs_class(class_dir: str, confine: bool = False) -> Tuple[List[Dict[s
     return hcas_from_snapshot(snap, class_dir, errors), errors
 
 
-def capture_sysfs(sysfs_root: str, dest_dir: str, timeout: Optional[float] = 30.0) -> Dict[str, Any]:
-    """Copy the allowlisted IB attributes of ``<sysfs_root>/sys/class/infiniband`` into
-    ``<dest_dir>/sys/class/infiniband/<hca>/...`` as plain files (never the whole tree, never links).
+def flat_text(snap: Dict[str, str]) -> str:
+    """A snapshot as the listing :func:`snapshot_flat` reads: ``./<path>:<value>`` lines, sorted, newline-ended.
+    A value is one line (a newline inside one, never seen in an allowlisted attribute, becomes a space)."""
+    lines = []
+    for rel, value in sorted(snap.items()):
+        parts = rel.split("/")
+        if any(not p or p in (".", "..") for p in parts):
+            continue
+        lines.append("./%s:%s" % (rel, " ".join(value.splitlines())))
+    return "".join(line + "\n" for line in lines)
 
-    The read runs in a child abandoned after ``timeout`` seconds (None: in this process). Returns
-    ``{"hcas": [...names], "files": N, "collected_at": epoch, "errors": [...]}``.
+
+def capture_sysfs(sysfs_root: str, dest_dir: str, timeout: Optional[float] = 30.0) -> Dict[str, Any]:
+    """Save the allowlisted IB attributes of ``<sysfs_root>/sys/class/infiniband`` as one listing,
+    ``<dest_dir>/infiniband-sysfs.txt`` (0600; never the whole tree, never through a link): one file a node
+    instead of ~300, read back by :func:`snapshot_flat` into the same records as the tree.
+
+    The read runs in a child abandoned after ``timeout`` seconds (None: in this process). Nothing is written
+    when nothing was read. Returns ``{"hcas": [...names], "files": N attributes, "file": name or None,
+    "collected_at": epoch, "errors": [...]}``.
     """
+    out: Dict[str, Any] = {"hcas": [], "files": 0, "file": None, "collected_at": time.time(), "errors": []}
     class_dir = os.path.join(sysfs_root, _capture.SYSFS_IB)
-    out: Dict[str, Any] = {"hcas": [], "files": 0, "collected_at": time.time(), "errors": []}
     if timeout is None:
         snap, errors = snapshot_sysfs(class_dir)
     else:
@@ -262,23 +366,16 @@ def capture_sysfs(sysfs_root: str, dest_dir: str, timeout: Optional[float] = 30.
             return out
         snap, errors = res["value"]
     out["errors"].extend(errors)
-    dest_class = os.path.join(dest_dir, _capture.SYSFS_IB)
-    hcas = set()
-    for rel, value in sorted(snap.items()):
-        parts = rel.split("/")
-        if any(not p or p in (".", "..") for p in parts):
-            continue
-        target = os.path.join(dest_class, *parts)
-        try:
-            if parts[1:] == ["ports"]:  # placeholder of an HCA with nothing readable: keep it visible
-                ensure_private_dir(target)
-                hcas.add(parts[0])
-                continue
-            write_private_atomic(target, value + "\n")  # 0600 in 0700 dirs, never through a link
-        except OSError as exc:
-            out["errors"].append(error_record(DOMAIN, "internal", f"cannot write {target}: {exc}", "sysfs"))
-            continue
-        hcas.add(parts[0])
-        out["files"] += 1
-    out["hcas"] = sorted(hcas, key=natural_key)
+    text = flat_text(snap)
+    if not text:
+        return out
+    target = os.path.join(dest_dir, _capture.SYSFS_IB_FLAT)
+    try:
+        write_private_atomic(target, text)  # 0600 in 0700 dirs, never through a link
+    except OSError as exc:
+        out["errors"].append(error_record(DOMAIN, "internal", f"cannot write {target}: {exc}", "sysfs"))
+        return out
+    out["file"] = _capture.SYSFS_IB_FLAT
+    out["hcas"] = sorted({rel.split("/", 1)[0] for rel in snap}, key=natural_key)
+    out["files"] = sum(1 for rel in snap if rel.split("/")[1:] != ["ports"])
     return out

@@ -18,6 +18,7 @@ import socket
 import tempfile
 from typing import Any, Dict, List, Optional, Tuple
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _capture
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     UnsafeFileError,
     ensure_private_dir,
@@ -108,14 +109,14 @@ def capture(
         if res.ok or i == len(cands) - 1:
             record("kernel.log", res)
             break
-    # InfiniBand sysfs: an allowlisted copy, never the whole tree (links loop in real sysfs)
+    # InfiniBand sysfs: the allowlisted attributes as one listing, never the whole tree (links loop in real sysfs)
     try:
         from ansible_collections.gpuops.cluster.plugins.module_utils import _ib
 
         ib_res = _ib.capture_sysfs(sysfs_root, dest, timeout=timeout)
-        meta["files"]["sys/class/infiniband"] = {"rc": 0, "detail": ib_res}
+        meta["files"][_capture.SYSFS_IB_FLAT] = {"rc": 0, "detail": ib_res}
     except Exception as exc:  # noqa: BLE001 - recorded, never raised
-        meta["files"]["sys/class/infiniband"] = {"rc": None, "error": "%s: %s" % (type(exc).__name__, exc)}
+        meta["files"][_capture.SYSFS_IB_FLAT] = {"rc": None, "error": "%s: %s" % (type(exc).__name__, exc)}
     # transceiver / link quality (docs/capture.md): mlxlink-<hca>.txt, ethtool-m-<if>.txt, ethtool-S-<if>.txt
     try:
         from ansible_collections.gpuops.cluster.plugins.module_utils import _ib_optics

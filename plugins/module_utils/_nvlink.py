@@ -148,12 +148,13 @@ def _line(out: Dict[int, Dict[str, Any]], state: Dict[str, Any], line: str) -> N
     link = parse_int(m.group(1))
     rest = m.group(2).strip()
     name, sep, value = rest.rpartition(":")
-    if sep and name.strip() and not rest.upper().endswith("GB/S"):
+    upper = rest.upper()
+    if sep and name.strip() and not upper.endswith("GB/S"):
         lk = _link(cur, link)
         lk["errors"][_counter_key(name)] = _count(value)
         return
     lk = _link(cur, link)
-    if "GB/S" in rest.upper():
+    if "GB/S" in upper:
         lk["state"] = "up"
         lk["speed_gbps"] = to_float(rest)
     else:
@@ -163,12 +164,12 @@ def _line(out: Dict[int, Dict[str, Any]], state: Dict[str, Any], line: str) -> N
 
 def _count(value: str) -> Optional[int]:
     """An error counter: a non-negative integer, a sentinel (``N/A``: None), else a malformed line."""
+    n = to_int(value)  # digits first: the common case, no sentinel is one
+    if n is not None:
+        return n
     if clean(value) is None:
         return None
-    n = to_int(value)
-    if n is None:
-        raise ParseError("counter value %r is not a number" % value.strip()[:40])
-    return n
+    raise ParseError("counter value %r is not a number" % value.strip()[:40])
 
 
 _ALL_INACTIVE = re.compile(r"all links are inactive", re.I)

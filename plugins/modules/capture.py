@@ -13,7 +13,8 @@ author: gpuops.cluster contributors (@gpuops)
 description:
   - Runs the real tools on the node, each with a timeout (C(nvidia-smi -q -x), C(nvidia-smi -q), NVLink status and
     errors, the kernel log, C(ibstat), C(ipmitool sdr elist / sel elist / fru print / mc info), C(scontrol show node),
-    optionally C(dcgmi diag -r N)), copies an allowlist of C(/sys/class/infiniband) attributes (never the whole tree),
+    optionally C(dcgmi diag -r N)), saves an allowlist of C(/sys/class/infiniband) attributes as one listing,
+    C(infiniband-sysfs.txt) (never the whole tree),
     records node basics, and brings the capture directory back to the controller (C(docs/capture.md)).
   - Each file holds the tool's own output as printed, or its error message; C(capture.json) records every tool's
     exit code, stderr, duration and whether it timed out. Any collector reads the result with C(capture_dir).

@@ -115,6 +115,8 @@ def hostile(tmp_path_factory):
     if (caps / h / "ibstat.txt").exists():
         (caps / h / "ibstat.txt").unlink()
     planted[h] = (sys_dir, "ib")
+    also_refused = {h: caps / h / "infiniband-sysfs.txt"}  # and the one-file form: a link to the secret
+    _replace_with_link(also_refused[h], str(secret))
 
     h = hosts[4]  # a device node in place of the DCGM output (needs root), else a directory
     dev = caps / h / "dcgmi-diag.txt"
@@ -165,6 +167,7 @@ def hostile(tmp_path_factory):
         "proc": proc,
         "elapsed": elapsed,
         "planted": planted,
+        "also_refused": also_refused,
         "report_dir": report_dir,
         "state_dir": state_dir,
         "secret": secret,
@@ -208,6 +211,8 @@ def test_each_node_has_a_collector_error_naming_its_refused_file(hostile):
         errors = [f for f in node["findings"] if f["check"] == "collector.error"]
         text = json.dumps(errors)
         assert str(path) in text, (host, node["findings"])
+        if host in hostile["also_refused"]:
+            assert str(hostile["also_refused"][host]) in text, (host, node["findings"])
         assert domain in text, (host, errors)
         assert node["status"] != "healthy", (host, node["status"])
         # what could not be read never becomes a disruptive action

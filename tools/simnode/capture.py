@@ -27,10 +27,12 @@ COMMANDS = [
     ("scontrol-show-node.txt", "scontrol", ["show", "node", None]),
 ]
 DCGM_TIMEOUT_S = 900
+#: the InfiniBand sysfs attributes as one listing (plugins/module_utils/_capture.py SYSFS_IB_FLAT)
+SYSFS_LISTING = "infiniband-sysfs.txt"
 
 
 def capture(state: dict, out_dir: str, text_only_files: bool = False) -> dict:
-    """Write every capture file + sys/class/infiniband (plain copy) + node.json + capture.json. Returns capture.json."""
+    """Write every capture file + infiniband-sysfs.txt + node.json + capture.json. Returns capture.json."""
     os.makedirs(out_dir, exist_ok=True)
     files = {}
     # a partial or undated capture (simnode.faults_evidence): only these files, and/or no capture.json
@@ -63,8 +65,12 @@ def capture(state: dict, out_dir: str, text_only_files: bool = False) -> dict:
         with open(os.path.join(out_dir, "node.json"), "w", encoding="utf-8") as fh:
             fh.write(rm.node_json(state))
         files["node.json"] = {"rc": 0, "stderr": "", "timed_out": False, "duration": 0.0}
-    if only is None or "sys" in only:
-        rm.write_sysfs(state, out_dir, links=False)
+    if only is None or SYSFS_LISTING in only:
+        listing = rm.sysfs_listing(state)
+        if listing:
+            with open(os.path.join(out_dir, SYSFS_LISTING), "w", encoding="utf-8") as fh:
+                fh.write(listing)
+            files[SYSFS_LISTING] = {"rc": 0, "stderr": "", "timed_out": False, "duration": 0.0}
     if only is None:
         render_optics.write_capture(state, out_dir, files)  # mlxlink-<hca>.txt, ethtool-m/-S-<if>.txt
     meta = {

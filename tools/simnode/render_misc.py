@@ -153,6 +153,17 @@ def _hca_files(h: dict, allowlist: bool = False) -> dict:
     return files
 
 
+def sysfs_listing(state: dict) -> str:
+    """``infiniband-sysfs.txt`` as ``gpuops.cluster.capture`` writes it: the allowlisted attributes of every HCA,
+    one sorted ``./<hca>/<path>:<value>`` line each (the form ``grep -r .`` prints in /sys/class/infiniband)."""
+    lines = []
+    for h in state.get("hcas") or []:
+        h = dict(h, host=state.get("hostname", "node"))
+        for rel, text in _hca_files(h, allowlist=True).items():
+            lines.append("./%s/%s:%s" % (h["name"], rel, text))
+    return "".join(line + "\n" for line in sorted(lines))
+
+
 def _guid_colon(g: str) -> str:
     h = g[2:] if g.startswith("0x") else g
     h = h.rjust(16, "0")

@@ -466,8 +466,10 @@ def test_capture_directory_contents(fastdir):
     assert on_disk["captured_at"] == "2026-12-02T10:00:00Z" and on_disk["schema"] == "gpuops.capture/v1"
     assert on_disk["files"]["dcgmi-diag.txt"]["timed_out"] is True and on_disk["files"]["dcgmi-diag.txt"]["rc"] == 124
     assert on_disk["files"]["nvidia-smi-q.xml"]["rc"] == 0
-    ib = os.path.join(fastdir, _capture.SYSFS_IB)
-    assert sorted(os.listdir(ib)) == ["mlx5_%d" % i for i in range(8)]
+    with open(os.path.join(fastdir, _capture.SYSFS_IB_FLAT), encoding="utf-8") as fh:
+        listing = fh.read().splitlines()
+    assert sorted({ln[2:].split("/", 1)[0] for ln in listing}) == ["mlx5_%d" % i for i in range(8)]
+    assert listing == sorted(listing) and all(ln.startswith("./mlx5_") and ":" in ln for ln in listing)
     for dirpath, dirnames, filenames in os.walk(fastdir):
         for n in dirnames + filenames:
             assert not os.path.islink(os.path.join(dirpath, n)), "capture dirs hold plain files only"

@@ -276,14 +276,15 @@ def test_capture_sysfs_roundtrip(real_root, tmp_path):
     assert res["hcas"] == ["mlx5_0", "mlx5_1"]
     assert len(res["errors"]) == 2  # mlx5_gone, loop0
     assert abs(res["collected_at"] - time.time()) < 60
-    copied = []
-    for base, dirs, files in os.walk(dest):
-        for n in dirs + files:
-            full = os.path.join(base, n)
-            assert not os.path.islink(full)
-            if n in files:
-                assert stat.S_ISREG(os.lstat(full).st_mode)
-                copied.append(os.path.relpath(full, os.path.join(dest, "sys", "class", "infiniband")))
+    # one file, not a tree: the listing capture writes, private and plain
+    assert sorted(os.listdir(dest)) == ["infiniband-sysfs.txt"] and res["file"] == "infiniband-sysfs.txt"
+    listing = os.path.join(dest, "infiniband-sysfs.txt")
+    assert stat.S_ISREG(os.lstat(listing).st_mode) and stat.S_IMODE(os.lstat(listing).st_mode) == 0o600
+    with open(listing, encoding="utf-8") as fh:
+        text = fh.read()
+    lines = text.splitlines()
+    assert text.endswith("\n") and lines == sorted(lines) and all(ln.startswith("./") for ln in lines)
+    copied = [ln[2:].partition(":")[0] for ln in lines]
     assert res["files"] == len(copied)
     names = {c.split("/")[-1] for c in copied}
     assert "uevent" not in names and "device" not in names and "subsystem" not in names
@@ -297,7 +298,8 @@ def test_capture_sysfs_roundtrip(real_root, tmp_path):
 
 def test_capture_sysfs_in_process_and_missing_root(tmp_path):
     res = _ib.capture_sysfs(str(tmp_path / "nothing"), str(tmp_path / "dest"), timeout=None)
-    assert res["hcas"] == [] and res["files"] == 0 and res["errors"] == []
+    assert res["hcas"] == [] and res["files"] == 0 and res["errors"] == [] and res["file"] is None
+    assert not os.path.exists(str(tmp_path / "dest" / "infiniband-sysfs.txt"))  # nothing read, nothing written
 
 
 def test_live_sysfs_read_timeout(real_root, monkeypatch):

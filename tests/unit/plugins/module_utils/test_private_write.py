@@ -305,13 +305,13 @@ def test_sysfs_capture_writes_private_files_and_never_through_a_link(tmp_path, v
     hca.mkdir(parents=True)
     (hca / "fw_ver").write_text("28.41.1000\n")
     dest = tmp_path / "cap"
-    planted = dest / "sys" / "class" / "infiniband" / "mlx5_0" / "fw_ver"
+    planted = dest / "infiniband-sysfs.txt"
     planted.parent.mkdir(parents=True)
     os.symlink(str(victim), planted)
     res = _ib.capture_sysfs(str(tmp_path / "root"), str(dest), timeout=None)
     assert res["hcas"] == ["mlx5_0"] and res["errors"] == []
     assert victim.read_text() == SECRET
-    assert not os.path.islink(planted) and planted.read_text() == "28.41.1000\n"
+    assert not os.path.islink(planted) and planted.read_text() == "./mlx5_0/fw_ver:28.41.1000\n"
     assert_private(planted)
 
 

@@ -90,7 +90,7 @@ def test_every_single_file_alone(full, tmp_path):
         ["nvidia-smi-nvlink-s.txt", "nvidia-smi-nvlink-e.txt"],
         ["nvidia-smi-q.xml", "kernel.log"],
         ["ipmitool-sdr.txt", "ipmitool-sel.txt", "scontrol-show-node.txt"],
-        ["ibstat.txt", "sys", "node.json"],
+        ["ibstat.txt", "infiniband-sysfs.txt", "node.json"],
         ["dcgmi-diag.txt", "nvidia-smi-nvlink-s.txt", "capture.json"],
     ],
 )
