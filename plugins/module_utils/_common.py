@@ -189,10 +189,8 @@ def to_int(value: Any) -> Optional[int]:
     v = clean(value)
     if v is None:
         return None
-    if isinstance(v, bool):
+    if isinstance(v, int):  # bool too: True is 1
         return int(v)
-    if isinstance(v, int):
-        return v
     s = str(v).strip()
     if len(s) <= MAX_NUMBER_CHARS and _ASCII_INT.fullmatch(s):  # the common case, without float rounding
         return int(s)
