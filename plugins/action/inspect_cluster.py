@@ -25,6 +25,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import State
 _ARGS = {
     "targets": {"type": "list", "elements": "str"},
     "target_pattern": {"type": "str", "default": "gpu_nodes"},
+    "resolve_targets": {"type": "bool", "default": False},
     "fail_on": {"type": "str", "default": ""},
     "textfile_dir": {"type": "path"},
     "report_dir": {"type": "path"},
@@ -100,6 +101,20 @@ class ActionModule(ActionBase):
                 % (len(problems), "; ".join(problems))
             )
         return profiles, without
+
+    def _resolve_targets(self, pattern):
+        """The hosts ``pattern`` matches, as a play over it would have them (``ansible_play_hosts_all``): the
+        inventory's order, ``--limit`` applied. The plan runs on localhost, so no task iterates over 10,000
+        targets (ansible-core spends ~2 ms a target on every task of such a play, even a run_once one)."""
+        manager = getattr(self._task, "_variable_manager", None)
+        inventory = getattr(manager, "_inventory", None)
+        if inventory is None or not hasattr(inventory, "get_hosts"):
+            raise AnsibleActionFail(
+                "inspect_cluster: resolve_targets needs the play's inventory, which this ansible-core does not give "
+                "an action; pass targets instead"
+            )
+        # limits (--limit) apply; restrictions do not: they are this play's own batch (localhost)
+        return [h.name for h in inventory.get_hosts(pattern, ignore_restrictions=True)]
 
     @staticmethod
     def _check_args(args, task_vars):
@@ -305,6 +320,8 @@ class ActionModule(ActionBase):
         _unused, args = self.validate_argument_spec(argument_spec=_ARGS)
         hostvars = task_vars.get("hostvars", {})
         t0 = time.monotonic()
+        if args["resolve_targets"]:
+            args["targets"] = self._resolve_targets(args["target_pattern"])
         self._check_args(args, task_vars)
         # before anything is read: a node class that names no profile stops the run by name
         profiles, without_class = self._classes(hostvars, args["targets"], args["policy_overrides"])

@@ -38,9 +38,18 @@ options:
     type: list
     elements: str
   target_pattern:
-    description: The host pattern the targets came from; only used in the message when there is no target.
+    description:
+      - The host pattern the targets came from; used in the message when there is no target, and resolved with
+        O(resolve_targets).
     type: str
     default: gpu_nodes
+  resolve_targets:
+    description:
+      - Resolve O(target_pattern) against the play's inventory, with C(--limit) applied, in the inventory's order
+        (what C(ansible_play_hosts_all) would be in a play over the pattern), instead of taking O(targets).
+      - Lets the plan run in a play on localhost, so no task iterates over every target (docs/performance.md).
+    type: bool
+    default: false
   fail_on:
     description:
       - A severity (C(P0), C(P1), C(P2), C(P3)); the result's RV(fail_on) counts the findings, node and cluster, at
