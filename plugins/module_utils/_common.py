@@ -182,7 +182,7 @@ def to_float(value: Any) -> Optional[float]:
 
 def to_int(value: Any) -> Optional[int]:
     """Integer from a value that may carry a unit, be hex (``0x1f``) or be a sentinel (ASCII digits only)."""
-    if type(value) is str:  # the common case first: a counter of plain ASCII digits (no sentinel is one)
+    if isinstance(value, str):  # the common case first: a counter of plain ASCII digits (no sentinel is one)
         s = value.strip()
         if s.isdigit() and s.isascii() and len(s) <= MAX_NUMBER_CHARS:
             return int(s)

@@ -21,8 +21,9 @@ description:
     counters.
   - Live, C(/sys/class/infiniband) is read first (in a child process killed after O(timeout), reading only known
     attribute paths, never following the C(device)/C(subsystem) link loops); C(ibstat) is the fallback.
-  - With O(capture_dir), C(sys/class/infiniband/...) in the capture is read, else C(infiniband-sysfs.txt) (the same
-    attributes as one listing, what M(gpuops.cluster.capture) writes), else C(ibstat.txt), else C(ibstatus.txt). An C(ibstat) that died with C(ibpanic) keeps every HCA it printed and adds an error record.
+  - With O(capture_dir), C(sys/class/infiniband/...) in the capture is read, else C(infiniband-sysfs.txt) (the
+    same attributes as one listing, what M(gpuops.cluster.capture) writes), else C(ibstat.txt), else
+    C(ibstatus.txt). An C(ibstat) that died with C(ibpanic) keeps every HCA it printed and adds an error record.
   - The module only reads; it never changes the node.
 extends_documentation_fragment:
   - gpuops.cluster.common
