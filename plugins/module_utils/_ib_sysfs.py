@@ -165,8 +165,9 @@ _FLAT_PREFIXES = ("./", "/sys/class/infiniband/", "sys/class/infiniband/")
 
 
 def _port_dir(name: str) -> bool:
-    """A port directory's name as sysfs writes it: ASCII digits (``"²".isdigit()`` is True, ``int("²")`` fails)."""
-    return name.isascii() and name.isdigit() and len(name) < 6
+    """A port directory's name as sysfs writes it: the PORT_NUM that hcas_from_snapshot accepts, 1-5 ASCII digits
+    (``"²".isdigit()`` is True, ``int("²")`` fails)."""
+    return PORT_NUM.match(name) is not None
 
 
 def _flat_key(path: str) -> Optional[str]:
