@@ -164,6 +164,9 @@ class ActionModule(ActionBase):
             }, ("unreachable")
         if reg.get("unreachable"):
             return {"unreachable": True, "message": to_text(reg.get("msg") or "unreachable")}, "unreachable"
+        if reg.get("facts") is None and reg.get("capture_packed") is not None and not reg.get("failed"):
+            # collect_info parse_on=controller, result_format=capture: parsed by _inspect's workers (_livetree)
+            return {"evidence": to_text(reg["capture_packed"])}, "ok"
         if reg.get("facts") is None and reg.get("facts_json") is not None:  # collect_info result_format=json
             try:
                 reg = dict(reg, facts=json.loads(to_text(reg["facts_json"])))

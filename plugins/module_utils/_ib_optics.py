@@ -20,10 +20,9 @@ Runs on managed nodes (Python 3.8+) and on the controller. No Ansible imports.
 
 from __future__ import annotations
 
-import os
 import re
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _capture
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
@@ -35,18 +34,23 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._ethtool_module imp
     parse_ethtool_module,
     parse_ethtool_stats,
 )
+from ansible_collections.gpuops.cluster.plugins.module_utils._ib_optics_cmds import (  # noqa: F401 - re-exported
+    _NAME,
+    MAX_PORTS,
+    PER_CALL_TIMEOUT_S,
+    SAFE_NAME,
+    _link_layer,
+    _netdevs,
+    capture_commands,
+)
 from ansible_collections.gpuops.cluster.plugins.module_utils._mlxlink import parse_mlxlink
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
 
 DOMAIN = "ib"
-_NAME = r"([A-Za-z0-9_][A-Za-z0-9_.:-]{0,63})"
+# the optics commands of a live capture are in _ib_optics_cmds (the node's capture imports no parser)
 MLXLINK_FILE = re.compile(r"^mlxlink-" + _NAME + r"\.txt$")
 ETHTOOL_M_FILE = re.compile(r"^ethtool-m-" + _NAME + r"\.txt$")
 ETHTOOL_S_FILE = re.compile(r"^ethtool-S-" + _NAME + r"\.txt$")
-SAFE_NAME = re.compile(r"^" + _NAME + r"$")
-#: One tool call never gets more than this many seconds, whatever is left of the collection timeout.
-PER_CALL_TIMEOUT_S = 20.0
-MAX_PORTS = 64
 
 
 def _module_from_mlxlink(m: Dict[str, Any]) -> Dict[str, Any]:
@@ -228,14 +232,6 @@ def _ports_from_mlxlink(out: Dict[str, Any], records: List[Dict[str, Any]]) -> N
         )
 
 
-def _netdevs(sysfs_root: str, hca: str) -> List[str]:
-    d = os.path.join(sysfs_root, "sys", "class", "infiniband", hca, "device", "net")
-    try:
-        return sorted(n for n in os.listdir(d) if SAFE_NAME.match(n))[:4]
-    except OSError:
-        return []
-
-
 def collect_live(out: Dict[str, Any], sysfs_root: str, deadline: float) -> None:
     """Run mlxlink per HCA (IB ports) and ethtool -m/-S per RoCE netdev, each bounded, until ``deadline``."""
     mlxlink, ethtool = which("mlxlink"), which("ethtool")
@@ -272,34 +268,3 @@ def collect_live(out: Dict[str, Any], sysfs_root: str, deadline: float) -> None:
                 records.append(rec)
     if records:
         out["optics"] = records
-
-
-def _link_layer(sysfs_root: str, hca: str) -> Optional[str]:
-    path = os.path.join(sysfs_root, "sys", "class", "infiniband", hca, "ports", "1", "link_layer")
-    try:
-        with open(path, encoding="ascii", errors="replace") as fh:
-            return fh.read(64).strip() or None
-    except OSError:
-        return None
-
-
-def capture_commands(sysfs_root: str = "/") -> List[Tuple[str, List[str]]]:
-    """(capture file name, argv) of the optics evidence of a live node, for ``_livecapture``: ``mlxlink`` per
-    InfiniBand HCA, ``ethtool -m``/``-S`` per RoCE netdev; only the tools that are on PATH."""
-    mlxlink, ethtool = which("mlxlink"), which("ethtool")
-    out: List[Tuple[str, List[str]]] = []
-    if not (mlxlink or ethtool):
-        return out
-    try:
-        hcas = sorted(os.listdir(os.path.join(sysfs_root, "sys", "class", "infiniband")))
-    except OSError:
-        return out
-    for hca in [h for h in hcas if SAFE_NAME.match(h)][:MAX_PORTS]:
-        if _link_layer(sysfs_root, hca) == "Ethernet":
-            if ethtool:
-                for ifname in _netdevs(sysfs_root, hca):
-                    out.append(("ethtool-m-%s.txt" % ifname, [ethtool, "-m", ifname]))
-                    out.append(("ethtool-S-%s.txt" % ifname, [ethtool, "-S", ifname]))
-        elif mlxlink:
-            out.append(("mlxlink-%s.txt" % hca, [mlxlink, "-d", hca, "-m", "-c"]))
-    return out

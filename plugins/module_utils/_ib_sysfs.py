@@ -345,14 +345,12 @@ def flat_text(snap: Dict[str, str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def capture_sysfs(sysfs_root: str, dest_dir: str, timeout: Optional[float] = 30.0) -> Dict[str, Any]:
-    """Save the allowlisted IB attributes of ``<sysfs_root>/sys/class/infiniband`` as one listing,
-    ``<dest_dir>/infiniband-sysfs.txt`` (0600; never the whole tree, never through a link): one file a node
-    instead of ~300, read back by :func:`snapshot_flat` into the same records as the tree.
+def sysfs_listing(sysfs_root: str, timeout: Optional[float] = 30.0) -> Tuple[str, Dict[str, Any]]:
+    """The allowlisted IB attributes of ``<sysfs_root>/sys/class/infiniband`` as the listing text of
+    ``infiniband-sysfs.txt`` (:func:`flat_text`; empty when nothing was read), and the record
+    :func:`capture_sysfs` returns (``file`` None: nothing is written here).
 
-    The read runs in a child abandoned after ``timeout`` seconds (None: in this process). Nothing is written
-    when nothing was read. Returns ``{"hcas": [...names], "files": N attributes, "file": name or None,
-    "collected_at": epoch, "errors": [...]}``.
+    The read runs in a child abandoned after ``timeout`` seconds (None: in this process).
     """
     out: Dict[str, Any] = {"hcas": [], "files": 0, "file": None, "collected_at": time.time(), "errors": []}
     class_dir = os.path.join(sysfs_root, _capture.SYSFS_IB)
@@ -364,10 +362,26 @@ def capture_sysfs(sysfs_root: str, dest_dir: str, timeout: Optional[float] = 30.
             kind = "timeout" if res.get("timed_out") else "internal"
             msg = f"reading {class_dir}: {res.get('error')}"
             out["errors"].append(error_record(DOMAIN, kind, msg, source="sysfs"))
-            return out
+            return "", out
         snap, errors = res["value"]
     out["errors"].extend(errors)
     text = flat_text(snap)
+    if text:
+        out["hcas"] = sorted({rel.split("/", 1)[0] for rel in snap}, key=natural_key)
+        out["files"] = sum(1 for rel in snap if rel.split("/")[1:] != ["ports"])
+    return text, out
+
+
+def capture_sysfs(sysfs_root: str, dest_dir: str, timeout: Optional[float] = 30.0) -> Dict[str, Any]:
+    """Save the allowlisted IB attributes of ``<sysfs_root>/sys/class/infiniband`` as one listing,
+    ``<dest_dir>/infiniband-sysfs.txt`` (0600; never the whole tree, never through a link): one file a node
+    instead of ~300, read back by :func:`snapshot_flat` into the same records as the tree.
+
+    The read runs in a child abandoned after ``timeout`` seconds (None: in this process). Nothing is written
+    when nothing was read. Returns ``{"hcas": [...names], "files": N attributes, "file": name or None,
+    "collected_at": epoch, "errors": [...]}``.
+    """
+    text, out = sysfs_listing(sysfs_root, timeout)
     if not text:
         return out
     target = os.path.join(dest_dir, _capture.SYSFS_IB_FLAT)
@@ -375,8 +389,7 @@ def capture_sysfs(sysfs_root: str, dest_dir: str, timeout: Optional[float] = 30.
         write_private_atomic(target, text)  # 0600 in 0700 dirs, never through a link
     except OSError as exc:
         out["errors"].append(error_record(DOMAIN, "internal", f"cannot write {target}: {exc}", "sysfs"))
+        out["hcas"], out["files"] = [], 0
         return out
     out["file"] = _capture.SYSFS_IB_FLAT
-    out["hcas"] = sorted({rel.split("/", 1)[0] for rel in snap}, key=natural_key)
-    out["files"] = sum(1 for rel in snap if rel.split("/")[1:] != ["ports"])
     return out

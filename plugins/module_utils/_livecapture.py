@@ -11,12 +11,14 @@ imports.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
 import socket
 import tempfile
-from typing import Any, Dict, List, Optional, Tuple
+import zlib
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _capture
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
@@ -57,27 +59,110 @@ def _kernel_log_argv(since: Optional[str]) -> List[List[str]]:
     return cands
 
 
-def capture(
-    dest_dir: Optional[str] = None,
-    timeout: float = 30.0,
-    kernel_since: Optional[str] = None,
-    sysfs_root: str = "/",
-    dcgm_level: Optional[int] = None,
-    slurm_node: Optional[str] = None,
-    node_options: Optional[Dict[str, Any]] = None,
-) -> Dict[str, Any]:
-    """Run the tools and write a capture directory into ``dest_dir`` (a new temp dir when None).
+#: fact domain -> the capture files its collector reads (docs/capture.md), for a capture of some domains only
+DOMAIN_FILES: Dict[str, Tuple[str, ...]] = {
+    "gpu": ("nvidia-smi-q.xml", "nvidia-smi-q.txt", "nvidia-smi-nvlink-s.txt", "nvidia-smi-nvlink-e.txt"),
+    "kernel": ("kernel.log",),
+    "ib": ("ibstat.txt", _capture.SYSFS_IB_FLAT, "optics"),
+    "bmc": (
+        "ipmitool-sdr.txt",
+        "ipmitool-sel.txt",
+        "ipmitool-fru.txt",
+        "ipmitool-mc-info.txt",
+        "ipmitool-sel-info.txt",
+    ),
+    "dcgm": ("dcgmi-diag.txt",),
+    "slurm": ("scontrol-show-node.txt",),
+    "node": ("node.json",),
+}
+#: evidence a capture of some domains takes only when the preferred source gave nothing (the collectors read
+#: the XML before the text, and the sysfs listing before ibstat): file -> the file it stands in for
+FALLBACKS = {"nvidia-smi-q.txt": "nvidia-smi-q.xml", "ibstat.txt": _capture.SYSFS_IB_FLAT}
 
-    Returns {"dir": path, "meta": capture.json's content, "files": [names written]}.
+
+def _ib_listing(put: Callable[[str, str], None], meta: Dict[str, Any], sysfs_root: str, timeout: float) -> bool:
+    """InfiniBand sysfs: the allowlisted attributes as one listing, never the whole tree (links loop in sysfs).
+    True when a listing was put."""
+    text = ""
+    try:
+        from ansible_collections.gpuops.cluster.plugins.module_utils import _ib_sysfs
+
+        text, ib_res = _ib_sysfs.sysfs_listing(sysfs_root, timeout=timeout)
+        if text:
+            put(_capture.SYSFS_IB_FLAT, text)
+            ib_res["file"] = _capture.SYSFS_IB_FLAT
+        meta["files"][_capture.SYSFS_IB_FLAT] = {"rc": 0, "detail": ib_res}
+    except Exception as exc:  # noqa: BLE001 - recorded, never raised
+        meta["files"][_capture.SYSFS_IB_FLAT] = {"rc": None, "error": "%s: %s" % (type(exc).__name__, exc)}
+    return bool(text)
+
+
+def _optics(record: Callable[[str, Any], None], meta: Dict[str, Any], sysfs_root: str, timeout: float) -> None:
+    """Transceiver / link quality (docs/capture.md): mlxlink-<hca>.txt, ethtool-m-<if>.txt, ethtool-S-<if>.txt."""
+    try:
+        from ansible_collections.gpuops.cluster.plugins.module_utils import _ib_optics_cmds
+
+        for name, argv in _ib_optics_cmds.capture_commands(sysfs_root):
+            record(name, run_command(argv, timeout=min(timeout, _ib_optics_cmds.PER_CALL_TIMEOUT_S)))
+    except Exception as exc:  # noqa: BLE001 - recorded, never raised
+        meta["files"]["optics"] = {"rc": None, "error": "%s: %s" % (type(exc).__name__, exc)}
+
+
+def _node_json(put: Callable[[str, str], None], meta: Dict[str, Any], timeout: float, node_options: Any) -> None:
+    """Node basics as node_info returns them (node.json)."""
+    try:
+        from ansible_collections.gpuops.cluster.plugins.module_utils import _node
+
+        node = _node.collect(timeout=timeout, **(node_options or {}))
+        put("node.json", json.dumps(node, indent=1, sort_keys=True, default=str))
+        meta["files"]["node.json"] = {"rc": 0}
+    except Exception as exc:  # noqa: BLE001
+        meta["files"]["node.json"] = {"rc": None, "error": "%s: %s" % (type(exc).__name__, exc)}
+
+
+#: capture options and their defaults (``capture``, ``capture_tree``)
+OPTIONS: Dict[str, Any] = {
+    "timeout": 30.0,
+    "kernel_since": None,
+    "sysfs_root": "/",
+    "dcgm_level": None,
+    "slurm_node": None,
+    "node_options": None,
+    "domains": None,
+}
+
+
+def _run(put: Callable[[str, str], None], options: Dict[str, Any]) -> Dict[str, Any]:
+    """Run the tools, hand every file to ``put(name, text)`` and return capture.json's content (not put).
+
+    ``options``: :data:`OPTIONS`' keys. ``domains`` None: every piece of evidence (``capture``). Otherwise only
+    the files those domains' collectors read, and a fallback (``FALLBACKS``) only when the file it stands in for
+    is empty or failed.
     """
-    dest = dest_dir or tempfile.mkdtemp(prefix="gpuops-capture-")  # mkdtemp: 0700, ours alone
-    ensure_private_dir(dest)
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise TypeError("unknown capture option(s): %s" % ", ".join(unknown))
+    opts = dict(OPTIONS, **options)
+    timeout, sysfs_root, domains = float(opts["timeout"]), opts["sysfs_root"] or "/", opts["domains"]
+    dcgm_level, slurm_node = opts["dcgm_level"], opts["slurm_node"]
     meta: Dict[str, Any] = {
         "schema": "gpuops.capture/v1",
         "hostname": socket.gethostname(),
         "captured_at": utcnow_iso(),
         "files": {},
     }
+    if domains is not None:
+        meta["domains"] = [d for d in DOMAIN_FILES if d in domains]
+    wanted = None if domains is None else {f for d in domains for f in DOMAIN_FILES.get(d, ())}
+    got: Dict[str, bool] = {}
+
+    def want(name: str) -> bool:
+        if wanted is None:
+            return True
+        if name not in wanted:
+            return False
+        return not got.get(FALLBACKS.get(name, ""), False)
+
     try:
         with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
             meta["boot_id"] = fh.read().strip()
@@ -86,58 +171,75 @@ def capture(
     commands = list(COMMANDS)
     if dcgm_level:
         commands.append(("dcgmi-diag.txt", ["dcgmi", "diag", "-r", str(int(dcgm_level))]))
-    if slurm_node or which("scontrol"):
+    if want("scontrol-show-node.txt") and (slurm_node or which("scontrol")):
         commands.append(("scontrol-show-node.txt", ["scontrol", "show", "node", slurm_node or meta["hostname"]]))
-    written: List[str] = []
 
     def record(name: str, res: Any) -> None:
         meta["files"][name] = res.to_dict()
+        got[name] = bool(res.ok and res.stdout.strip())
         # the tool's own output; when it printed only to stderr (an error), that is the evidence
-        write_private_atomic(
-            os.path.join(dest, name), res.stdout if res.stdout.strip() or not res.stderr else res.stderr
-        )
-        written.append(name)
+        put(name, res.stdout if res.stdout.strip() or not res.stderr else res.stderr)
 
+    if want(_capture.SYSFS_IB_FLAT):  # first: ibstat stands in for the listing only when it is empty
+        got[_capture.SYSFS_IB_FLAT] = _ib_listing(put, meta, sysfs_root, timeout)
     for name, argv in commands:
+        if not want(name):
+            continue
         if not which(argv[0]):
             meta["files"][name] = {"argv": argv, "rc": None, "error": "%s not found on PATH" % argv[0]}
             continue
         record(name, run_command(argv, timeout=timeout))
-    cands = _kernel_log_argv(kernel_since)
-    for i, argv in enumerate(cands):
-        res = run_command(argv, timeout=timeout)
-        if res.ok or i == len(cands) - 1:
-            record("kernel.log", res)
-            break
-    # InfiniBand sysfs: the allowlisted attributes as one listing, never the whole tree (links loop in real sysfs)
-    try:
-        from ansible_collections.gpuops.cluster.plugins.module_utils import _ib
+    if want("kernel.log"):
+        cands = _kernel_log_argv(opts["kernel_since"])
+        for i, argv in enumerate(cands):
+            res = run_command(argv, timeout=timeout)
+            if res.ok or i == len(cands) - 1:
+                record("kernel.log", res)
+                break
+    if want("optics"):
+        _optics(record, meta, sysfs_root, timeout)
+    if want("node.json"):
+        _node_json(put, meta, timeout, opts["node_options"])
+    return meta
 
-        ib_res = _ib.capture_sysfs(sysfs_root, dest, timeout=timeout)
-        meta["files"][_capture.SYSFS_IB_FLAT] = {"rc": 0, "detail": ib_res}
-    except Exception as exc:  # noqa: BLE001 - recorded, never raised
-        meta["files"][_capture.SYSFS_IB_FLAT] = {"rc": None, "error": "%s: %s" % (type(exc).__name__, exc)}
-    # transceiver / link quality (docs/capture.md): mlxlink-<hca>.txt, ethtool-m-<if>.txt, ethtool-S-<if>.txt
-    try:
-        from ansible_collections.gpuops.cluster.plugins.module_utils import _ib_optics
 
-        for name, argv in _ib_optics.capture_commands(sysfs_root):
-            record(name, run_command(argv, timeout=min(timeout, _ib_optics.PER_CALL_TIMEOUT_S)))
-    except Exception as exc:  # noqa: BLE001 - recorded, never raised
-        meta["files"]["optics"] = {"rc": None, "error": "%s: %s" % (type(exc).__name__, exc)}
-    # node basics as node_info returns them
-    try:
-        from ansible_collections.gpuops.cluster.plugins.module_utils import _node
+def capture(dest_dir: Optional[str] = None, **options: Any) -> Dict[str, Any]:
+    """Run the tools and write a capture directory into ``dest_dir`` (a new temp dir when None).
 
-        node = _node.collect(timeout=timeout, **(node_options or {}))
-        write_private_atomic(os.path.join(dest, "node.json"), json.dumps(node, indent=1, sort_keys=True, default=str))
-        written.append("node.json")
-        meta["files"]["node.json"] = {"rc": 0}
-    except Exception as exc:  # noqa: BLE001
-        meta["files"]["node.json"] = {"rc": None, "error": "%s: %s" % (type(exc).__name__, exc)}
+    ``options``: :data:`OPTIONS` (timeout, kernel_since, sysfs_root, dcgm_level, slurm_node, node_options, domains).
+    Returns {"dir": path, "meta": capture.json's content, "files": [names written]}.
+    """
+    dest = dest_dir or tempfile.mkdtemp(prefix="gpuops-capture-")  # mkdtemp: 0700, ours alone
+    ensure_private_dir(dest)
+    written: List[str] = []
+
+    def put(name: str, text: str) -> None:
+        write_private_atomic(os.path.join(dest, name), text)
+        written.append(name)
+
+    meta = _run(put, options)
     write_private_atomic(os.path.join(dest, "capture.json"), json.dumps(meta, indent=1, sort_keys=True, default=str))
     written.append("capture.json")
     return {"dir": dest, "meta": meta, "files": written}
+
+
+def capture_tree(**options: Any) -> Dict[str, Any]:
+    """The same capture held in memory, nothing written on the node: {"tree": {file name: text}, "meta": ...};
+    ``tree`` holds ``capture.json`` too, so that it is a capture directory's content as :func:`read_tree` reads it."""
+    tree: Dict[str, str] = {}
+
+    def put(name: str, text: str) -> None:
+        tree[name] = text
+
+    meta = _run(put, options)
+    tree["capture.json"] = json.dumps(meta, indent=1, sort_keys=True, default=str)
+    return {"tree": tree, "meta": meta}
+
+
+def pack(tree: Dict[str, str]) -> str:
+    """``tree`` as one ASCII string (base64 of zlib-compressed JSON; ``_livetree.unpack`` on the controller): a
+    node's ~0.6 MB of tool output travels as ~40 KB and Ansible handles one string, not a mapping of large ones."""
+    return base64.b64encode(zlib.compress(json.dumps(tree, separators=(",", ":")).encode("utf-8"), 1)).decode("ascii")
 
 
 def read_tree(root: str, max_bytes: int = 64 * 1024 * 1024) -> Dict[str, str]:

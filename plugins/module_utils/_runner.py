@@ -126,16 +126,13 @@ def _read_until(res: CommandResult, fds: Sequence[int], deadline: float, max_byt
 
 
 def _reap(res: CommandResult, proc: subprocess.Popen[bytes], deadline: float) -> None:
-    """Pipes closed: the process is exiting. Reap it, but still never block past the deadline."""
-    while True:
-        rc = proc.poll()
-        if rc is not None:
-            res.rc = rc
-            return
-        if time.monotonic() >= deadline:
-            res.timed_out = True
-            return
-        time.sleep(0.005)
+    """Pipes closed: the process is exiting. Reap it, but still never block past the deadline.
+
+    ``Popen.wait(timeout)`` polls from 0.5 ms up (a fixed 5 ms sleep cost ~5 ms of wall time per tool call)."""
+    try:
+        res.rc = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        res.timed_out = True
 
 
 def run_command(
@@ -233,15 +230,19 @@ def _read_pipe(rfd: int, deadline: float) -> Optional[List[bytes]]:
 
 
 def _wait_exiting(pid: int) -> None:
-    """The child closed its end: it is exiting; reap without blocking for long."""
-    for _attempt in range(200):
+    """The child closed its end: it is exiting; reap without blocking for long (about a second at most), polling
+    from 0.5 ms up."""
+    delay, waited = 0.0005, 0.0
+    while waited < 1.0:
         try:
             done = os.waitpid(pid, os.WNOHANG)[0]
         except OSError:
             return
         if done:
             return
-        time.sleep(0.005)
+        time.sleep(delay)
+        waited += delay
+        delay = min(delay * 2, 0.02)
 
 
 def run_in_child(func: Callable[..., Any], args: Sequence[Any] = (), timeout: float = 30.0) -> Dict[str, Any]:

@@ -25,8 +25,10 @@ options:
       - Directory on the controller to write the capture into (created C(0700)). Existing files are replaced.
       - Files are written C(0600) and atomically (temporary file and rename), whatever the umask; a link already
         in O(dest) is replaced, never written through, and nothing is written outside O(dest).
+      - Required (the action plugin refuses a task without it). Without O(dest) the module alone returns the files
+        in RV(tree) and writes nothing, which is how M(gpuops.cluster.collect_info) with O(gpuops.cluster.collect_info#module:parse_on=controller)
+        ships a live node's evidence to the controller.
     type: path
-    required: true
   timeout:
     description: Seconds each tool may run before it is killed and abandoned.
     type: float
@@ -46,6 +48,25 @@ options:
     type: list
     elements: str
     default: []
+  services:
+    description: Services whose state node.json reports (default - the NVIDIA services an operator expects).
+    type: list
+    elements: str
+  domains:
+    description:
+      - Capture only the evidence these fact domains read (C(docs/capture.md)), as an inspection needs it; default
+        every file.
+      - With O(domains), C(nvidia-smi -q) runs only when C(nvidia-smi -q -x) printed nothing or failed, and C(ibstat)
+        only when the sysfs listing is empty (the collectors read the XML and the listing first).
+    type: list
+    elements: str
+    choices: [gpu, kernel, ib, bmc, dcgm, slurm, node]
+  pack:
+    description:
+      - Without O(dest) - return the files as one compressed string, RV(packed) (base64 of zlib-compressed JSON),
+        instead of RV(tree). What the inspection uses (M(gpuops.cluster.collect_info) O(gpuops.cluster.collect_info#module:result_format=capture)).
+    type: bool
+    default: false
 extends_documentation_fragment: [gpuops.cluster.common.attributes_info, gpuops.cluster.common.attributes_controller]
 attributes:
   check_mode:
@@ -78,6 +99,16 @@ meta:
   returned: always
   type: dict
   sample: {"hostname": "gpu-node-07", "captured_at": "2026-12-02T10:00:00Z", "files": {"ibstat.txt": {"rc": 0}}}
+tree:
+  description: The capture's files, name to text (C(capture.json) included); only from the module called without O(dest).
+  returned: when O(dest) is not given
+  type: dict
+  sample: {"ibstat.txt": "CA 'mlx5_0'\n...", "capture.json": "{...}"}
+packed:
+  description: RV(tree) as one string, base64 of zlib-compressed JSON.
+  returned: when O(pack=true) and O(dest) is not given
+  type: str
+  sample: eJyrVkrOz0nNS84vSlGyUlAqS8wpTVWqBQBbQgfB
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -88,30 +119,35 @@ from ansible_collections.gpuops.cluster.plugins.module_utils import _livecapture
 def main():
     module = AnsibleModule(
         argument_spec={
-            "dest": {"type": "path", "required": True},
+            "dest": {"type": "path"},
+            "domains": {
+                "type": "list",
+                "elements": "str",
+                "choices": ["gpu", "kernel", "ib", "bmc", "dcgm", "slurm", "node"],
+            },
             "timeout": {"type": "float", "default": 30},
             "kernel_since": {"type": "str"},
             "sysfs_root": {"type": "path", "default": "/"},
             "dcgm_level": {"type": "int"},
             "mounts": {"type": "list", "elements": "str", "default": []},
+            "services": {"type": "list", "elements": "str"},
+            "pack": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
     p = module.params
-    res = _livecapture.capture(
+    res = _livecapture.capture_tree(
         timeout=p["timeout"],
         kernel_since=p["kernel_since"],
         sysfs_root=p["sysfs_root"],
         dcgm_level=p["dcgm_level"],
-        node_options={"mounts": p["mounts"]},
+        node_options={"mounts": p["mounts"], "services": p["services"]},
+        domains=p["domains"],
     )
-    try:
-        tree = _livecapture.read_tree(res["dir"])
-    except (OSError, ValueError) as exc:
-        module.fail_json(msg="cannot read the capture back: %s" % exc)
-    finally:
-        _livecapture.remove(res["dir"])
-    module.exit_json(changed=False, tree=tree, meta=res["meta"])
+    # held in memory, nothing written on the node; the action (with dest) writes it on the controller
+    if p["pack"] and not p["dest"]:
+        module.exit_json(changed=False, packed=_livecapture.pack(res["tree"]), meta=res["meta"])
+    module.exit_json(changed=False, tree=res["tree"], meta=res["meta"])
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ description:
 extends_documentation_fragment:
   - gpuops.cluster.common
   - gpuops.cluster.common.attributes_info
+  - gpuops.cluster.common.attributes_controller
 options:
   domains:
     description: Fact domains to collect. Default - all but C(dcgm) live, all from a capture directory.
@@ -47,6 +48,20 @@ options:
     description: Try NVML (pynvml) before C(nvidia-smi).
     type: bool
     default: true
+  parse_on:
+    description:
+      - Where the node's evidence is parsed. V(node) - this module runs the tools and parses on the node (NVML
+        first when pynvml is installed, see O(use_nvml)).
+      - V(controller) - M(gpuops.cluster.capture) runs the same tools on the node and sends their output back; the
+        action plugin parses it on the controller with the capture-directory collectors, in the task's worker
+        process. The node then imports no parser (about half of a live collection's cost on the node,
+        C(docs/performance.md)); GPUs are read with C(nvidia-smi -q -x) (NVML is not used), the facts say
+        C(parsed_on=controller), and C(mode) stays C(live). What M(gpuops.cluster.inspect_cluster) uses by default
+        (role variable C(inspect_parse_on)).
+      - Ignored with O(capture_dir) (always read where the task runs).
+    type: str
+    choices: [node, controller]
+    default: node
   result_format:
     description:
       - C(dict) returns the facts as C(facts); C(json) returns them as one compact JSON text in C(facts_json).
@@ -54,8 +69,11 @@ options:
         on the controller (for the callbacks, the registered variable, the host variables), which costs about as
         much controller time per node as the module run itself; one string is passed through as it is, and
         M(gpuops.cluster.inspect_cluster) decodes it once (docs/performance.md).
+      - C(capture) (only with O(parse_on=controller)) returns the node's evidence unparsed, as RV(capture_packed),
+        for M(gpuops.cluster.inspect_cluster) to parse in its workers (what the inspection uses: the task's worker
+        process then imports no parser either).
     type: str
-    choices: [dict, json]
+    choices: [dict, json, capture]
     default: dict
 """
 
@@ -78,6 +96,16 @@ facts_json:
   returned: when O(result_format=json)
   type: str
   sample: '{"schema":"gpuops.facts/v1","mode":"live","hostname":"gpu-node-07"}'
+capture_packed:
+  description: The node's capture (the tool outputs, C(capture.json) included), packed by M(gpuops.cluster.capture).
+  returned: when O(result_format=capture)
+  type: str
+  sample: eJyrVkrOz0nNS84vSlGyUlAqS8wpTVWqBQBbQgfB
+parsed_on:
+  description: V(controller) when the evidence was (or is to be) parsed on the controller.
+  returned: when O(parse_on=controller)
+  type: str
+  sample: controller
 facts:
   description: The aggregate facts of the node (the facts schema, see the collection's C(docs/facts.md)).
   returned: when O(result_format=dict) (the default)
@@ -113,11 +141,15 @@ def main():
             "kernel_since": {"type": "str"},
             "sysfs_root": {"type": "path", "default": "/"},
             "use_nvml": {"type": "bool", "default": True},
-            "result_format": {"type": "str", "choices": ["dict", "json"], "default": "dict"},
+            "result_format": {"type": "str", "choices": ["dict", "json", "capture"], "default": "dict"},
+            # handled by the action plugin (controller: gpuops.cluster.capture runs here instead of this module)
+            "parse_on": {"type": "str", "choices": ["node", "controller"], "default": "node"},
         },
         supports_check_mode=True,
     )
     p = module.params
+    if p["result_format"] == "capture":
+        module.fail_json(msg="result_format=capture needs parse_on=controller (the node parses nothing then)")
     options = {
         "gpu": {"use_nvml": p["use_nvml"]},
         "kernel": {"since": p["kernel_since"]},

@@ -18,7 +18,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _cluster, _fleet, _policy, _report
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _facts_cache, _pool, _state, _state_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _facts_cache, _livetree, _pool, _state, _state_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import slurm_record_name
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import backup as _checks_backup
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import platform as _platform_checks
@@ -106,6 +106,18 @@ def _read_captured(host: str, ctx: Dict[str, Any]) -> Dict[str, Any]:
     return _collect_cached(host, ctx["hosts"][host]["capture_dir"], ctx["collect_options"], ctx["cache"])
 
 
+def _read_live(host: str, ctx: Dict[str, Any]) -> Any:
+    """One live host's facts from the evidence its node sent back (collect_info ``parse_on: controller``): parsed
+    here with the capture collectors (:mod:`_livetree`); never cached (live evidence is new every run)."""
+    return _facts_cache.to_raw(_livetree.parse_packed(ctx["hosts"][host]["evidence"]))
+
+
+def _read_one(host: str, ctx: Dict[str, Any]) -> Any:
+    if ctx["hosts"][host].get("capture_dir"):
+        return _read_captured(host, ctx)
+    return _read_live(host, ctx)
+
+
 def _read_hosts(
     hosts: Dict[str, Dict[str, Any]],
     base_policy: Dict[str, Any],
@@ -120,9 +132,10 @@ def _read_hosts(
     merged_cache: Dict[str, Any] = {}
     read: Dict[str, tuple] = {}
     captured = [host for host in sorted(hosts) if not (hosts[host] or {}).get("unreachable")]
-    captured = [host for host in captured if (hosts[host] or {}).get("capture_dir")]
+    # capture directories, and live nodes' evidence sent back unparsed (_read_live): both parsed on every CPU
+    captured = [host for host in captured if (hosts[host] or {}).get("capture_dir") or "evidence" in hosts[host]]
     ctx = {"hosts": hosts, "collect_options": collect_options, "cache": cache}
-    parsed = dict(zip(captured, _pool.map_hosts(_read_captured, captured, ctx, n_workers)))
+    parsed = dict(zip(captured, _pool.map_hosts(_read_one, captured, ctx, n_workers)))
     for host in sorted(hosts):
         h = hosts[host] or {}
         host_over = h.get("policy_overrides") or {}
@@ -137,8 +150,9 @@ def _read_hosts(
             policy, phash = base_policy, base_hash
         if h.get("unreachable"):
             facts = _unreachable_facts(h.get("message") or "unreachable")
-        elif h.get("capture_dir"):
+        elif h.get("capture_dir") or "evidence" in h:
             facts = parsed[host]
+            h.pop("evidence", None)  # parsed: the parent holds the facts' text, not the evidence as well
         else:
             facts = h.get("facts") or _unreachable_facts("no facts were collected")
         read[host] = (policy, phash, facts)

@@ -92,3 +92,43 @@ def test_live_inspection_finds_an_injected_fault(testbed, tmp_path):
     for host, n in report["nodes"].items():
         if host != sick:
             assert not [f for f in n["findings"] if f["severity"] in ("P0", "P1")], (host, n["findings"])
+
+
+def _verdicts(report):
+    return {
+        host: (n["status"], sorted((f["check"], f["component"], f["severity"], f["action"]) for f in n["findings"]))
+        for host, n in report["nodes"].items()
+    }
+
+
+def test_parsing_on_the_controller_gives_the_node_parses_verdicts(testbed, tmp_path):
+    """gpuops_parse_on=controller (the default: the node runs the tools, the controller parses) and =node (the
+    parsers run on the node) judge every node alike, a faulty one included."""
+    sick = testbed.nodes[1]
+    with testbed.edit_state(sick) as state:
+        state["now"] = time.time()
+        faults.apply(state, "xid79", random.Random(2), gpu=5)
+    reports = {}
+    for where in ("node", "controller"):
+        report_dir = tmp_path / where
+        proc = testbed.playbook(
+            str(REPO / "playbooks" / "inspect.yml"),
+            "-e",
+            "gpuops_report_dir=%s" % report_dir,
+            "-e",
+            "gpuops_parse_on=%s" % where,
+        )
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        reports[where] = json.loads((report_dir / "report.json").read_text())
+    node, ctrl = reports["node"], reports["controller"]
+    assert _verdicts(node) == _verdicts(ctrl)
+    assert ctrl["nodes"][sick]["status"] == "faulty"
+    for host in testbed.nodes:
+        facts = ctrl["nodes"][host]["facts"]
+        assert facts["mode"] == "live" and facts["parsed_on"] == "controller" and facts["hostname"] == host
+        assert "parsed_on" not in node["nodes"][host]["facts"]
+        # the same domain states; a reason names its source as the collector saw it (capture:<file> / the tool)
+        states = {
+            where: {d: v["state"] for d, v in r["nodes"][host]["domains"].items()} for where, r in reports.items()
+        }
+        assert states["controller"] == states["node"]

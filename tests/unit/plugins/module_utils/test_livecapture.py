@@ -107,3 +107,65 @@ def test_read_tree_leaves_links_out_and_remove_deletes(tmp_path):
         _livecapture.read_tree(str(root), max_bytes=1)
     _livecapture.remove(str(root))
     assert not root.exists()
+
+
+# --- capture_tree: the evidence of some domains, held in memory (collect_info parse_on=controller) ---------------
+
+
+def _tree_capture(tmp_path, **kwargs):
+    kwargs.setdefault("sysfs_root", str(tmp_path / "root"))
+    kwargs.setdefault("node_options", {"services": []})
+    return _livecapture.capture_tree(timeout=kwargs.pop("timeout", 10), **kwargs)
+
+
+def test_capture_tree_runs_only_the_tools_of_the_domains_asked_for(tmp_path, fake_path):
+    xml = os.path.join(XML, sorted(n for n in os.listdir(XML) if n.endswith(".xml"))[0])
+    calls = tmp_path / "calls"
+    _tool(fake_path, "nvidia-smi", 'echo "nvidia-smi $*" >>%s; [ "$2" = "-x" ] && cat "%s"; exit 0' % (calls, xml))
+    _tool(fake_path, "ipmitool", 'echo "ipmitool $*" >>%s; echo "SEL has no entries"' % calls)
+    _tool(fake_path, "ibstat", 'echo "ibstat $*" >>%s' % calls)
+    res = _tree_capture(tmp_path, domains=["gpu"])
+    tree, meta = res["tree"], res["meta"]
+    assert meta["domains"] == ["gpu"]
+    ran = calls.read_text().splitlines()
+    # the XML printed GPUs: the text form (-q) is not run; NVLink status and errors are
+    assert ran == ["nvidia-smi -q -x", "nvidia-smi nvlink -s", "nvidia-smi nvlink -e"]
+    assert sorted(tree) == ["capture.json", "nvidia-smi-nvlink-e.txt", "nvidia-smi-nvlink-s.txt", "nvidia-smi-q.xml"]
+    assert json.loads(tree["capture.json"]) == meta
+    # nothing is written on the node: the temporary capture directory of capture() is not used
+    assert not any(n.startswith("gpuops-capture-") for n in os.listdir(str(tmp_path)))
+
+
+def test_capture_tree_takes_the_text_form_when_the_xml_failed(tmp_path, fake_path):
+    _tool(fake_path, "nvidia-smi", '[ "$2" = "-x" ] && { echo "Failed to initialize NVML" >&2; exit 9; }; echo text')
+    tree = _tree_capture(tmp_path, domains=["gpu"])["tree"]
+    assert tree["nvidia-smi-q.xml"] == "Failed to initialize NVML\n" and tree["nvidia-smi-q.txt"] == "text\n"
+
+
+def test_capture_tree_runs_ibstat_only_without_a_sysfs_listing(tmp_path, fake_path):
+    ibstat = os.path.join(FIX, "ibstat", sorted(os.listdir(os.path.join(FIX, "ibstat")))[0])
+    _tool(fake_path, "ibstat", 'cat "%s"' % ibstat)
+    without = _tree_capture(tmp_path, domains=["ib"])["tree"]
+    assert "ibstat.txt" in without and "infiniband-sysfs.txt" not in without
+    root = tmp_path / "root" / "sys" / "class" / "infiniband" / "mlx5_0"
+    (root / "ports" / "1").mkdir(parents=True)
+    (root / "fw_ver").write_text("28.39.1002\n")
+    (root / "ports" / "1" / "state").write_text("4: ACTIVE\n")
+    with_listing = _tree_capture(tmp_path, domains=["ib"])["tree"]
+    assert "ibstat.txt" not in with_listing
+    assert "./mlx5_0/ports/1/state:4: ACTIVE" in with_listing["infiniband-sysfs.txt"]
+
+
+def test_capture_tree_packs_into_what_the_controller_reads(tmp_path, fake_path):
+    _tool(fake_path, "ibstat", "echo \"CA 'mlx5_0'\"")
+    res = _tree_capture(tmp_path, domains=["ib", "node"])
+    packed = _livecapture.pack(res["tree"])
+    assert packed.isascii() and len(packed) < sum(len(v) for v in res["tree"].values()) * 2
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _livetree
+
+    assert _livetree.unpack(packed) == res["tree"]
+
+
+def test_capture_options_are_checked(tmp_path):
+    with pytest.raises(TypeError, match="unknown capture option"):
+        _livecapture.capture_tree(sysfs_rot="/")

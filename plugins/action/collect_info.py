@@ -1,0 +1,79 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpuops.cluster.collect_info: where the node's evidence is parsed (``parse_on``).
+
+``parse_on: node`` (the default) runs the collect_info module on the node: it runs the tools and parses there
+(NVML when pynvml is installed). ``parse_on: controller`` runs ``gpuops.cluster.capture`` on the node instead,
+which runs the same tools and sends their output back, and parses it here with the capture-directory collectors
+(``_livetree``), in this task's worker process: the node imports no parser (docs/performance.md, "Live path").
+A capture_dir is always read by the module, wherever the task runs.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+PARSE_ON = ("node", "controller")
+#: collect_info options the node-side capture takes as they are
+_CAPTURE_ARGS = ("timeout", "kernel_since", "sysfs_root", "mounts", "services")
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        args = dict(self._task.args)
+        parse_on = args.pop("parse_on", None) or "node"
+        if parse_on not in PARSE_ON:
+            raise AnsibleActionFail(
+                "collect_info: parse_on must be one of %s, not %r" % (", ".join(PARSE_ON), parse_on)
+            )
+        if parse_on == "node" or args.get("capture_dir"):
+            result.update(
+                self._execute_module(module_name="gpuops.cluster.collect_info", module_args=args, task_vars=task_vars)
+            )
+            return result
+        fmt = args.get("result_format") or "dict"
+        if fmt not in ("dict", "json", "capture"):
+            raise AnsibleActionFail("collect_info: result_format must be dict, json or capture, not %r" % (fmt,))
+        domains = list(args.get("domains") or ())
+        if not domains:
+            # imported here, not at the top: this runs in a worker forked per host, and the collectors are imported
+            # only where they are used (result_format capture: by inspect_cluster, once)
+            from ansible_collections.gpuops.cluster.plugins.module_utils._collect import DEFAULT_LIVE_DOMAINS
+
+            domains = list(DEFAULT_LIVE_DOMAINS)
+        cap_args = {k: args[k] for k in _CAPTURE_ARGS if args.get(k) is not None}
+        cap_args["domains"] = domains
+        if "dcgm" in domains:
+            cap_args["dcgm_level"] = 1  # what collect_info runs live (dcgmi diag -r 1)
+        cap_args["pack"] = True
+        mod = self._execute_module(module_name="gpuops.cluster.capture", module_args=cap_args, task_vars=task_vars)
+        if mod.get("failed") or mod.get("unreachable"):
+            result.update(mod)
+            return result
+        if fmt == "capture":
+            # parsed later, by inspect_cluster (its workers): this worker imports no parser
+            result.update(changed=False, capture_packed=mod.get("packed"), parsed_on="controller")
+            return result
+        try:
+            timeout = float(args.get("timeout") or 30)
+        except (TypeError, ValueError):
+            raise AnsibleActionFail("collect_info: timeout must be a number, not %r" % (args.get("timeout"),)) from None
+        options = {
+            "node": {"mounts": args.get("mounts") or [], "services": args.get("services")},
+            "bmc": {"mode": "inband"},
+        }
+        from ansible_collections.gpuops.cluster.plugins.plugin_utils import _livetree
+
+        facts = _livetree.parse_packed(mod.get("packed"), domains=domains, timeout=timeout, options=options)
+        if fmt == "json":
+            result.update(changed=False, facts_json=json.dumps(facts, separators=(",", ":")), parsed_on="controller")
+        else:
+            result.update(changed=False, facts=facts, parsed_on="controller")
+        return result
