@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The live path against a plain ping (not part of `make test`; docs/performance.md, "Live path vs ping").
 
-  .venv/bin/python bench/bench_live_ratio.py [--hosts 60] [--forks 10] [--repeat 3] [--phases] [--workdir DIR]
+  .venv/bin/python bench/bench_live_ratio.py [--hosts 60] [--forks 10] [--repeat 3] [--phases] [--floor]
+      [--node-parse] [--workdir DIR]
 
 Builds N live local hosts (``ansible_connection=local``), each a simulated node: its own ``tools/simnode`` state
 (generate.py --write-states) and its own tool directory (nvidia-smi, ibstat, ipmitool, dcgmi, journalctl, dmesg,
@@ -203,6 +204,11 @@ def main() -> None:
         action="store_true",
         help="also time bench/live_tools_floor.yml: one shell module per host running collect_info's tool calls",
     )
+    ap.add_argument(
+        "--node-parse",
+        action="store_true",
+        help="also time the inspection with gpuops_parse_on=node (the parsers on the node, as before 2026-12-04)",
+    )
     args = ap.parse_args()
     TARGET[0] = Path(args.repo).resolve()
     work = Path(args.workdir)
@@ -216,6 +222,8 @@ def main() -> None:
     runs = [("ping", ping), ("inspect", inspect)]
     if args.floor:
         runs.append(("floor", ping[:-1] + [str(REPO / "bench" / "live_tools_floor.yml")]))
+    if args.node_parse:
+        runs.append(("node", inspect + ["-e", "gpuops_parse_on=node"]))
     run(inspect)  # warm-up, not timed: renders every tool answer once, warms the page cache
     for node in sorted((work / "nodes").iterdir()):
         for tool in TOOLS:
@@ -253,6 +261,13 @@ def main() -> None:
         print(
             "floor (tools only, one shell module a host) %.2f s, %.2f s CPU: ratio to ping %.2f wall, %.2f CPU"
             % (med["floor"], med_cpu["floor"], result["floor_ratio"], result["floor_ratio_cpu"])
+        )
+    if args.node_parse:
+        result["node_parse_ratio"] = round(med["node"] / med["ping"], 3)
+        result["node_parse_ratio_cpu"] = round(med_cpu["node"] / med_cpu["ping"], 3)
+        print(
+            "inspection with the parsers on the node %.2f s, %.2f s CPU: ratio to ping %.2f wall, %.2f CPU"
+            % (med["node"], med_cpu["node"], result["node_parse_ratio"], result["node_parse_ratio_cpu"])
         )
     if args.phases:
         prof = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks", "PROFILE_TASKS_SORT_ORDER": "none"}

@@ -17,6 +17,7 @@ import os
 import shutil
 import socket
 import tempfile
+import threading
 import zlib
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -78,6 +79,57 @@ DOMAIN_FILES: Dict[str, Tuple[str, ...]] = {
 #: evidence a capture of some domains takes only when the preferred source gave nothing (the collectors read
 #: the XML before the text, and the sysfs listing before ibstat): file -> the file it stands in for
 FALLBACKS = {"nvidia-smi-q.txt": "nvidia-smi-q.xml", "ibstat.txt": _capture.SYSFS_IB_FLAT}
+
+
+def _command_call(
+    name: str,
+    argv: List[str],
+    want: Callable[[str], bool],
+    record: Callable[[str, Any], None],
+    meta: Dict[str, Any],
+    timeout: float,
+) -> Callable[[], None]:
+    """One tool call of the capture, to run later (in its tool's thread)."""
+
+    def call() -> None:
+        if not want(name):  # a fallback whose preferred file came out well (asked when its turn comes)
+            return
+        if not which(argv[0]):
+            meta["files"][name] = {"argv": argv, "rc": None, "error": "%s not found on PATH" % argv[0]}
+            return
+        record(name, run_command(argv, timeout=timeout))
+
+    return call
+
+
+def _kernel_log(record: Callable[[str, Any], None], since: Optional[str], timeout: float) -> None:
+    """journalctl -k, else dmesg: the first that works, or the last one's error."""
+    cands = _kernel_log_argv(since)
+    for i, argv in enumerate(cands):
+        res = run_command(argv, timeout=timeout)
+        if res.ok or i == len(cands) - 1:
+            record("kernel.log", res)
+            break
+
+
+def _side_by_side(groups: List[List[Callable[[], None]]], meta: Dict[str, Any]) -> None:
+    """Run each group's calls in order, the groups in parallel threads; every tool has its own timeout, so every
+    thread ends. A call that raises is recorded in capture.json, never raised."""
+
+    def run(calls: List[Callable[[], None]]) -> None:
+        for call in calls:
+            try:
+                call()
+            except Exception as exc:  # noqa: BLE001 - recorded, never raised
+                meta.setdefault("errors", []).append("%s: %s" % (type(exc).__name__, exc))
+
+    threads = [threading.Thread(target=run, args=(calls,), daemon=True) for calls in groups[1:]]
+    for thread in threads:
+        thread.start()
+    if groups:
+        run(groups[0])  # the first group in this thread
+    for thread in threads:
+        thread.join()
 
 
 def _ib_listing(put: Callable[[str, str], None], meta: Dict[str, Any], sysfs_root: str, timeout: float) -> bool:
@@ -169,8 +221,6 @@ def _run(put: Callable[[str, str], None], options: Dict[str, Any]) -> Dict[str, 
     except OSError:
         meta["boot_id"] = None
     commands = list(COMMANDS)
-    if dcgm_level:
-        commands.append(("dcgmi-diag.txt", ["dcgmi", "diag", "-r", str(int(dcgm_level))]))
     if want("scontrol-show-node.txt") and (slurm_node or which("scontrol")):
         commands.append(("scontrol-show-node.txt", ["scontrol", "show", "node", slurm_node or meta["hostname"]]))
 
@@ -182,22 +232,21 @@ def _run(put: Callable[[str, str], None], options: Dict[str, Any]) -> Dict[str, 
 
     if want(_capture.SYSFS_IB_FLAT):  # first: ibstat stands in for the listing only when it is empty
         got[_capture.SYSFS_IB_FLAT] = _ib_listing(put, meta, sysfs_root, timeout)
+    # one thread a tool (its calls in order: the XML before its text fallback, ipmitool's calls one at a time), the
+    # tools side by side: a node's collection takes its slowest tool's time, not the sum (BMC calls take seconds)
+    groups: Dict[str, List[Callable[[], None]]] = {}
     for name, argv in commands:
-        if not want(name):
-            continue
-        if not which(argv[0]):
-            meta["files"][name] = {"argv": argv, "rc": None, "error": "%s not found on PATH" % argv[0]}
-            continue
-        record(name, run_command(argv, timeout=timeout))
+        if want(name) and name != "dcgmi-diag.txt":
+            groups.setdefault(argv[0], []).append(_command_call(name, argv, want, record, meta, timeout))
     if want("kernel.log"):
-        cands = _kernel_log_argv(opts["kernel_since"])
-        for i, argv in enumerate(cands):
-            res = run_command(argv, timeout=timeout)
-            if res.ok or i == len(cands) - 1:
-                record("kernel.log", res)
-                break
+        groups["kernel.log"] = [lambda: _kernel_log(record, opts["kernel_since"], timeout)]
     if want("optics"):
-        _optics(record, meta, sysfs_root, timeout)
+        groups["optics"] = [lambda: _optics(record, meta, sysfs_root, timeout)]
+    _side_by_side(list(groups.values()), meta)
+    # the GPU diagnostics run alone (they load the GPUs), after the queries
+    if want("dcgmi-diag.txt") and dcgm_level:
+        dcgm_argv = ["dcgmi", "diag", "-r", str(int(dcgm_level))]
+        _command_call("dcgmi-diag.txt", dcgm_argv, want, record, meta, timeout)()
     if want("node.json"):
         _node_json(put, meta, timeout, opts["node_options"])
     return meta

@@ -106,6 +106,10 @@ def _read_captured(host: str, ctx: Dict[str, Any]) -> Dict[str, Any]:
     return _collect_cached(host, ctx["hosts"][host]["capture_dir"], ctx["collect_options"], ctx["cache"])
 
 
+#: a parse costs ~12-25 ms a node: worth both CPUs from this many nodes (the evaluation: _pool.POOL_MIN_HOSTS)
+READ_POOL_MIN_HOSTS = 32
+
+
 def _read_live(host: str, ctx: Dict[str, Any]) -> Any:
     """One live host's facts from the evidence its node sent back (collect_info ``parse_on: controller``): parsed
     here with the capture collectors (:mod:`_livetree`); never cached (live evidence is new every run)."""
@@ -135,7 +139,7 @@ def _read_hosts(
     # capture directories, and live nodes' evidence sent back unparsed (_read_live): both parsed on every CPU
     captured = [host for host in captured if (hosts[host] or {}).get("capture_dir") or "evidence" in hosts[host]]
     ctx = {"hosts": hosts, "collect_options": collect_options, "cache": cache}
-    parsed = dict(zip(captured, _pool.map_hosts(_read_one, captured, ctx, n_workers)))
+    parsed = dict(zip(captured, _pool.map_hosts(_read_one, captured, ctx, n_workers, min_hosts=READ_POOL_MIN_HOSTS)))
     for host in sorted(hosts):
         h = hosts[host] or {}
         host_over = h.get("policy_overrides") or {}

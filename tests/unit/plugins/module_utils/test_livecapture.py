@@ -169,3 +169,30 @@ def test_capture_tree_packs_into_what_the_controller_reads(tmp_path, fake_path):
 def test_capture_options_are_checked(tmp_path):
     with pytest.raises(TypeError, match="unknown capture option"):
         _livecapture.capture_tree(sysfs_rot="/")
+
+
+def test_tools_run_side_by_side_and_each_tools_calls_in_order(tmp_path, fake_path):
+    """One thread a tool: nvidia-smi, ipmitool and the kernel log overlap; ipmitool's own calls never do (one BMC
+    request at a time), and nvidia-smi's text form still waits for (and follows) its XML."""
+    log = tmp_path / "spans"
+    body = 'echo "start %s $* $(date +%%s.%%N)" >>{log}; sleep 0.3; echo "end %s $* $(date +%%s.%%N)" >>{log}'.format(
+        log=log
+    )
+    for tool in ("nvidia-smi", "ipmitool", "journalctl"):
+        _tool(fake_path, tool, (body % (tool, tool)) + ("; exit 3" if tool == "nvidia-smi" else ""))
+    _tool(fake_path, "date", 'exec /bin/date "$@"')
+    _livecapture.capture_tree(timeout=10, sysfs_root=str(tmp_path / "root"), domains=["gpu", "bmc", "kernel"])
+    spans = {}
+    for line in log.read_text().splitlines():
+        edge, tool, rest = line.split(" ", 2)
+        args, stamp = rest.rsplit(" ", 1)
+        spans.setdefault((tool, args), {})[edge] = float(stamp)
+
+    def overlap(a, b):
+        return a["start"] < b["end"] and b["start"] < a["end"]
+
+    xml, text = spans[("nvidia-smi", "-q -x")], spans[("nvidia-smi", "-q")]  # the XML failed (exit 3): text taken
+    assert text["start"] >= xml["end"]
+    ipmi = sorted((s for (tool, _a), s in spans.items() if tool == "ipmitool"), key=lambda s: s["start"])
+    assert len(ipmi) == 5 and all(a["end"] <= b["start"] for a, b in zip(ipmi, ipmi[1:]))
+    assert overlap(xml, ipmi[0]) and overlap(xml, spans[("journalctl", "-k -o short-iso --no-pager -b")])

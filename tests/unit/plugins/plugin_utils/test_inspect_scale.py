@@ -63,6 +63,20 @@ def pooled(monkeypatch):
     """Pool from the first host, 5 hosts a chunk: several chunks over two workers."""
     monkeypatch.setattr(_pool, "POOL_MIN_HOSTS", 2)
     monkeypatch.setattr(_pool, "CHUNK", 5)
+    monkeypatch.setattr(_inspect, "READ_POOL_MIN_HOSTS", 2)
+
+
+def test_a_cheaper_threshold_splits_a_few_dozen_hosts_over_every_worker():
+    """The reads (a parse a host) pool from READ_POOL_MIN_HOSTS: 40 hosts on 2 workers go as 2 chunks of 20."""
+    hosts = ["h%02d" % i for i in range(40)]
+    out = _pool.map_hosts(lambda h, ctx: (h, os.getpid()), hosts, None, 2, min_hosts=_inspect.READ_POOL_MIN_HOSTS)
+    assert [h for h, _p in out] == hosts
+    pids = [p for _h, p in out]
+    assert os.getpid() not in pids and pids[:20] == [pids[0]] * 20 and pids[20:] == [pids[20]] * 20
+    # under the threshold: one process, as before
+    assert {p for _h, p in _pool.map_hosts(lambda h, ctx: (h, os.getpid()), hosts[:10], None, 2, min_hosts=32)} == {
+        os.getpid()
+    }
 
 
 def test_map_hosts_forks_and_keeps_host_order(pooled):
