@@ -36,8 +36,9 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._collect import (
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import error_record
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow_iso
 
-#: a capture file name as ``_livecapture`` writes them (``mlxlink-mlx5_0.txt``, ``ethtool-S-ens1f0np0.txt``)
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
+#: a capture file name as ``_livecapture`` writes them (``mlxlink-mlx5_0.txt``, ``ethtool-S-ens1f0np0.txt``; an
+#: interface name may hold ``:``, as ``_ib_optics_cmds.SAFE_NAME`` allows): one plain name, never a path
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:+-]{0,127}")
 #: the most a node may send back (a 8-GPU ``nvidia-smi -q -x`` is ~0.5 MB; a kernel log can be a few MB)
 MAX_BYTES = 64 * 1024 * 1024
 MAX_FILES = 256

@@ -75,6 +75,8 @@ def test_a_whole_capture_without_dcgm_reads_the_live_domains():
         ({".hidden": "x", "capture.json": "{}"}, "not a plain capture file name"),
         ({"a..b": "x", "capture.json": "{}"}, "not a plain capture file name"),
         ({"": "x", "capture.json": "{}"}, "not a plain capture file name"),
+        ({"-rf": "x", "capture.json": "{}"}, "not a plain capture file name"),
+        ({"x" * 129: "x", "capture.json": "{}"}, "not a plain capture file name"),
         ({"nul\x00.txt": "x", "capture.json": "{}"}, "not a plain capture file name"),
         ({"kernel.log": b"bytes", "capture.json": "{}"}, "not text"),
         ({"kernel.log": {"nested": 1}, "capture.json": "{}"}, "not text"),
@@ -88,6 +90,11 @@ def test_an_answer_that_is_not_a_capture_is_refused(tmp_path, tree, why):
     assert err["domain"] == "collect" and why in err["message"]
     assert not set(_collect.ALL_DOMAINS) & set(facts)  # nothing read: every domain unknown
     assert os.listdir(str(tmp_path)) == []  # nothing written, nothing left
+
+
+def test_interface_names_of_the_optics_files_are_plain_names(tmp_path):
+    tree = {"ethtool-S-eth0:1.txt": "NIC statistics:\n", "mlxlink-mlx5_0.txt": "", "capture.json": "{}"}
+    assert _livetree.check_tree(tree) is None
 
 
 def test_an_answer_over_the_size_limit_is_refused(monkeypatch, tmp_path):
