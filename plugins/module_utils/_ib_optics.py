@@ -34,14 +34,12 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._ethtool_module imp
     parse_ethtool_module,
     parse_ethtool_stats,
 )
-from ansible_collections.gpuops.cluster.plugins.module_utils._ib_optics_cmds import (  # noqa: F401 - re-exported
+from ansible_collections.gpuops.cluster.plugins.module_utils._ib_optics_cmds import (
     _NAME,
     MAX_PORTS,
     PER_CALL_TIMEOUT_S,
     SAFE_NAME,
-    _link_layer,
     _netdevs,
-    capture_commands,
 )
 from ansible_collections.gpuops.cluster.plugins.module_utils._mlxlink import parse_mlxlink
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which

@@ -70,7 +70,7 @@ options:
         much controller time per node as the module run itself; one string is passed through as it is, and
         M(gpuops.cluster.inspect_cluster) decodes it once (docs/performance.md).
       - C(capture) (only with O(parse_on=controller)) returns the node's evidence unparsed, as RV(capture_packed),
-        for M(gpuops.cluster.inspect_cluster) to parse in its workers (what the inspection uses: the task's worker
+        for M(gpuops.cluster.inspect_cluster) to parse in its workers (what the inspection uses - the task's worker
         process then imports no parser either).
     type: str
     choices: [dict, json, capture]
