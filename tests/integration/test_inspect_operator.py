@@ -82,8 +82,9 @@ def test_offline_run_prints_no_warning_and_one_line_per_stage(sims, tmp_path):
     # localhost since issue 17: a play over the targets cost ~2 ms per target for each of its tasks)
     lines = {n: (p.stdout + p.stderr).count("\n") for n, p in runs.items()}
     assert lines[16] == lines[64], lines
-    # was 120 (56 + one add_host line per node) before issue 14
-    assert lines[64] <= 57, (lines, out64)
+    # was 120 (56 + one add_host line per node) before issue 14; +5 for the play that refuses a --limit without
+    # localhost (issue 17: its header, its task, one "skipping" line)
+    assert lines[64] <= 62, (lines, out64)
     assert set(re.findall(r"gpu-node-\d+", out64)) == set(), out64
     stages = _stage_lines(runs[64].stdout)
     assert stages == [
@@ -263,3 +264,17 @@ def test_prom_also_written_to_the_textfile_directory(sims, tmp_path):
     )
     assert proc.returncode != 0 and "gpuops_textfile_dir" in proc.stdout and "is not a directory" in proc.stdout
     assert not (tmp_path / "r3").exists()
+
+
+def test_a_limit_without_localhost_is_refused_not_a_silent_success(sims, tmp_path):
+    """Every play that plans, evaluates and reports runs on localhost: a --limit without it used to skip them all
+    and exit 0 with nothing inspected. Now the run stops first and says how to limit (a pattern, a file of names)."""
+    names_file = tmp_path / "retry"
+    names_file.write_text("gpu-node-02\n")
+    for limit, hint in (("gpu-node-01", "--limit 'gpu-node-01,localhost'"), ("@%s" % names_file, "a localhost line")):
+        report_dir = tmp_path / ("r-%d" % len(limit))
+        proc = _inspect(sims[16], "-e", "gpuops_report_dir=%s" % report_dir, "-l", limit)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0, out[-3000:]
+        assert "leaves out localhost" in out and hint in out and "gpuops_targets=PATTERN" in out, out[-3000:]
+        assert "plan:" not in out and not report_dir.exists()
