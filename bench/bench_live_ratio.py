@@ -255,20 +255,18 @@ def main() -> None:
         "median_cpu_s": med_cpu,
         "ratio_cpu": round(ratio_cpu, 3),
     }
-    if args.floor:
-        result["floor_ratio"] = round(med["floor"] / med["ping"], 3)
-        result["floor_ratio_cpu"] = round(med_cpu["floor"] / med_cpu["ping"], 3)
-        print(
-            "floor (tools only, one shell module a host) %.2f s, %.2f s CPU: ratio to ping %.2f wall, %.2f CPU"
-            % (med["floor"], med_cpu["floor"], result["floor_ratio"], result["floor_ratio_cpu"])
-        )
-    if args.node_parse:
-        result["node_parse_ratio"] = round(med["node"] / med["ping"], 3)
-        result["node_parse_ratio_cpu"] = round(med_cpu["node"] / med_cpu["ping"], 3)
-        print(
-            "inspection with the parsers on the node %.2f s, %.2f s CPU: ratio to ping %.2f wall, %.2f CPU"
-            % (med["node"], med_cpu["node"], result["node_parse_ratio"], result["node_parse_ratio_cpu"])
-        )
+    extra = (
+        ("floor", "floor_ratio", "floor (tools only, one shell module a host)"),
+        ("node", "node_parse_ratio", "inspection with the parsers on the node"),
+    )
+    for name, key, label in extra:
+        if name in med:
+            result[key] = round(med[name] / med["ping"], 3)
+            result[key + "_cpu"] = round(med_cpu[name] / med_cpu["ping"], 3)
+            print(
+                "%s %.2f s, %.2f s CPU: ratio to ping %.2f wall, %.2f CPU"
+                % (label, med[name], med_cpu[name], result[key], result[key + "_cpu"])
+            )
     if args.phases:
         prof = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks", "PROFILE_TASKS_SORT_ORDER": "none"}
         result["phases"] = {}
