@@ -18,7 +18,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import writ
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet, _inspect, _policy, _report, _runbooks
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger_run, _platform_plan, _pool, _slices
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import StoreError, open_store
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import HostVarsOnce, host_var, plain
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError
 
@@ -81,8 +81,10 @@ class ActionModule(ActionBase):
             profile = hv.get("gpuops_profile")
             if profile is None and node_class is not None:
                 tables = [
-                    plain(hv.get("gpuops_profiles") or {}),
-                    plain((hv.get("gpuops_policy_overrides") or {}).get("profiles") or {}),
+                    host_var(hostvars, host, "gpuops_profiles", {}),
+                    (host_var(hostvars, host, "gpuops_policy_overrides", {}) or {}).get("profiles") or {}
+                    if isinstance(host_var(hostvars, host, "gpuops_policy_overrides", {}), dict)
+                    else {},
                     base.get("profiles") or {},
                 ]
                 for table in tables:
@@ -198,8 +200,8 @@ class ActionModule(ActionBase):
                 "leaf": hv.get("gpuops_leaf_switch"),
                 "power": hv.get("gpuops_power_domain"),
                 "node_class": hv.get("gpuops_node_class"),
-                "policy_overrides": plain(hv.get("gpuops_policy_overrides") or {}),
-                "baseline": plain(hv.get("gpuops_golden_baseline")) if hv.get("gpuops_golden_baseline") else None,
+                "policy_overrides": host_var(hostvars, host, "gpuops_policy_overrides", {}),
+                "baseline": host_var(hostvars, host, "gpuops_golden_baseline"),
                 "profile": profiles[host],
             }
             if not capture_dir:
@@ -321,7 +323,7 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
         _unused, args = self.validate_argument_spec(argument_spec=_ARGS)
-        hostvars = task_vars.get("hostvars", {})
+        hostvars = HostVarsOnce(task_vars.get("hostvars", {}))  # read in several passes below: merged once a host
         t0 = time.monotonic()
         if args["resolve_targets"]:
             args["targets"] = self._resolve_targets(args["target_pattern"])

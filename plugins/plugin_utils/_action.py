@@ -7,7 +7,8 @@ A step declares ``ARGUMENT_SPEC`` (and optionally ``REQUIRED_IF``/``MUTUALLY_EXC
 ``step(args, check_mode, task_vars)`` returning the result dict. The base validates the arguments with
 Ansible's own validator (the same messages a module gives), folds the task's ``check_mode`` in, never needs a
 connection, and turns the controller's expected failures (``ValueError``, ``OSError``) into a clear failed
-result instead of a traceback. ``plain()`` is the one HostVars unwrapper.
+result instead of a traceback. ``plain()`` is the one HostVars unwrapper; ``HostVarsOnce`` reads each host's
+variables once per step.
 """
 
 from __future__ import annotations
@@ -27,6 +28,83 @@ def plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     return value
+
+
+_NO_VALUE = object()
+_JINJA_MARKS = ("{{", "{%", "{#")
+
+
+def _template_free(value: Any, depth: int = 0) -> bool:
+    """True when no string in ``value`` (keys included) could be a Jinja template: templating it is the identity."""
+    if depth > 32:
+        return False
+    if isinstance(value, str):
+        return not any(mark in value for mark in _JINJA_MARKS)
+    if isinstance(value, dict):
+        return all(_template_free(k, depth + 1) and _template_free(v, depth + 1) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(_template_free(v, depth + 1) for v in value)
+    return value is None or isinstance(value, (bool, int, float))
+
+
+class HostVarsOnce:
+    """``hostvars`` with each host's variables merged once, and shared tables made plain once.
+
+    ``hostvars[host]`` makes ansible-core merge that host's variables from every source again
+    (``VariableManager.get_vars``, ~0.6 ms a host): a step that reads a host in several passes (node classes, the
+    live/captured split, platform hosts) paid it in each. And a table every host inherits from one group
+    (``gpuops_profiles``) was templated and copied once per host: ~0.35 ms a host and table. At 10,000 hosts the
+    two cost ~16 s of the plan step (docs/performance.md). Values are still templated, as ``hostvars`` does; a
+    table is shared only when it is the same object for both hosts and holds no template at all."""
+
+    def __init__(self, hostvars: Any) -> None:
+        self._hostvars = hostvars
+        self._seen: Dict[str, Any] = {}
+        self._tables: Dict[int, tuple] = {}  # id(raw value) -> (raw value, its plain form)
+
+    def __getitem__(self, host: str) -> Any:
+        try:
+            return self._seen[host]
+        except KeyError:
+            value = self._seen[host] = self._hostvars[host]
+            return value
+
+    def __contains__(self, host: object) -> bool:
+        return host in self._seen or host in self._hostvars
+
+    def get(self, host: str, default: Any = None) -> Any:
+        return self[host] if host in self else default
+
+    def __iter__(self) -> Any:
+        return iter(self._hostvars)
+
+    def __len__(self) -> int:
+        return len(self._hostvars)
+
+    def plain_var(self, host: str, key: str, default: Any = None) -> Any:
+        """``plain(hostvars[host][key])`` (``default`` when unset or empty); a fresh copy on every call."""
+        hv = self[host]
+        raw = getattr(hv, "_vars", None)  # HostVarsVars keeps the untemplated variables (ansible-core 2.15-2.19)
+        raw = raw.get(key, _NO_VALUE) if isinstance(raw, dict) else _NO_VALUE
+        if isinstance(raw, (dict, list)):
+            hit = self._tables.get(id(raw))
+            if hit is not None and hit[0] is raw:
+                return plain(hit[1]) if hit[1] else default
+            if _template_free(raw):
+                value = plain(hv.get(key))
+                self._tables[id(raw)] = (raw, value)  # the raw value is held: its id cannot be reused
+                return plain(value) if value else default
+        value = hv.get(key)
+        return plain(value) if value else default
+
+
+def host_var(hostvars: Any, host: str, key: str, default: Any = None) -> Any:
+    """``plain(hostvars[host][key])`` or ``default`` when unset or empty, through :class:`HostVarsOnce` when given
+    one (plain dicts work too: unit tests)."""
+    if isinstance(hostvars, HostVarsOnce):
+        return hostvars.plain_var(host, key, default)
+    value = (hostvars[host] or {}).get(key)
+    return plain(value) if value else default
 
 
 class StepError(Exception):

@@ -87,6 +87,23 @@ def test_map_hosts_forks_and_keeps_host_order(pooled):
     assert {p for _h, _c, p in _pool.map_hosts(lambda h, ctx: (h, ctx, os.getpid()), hosts, "c", 1)} == {os.getpid()}
 
 
+def test_workers_never_walk_the_parents_heap_and_the_parent_is_unfrozen_after(pooled):
+    """The parent's objects are frozen (gc.freeze) before the fork: a worker's collections skip them, so they are
+    neither walked nor written to (copy-on-write). After the map, and after a failed one, nothing stays frozen."""
+    import gc
+
+    parent_heap = [{"host": i} for i in range(5000)]  # stands for the inventory an ansible-core worker holds
+    out = _pool.map_hosts(lambda h, ctx: (h, gc.get_freeze_count()), ["a", "b", "c", "d"], parent_heap, 2)
+    assert [h for h, _n in out] == ["a", "b", "c", "d"]
+    assert all(n >= len(parent_heap) for _h, n in out), out  # in the workers: the parent's heap, frozen
+    assert gc.get_freeze_count() == 0
+    with pytest.raises(ZeroDivisionError):
+        _pool.map_hosts(lambda h, ctx: 1 / 0, ["a", "b", "c"], None, 2)
+    assert gc.get_freeze_count() == 0
+    # serial (one worker): nothing is frozen at all
+    assert _pool.map_hosts(lambda h, ctx: gc.get_freeze_count(), ["a", "b"], None, 1) == [0, 0]
+
+
 def test_a_dead_worker_stops_the_run_clearly(pooled):
     def die(host, ctx):
         os._exit(9)
