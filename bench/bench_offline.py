@@ -42,13 +42,14 @@ def env(extra=None):
     return ansible_env(ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_tasks", **(extra or {}))
 
 
-def generate(n: int) -> Path:
-    sim = CACHE / ("n%d" % n)
+def generate(n: int, inventory_format: str = "yaml") -> Path:
+    sim = CACHE / ("n%d" % n if inventory_format == "yaml" else "n%d-%s" % (n, inventory_format))
     if (sim / "answer_key.json").exists():
         return sim
     shutil.rmtree(sim, ignore_errors=True)
     sim.parent.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, str(REPO / "tools/simcluster/generate.py"), "--nodes", str(n), "--out", str(sim)]
+    argv += ["--inventory-format", inventory_format]
     subprocess.run(argv + ["--seed", "7"], check=True, env=env())
     return sim
 
@@ -123,21 +124,27 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=10000)
     ap.add_argument("--no-repeat", action="store_true", help="only the cold run")
     ap.add_argument("--workers", type=int, help="GPUOPS_INSPECT_WORKERS (default: every CPU)")
+    ap.add_argument(
+        "--inventory",
+        choices=("yaml", "ini"),
+        default="yaml",
+        help="the simulated inventory's format: ansible-core loads 10,000 hosts in ~19 s of YAML, ~3.6 s of INI",
+    )
     ap.add_argument("--poll", type=float, default=POLL_S, help="seconds between memory samples (default %(default)s)")
     args = ap.parse_args()
     POLL_S = args.poll
-    sim = generate(args.nodes)
+    sim = generate(args.nodes, args.inventory)
     extra = {}
     if args.workers:
         extra["GPUOPS_INSPECT_WORKERS"] = str(args.workers)
-    results = {"nodes": args.nodes, "cpus": os.cpu_count()}
+    results = {"nodes": args.nodes, "cpus": os.cpu_count(), "inventory": args.inventory}
     with tempfile.TemporaryDirectory(prefix="bench-offline-") as tmp:
         state = os.path.join(tmp, "state")
         for label in ("cold",) + (() if args.no_repeat else ("repeat",)):
             results[label] = run(sim, state, os.path.join(tmp, label), extra)
             print(json.dumps({label: results[label]}), flush=True)
     CACHE.mkdir(parents=True, exist_ok=True)
-    out = CACHE / ("result-%d.json" % args.nodes)
+    out = CACHE / ("result-%d%s.json" % (args.nodes, "" if args.inventory == "yaml" else "-" + args.inventory))
     out.write_text(json.dumps(results, indent=1))
     print("written", out)
 

@@ -155,6 +155,35 @@ def test_inventory_layout(fastdir):
     assert os.path.isfile(os.path.join(out, ".sim", "answer_key.json"))
 
 
+def _ansible_hosts(inventory_path):
+    """What ansible-core itself reads from an inventory: host -> its inventory variables."""
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+
+    inv = InventoryManager(loader=DataLoader(), sources=[inventory_path])
+    return {h.name: dict(h.get_vars()) for h in inv.get_hosts("gpu_nodes")}
+
+
+def test_ini_inventory_gives_ansible_the_same_hosts_and_variables_as_yaml(fastdir):
+    """--inventory-format ini (the 10,000-node benchmark): the same hosts, groups and values, as ansible-core reads
+    them, including a previous capture and a path with a space and a quote (shell-quoted on the INI line)."""
+    seen = {}
+    for fmt in ("yaml", "ini"):
+        out = os.path.join(fastdir, "it's a " + fmt)
+        G.generate(9, out, seed=7, faults="ib_flap,leak", inventory_format=fmt)
+        names = sorted(os.listdir(os.path.join(out, "inventory")))
+        assert names == ["group_vars", "hosts." + ("yml" if fmt == "yaml" else "ini")]
+        hosts = _ansible_hosts(os.path.join(out, "inventory"))
+        seen[fmt] = {
+            h: {k: (v.replace(out, "OUT") if isinstance(v, str) else v) for k, v in hv.items() if k != "inventory_file"}
+            for h, hv in hosts.items()
+        }
+        for hv in hosts.values():
+            assert os.path.isfile(os.path.join(hv["gpuops_capture_dir"], "node.json"))
+    assert len(seen["ini"]) == 9 and seen["ini"] == seen["yaml"]
+    assert any("gpuops_previous_capture_dir" in hv for hv in seen["ini"].values())
+
+
 def test_driver_590_gives_v13_layout(fastdir):
     out = os.path.join(fastdir, "v13")
     key = G.generate(2, out, seed=1, faults="none", driver="590.48.01")
