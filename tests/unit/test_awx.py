@@ -244,7 +244,7 @@ def test_allow_jinja_in_extra_vars_is_never_and_applied():
     """The controller setting that decides whether survey answers are templates is part of the configuration."""
     assert DATA["awx_settings"]["ALLOW_JINJA_IN_EXTRA_VARS"] == "never"
     play = yaml.safe_load(open(os.path.join(ROOT, "playbooks", "awx_configure.yml"), encoding="utf-8"))
-    tasks = play[0]["tasks"]
+    tasks = [p for p in play if "tasks" in p][0]["tasks"]  # the first play with tasks: after the --limit guard
     (task,) = [t for t in tasks if "awx.awx.settings" in t]
     assert task["awx.awx.settings"] == {"settings": "{{ awx_settings }}"}
     assert tasks.index(task) == 0  # before any job template exists
@@ -367,7 +367,8 @@ def test_awx_configure_builds_workflow_nodes_offline():
         check=False,
     )
     out = json.loads(proc.stdout)
-    tasks = {t["task"]["name"]: t["hosts"]["localhost"] for t in out["plays"][0]["tasks"]}
+    play = [p for p in out["plays"] if not p["play"]["name"].startswith("A --limit keeps localhost")][0]
+    tasks = {t["task"]["name"]: t["hosts"]["localhost"] for t in play["tasks"]}
     built = tasks["Build the workflow nodes from awx/controller.yml"]
     assert not built.get("failed")
     nodes = built["results"][-1]["ansible_facts"]["__awx_wf_nodes"]["gpuops replace (approved)"]

@@ -94,7 +94,9 @@ def bed(tmp_path):
             out = json.loads(proc.stdout)
         except ValueError:
             pytest.fail("no JSON from ansible-playbook: %s %s" % (proc.stdout[-2000:], proc.stderr[-2000:]))
-        tasks = [(t["task"]["name"], t["hosts"].get("localhost", {})) for t in out["plays"][0]["tasks"]]
+        # the playbook's first own play: after the --limit guard (gpuops.cluster.limit_guard, always first)
+        play = [p for p in out["plays"] if not p["play"]["name"].startswith("A --limit keeps localhost")][0]
+        tasks = [(t["task"]["name"], t["hosts"].get("localhost", {})) for t in play["tasks"]]
         called = calls.read_text().splitlines() if calls.exists() else []
         return proc, tasks, called
 
