@@ -80,11 +80,10 @@ class ActionModule(ActionBase):
             node_class = to_text(node_class) if node_class not in (None, "") else None
             profile = hv.get("gpuops_profile")
             if profile is None and node_class is not None:
+                overrides = host_var(hostvars, host, "gpuops_policy_overrides", {})
                 tables = [
                     host_var(hostvars, host, "gpuops_profiles", {}),
-                    (host_var(hostvars, host, "gpuops_policy_overrides", {}) or {}).get("profiles") or {}
-                    if isinstance(host_var(hostvars, host, "gpuops_policy_overrides", {}), dict)
-                    else {},
+                    (overrides.get("profiles") or {}) if isinstance(overrides, dict) else {},
                     base.get("profiles") or {},
                 ]
                 for table in tables:
