@@ -9,8 +9,8 @@ Generates the simulated cluster once (cached in build/offsim/n<N>, captured layo
 ``ansible-playbook playbooks/inspect.yml`` over it twice with one state directory: cold (every capture parsed,
 the facts cache filled) and repeat (unchanged captures: parsed facts from the cache, evaluation as always).
 For each run: wall seconds, the peak resident memory of the controller's process tree (psutil, polled every
-``--poll`` s, default 1: the sum of the proportional set size of ansible-playbook and all its children, so pages shared after a
-fork count once), the load average before and after, and the split per task (ansible.posix.profile_tasks)
+``--poll`` s, default 1: the sum of the proportional set size of ansible-playbook and all its children, so pages
+shared after a fork count once), the load average before and after, and the split per task (ansible.posix.profile_tasks)
 and per phase inside the evaluation (the action's ``timing``: hostvars_s, read_s, evaluate_s, cluster_s,
 reports_s; printed with -v). Prints one JSON line per run and writes build/offsim/result-<N>.json.
 """

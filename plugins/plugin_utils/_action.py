@@ -30,7 +30,6 @@ def plain(value: Any) -> Any:
     return value
 
 
-_NO_VALUE = object()
 _JINJA_MARKS = ("{{", "{%", "{#")
 
 
@@ -85,16 +84,15 @@ class HostVarsOnce:
         """``plain(hostvars[host][key])`` (``default`` when unset or empty); a fresh copy on every call."""
         hv = self[host]
         raw = getattr(hv, "_vars", None)  # HostVarsVars keeps the untemplated variables (ansible-core 2.15-2.19)
-        raw = raw.get(key, _NO_VALUE) if isinstance(raw, dict) else _NO_VALUE
-        if isinstance(raw, (dict, list)):
-            hit = self._tables.get(id(raw))
-            if hit is not None and hit[0] is raw:
-                return plain(hit[1]) if hit[1] else default
-            if _template_free(raw):
-                value = plain(hv.get(key))
-                self._tables[id(raw)] = (raw, value)  # the raw value is held: its id cannot be reused
-                return plain(value) if value else default
-        value = hv.get(key)
+        raw = raw.get(key) if isinstance(raw, dict) else None
+        held = self._tables.get(id(raw)) if isinstance(raw, (dict, list)) else None
+        if held is not None and held[0] is raw:
+            value = held[1]
+        elif isinstance(raw, (dict, list)) and _template_free(raw):
+            value = plain(hv.get(key))
+            self._tables[id(raw)] = (raw, value)  # the raw value is held: its id cannot be reused
+        else:
+            value = hv.get(key)
         return plain(value) if value else default
 
 
