@@ -152,7 +152,9 @@ def num_unit(value: Any) -> Tuple[Optional[float], Optional[str]]:
     Only ASCII digits make a number, and only a finite one: ``inf``, ``nan``, ``1e999`` and over-long digit
     runs are garbage here (a counter, a reading or a bandwidth is never infinite).
     """
-    v = clean(value)
+    # text, the common case, goes straight to the pattern: no sentinel starts with a number, and the pattern takes
+    # the whitespace strip() would remove
+    v = value if type(value) is str else clean(value)
     if v is None:
         return None, None
     if isinstance(v, bool):
@@ -163,7 +165,7 @@ def num_unit(value: Any) -> Tuple[Optional[float], Optional[str]]:
         except OverflowError:
             return None, None
         return (f, None) if math.isfinite(f) else (None, None)
-    m = _NUM_UNIT.match(str(v))
+    m = _NUM_UNIT.match(v if type(v) is str else str(v))
     if not m or len(m.group(1)) > MAX_NUMBER_CHARS:
         return None, None
     try:

@@ -170,9 +170,26 @@ def _port_dir(name: str) -> bool:
     return PORT_NUM.match(name) is not None
 
 
+#: listing path -> its snapshot key (or None): a node's listing names the same few hundred paths as its peers', so
+#: a process that reads thousands of captures looks each one up once (bounded: a hostile listing cannot grow it)
+_FLAT_KEYS: Dict[str, Optional[str]] = {}
+_FLAT_KEYS_MAX = 8192
+
+
 def _flat_key(path: str) -> Optional[str]:
     """The snapshot key of one listing path when :func:`snapshot_sysfs` would read it (the same allowlist); else
     None. The ``<hca>/ports`` placeholder (an HCA with nothing readable) is kept."""
+    try:
+        return _FLAT_KEYS[path]
+    except KeyError:
+        pass
+    key = _flat_key_of(path)
+    if len(_FLAT_KEYS) < _FLAT_KEYS_MAX:
+        _FLAT_KEYS[path] = key
+    return key
+
+
+def _flat_key_of(path: str) -> Optional[str]:
     for prefix in _FLAT_PREFIXES:
         if path.startswith(prefix):
             path = path[len(prefix) :]
@@ -198,8 +215,6 @@ def _flat_key(path: str) -> Optional[str]:
 def _capped(snap: Dict[str, str]) -> Dict[str, str]:
     """``snap`` within the caps :func:`snapshot_sysfs` applies while reading: the first MAX_HCAS HCAs (natural
     order), MAX_PORTS ports an HCA (numeric order), MAX_COUNTERS names a counter directory (sorted)."""
-    hcas = sorted({k.split("/", 1)[0] for k in snap}, key=natural_key)
-    keep_hcas = set(hcas[:MAX_HCAS])
     ports: Dict[str, set] = {}
     names: Dict[Tuple[str, str, str], set] = {}
     for key in snap:
@@ -208,6 +223,15 @@ def _capped(snap: Dict[str, str]) -> Dict[str, str]:
             ports.setdefault(parts[0], set()).add(parts[2])
         if len(parts) == 5 and parts[3] in COUNTER_DIRS:
             names.setdefault((parts[0], parts[2], parts[3]), set()).add(parts[4])
+    hca_names = {k.split("/", 1)[0] for k in snap}
+    if (
+        len(hca_names) <= MAX_HCAS
+        and all(len(p) <= MAX_PORTS for p in ports.values())
+        and all(len(v) <= MAX_COUNTERS for v in names.values())
+    ):
+        return snap  # within every cap (every real node): nothing to drop
+    hcas = sorted(hca_names, key=natural_key)
+    keep_hcas = set(hcas[:MAX_HCAS])
     keep_ports = {h: set(sorted(p, key=int)[:MAX_PORTS]) for h, p in ports.items()}
     keep_names = {k: set(sorted(v)[:MAX_COUNTERS]) for k, v in names.items()}
     out = {}
@@ -275,6 +299,41 @@ def parse_sysfs_flat(text: str, source: Optional[str] = None) -> Dict[str, str]:
     return snapshot_flat(text, source)
 
 
+_HCA_RECORD_ATTRS = {"hca_type": "ca_type", "fw_ver": "fw_version", "board_id": "board_id", "node_guid": "node_guid"}
+#: snapshot path -> what :func:`hcas_from_snapshot` takes from it (bounded, as _FLAT_KEYS)
+_SNAP_PATHS: Dict[str, Optional[Tuple[str, Optional[int], Optional[str], Optional[str]]]] = {}
+
+
+def _snap_path(path: str) -> Optional[Tuple[str, Optional[int], Optional[str], Optional[str]]]:
+    """``(hca, port, kind, name)`` of a snapshot path: ``(hca, None, "hca", record key)`` for an HCA attribute the
+    record takes, ``(hca, None, None, None)`` for another path of a valid HCA, ``(hca, port, "port", attribute)``
+    (``gid0`` for ``gids/0``), ``(hca, port, counter directory, counter)``, ``(hca, port, None, None)`` for
+    another path of a port; None for a path of no valid HCA (skipped whole)."""
+    try:
+        return _SNAP_PATHS[path]
+    except KeyError:
+        pass
+    parts = path.split("/")
+    hca = parts[0]
+    where: Optional[Tuple[str, Optional[int], Optional[str], Optional[str]]] = (hca, None, None, None)
+    if not SAFE_NAME.match(hca):
+        where = None
+    elif len(parts) == 2 and parts[1] in _HCA_RECORD_ATTRS:
+        where = (hca, None, "hca", _HCA_RECORD_ATTRS[parts[1]])
+    elif len(parts) >= 4 and parts[1] == "ports" and PORT_NUM.match(parts[2]):
+        port, rest = int(parts[2]), parts[3:]
+        where = (hca, port, None, None)
+        if len(rest) == 1 and rest[0] in PORT_ATTRS:
+            where = (hca, port, "port", rest[0])
+        elif rest == ["gids", "0"]:
+            where = (hca, port, "port", "gid0")
+        elif len(rest) == 2 and rest[0] in COUNTER_DIRS:
+            where = (hca, port, rest[0], rest[1])
+    if len(_SNAP_PATHS) < _FLAT_KEYS_MAX:
+        _SNAP_PATHS[path] = where
+    return where
+
+
 def hcas_from_snapshot(
     snap: Dict[str, str], source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
 ) -> List[Dict[str, Any]]:
@@ -287,29 +346,24 @@ def hcas_from_snapshot(
     hca_raw: Dict[str, Dict[str, Any]] = {}
     port_raw: Dict[Tuple[str, int], Dict[str, Any]] = {}
     counters: Dict[Tuple[str, int], Dict[str, Dict[str, int]]] = {}
-    attr_map = {"hca_type": "ca_type", "fw_ver": "fw_version", "board_id": "board_id", "node_guid": "node_guid"}
     for path, value in snap.items():
-        parts = path.split("/")
-        hca = parts[0]
-        if not SAFE_NAME.match(hca):
+        where = _snap_path(path)
+        if where is None:
             continue
+        hca, port, kind, name = where
         raw = hca_raw.setdefault(hca, {})
-        if len(parts) == 2 and parts[1] in attr_map:
-            raw[attr_map[parts[1]]] = value
+        if port is None:
+            if kind == "hca":
+                raw[name] = value
             continue
-        if len(parts) < 4 or parts[1] != "ports" or not PORT_NUM.match(parts[2]):
-            continue
-        key = (hca, int(parts[2]))
+        key = (hca, port)
         praw = port_raw.setdefault(key, {})
-        rest = parts[3:]
-        if len(rest) == 1 and rest[0] in PORT_ATTRS:
-            praw[rest[0]] = value
-        elif rest == ["gids", "0"]:
-            praw["gid0"] = value
-        elif len(rest) == 2 and rest[0] in COUNTER_DIRS:
+        if kind == "port":
+            praw[name] = value
+        elif kind is not None:  # a counter directory
             n = to_int(value)
             if n is not None:
-                counters.setdefault(key, {}).setdefault(rest[0], {})[rest[1]] = n
+                counters.setdefault(key, {}).setdefault(kind, {})[name] = n
     hcas = []
     for hca in sorted(hca_raw, key=natural_key):
         ports = []

@@ -34,6 +34,9 @@ _GPU_RE = re.compile(r"^GPU\s+([0-9]+)\s*:\s*(.*?)\s*(?:\(UUID:\s*([^)]*)\))?\s*
 _DCGM_GPU_RE = re.compile(r"^\|\s*GPU ID:\s*([0-9]+)\s*\|")
 _LINK_RE = re.compile(r"^Link\s+([0-9]+)\s*:\s*(.*)$")
 _DCGM_LINK_RE = re.compile(r"^\|\s*Link\s+([0-9]+)\s*\|\s*([^|]+?)\s*\|\s*([^|]*?)\s*\|")
+#: ``Link 3: Replay Errors: 0`` and ``Link 3: 26.562 GB/s``, stripped: the forms :func:`_line` reads the same way
+_FAST_COUNTER = re.compile(r"Link ([0-9]{1,6}): ([A-Za-z][A-Za-z ]{0,40}): ([0-9]{1,18})")
+_FAST_SPEED = re.compile(r"Link ([0-9]{1,6}): ([0-9]{1,6}(?:\.[0-9]{1,6})?) GB/s")
 
 #: Error counter names as printed -> normalized key.
 COUNTERS = {
@@ -98,10 +101,24 @@ def parse(
     rec = Records(PARSER, source, DOMAIN, errors)
     out: Dict[int, Dict[str, Any]] = {}
     state: Dict[str, Any] = {"cur": None, "saw_any": False}
+    counter, speed = _FAST_COUNTER.fullmatch, _FAST_SPEED.fullmatch
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line:
             continue
+        cur = state["cur"]
+        if cur is not None:
+            # the lines that make up nearly all of the output, in the form _line reads them (a few digits: no
+            # number here can be malformed), without the record boundary around each: ~3x faster
+            m = counter(line)
+            if m:
+                _link(cur, int(m.group(1)))["errors"][_counter_key(m.group(2))] = int(m.group(3))
+                continue
+            m = speed(line)
+            if m:
+                lk = _link(cur, int(m.group(1)))
+                lk["state"], lk["speed_gbps"] = "up", float(m.group(2))
+                continue
         if rec.too_long(line, lineno):
             state["cur"] = None  # it may have been a GPU header: the lines after it belong to no GPU we know
             continue

@@ -248,6 +248,14 @@ _TOP_LEVEL = {
 }
 
 
+def _whole_document(body: str) -> Any:
+    """The root element of ``body`` when it is one well-formed XML document; else None."""
+    try:
+        return ET.fromstring(body)
+    except ET.ParseError:
+        return None
+
+
 class _Pull:
     """Streams one ``<nvidia_smi_log>`` document: each ``<gpu>`` is normalized (and dropped) at its end tag."""
 
@@ -261,6 +269,13 @@ class _Pull:
         self.closing = False
 
     def run(self, body: str, chunk: int) -> None:
+        # the common case, a whole document: one parse in C and a walk over the root's children, ~2x faster than
+        # the stream below, whose events each cost a Python call; only a document that does not parse goes through
+        # the stream (which keeps the complete GPUs before a cut)
+        root = _whole_document(body)
+        if root is not None:
+            self.whole(root)
+            return
         parser = ET.XMLPullParser(events=("start", "end"))
         for pos in range(0, len(body), chunk):
             parser.feed(body[pos : pos + chunk])
@@ -269,6 +284,21 @@ class _Pull:
         self.closing = True
         parser.close()
         list(parser.read_events())
+
+    def whole(self, root: Any) -> None:
+        """The top-level elements of a parsed document, in document order (what the stream's end events give)."""
+        if root.tag != "nvidia_smi_log":
+            raise ParseError("root element is <%s>, not <nvidia_smi_log>" % root.tag, PARSER, self.source)
+        self.root = root
+        for elem in list(root):
+            self.top_level(elem)
+
+    def top_level(self, elem: Any) -> None:
+        if elem.tag == "gpu":
+            self.gpu(elem)
+        elif elem.tag in _TOP_LEVEL:
+            key, convert = _TOP_LEVEL[elem.tag]
+            self.result[key] = convert(elem.text)
 
     def event(self, event: str, elem: Any) -> None:
         if event == "start":
@@ -279,13 +309,8 @@ class _Pull:
                     raise ParseError("root element is <%s>, not <nvidia_smi_log>" % elem.tag, PARSER, self.source)
             return
         self.depth -= 1
-        if self.depth != 1:
-            return
-        if elem.tag == "gpu":
-            self.gpu(elem)
-        elif elem.tag in _TOP_LEVEL:
-            key, convert = _TOP_LEVEL[elem.tag]
-            self.result[key] = convert(elem.text)
+        if self.depth == 1:
+            self.top_level(elem)
 
     def gpu(self, elem: Any) -> None:
         with self.records.at(None):  # one GPU that cannot be normalized costs that GPU only
