@@ -184,9 +184,16 @@ def _evaluate_host(host: str, ctx: Dict[str, Any]) -> Dict[str, Any]:
         fleet = ctx["baselines"].get(_fleet.peer_class(read_facts, ctx["classes"].get(host)) or "")
     facts = _checks_backup.with_backup_status(read_facts, state_dir, host, policy, now)  # docs/backup.md
     files = ctx["file_states"]
-    # the file backend: each worker reads its hosts' files (the parent holds no decoded state); the database:
-    # loaded by the parent in one read
-    loaded = files.load_host(host) if files is not None else ctx["saved"].get(host, {})
+    # the file backend: each worker reads its hosts' files (the parent holds no decoded state), evaluates on the
+    # state it decoded (own_state: no copy) and compares the new state with the file's bytes; the database:
+    # loaded by the parent in one read, shared by the workers (copied before it is changed)
+    previous_file = None
+    if files is not None:
+        loaded, raw = files.load_host_file(host)
+        previous_file = (raw, loaded.get("updated_at"))
+    else:
+        loaded = ctx["saved"].get(host, {})
+    own = files is not None
     host_state = loaded
     if h.get("baseline") is not None:
         host_state = dict(host_state, baseline=h["baseline"])
@@ -196,8 +203,9 @@ def _evaluate_host(host: str, ctx: Dict[str, Any]) -> Dict[str, Any]:
         prev_facts = _facts_cache.facts_of(
             _collect_cached(host, h["previous_capture_dir"], ctx["collect_options"], ctx["cache"])
         )
-        host_state = _checks.evaluate_node(prev_facts, profile, policy, host_state, now, host, fleet)[1]
-    findings, new_state = _checks.evaluate_node(facts, profile, policy, host_state, now, host, fleet)
+        host_state = _checks.evaluate_node(prev_facts, profile, policy, host_state, now, host, fleet, own_state=own)[1]
+        own = True  # the state the earlier capture left is this call's own
+    findings, new_state = _checks.evaluate_node(facts, profile, policy, host_state, now, host, fleet, own_state=own)
     findings = findings + ctx["platform_nodes"].get(host, [])
     domains = _checks.domain_states(facts, profile, policy)
     status, reason = _cluster.node_assessment(findings, facts, policy, domains)
@@ -218,7 +226,11 @@ def _evaluate_host(host: str, ctx: Dict[str, Any]) -> Dict[str, Any]:
         "baseline": "profile" if profile else ("fleet" if fleet else "none"),
         # saved by the parent in one batch (one transaction on the database backend); on the file backend the
         # file's bytes, or None when it would not change
-        "_new_state": new_state if files is None else _state.encode_if_changed(host, new_state, loaded, ctx["stamp"]),
+        "_new_state": (
+            new_state
+            if files is None
+            else _state.encode_if_changed(host, new_state, loaded, ctx["stamp"], previous_file)
+        ),
     }
 
 

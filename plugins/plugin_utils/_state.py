@@ -26,7 +26,7 @@ import json
 import os
 import re
 import time
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ensure_private_dir,
@@ -125,15 +125,23 @@ def load_host_state(state_dir: Optional[str], host: str, on_corrupt: str = "rais
     active faults silently would clear them), or is renamed to ``<file>.corrupt-<epoch>`` and replaced by
     an empty state (``on_corrupt="reset"``).
     """
+    return load_host_state_file(state_dir, host, on_corrupt)[0]
+
+
+def load_host_state_file(
+    state_dir: Optional[str], host: str, on_corrupt: str = "raise"
+) -> Tuple[Dict[str, Any], Optional[bytes]]:
+    """:func:`load_host_state` and the file's bytes as read (None: no file), for :func:`encode_if_changed`'s
+    ``previous_file``."""
     if not state_dir:
-        return empty_host_state(host)
+        return empty_host_state(host), None
     path = host_state_path(state_dir, host)
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
     except OSError as exc:
         if exc.errno == errno.ENOENT:
-            return empty_host_state(host)
+            return empty_host_state(host), None
         raise StateError("cannot read %s: %s" % (path, exc)) from exc
     try:
         data = json.loads(raw.decode("utf-8"))
@@ -142,9 +150,9 @@ def load_host_state(state_dir: Optional[str], host: str, on_corrupt: str = "rais
     except ValueError as exc:
         if on_corrupt == "reset":
             os.replace(path, "%s.corrupt-%d" % (path, int(time.time())))
-            return empty_host_state(host)
+            return empty_host_state(host), None
         raise StateError("corrupt state file %s: %s" % (path, exc)) from exc
-    return normalize_host_state(data, host)
+    return normalize_host_state(data, host), raw
 
 
 def atomic_write_json(path: str, data: Any, mode: int = 0o600) -> None:
@@ -180,11 +188,36 @@ def document(host: str, state: Any) -> Dict[str, Any]:
     return data
 
 
-def encode_if_changed(host: str, state: Dict[str, Any], previous: Any, stamp: str) -> Optional[bytes]:
+def _file_bytes(data: Dict[str, Any]) -> bytes:
+    """A host state document as :func:`save_host_states` writes it: sorted keys, compact, a final newline."""
+    return (json.dumps(data, sort_keys=True, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+
+
+def encode_if_changed(
+    host: str,
+    state: Dict[str, Any],
+    previous: Any,
+    stamp: str,
+    previous_file: Optional[Tuple[bytes, Any]] = None,
+) -> Optional[bytes]:
     """The file :func:`save_host_states` would write for ``state`` (bytes, ``updated_at`` = ``stamp``), or None
     when it would store ``previous`` again (apart from ``updated_at``). For a worker process: the parent then
-    holds ~30 KB of bytes a changed host instead of the decoded state, and nothing for an unchanged one."""
+    holds ~30 KB of bytes a changed host instead of the decoded state, and nothing for an unchanged one.
+
+    ``previous_file``: the previous state as its file's bytes and that file's ``updated_at``
+    (:func:`load_host_state_file`), compared instead of ``previous``, which may then have been changed in place
+    (``evaluate_node(own_state=True)``). ``state`` encoded with the file's ``updated_at`` is the file byte for byte
+    when nothing changed; a file in another layout (``save_host_state``'s indented JSON) reads as changed and is
+    rewritten, the same document in this layout."""
     data = document(host, state)
+    if previous_file is not None:
+        raw, updated_at = previous_file
+        if isinstance(raw, bytes) and isinstance(updated_at, str):
+            data["updated_at"] = updated_at
+            if _file_bytes(data) == raw:
+                return None
+        data["updated_at"] = stamp
+        return _file_bytes(data)
     text = state_text(data)
     if isinstance(previous, dict):
         try:
@@ -193,7 +226,7 @@ def encode_if_changed(host: str, state: Dict[str, Any], previous: Any, stamp: st
         except (TypeError, ValueError):
             pass
     data["updated_at"] = stamp
-    return (json.dumps(data, sort_keys=True, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+    return _file_bytes(data)
 
 
 def save_host_states(

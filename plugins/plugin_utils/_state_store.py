@@ -27,7 +27,7 @@ import contextlib
 import json
 import os
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow_iso
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _guard, _state
@@ -77,6 +77,10 @@ class FileStateStore:
 
     def load_host(self, host: str, on_corrupt: str = "raise") -> Dict[str, Any]:
         return _state.load_host_state(self.state_dir, host, on_corrupt=on_corrupt)
+
+    def load_host_file(self, host: str) -> Tuple[Dict[str, Any], Optional[bytes]]:
+        """The host's state and its file's bytes (None: no file): ``_state.load_host_state_file``."""
+        return _state.load_host_state_file(self.state_dir, host)
 
     def load_hosts(self, hosts: Iterable[str]) -> Dict[str, Dict[str, Any]]:
         return {host: self.load_host(host) for host in hosts}

@@ -55,7 +55,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import (
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import copy_state, normalize_host_state
 
 
-def evaluate_node(
+def evaluate_node(  # noqa: PLR0913 - the evaluation's inputs, each documented below
     facts: Optional[Dict[str, Any]],
     profile: Any,
     policy: Optional[Dict[str, Any]],
@@ -63,6 +63,7 @@ def evaluate_node(
     now: Any,
     host: str,
     fleet_baseline: Optional[Dict[str, Any]] = None,
+    own_state: bool = False,
 ) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
     """Evaluate one node's facts against the policy.
 
@@ -80,6 +81,8 @@ def evaluate_node(
       host: the inventory hostname (the finding ids start with it).
       fleet_baseline: for a node without a profile, the baseline of its class inferred from its peers
         (``_fleet.infer_baselines``): the node is compared with the majority of the class.
+      own_state: the caller hands ``state`` over (decoded for this call, compared afterwards as its file's
+        bytes): it is changed in place instead of copied first (~10 % of a node's evaluation).
 
     Returns:
       ``(findings, new_host_state)``: findings per docs/findings.md sorted by severity then id, and the
@@ -94,7 +97,7 @@ def evaluate_node(
     raw_state = state or {}
     if isinstance(raw_state.get("hosts"), dict):
         raw_state = raw_state["hosts"].get(host) or {}
-    hs = normalize_host_state(copy_state(raw_state), host)
+    hs = normalize_host_state(raw_state if own_state else copy_state(raw_state), host)
     ctx = Ctx(host, policy, now_dt)
     reachable = isinstance(facts, dict) and not facts.get("unreachable")
     states = domain_states(facts, profile, policy)

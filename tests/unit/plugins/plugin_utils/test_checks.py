@@ -97,6 +97,26 @@ def test_state_argument_is_not_mutated_and_whole_cluster_shape_works():
     assert new2["active_faults"]
 
 
+def test_an_owned_state_gives_the_same_findings_and_state_and_is_the_one_changed():
+    """evaluate_node(own_state=True) (the inspection's workers, issue 17) skips the copy, nothing else: the same
+    findings and new state as a copied run, over two runs in a row (counters, active faults, escalation)."""
+    first = facts(events=[xid(79)], hcas=None)
+    later = facts(events=[xid(79), xid(48, index=1)])
+    copied = S.empty_host_state(HOST)
+    owned = S.empty_host_state(HOST)
+    for f, now in ((first, NOW), (later, "2026-12-02T16:00:00Z")):
+        kept = copy.deepcopy(copied)
+        fs_c, copied_new = C.evaluate_node(f, PROFILE, P.DEFAULT_POLICY, copied, now, HOST)
+        assert copied == kept  # the default still leaves its argument alone
+        fs_o, owned_new = C.evaluate_node(f, PROFILE, P.DEFAULT_POLICY, owned, now, HOST, own_state=True)
+        assert fs_o == fs_c and owned_new == copied_new and fs_o
+        # the owned state's sections go on into the new state (not copied); the copied run's never do
+        sections = [k for k, v in owned.items() if isinstance(v, (dict, list))]
+        assert any(owned_new.get(k) is owned[k] for k in sections)
+        assert not any(copied_new.get(k) is copied[k] for k in sections)
+        copied, owned = copied_new, owned_new
+
+
 def test_ids_are_unique_and_stable():
     evs = [xid(79), xid(94, index=1)]
     a = [f["id"] for f in run(facts(events=evs))[0]]

@@ -139,3 +139,42 @@ def test_record_times_are_utc_with_z_and_junk_is_refused():
     with pytest.raises(S.StateError, match="not a time"):
         S.record_clear(hs, "h", "b3", "soon")
     assert "b3" not in hs["clears"]
+
+
+def test_a_state_compared_with_its_file_bytes_is_unchanged_or_rewritten_whole(tmp_path):
+    """encode_if_changed(previous_file=...): the worker's comparison with the file it read (issue 17)."""
+    d = str(tmp_path)
+    st = S.empty_host_state("gpu-node-01")
+    st["ib"]["ports"]["mlx5_0/1"] = {"collected_at": 1.0, "counters": {"symbol_error": 3}}
+    S.save_host_states(d, {"gpu-node-01": st})
+    loaded, raw = S.load_host_state_file(d, "gpu-node-01")
+    assert raw == open(S.host_state_path(d, "gpu-node-01"), "rb").read()
+    stamp = "2026-12-05T10:00:00Z"
+    # the same state (changed in place and back, as an evaluation may): nothing to write
+    loaded["ib"]["ports"]["mlx5_0/1"]["counters"]["symbol_error"] = 3
+    assert S.encode_if_changed("gpu-node-01", loaded, None, stamp, (raw, loaded["updated_at"])) is None
+    # a changed counter: the whole file, with the new stamp, as save_host_states writes it
+    loaded["ib"]["ports"]["mlx5_0/1"]["counters"]["symbol_error"] = 4
+    body = S.encode_if_changed("gpu-node-01", loaded, None, stamp, (raw, loaded["updated_at"]))
+    doc = json.loads(body)
+    assert doc["updated_at"] == stamp and doc["ib"]["ports"]["mlx5_0/1"]["counters"]["symbol_error"] == 4
+    assert body == S.encode_if_changed("gpu-node-01", loaded, {}, stamp)  # the layout of the other path
+    # no file (raw None) or a file without a stamp: written
+    assert S.encode_if_changed("gpu-node-01", loaded, None, stamp, (None, None)) == body
+    assert S.encode_if_changed("gpu-node-01", loaded, None, stamp, (raw, None)) == body
+
+
+def test_a_state_file_in_the_indented_layout_is_rewritten_once_in_the_compact_one(tmp_path):
+    """save_host_state (isolation and reset records) writes indented JSON: byte-compared, it reads as changed and is
+    rewritten as the same document; from then on it compares equal."""
+    d = str(tmp_path)
+    st = S.empty_host_state("h1")
+    st["boot_id"] = "b1"
+    S.save_host_state(d, "h1", st)
+    loaded, raw = S.load_host_state_file(d, "h1")
+    assert b"\n " in raw  # indented
+    body = S.encode_if_changed("h1", loaded, None, "2026-12-05T10:00:00Z", (raw, loaded["updated_at"]))
+    assert body is not None and S.state_text(json.loads(body)) == S.state_text(json.loads(raw))
+    S.save_host_states(d, {"h1": body})
+    loaded, raw = S.load_host_state_file(d, "h1")
+    assert S.encode_if_changed("h1", loaded, None, "2026-12-06T10:00:00Z", (raw, loaded["updated_at"])) is None
