@@ -16,7 +16,8 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet, _inspect, _policy, _report, _runbooks
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger_run, _platform_plan, _pool, _slices
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger_run, _plan_handoff, _platform_plan, _pool
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _slices
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import StoreError, open_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import HostVarsOnce, host_var, plain
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
@@ -41,6 +42,7 @@ _ARGS = {
     "db_url": {"type": "str", "no_log": False},
     "ledger": {"type": "bool", "default": True},
     "slice": {"type": "dict", "default": {}},  # sliced runs (docs/scale-out.md): _slices.slice_options
+    "plan_token": {"type": "str", "default": ""},  # the plan's handoff to the evaluation: _plan_handoff
 }
 
 
@@ -185,26 +187,33 @@ class ActionModule(ActionBase):
             return {"facts": {"schema": FACTS_SCHEMA, "mode": "live", "errors": [error]}}, "failed"
         return {"facts": reg.get("facts")}, "ok"
 
-    def _entries(self, hostvars, targets, profiles, collect_var):
-        """The pipeline's input per host, and the live collection's counts {live, ok, unreachable, failed}."""
+    def _host_entry(self, hostvars, host):
+        """A target's pipeline input from its variables (its profile and live collection are added by _entries)."""
+        hv = hostvars[host]
+        return {
+            "capture_dir": self._capture_path(hv, "gpuops_capture_dir"),
+            "previous_capture_dir": self._capture_path(hv, "gpuops_previous_capture_dir"),
+            "rack": hv.get("gpuops_rack"),
+            "leaf": hv.get("gpuops_leaf_switch"),
+            "power": hv.get("gpuops_power_domain"),
+            "node_class": hv.get("gpuops_node_class"),
+            "policy_overrides": host_var(hostvars, host, "gpuops_policy_overrides", {}),
+            "baseline": host_var(hostvars, host, "gpuops_golden_baseline"),
+        }
+
+    def _entries(self, hostvars, targets, profiles, collect_var, planned=None):
+        """The pipeline's input per host, and the live collection's counts {live, ok, unreachable, failed}.
+        ``planned``: captured targets' entries as the plan read them (_plan_handoff): their variables are not read
+        again."""
         hosts = {}
         collected = {"live": 0, "ok": 0, "unreachable": 0, "failed": 0}
+        planned = planned or {}
         for host in targets:
-            hv = hostvars[host]
-            capture_dir = self._capture_path(hv, "gpuops_capture_dir")
-            entry = {
-                "capture_dir": capture_dir,
-                "previous_capture_dir": self._capture_path(hv, "gpuops_previous_capture_dir"),
-                "rack": hv.get("gpuops_rack"),
-                "leaf": hv.get("gpuops_leaf_switch"),
-                "power": hv.get("gpuops_power_domain"),
-                "node_class": hv.get("gpuops_node_class"),
-                "policy_overrides": host_var(hostvars, host, "gpuops_policy_overrides", {}),
-                "baseline": host_var(hostvars, host, "gpuops_golden_baseline"),
-                "profile": profiles[host],
-            }
-            if not capture_dir:
-                reg = hv.get(collect_var)
+            entry = planned.get(host)
+            entry = dict(entry) if entry is not None else self._host_entry(hostvars, host)
+            entry["profile"] = profiles[host]
+            if not entry["capture_dir"]:
+                reg = hostvars[host].get(collect_var)
                 update, outcome = self._live(plain(reg) if reg is not None else None)
                 entry.update(update)
                 collected["live"] += 1
@@ -318,6 +327,42 @@ class ActionModule(ActionBase):
                 "(%s)" % (exc, report_dir or "no report directory")
             ) from exc
 
+    def _profiles(self, hostvars, args, sliced):
+        """``(profiles, without_class, planned)``: each target's profile and the targets without one (_classes), from
+        the plan's handoff when this is the evaluation of a run whose plan task wrote one (``planned``: its
+        captured targets' entries; else None)."""
+        planned = None
+        if args["plan_token"] and args["state_dir"] and not args["validate_only"] and not sliced:
+            # the plan task of this run read the targets' variables already (_plan_handoff): read once a run
+            planned = _plan_handoff.read(args["state_dir"], args["plan_token"], args["targets"])
+        if planned is not None:
+            return planned["profiles"], planned["without_class"], planned
+        # before anything is read: a node class that names no profile stops the run by name
+        return self._classes(hostvars, args["targets"], args["policy_overrides"]) + (None,)
+
+    def _validate_only(self, result, hostvars, args, sliced, profiles, without_class):
+        """The plan: live and captured targets, the platform hosts, and (with a state directory, unsliced, not in
+        check mode) the handoff of the captured targets' entries to the evaluation (_plan_handoff)."""
+        live, captured = self._plan(hostvars, args["targets"])
+        if sliced and sliced["mode"] == "merge":
+            live, captured = [], []  # the merge reads the slices' nodes from the store, never the nodes
+        platform = _platform_plan.platform_hosts(hostvars, args["targets"], self._capture_path)
+        token = None
+        if args["state_dir"] and not sliced and not self._task.check_mode:
+            entries = {host: self._host_entry(hostvars, host) for host in captured}
+            token = _plan_handoff.write(args["state_dir"], args["targets"], profiles, without_class, entries, platform)
+        result.update(
+            changed=False,
+            without_class=without_class,
+            targets=list(args["targets"]),
+            live=live,
+            captured=captured,
+            platform_hosts=platform,
+            plan_token=token or "",
+            msg="%d targets checked" % len(profiles),
+        )
+        return result
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
@@ -327,8 +372,8 @@ class ActionModule(ActionBase):
         if args["resolve_targets"]:
             args["targets"] = self._resolve_targets(args["target_pattern"])
         self._check_args(args, task_vars)
-        # before anything is read: a node class that names no profile stops the run by name
-        profiles, without_class = self._classes(hostvars, args["targets"], args["policy_overrides"])
+        sliced = self._slice_options(args)
+        profiles, without_class, planned = self._profiles(hostvars, args, sliced)
         if without_class:
             result.setdefault("warnings", []).append(
                 "%d target(s) have no hardware profile (no gpuops_node_class, or no gpuops_profiles defined): they are "
@@ -337,22 +382,11 @@ class ActionModule(ActionBase):
                 "writes it as profiles to review): %s%s"
                 % (len(without_class), ", ".join(without_class[:10]), " ..." if len(without_class) > 10 else "")
             )
-        sliced = self._slice_options(args)
         if args["validate_only"]:
-            live, captured = self._plan(hostvars, args["targets"])
-            if sliced and sliced["mode"] == "merge":
-                live, captured = [], []  # the merge reads the slices' nodes from the store, never the nodes
-            result.update(
-                changed=False,
-                without_class=without_class,
-                targets=list(args["targets"]),
-                live=live,
-                captured=captured,
-                platform_hosts=_platform_plan.platform_hosts(hostvars, args["targets"], self._capture_path),
-                msg="%d targets checked" % len(profiles),
-            )
-            return result
-        hosts, collected = self._entries(hostvars, args["targets"], profiles, args["collect_var"])
+            return self._validate_only(result, hostvars, args, sliced, profiles, without_class)
+        hosts, collected = self._entries(
+            hostvars, args["targets"], profiles, args["collect_var"], planned["captured"] if planned else None
+        )
         t_vars = time.monotonic() - t0
         state_dir, db_url = args["state_dir"], args["db_url"]
         if self._task.check_mode:
@@ -360,7 +394,13 @@ class ActionModule(ActionBase):
         phases = {}
         if sliced and sliced["mode"] == "slice":
             return self._write_slice(result, hosts, args, sliced, (state_dir, db_url), collected, t0)
-        platform = _platform_plan.platform_facts(hostvars, args["targets"], self._capture_path, args["platform_var"])
+        platform = _platform_plan.platform_facts(
+            hostvars,
+            args["targets"],
+            self._capture_path,
+            args["platform_var"],
+            plan=planned["platform"] if planned else None,
+        )
         try:
             if sliced:  # the merge step: the slices collected and evaluated the nodes
                 collected = dict.fromkeys(collected, 0)
@@ -415,6 +455,7 @@ class ActionModule(ActionBase):
             timing=dict(
                 {k: round(v, 3) for k, v in phases.items()},
                 hostvars_s=round(t_vars, 3),
+                plan_reused=planned is not None,
                 reports_s=round(time.monotonic() - t_eval, 3),
                 total_s=round(time.monotonic() - t0, 3),
             ),

@@ -144,6 +144,16 @@ options:
         O(state_dir)).
     type: dict
     default: {}
+  plan_token:
+    description:
+      - The RV(plan_token) the plan (O(validate_only)) of the same run returned. The evaluation then takes the
+        captured targets' variables and every target's profile as the plan read them, from the file the plan wrote
+        under O(state_dir) (removed once read), and reads host variables only for the live targets and the
+        platform hosts (C(docs/performance.md)).
+      - Empty, or a plan file that is missing, not this run's (another token, other targets) or unreadable - every
+        target's variables are read, as without it.
+    type: str
+    default: ""
 extends_documentation_fragment:
   - gpuops.cluster.common.ATTRIBUTES_INFO
 attributes:
@@ -246,6 +256,13 @@ captured:
   type: list
   elements: str
   sample: ["gpu-node-01"]
+plan_token:
+  description:
+    - The handoff of this plan to the evaluation (O(plan_token)) - 32 hex digits, or empty when none was written (no
+      O(state_dir), check mode, a sliced run, or variables that JSON would not give back as they are).
+  returned: when validate_only
+  type: str
+  sample: 6f1c2d0e9a8b4c7d8e9f0a1b2c3d4e5f
 slices:
   description:
     - Slice mode - the run group, the slice, how many hosts it wrote and whether it wrote them (not in check mode).

@@ -64,10 +64,15 @@ def _registered(hostvars: Any, host: str, var: str) -> Dict[str, Any]:
 
 
 def platform_facts(
-    hostvars: Any, targets: List[str], capture_path: Callable[..., Any], var: str = "__inspect_platform"
+    hostvars: Any,
+    targets: List[str],
+    capture_path: Callable[..., Any],
+    var: str = "__inspect_platform",
+    plan: Optional[Dict[str, Any]] = None,
 ) -> Optional[Dict[str, Any]]:
-    """The inspection's platform facts; None when no platform source is configured."""
-    plan = platform_hosts(hostvars, targets, capture_path)
+    """The inspection's platform facts; None when no platform source is configured. ``plan``: what
+    :func:`platform_hosts` gave the plan of this run (else worked out here: it may read every target's variables)."""
+    plan = plan if plan is not None else platform_hosts(hostvars, targets, capture_path)
     if plan["capture_dir"]:
         return collect_platform(capture_dir=plan["capture_dir"])
     if not plan["hosts"]:
