@@ -5,12 +5,14 @@
 
   .venv/bin/python bench/bench_offline.py --nodes 10000 [--no-repeat] [--workers N]
 
-Generates the simulated cluster once (cached in build/offsim/n<N>, captured layout), then runs the real
+Generates the simulated cluster once (cached in build/offsim/n<N>, captured layout), reads its files into the page
+cache (``--no-warm``: not), then runs the real
 ``ansible-playbook playbooks/inspect.yml`` over it twice with one state directory: cold (every capture parsed,
 the facts cache filled) and repeat (unchanged captures: parsed facts from the cache, evaluation as always).
 For each run: wall seconds, the peak resident memory of the controller's process tree (psutil, polled every
 ``--poll`` s, default 1: the sum of the proportional set size of ansible-playbook and all its children, so pages
-shared after a fork count once), the load average before and after, and the split per task (ansible.posix.profile_tasks)
+shared after a fork count once), the load average before and after, the machine's CPU seconds during the run
+(user, system, iowait, steal: /proc/stat), and the split per task (ansible.posix.profile_tasks)
 and per phase inside the evaluation (the action's ``timing``: hostvars_s, read_s, evaluate_s, cluster_s,
 reports_s; printed with -v). Prints one JSON line per run and writes build/offsim/result-<N>.json.
 """
@@ -71,12 +73,50 @@ def _tree_pss(proc: psutil.Process) -> int:
 POLL_S = 1.0
 
 
+_STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def _machine_cpu() -> dict:
+    """The whole machine's CPU seconds so far by kind (/proc/stat): a run's share of iowait and steal (time the
+    hypervisor gave to others) says whether its wall time was its own."""
+    try:
+        with open("/proc/stat") as fh:
+            ticks = [int(x) for x in fh.readline().split()[1 : 1 + len(_STAT_FIELDS)]]
+    except (OSError, ValueError):
+        return {}
+    hz = os.sysconf("SC_CLK_TCK")
+    return {k: t / hz for k, t in zip(_STAT_FIELDS, ticks)}
+
+
+def warm_page_cache(sim: Path) -> dict:
+    """Read every capture file once, so that a cold run measures the parse, not the disk: the files of a just
+    generated cluster are in the page cache, those of one generated days ago may not be (a 10,000-node cold run
+    took 142 s from disk and 94 s from memory, same code)."""
+    t0 = time.perf_counter()
+    files = size = 0
+    for sub in ("captures", "previous", "cluster"):
+        for root, _dirs, names in os.walk(sim / sub):
+            for name in names:
+                try:
+                    with open(os.path.join(root, name), "rb") as fh:
+                        while True:
+                            chunk = fh.read(1 << 20)
+                            if not chunk:
+                                break
+                            size += len(chunk)
+                except OSError:
+                    continue
+                files += 1
+    return {"files": files, "mib": round(size / 2**20), "s": round(time.perf_counter() - t0, 1)}
+
+
 def run(sim: Path, state_dir: str, report_dir: str, extra_env=None) -> dict:
     """One ansible-playbook run of the inspection; its wall time, peak memory, load and phases."""
     # -v: the evaluate task's result (with its "timing") is printed
     argv = [str(VENV_BIN / "ansible-playbook"), "-v", "-i", str(sim / "inventory"), "playbooks/inspect.yml"]
     argv += ["-e", "gpuops_report_dir=%s" % report_dir, "-e", "gpuops_state_dir=%s" % state_dir]
     load_before = os.getloadavg()
+    cpu_before = _machine_cpu()
     out_path = Path(report_dir + ".log")
     with open(out_path, "w") as out:
         t0 = time.perf_counter()
@@ -98,6 +138,7 @@ def run(sim: Path, state_dir: str, report_dir: str, extra_env=None) -> dict:
         rc = proc.wait()
         wall = time.perf_counter() - t0
         th.join()
+    cpu_after = _machine_cpu()
     text = out_path.read_text(errors="replace")
     if rc != 0:
         raise SystemExit("ansible-playbook failed (rc %d):\n%s" % (rc, text[-3000:]))
@@ -112,6 +153,11 @@ def run(sim: Path, state_dir: str, report_dir: str, extra_env=None) -> dict:
         "sampler_cpu_s": round(sampler_cpu[0], 1),
         "load_before": [round(x, 1) for x in load_before],
         "load_after": [round(x, 1) for x in os.getloadavg()],
+        # the machine's CPU seconds during the run (both cores): user + system is the work, iowait the disk,
+        # steal the hypervisor's other guests
+        "machine_cpu_s": {
+            k: round(cpu_after[k] - cpu_before[k], 1) for k in ("user", "system", "iowait", "steal") if k in cpu_after
+        },
         "tasks_s": tasks,
         "phases_s": timing,
         "report_json_mib": round(os.path.getsize(os.path.join(report_dir, "report.json")) / 2**20, 1),
@@ -131,9 +177,14 @@ def main() -> None:
         help="the simulated inventory's format: ansible-core loads 10,000 hosts in ~19 s of YAML, ~3.6 s of INI",
     )
     ap.add_argument("--poll", type=float, default=POLL_S, help="seconds between memory samples (default %(default)s)")
+    ap.add_argument(
+        "--no-warm", action="store_true", help="do not read the captures into the page cache before the cold run"
+    )
     args = ap.parse_args()
     POLL_S = args.poll
     sim = generate(args.nodes, args.inventory)
+    if not args.no_warm:
+        print(json.dumps({"page_cache_warmed": warm_page_cache(sim)}), flush=True)
     extra = {}
     if args.workers:
         extra["GPUOPS_INSPECT_WORKERS"] = str(args.workers)
