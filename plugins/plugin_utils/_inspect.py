@@ -15,6 +15,7 @@ import datetime
 import json
 import os
 import time
+import uuid
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _cluster, _fleet, _policy, _report
@@ -226,12 +227,45 @@ def _evaluate_host(host: str, ctx: Dict[str, Any]) -> Dict[str, Any]:
         "baseline": "profile" if profile else ("fleet" if fleet else "none"),
         # saved by the parent in one batch (one transaction on the database backend); on the file backend the
         # file's bytes, or None when it would not change
-        "_new_state": (
-            new_state
-            if files is None
-            else _state.encode_if_changed(host, new_state, loaded, ctx["stamp"], previous_file)
-        ),
+        "_new_state": new_state if files is None else _staged(files, host, new_state, loaded, ctx, previous_file),
     }
+
+
+def _staged(files: Any, host: str, new_state: Any, loaded: Any, ctx: Dict[str, Any], previous_file: Any) -> Any:
+    """File backend: a changed state written by the worker, staged (``_state.stage_host_state``: the parent puts
+    the batch in place after every host was judged); None when unchanged."""
+    body = _state.encode_if_changed(host, new_state, loaded, ctx["stamp"], previous_file)
+    return None if body is None else _state.stage_host_state(files.state_dir, host, body, ctx["stage"])
+
+
+def _judge(
+    order: List[str],
+    ctx: Dict[str, Any],
+    states: Any,
+    evaluate_only: bool,
+    timing: Dict[str, Any],
+    n_workers: Optional[int],
+) -> Dict[str, Dict[str, Any]]:
+    """Every host judged on every CPU (_evaluate_host), its facts kept as the report holds them, and the batch of
+    new states saved (file backend: the workers' staged files put in place; database: one transaction)."""
+    read, file_states, saved = ctx["read"], ctx["file_states"], ctx["saved"]
+    nodes: Dict[str, Dict[str, Any]] = dict(zip(order, _pool.map_hosts(_evaluate_host, order, ctx, n_workers)))
+    new_states: Dict[str, Any] = {}
+    for host, node in nodes.items():
+        new_state = node.pop("_new_state")
+        if new_state is not None or file_states is None:
+            new_states[host] = new_state
+        full = read[host][2] if node["facts"] is None else node["facts"]
+        slim = node.pop("_slim")
+        if evaluate_only:  # a slice stores its nodes for the merge: the whole facts, decoded
+            node["facts"] = _facts_cache.facts_of(full)
+        else:
+            node["facts"] = _facts_cache.NodeFacts(slim, full) if isinstance(slim, dict) else full
+    if states:
+        # one transaction on the database backend: all hosts or none; unchanged hosts are not rewritten
+        timing["state_written"] = states.save_hosts(new_states, previous=saved if file_states is None else None)
+        states.close()
+    return nodes
 
 
 def inspect_nodes(
@@ -309,27 +343,20 @@ def inspect_nodes(
         "saved": saved,
         "file_states": file_states,
         "stamp": utcnow_iso(),
+        "stage": uuid.uuid4().hex,  # this batch's staged state files (file backend)
         "now": now,
         "collect_options": collect_options,
         "cache": cache,
     }
     order = sorted(hosts)
-    nodes: Dict[str, Dict[str, Any]] = dict(zip(order, _pool.map_hosts(_evaluate_host, order, ctx, n_workers)))
-    new_states: Dict[str, Any] = {}
-    for host, node in nodes.items():
-        new_state = node.pop("_new_state")
-        if new_state is not None or file_states is None:
-            new_states[host] = new_state
-        full = read[host][2] if node["facts"] is None else node["facts"]
-        slim = node.pop("_slim")
-        if evaluate_only:  # a slice stores its nodes for the merge: the whole facts, decoded
-            node["facts"] = _facts_cache.facts_of(full)
-        else:
-            node["facts"] = _facts_cache.NodeFacts(slim, full) if isinstance(slim, dict) else full
-    if states:
-        # one transaction on the database backend: all hosts or none; unchanged hosts are not rewritten
-        timing["state_written"] = states.save_hosts(new_states, previous=saved if file_states is None else None)
-        states.close()
+    if file_states is not None:
+        _state.discard_staged(state_dir, older_than_s=86400)  # left by a run killed before its renames
+    try:
+        nodes = _judge(order, ctx, states, evaluate_only, timing, n_workers)
+    except BaseException:
+        if file_states is not None:
+            _state.discard_staged(state_dir, ctx["stage"])  # nothing of a failed batch is put in place
+        raise
     timing["evaluate_s"] = time.monotonic() - t0 - timing["read_s"]
     if evaluate_only:
         return {"nodes": nodes, "policy_hash": base_hash, "generated_at": generated_at}

@@ -229,6 +229,75 @@ def encode_if_changed(
     return _file_bytes(data)
 
 
+class Staged(str):
+    """The path of a host state written by :func:`stage_host_state` and not yet in place: :func:`save_host_states`
+    renames it over the host's file."""
+
+    __slots__ = ()
+
+
+_STAGE_TOKEN = re.compile(r"[0-9a-f]{32}")
+
+
+def _staged_name(host: str, token: str) -> str:
+    return ".%s.json.%s.staged" % (_check_name(host), token)
+
+
+def stage_host_state(state_dir: str, host: str, body: bytes, token: str) -> Staged:
+    """Write the file :func:`encode_if_changed` made for ``host`` next to the host's file, fsynced, under a name
+    of this batch (``token``, 32 hex digits), without putting it in place: an inspection's worker writes its hosts'
+    changed states in parallel, and the parent puts them all in place after every host was judged
+    (:func:`save_host_states`), or removes them all (:func:`discard_staged`) when one failed. A run killed before
+    the parent's renames leaves every host file as it was (the staged files are removed by the next batch)."""
+    if not _STAGE_TOKEN.fullmatch(token):
+        raise StateError("invalid staging token %r" % (token,))
+    directory = os.path.join(state_dir, "hosts")
+    path = os.path.join(directory, _staged_name(host, token))
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileNotFoundError:
+        private_dir(directory, tighten=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        view = memoryview(body)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(path)
+        raise
+    os.close(fd)
+    return Staged(path)
+
+
+def discard_staged(state_dir: str, token: Optional[str] = None, older_than_s: Optional[float] = None) -> int:
+    """Remove staged host states: this batch's (``token``), or any batch's older than ``older_than_s`` (a run
+    killed between staging and putting in place). Returns how many were removed."""
+    directory = os.path.join(state_dir, "hosts")
+    removed = 0
+    now = time.time()
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return 0
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(".") and name.endswith(".staged")):
+            continue
+        try:
+            if token is not None and not name.endswith(".%s.staged" % token):
+                continue
+            if older_than_s is not None and now - entry.stat(follow_symlinks=False).st_mtime <= older_than_s:
+                continue
+            os.unlink(entry.path)
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
 def save_host_states(
     state_dir: str, states: Dict[str, Any], previous: Optional[Dict[str, Dict[str, Any]]] = None
 ) -> int:
@@ -236,8 +305,9 @@ def save_host_states(
     atomically and fsynced as :func:`save_host_state` does, ``<state_dir>/hosts`` fsynced once at the end
     instead of once a file, compact JSON. A host whose new state encodes exactly as ``previous[host]``
     (apart from ``updated_at``: a repeat run over unchanged evidence) is not rewritten: the file would hold
-    the same document. A state given as bytes is the file as :func:`encode_if_changed` made it. Returns how
-    many files were written."""
+    the same document. A state given as bytes is the file as :func:`encode_if_changed` made it; a
+    :class:`Staged` one is that file written already, renamed into place here. Returns how many files were
+    written."""
     directory = os.path.join(state_dir, "hosts")
     private_dir(directory, tighten=True)
     stamp = utcnow_iso()
@@ -245,6 +315,12 @@ def save_host_states(
     for host, state in states.items():
         path = host_state_path(state_dir, host)
         # bytes: encoded already by a worker (encode_if_changed)
+        if isinstance(state, Staged):
+            if os.path.dirname(state) != directory or os.path.basename(state)[: len(host) + 7] != ".%s.json." % host:
+                raise StateError("staged state %s is not %s's" % (state, host))
+            os.replace(state, path)
+            written += 1
+            continue
         body = state if isinstance(state, bytes) else encode_if_changed(host, state, (previous or {}).get(host), stamp)
         if body is None:
             continue

@@ -308,6 +308,59 @@ def test_pooled_workers_read_the_state_files_and_a_corrupt_one_stops_the_run_bef
     assert {h: p.read_bytes() for h, p in files.items() if h != bad} == {
         h: b for h, (_i, b) in before.items() if h != bad
     }
+    # the other workers' staged states were removed, not put in place
+    assert sorted(p.name for p in (state / "hosts").iterdir()) == sorted(p.name for p in files.values())
+
+
+def test_a_worker_killed_mid_batch_leaves_every_state_file_as_it_was(sim, pooled, tmp_path, monkeypatch):
+    """The workers stage their hosts' changed states (written and fsynced next to the host's file); the parent puts
+    them in place only after every host was judged. A worker that dies after others staged theirs: PoolError, no
+    host file written, no staged file left; the next run completes and puts its own batch in place."""
+    hosts, profiles = sim
+    state = tmp_path / "state"  # a first run: every host's state is new, so every host stages one
+    victim = sorted(hosts)[-2]  # in the last chunk: earlier chunks have staged their states by then
+    real = _inspect._evaluate_host
+    seen = tmp_path / "staged-when-killed"
+
+    def dying(host, ctx):
+        if host == victim:
+            seen.write_text(str(len(list((state / "hosts").glob(".*.staged")))))
+            os._exit(9)
+        return real(host, ctx)
+
+    monkeypatch.setattr(_inspect, "_evaluate_host", dying)
+    with pytest.raises(_pool.PoolError):
+        _inspect.inspect_nodes(hosts, profiles=profiles, now=WHEN, state_dir=str(state))
+    assert int(seen.read_text()) >= 5  # others had staged theirs when the worker died
+    assert not list((state / "hosts").iterdir())  # no host file, no staged file
+    monkeypatch.setattr(_inspect, "_evaluate_host", real)
+    timing = {}
+    _inspect.inspect_nodes(hosts, profiles=profiles, now=WHEN, state_dir=str(state), timing=timing)
+    assert timing["state_written"] == len(hosts)
+    assert sorted(p.name for p in (state / "hosts").iterdir()) == sorted(h + ".json" for h in hosts)
+
+
+def test_staged_states_are_put_in_place_only_for_their_own_host(tmp_path):
+    state = str(tmp_path)
+    body = _state.encode_if_changed("h1", _state.empty_host_state("h1"), None, "2026-12-05T10:00:00Z")
+    token = "a" * 32
+    staged = _state.stage_host_state(state, "h1", body, token)
+    assert stat.S_IMODE(os.stat(staged).st_mode) == 0o600 and os.path.basename(staged).endswith(".staged")
+    with pytest.raises(_state.StateError, match="not h2's"):
+        _state.save_host_states(state, {"h2": staged})
+    assert _state.save_host_states(state, {"h1": staged}) == 1 and not os.path.exists(staged)
+    assert _state.load_host_state(state, "h1")["updated_at"] == "2026-12-05T10:00:00Z"
+    with pytest.raises(_state.StateError):
+        _state.stage_host_state(state, "h1", body, "../x")
+    with pytest.raises(_state.StateError):
+        _state.stage_host_state(state, "../h1", body, token)
+    old = _state.stage_host_state(state, "h1", body, "b" * 32)
+    day_ago = datetime.datetime.now().timestamp() - 2 * 86400
+    os.utime(old, (day_ago, day_ago))
+    fresh = _state.stage_host_state(state, "h1", body, "c" * 32)
+    assert _state.discard_staged(state, older_than_s=86400) == 1
+    assert not os.path.exists(old) and os.path.exists(fresh)
+    assert _state.discard_staged(state, "c" * 32) == 1 and not os.path.exists(fresh)
 
 
 def test_no_state_dir_no_cache_and_an_unlistable_capture_is_never_cached(tmp_path):
