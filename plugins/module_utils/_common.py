@@ -154,7 +154,7 @@ def num_unit(value: Any) -> Tuple[Optional[float], Optional[str]]:
     """
     # text, the common case, goes straight to the pattern: no sentinel starts with a number, and the pattern takes
     # the whitespace strip() would remove
-    v = value if type(value) is str else clean(value)
+    v = value if isinstance(value, str) else clean(value)
     if v is None:
         return None, None
     if isinstance(v, bool):
@@ -165,7 +165,7 @@ def num_unit(value: Any) -> Tuple[Optional[float], Optional[str]]:
         except OverflowError:
             return None, None
         return (f, None) if math.isfinite(f) else (None, None)
-    m = _NUM_UNIT.match(v if type(v) is str else str(v))
+    m = _NUM_UNIT.match(v if isinstance(v, str) else str(v))
     if not m or len(m.group(1)) > MAX_NUMBER_CHARS:
         return None, None
     try:

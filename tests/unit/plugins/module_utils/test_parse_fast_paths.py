@@ -154,7 +154,7 @@ def _hostile_listing(seed):
     rnd = random.Random(seed)
     hcas = ["mlx5_0", "mlx5_1", "bad name", "../etc", "mlx5_2", "x" * 70]
     lines = []
-    for _ in range(400):
+    for _i in range(400):
         hca = rnd.choice(hcas)
         port = rnd.choice(["1", "2", "00001", "x", "²", "123456"])
         tail = rnd.choice(
@@ -263,4 +263,4 @@ def test_num_unit_on_text_is_num_unit_on_the_stripped_text(value):
 
 
 class _TextLike(str):
-    """A str subclass: not ``type(value) is str``, so it takes the general path (clean first)."""
+    """A str subclass (as Ansible's unsafe text is): the same answer as plain text."""
