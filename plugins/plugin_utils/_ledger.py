@@ -310,7 +310,7 @@ def record_run(
                 "started_at": at,
                 "finished_at": at,
                 "policy_version": str((report.get("policy") or {}).get("version") or "")[:64] or None,
-                "policy_hash": str((report.get("policy") or {}).get("hash") or "")[:64] or None,
+                "policy_hash": str((report.get("policy") or {}).get("hash") or "")[:128] or None,
                 "nodes_total": len(nodes),
                 "summary": {k: summary.get(k) for k in ("nodes", "status", "severity")},
             },

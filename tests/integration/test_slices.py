@@ -62,11 +62,15 @@ def sim20(tmp_path_factory):
     return out, hosts
 
 
-def test_two_slices_and_the_merge_equal_an_unsliced_run(sim20, tmp_path):
+def test_two_slices_and_the_merge_equal_an_unsliced_run(sim20, tmp_path, store_kw):
+    """On the embedded store both slices and the merge share (one controller), and on PostgreSQL (gpuops_db_url:
+    several controllers, AWX execution nodes)."""
     sim, hosts = sim20
     inv = sim / "inventory" / "hosts.yml"
-    state = tmp_path / "state"  # the embedded store both slices and the merge share (one controller)
-    group = ["gpuops_slice_mode=slice", "gpuops_run_group=t-1", "gpuops_slice_count=2", "gpuops_state_dir=%s" % state]
+    store = ["gpuops_state_dir=%s" % (tmp_path / "state")]
+    if "db_url" in store_kw:
+        store.append("gpuops_db_url=%s" % store_kw["db_url"])
+    group = ["gpuops_slice_mode=slice", "gpuops_run_group=t-1", "gpuops_slice_count=2"] + store
     # AWX's slicing: round robin over the inventory's hosts; both slices at once
     slices = [hosts[k::2] for k in range(2)]
     procs = [_playbook(inv, *group, "gpuops_slice=%d" % (k + 1), limit=",".join(slices[k])) for k in range(2)]
@@ -79,7 +83,7 @@ def test_two_slices_and_the_merge_equal_an_unsliced_run(sim20, tmp_path):
             "gpuops_slice_mode=merge",
             "gpuops_run_group=t-1",
             "gpuops_expect_slices=2",
-            "gpuops_state_dir=%s" % state,
+            *store,
             "gpuops_report_dir=%s" % merged_dir,
         )
     )
@@ -102,7 +106,7 @@ def test_two_slices_and_the_merge_equal_an_unsliced_run(sim20, tmp_path):
         "gpuops_slice_mode=merge",
         "gpuops_run_group=t-1",
         "gpuops_expect_slices=3",
-        "gpuops_state_dir=%s" % state,
+        *store,
         "gpuops_report_dir=%s" % (tmp_path / "refused"),
     )
     assert "run group t-1: 2 of 3 slices written (1, 2); missing: 3" in _done(refused, ok=False)

@@ -57,7 +57,7 @@ def define(meta: Any) -> Any:
         sa.Column("finished_at", ts),
         sa.Column("controller", s(255)),
         sa.Column("policy_version", s(64)),
-        sa.Column("policy_hash", s(64)),
+        sa.Column("policy_hash", s(128)),  # "sha256:" + 64 hex digits (was 64 wide: 0006_ledger_hash)
         sa.Column("nodes_total", sa.Integer, nullable=False, server_default="0"),
         sa.Column("summary", sa.JSON),
         sa.Index("ix_runs_started", "started_at"),

@@ -39,7 +39,7 @@ def define(meta: Any) -> Any:
         sa.Column("finished_at", sa.Float, nullable=False),
         sa.Column("host_count", sa.Integer, nullable=False),
         sa.Column("controller", s(255)),
-        sa.Column("policy_hash", s(64)),
+        sa.Column("policy_hash", s(128)),  # "sha256:" + 64 hex digits (was 64 wide: 0005_slices_hash)
     )
     sa.Table(
         "slice_nodes",
