@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from ansible_collections.gpuops.cluster.plugins.action import inspect_cluster
 from ansible_collections.gpuops.cluster.plugins.module_utils import _collect
@@ -25,6 +24,9 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _p
 REPO = Path(__file__).resolve().parents[4]
 sys.path.insert(0, str(REPO / "tools"))
 from simcluster import generate as G  # noqa: E402
+
+sys.path.insert(0, str(REPO / "tests" / "unit"))
+import sim_inventory  # noqa: E402
 
 LIVE = ["live-1", "live-2"]
 
@@ -48,11 +50,9 @@ class Recording(dict):
 def cluster(tmp_path_factory):
     out = tmp_path_factory.mktemp("handoff") / "sim"
     G.generate(10, str(out), 7, "default")
-    inv = yaml.safe_load((out / "inventory" / "hosts.yml").read_text())
-    group = yaml.safe_load((out / "inventory" / "group_vars" / "gpu_nodes.yml").read_text()) or {}
-    every = yaml.safe_load((out / "inventory" / "group_vars" / "all.yml").read_text()) or {}
+    own, group, every = sim_inventory.gpu_nodes(out)
     hostvars = {}
-    for host, v in inv["all"]["children"]["gpu_nodes"]["hosts"].items():
+    for host, v in own.items():
         hostvars[host] = dict(every, **group, **v, inventory_hostname=host)
     first = next(iter(hostvars.values()))
     facts = _collect.collect_all(capture_dir=first["gpuops_capture_dir"])

@@ -130,6 +130,9 @@ def test_inference_thresholds_are_policy(tmp_path):
 
 sys.path.insert(0, str(REPO / "tools"))
 from simcluster import generate as G  # noqa: E402
+
+sys.path.insert(0, str(REPO / "tests" / "unit"))
+import sim_inventory  # noqa: E402
 from simcluster import score  # noqa: E402
 from simnode.capture import capture  # noqa: E402
 from simnode.state import default_state  # noqa: E402
@@ -186,10 +189,9 @@ def test_gpu_on_a_narrower_pcie_link_than_its_siblings(tmp_path):
 
 
 def _hosts(sim: Path):
-    inv = yaml.safe_load((sim / "inventory" / "hosts.yml").read_text())
-    gv = yaml.safe_load((sim / "inventory" / "group_vars" / "gpu_nodes.yml").read_text()) or {}
+    own, gv, _every = sim_inventory.gpu_nodes(sim)
     hosts = {}
-    for h, v in inv["all"]["children"]["gpu_nodes"]["hosts"].items():
+    for h, v in own.items():
         hosts[h] = {
             "capture_dir": v["gpuops_capture_dir"],
             "previous_capture_dir": v.get("gpuops_previous_capture_dir"),

@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _facts_cache, _fleet_summary, _inspect, _ledger
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _pool, _report, _state
@@ -25,6 +24,9 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils import _pool, _repo
 REPO = Path(__file__).resolve().parents[4]
 sys.path.insert(0, str(REPO / "tools"))
 from simcluster import generate as G  # noqa: E402
+
+sys.path.insert(0, str(REPO / "tests" / "unit"))
+import sim_inventory  # noqa: E402
 
 WHEN = datetime.datetime(2026, 12, 3, 12, 0, tzinfo=datetime.timezone.utc)
 
@@ -41,8 +43,7 @@ def same(text: str) -> str:
 def sim(tmp_path_factory):
     out = tmp_path_factory.mktemp("scale") / "sim"
     G.generate(24, str(out), 7, "default")
-    inv = yaml.safe_load((out / "inventory" / "hosts.yml").read_text())
-    gv = yaml.safe_load((out / "inventory" / "group_vars" / "gpu_nodes.yml").read_text()) or {}
+    own, gv, _every = sim_inventory.gpu_nodes(out)
     hosts = {
         h: {
             "capture_dir": v["gpuops_capture_dir"],
@@ -52,7 +53,7 @@ def sim(tmp_path_factory):
             "power": v.get("gpuops_power_domain"),
             "node_class": v.get("gpuops_node_class"),
         }
-        for h, v in inv["all"]["children"]["gpu_nodes"]["hosts"].items()
+        for h, v in own.items()
     }
     assert any(h["previous_capture_dir"] for h in hosts.values())  # the previous-reading path is exercised too
     return hosts, gv.get("gpuops_profiles") or {}
