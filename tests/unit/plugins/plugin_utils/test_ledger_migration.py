@@ -5,24 +5,22 @@ collection's heads, its data kept, and the ledger then works on it (issue 15), o
 from __future__ import annotations
 
 import sqlalchemy as sa
-from alembic import command
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import engine as db_engine
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
 from ledger_reports import T0, finding, report
+from store_revisions import upgrade_to
 
 
 def test_an_old_database_is_upgraded_and_keeps_its_data(store_kw):
     old = open_store(migrate_schema=False, **store_kw)
     script = db_engine._script()
-    with old.begin() as conn:
-        script["cfg"].attributes["connection"] = conn
-        try:
-            command.upgrade(script["cfg"], "0001_base")
-        finally:
-            script["cfg"].attributes.pop("connection", None)
-        conn.execute(sa.text("INSERT INTO gpuops_store_info (key, value) VALUES ('site', 'lab-3')"))
+    upgrade_to(
+        old,
+        "0001_base",
+        then=lambda conn: conn.execute(sa.text("INSERT INTO gpuops_store_info (key, value) VALUES ('site', 'lab-3')")),
+    )
     assert old.heads() == ["0001_base"]
     with old.read() as conn:
         assert not sa.inspect(conn).has_table("incidents")
