@@ -20,13 +20,11 @@ import pytest
 from ansible_collections.gpuops.cluster.plugins.action import inspect_cluster
 from ansible_collections.gpuops.cluster.plugins.module_utils import _collect
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _plan_handoff
+from sim_inventory import gpu_nodes
 
 REPO = Path(__file__).resolve().parents[4]
 sys.path.insert(0, str(REPO / "tools"))
 from simcluster import generate as G  # noqa: E402
-
-sys.path.insert(0, str(REPO / "tests" / "unit"))
-import sim_inventory  # noqa: E402
 
 LIVE = ["live-1", "live-2"]
 
@@ -50,7 +48,7 @@ class Recording(dict):
 def cluster(tmp_path_factory):
     out = tmp_path_factory.mktemp("handoff") / "sim"
     G.generate(10, str(out), 7, "default")
-    own, group, every = sim_inventory.gpu_nodes(out)
+    own, group, every = gpu_nodes(out)
     hostvars = {}
     for host, v in own.items():
         hostvars[host] = dict(every, **group, **v, inventory_hostname=host)

@@ -27,6 +27,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks as C
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy as P
+from sim_inventory import gpu_nodes
 
 REPO = Path(__file__).resolve().parents[4]
 IBSTAT = REPO / "tests" / "fixtures" / "ibstat"
@@ -130,9 +131,6 @@ def test_inference_thresholds_are_policy(tmp_path):
 
 sys.path.insert(0, str(REPO / "tools"))
 from simcluster import generate as G  # noqa: E402
-
-sys.path.insert(0, str(REPO / "tests" / "unit"))
-import sim_inventory  # noqa: E402
 from simcluster import score  # noqa: E402
 from simnode.capture import capture  # noqa: E402
 from simnode.state import default_state  # noqa: E402
@@ -189,7 +187,7 @@ def test_gpu_on_a_narrower_pcie_link_than_its_siblings(tmp_path):
 
 
 def _hosts(sim: Path):
-    own, gv, _every = sim_inventory.gpu_nodes(sim)
+    own, gv, _every = gpu_nodes(sim)
     hosts = {}
     for h, v in own.items():
         hosts[h] = {

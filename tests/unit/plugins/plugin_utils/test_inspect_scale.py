@@ -20,13 +20,11 @@ import pytest
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _facts_cache, _fleet_summary, _inspect, _ledger
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _pool, _report, _state
+from sim_inventory import gpu_nodes
 
 REPO = Path(__file__).resolve().parents[4]
 sys.path.insert(0, str(REPO / "tools"))
 from simcluster import generate as G  # noqa: E402
-
-sys.path.insert(0, str(REPO / "tests" / "unit"))
-import sim_inventory  # noqa: E402
 
 WHEN = datetime.datetime(2026, 12, 3, 12, 0, tzinfo=datetime.timezone.utc)
 
@@ -43,7 +41,7 @@ def same(text: str) -> str:
 def sim(tmp_path_factory):
     out = tmp_path_factory.mktemp("scale") / "sim"
     G.generate(24, str(out), 7, "default")
-    own, gv, _every = sim_inventory.gpu_nodes(out)
+    own, gv, _every = gpu_nodes(out)
     hosts = {
         h: {
             "capture_dir": v["gpuops_capture_dir"],

@@ -17,12 +17,12 @@ from store_revisions import upgrade_to
 HASH = _policy.policy_hash({"thresholds": {"temperature": {"gpu_slowdown_margin_c": 5}}})
 
 
-def _node(host):
+def _node():
     return {"status": "healthy", "findings": [], "domains": {}, "facts": {}, "policy_hash": HASH}
 
 
 def _write_and_read_back(store):
-    _slices.write_slice(store, "g-hash", 1, {"n1": _node("n1")}, {"slice_count": 1, "policy_hash": HASH})
+    _slices.write_slice(store, "g-hash", 1, {"n1": _node()}, {"slice_count": 1, "policy_hash": HASH})
     nodes, info = _slices.load_group(store, "g-hash", expect_slices=1)
     rep = report(T0, {"n1": {"status": "healthy"}})
     rep["policy"]["hash"] = HASH
