@@ -103,7 +103,7 @@ test: setup
 # MOLECULE_SCENARIOS="isolate onboard" runs some of them
 MOLECULE_SCENARIOS ?= $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
 molecule:
-	rc=0; for s in $(MOLECULE_SCENARIOS); do env -u GPUOPS_TB -u GPUOPS_TB_PREFIX $(BIN)/molecule test -s $$s || rc=1; done; exit $$rc
+	bash tests/testbed/run-molecule.sh $(BIN)/molecule $(MOLECULE_SCENARIOS)
 
 DEMO_REPORT ?= $(ROOT)/reports/demo
 demo: setup
