@@ -205,6 +205,11 @@ def main() -> None:
         help="also time bench/live_tools_floor.yml: one shell module per host running collect_info's tool calls",
     )
     ap.add_argument(
+        "--python-capture",
+        action="store_true",
+        help="also time the inspection with gpuops_capture_via=python (the capture module on the node)",
+    )
+    ap.add_argument(
         "--node-parse",
         action="store_true",
         help="also time the inspection with gpuops_parse_on=node (the parsers on the node, as before 2026-12-04)",
@@ -222,6 +227,8 @@ def main() -> None:
     runs = [("ping", ping), ("inspect", inspect)]
     if args.floor:
         runs.append(("floor", ping[:-1] + [str(REPO / "bench" / "live_tools_floor.yml")]))
+    if args.python_capture:
+        runs.append(("pycap", inspect + ["-e", "gpuops_capture_via=python"]))
     if args.node_parse:
         runs.append(("node", inspect + ["-e", "gpuops_parse_on=node"]))
     run(inspect)  # warm-up, not timed: renders every tool answer once, warms the page cache
@@ -257,6 +264,7 @@ def main() -> None:
     }
     extra = (
         ("floor", "floor_ratio", "floor (tools only, one shell module a host)"),
+        ("pycap", "python_capture_ratio", "inspection with the Python capture module on the node"),
         ("node", "node_parse_ratio", "inspection with the parsers on the node"),
     )
     for name, key, label in extra:

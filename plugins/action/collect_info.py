@@ -18,6 +18,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 PARSE_ON = ("node", "controller")
+CAPTURE_VIA = ("shell", "python")
 #: collect_info options the node-side capture takes as they are
 _CAPTURE_ARGS = ("timeout", "kernel_since", "sysfs_root", "mounts", "services")
 
@@ -32,6 +33,11 @@ class ActionModule(ActionBase):
         if parse_on not in PARSE_ON:
             raise AnsibleActionFail(
                 "collect_info: parse_on must be one of %s, not %r" % (", ".join(PARSE_ON), parse_on)
+            )
+        via = args.pop("capture_via", None) or "shell"
+        if via not in CAPTURE_VIA:
+            raise AnsibleActionFail(
+                "collect_info: capture_via must be one of %s, not %r" % (", ".join(CAPTURE_VIA), via)
             )
         if parse_on == "node" or args.get("capture_dir"):
             result.update(
@@ -53,7 +59,10 @@ class ActionModule(ActionBase):
         if "dcgm" in domains:
             cap_args["dcgm_level"] = 1  # what collect_info runs live (dcgmi diag -r 1)
         cap_args["pack"] = True
-        mod = self._execute_module(module_name="gpuops.cluster.capture", module_args=cap_args, task_vars=task_vars)
+        if via == "shell":
+            mod = self._shell_capture(cap_args)
+        else:
+            mod = self._execute_module(module_name="gpuops.cluster.capture", module_args=cap_args, task_vars=task_vars)
         if mod.get("failed") or mod.get("unreachable"):
             result.update(mod)
             return result
@@ -77,3 +86,35 @@ class ActionModule(ActionBase):
         else:
             result.update(changed=False, facts=facts, parsed_on="controller")
         return result
+
+    def _shell_capture(self, cap_args):
+        """The capture by one shell command on the node (``_shcapture``): {"packed": ...} as the capture module
+        returns it, or a failed result saying why. It only reads, so it runs in check mode too (as the module)."""
+        from ansible_collections.gpuops.cluster.plugins.module_utils._livecapture import pack
+        from ansible_collections.gpuops.cluster.plugins.plugin_utils import _shcapture
+
+        options = {
+            "timeout": cap_args.get("timeout") or 30,
+            "kernel_since": cap_args.get("kernel_since"),
+            "sysfs_root": cap_args.get("sysfs_root") or "/",
+            "dcgm_level": cap_args.get("dcgm_level"),
+            "domains": cap_args["domains"],
+            "node_options": {"mounts": cap_args.get("mounts") or [], "services": cap_args.get("services")},
+        }
+        try:
+            options = _shcapture.check_options(options)
+            token = _shcapture.new_token()
+            script = _shcapture.build_script(token, options)
+        except _shcapture.ShellCaptureError as exc:
+            raise AnsibleActionFail("collect_info: %s" % exc) from None
+        res = self._low_level_execute_command(script, sudoable=True)
+        stdout = res.get("stdout") or ""
+        if isinstance(stdout, bytes):
+            stdout = stdout.decode("utf-8", errors="replace")
+        if "@@gpuops:" + token not in stdout:
+            return {
+                "failed": True,
+                "msg": "the node's shell capture did not run (rc %s): %s"
+                % (res.get("rc"), str(res.get("stderr") or "").strip()[-500:]),
+            }
+        return {"packed": pack(_shcapture.to_tree(stdout, token, options))}

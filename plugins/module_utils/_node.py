@@ -103,6 +103,23 @@ ALIASES = {"nv-hostengine": "nvidia-dcgm", "dcgm": "nvidia-dcgm", "nv-fabricmana
 DEFAULT_SERVICES = ("nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm")
 FABRIC_MANAGER = "nvidia-fabricmanager"
 
+#: how the fabric manager's package version is asked (dpkg-query, else rpm): the node shell capture runs the same
+DPKG_FORMAT = "${db:Status-Abbrev} ${Package} ${Version}\n"
+FM_PACKAGES = ("nvidia-fabricmanager*", "cuda-drivers-fabricmanager*")
+RPM_FORMAT = "%{NAME} %{VERSION}\n"
+RPM_PATTERN = "nvidia-fabric*manager*"
+#: the paths the node collector reads (the shell capture sends them back for the replay)
+READ_PATHS = (
+    "/proc/sys/kernel/hostname",
+    "/proc/sys/kernel/osrelease",
+    "/proc/sys/kernel/random/boot_id",
+    "/etc/os-release",
+    "/usr/lib/os-release",
+    "/proc/meminfo",
+    "/proc/self/mounts",
+    "/proc/mounts",
+)
+
 #: /proc/<pid>/comm holds at most 15 characters.
 COMM_LEN = 15
 MAX_PROBES_IN_PARALLEL = 16
@@ -120,33 +137,58 @@ def _read(root: str, path: str) -> Optional[str]:
         return None
 
 
+class LiveIO:
+    """What the node collector reads and runs, on the node itself. ``plugin_utils/_shcapture.ReplayIO`` answers
+    the same calls on the controller from what a node's shell capture sent back (``collect_info``
+    ``capture_via: shell``), so that one collector, this one, makes ``node.json`` either way."""
+
+    def read(self, root: str, path: str) -> Optional[str]:
+        return _read(root, path)
+
+    def which(self, name: str) -> Optional[str]:
+        return which(name)
+
+    def isdir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def run(self, argv: List[str], timeout: float) -> Any:
+        return run_command(argv, timeout=timeout)
+
+    def probe_all(self, paths: List[str], timeout: float) -> Dict[str, Dict[str, Any]]:
+        return _probe_all(paths, timeout)
+
+    def process_names(self, root: str) -> Dict[str, int]:
+        return _process_names(root)
+
+    def own_names(self, root: str) -> Tuple[Optional[str], Optional[str]]:
+        """(hostname, kernel release) of this process's host when ``root`` is the live root, else (None, None)."""
+        if os.path.realpath(root) != "/":
+            return None, None
+        return socket.gethostname(), os.uname().release
+
+
+LIVE_IO = LiveIO()
+
+
 def _statvfs(path: str) -> List[int]:
     st = os.statvfs(path)
     return [st.f_blocks, st.f_bfree, st.f_bavail, st.f_frsize]
 
 
-def probe_path(path: str, timeout: float) -> Dict[str, Any]:
-    """statvfs ``path`` in a child killed after ``timeout``: ``{responsive, size_mib, free_mib, free_pct, error}``."""
+def probe_result(res: Any, timeout: float) -> Dict[str, Any]:
+    """A ``stat -f -c '%b %f %a %S'`` run (a :class:`_runner.CommandResult`, or a node's answer replayed on the
+    controller) as :func:`probe_path`'s record."""
     out: Dict[str, Any] = {"responsive": None, "size_mib": None, "free_mib": None, "free_pct": None, "error": None}
-    argv = _probe_argv(path)
-    if argv:
-        res = run_command(argv, timeout=timeout)
-        if res.timed_out:
-            out.update(responsive=False, error=f"not responding: statfs did not return within {timeout:.0f} s")
-            return out
-        if not res.ok:
-            out.update(responsive=False, error=res.describe())
-            return out
-        text = res.stdout
-    else:  # no stat(1): statvfs in a forked child
-        res2 = run_in_child(_statvfs, (path,), timeout)
-        if res2.get("timed_out"):
-            out.update(responsive=False, error=f"not responding: statfs did not return within {timeout:.0f} s")
-            return out
-        if not res2.get("ok"):
-            out.update(responsive=False, error=str(res2.get("error")))
-            return out
-        text = " ".join(str(n) for n in res2["value"])
+    if res.timed_out:
+        out.update(responsive=False, error=f"not responding: statfs did not return within {timeout:.0f} s")
+        return out
+    if not res.ok:
+        out.update(responsive=False, error=res.describe())
+        return out
+    return _probe_text(out, res.stdout)
+
+
+def _probe_text(out: Dict[str, Any], text: str) -> Dict[str, Any]:
     try:
         out.update(parse_stat_f(text, "stat -f"))
     except ParseError as exc:
@@ -154,6 +196,23 @@ def probe_path(path: str, timeout: float) -> Dict[str, Any]:
         return out
     out["responsive"] = True
     return out
+
+
+def probe_path(path: str, timeout: float) -> Dict[str, Any]:
+    """statvfs ``path`` in a child killed after ``timeout``: ``{responsive, size_mib, free_mib, free_pct, error}``."""
+    argv = _probe_argv(path)
+    if argv:
+        return probe_result(run_command(argv, timeout=timeout), timeout)
+    # no stat(1): statvfs in a forked child
+    out: Dict[str, Any] = {"responsive": None, "size_mib": None, "free_mib": None, "free_pct": None, "error": None}
+    res2 = run_in_child(_statvfs, (path,), timeout)
+    if res2.get("timed_out"):
+        out.update(responsive=False, error=f"not responding: statfs did not return within {timeout:.0f} s")
+        return out
+    if not res2.get("ok"):
+        out.update(responsive=False, error=str(res2.get("error")))
+        return out
+    return _probe_text(out, " ".join(str(n) for n in res2["value"]))
 
 
 def _probe_argv(path: str) -> Optional[List[str]]:
@@ -182,7 +241,12 @@ def _entry_path(item: Any) -> Tuple[Optional[str], Dict[str, Any]]:
 
 
 def check_mounts(
-    mounts: Iterable[Any], filesystems: Iterable[Any], table: List[Dict[str, str]], root: str, timeout: float
+    mounts: Iterable[Any],
+    filesystems: Iterable[Any],
+    table: List[Dict[str, str]],
+    root: str,
+    timeout: float,
+    io: Any = LIVE_IO,
 ) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """Mount and filesystem records; only present mounts and named filesystems are probed (in parallel)."""
     mount_recs = []
@@ -229,7 +293,7 @@ def check_mounts(
         )
         to_probe.append(path)
     unique = list(dict.fromkeys(to_probe))
-    probed = _probe_all([os.path.join(root, p.lstrip("/")) for p in unique], timeout)
+    probed = io.probe_all([os.path.join(root, p.lstrip("/")) for p in unique], timeout)
     by_path = {p: probed[os.path.join(root, p.lstrip("/"))] for p in unique}
     for rec in mount_recs + fs_recs:
         res = by_path.get(rec["path"])
@@ -260,11 +324,11 @@ def _process_names(root: str) -> Dict[str, int]:
     return out
 
 
-def _pidfile_alive(root: str, pidfiles: List[str]) -> Optional[int]:
+def _pidfile_alive(root: str, pidfiles: List[str], io: Any = LIVE_IO) -> Optional[int]:
     for pf in pidfiles:
-        text = _read(root, pf)
+        text = io.read(root, pf)
         pid = to_int(text.strip()) if text else None
-        if pid and pid > 0 and os.path.isdir(os.path.join(root, "proc", str(pid))):
+        if pid and pid > 0 and io.isdir(os.path.join(root, "proc", str(pid))):
             return pid
     return None
 
@@ -290,25 +354,25 @@ def _service_spec(item: Any) -> Optional[Tuple[str, Dict[str, List[str]]]]:
 
 
 def check_services(
-    services: Iterable[Any], root: str, timeout: float, errors: List[Dict[str, Any]]
+    services: Iterable[Any], root: str, timeout: float, errors: List[Dict[str, Any]], io: Any = LIVE_IO
 ) -> Dict[str, Dict[str, Any]]:
     """``{name: {running, unit_state, pid, method}}``: systemd when it runs here, else /proc, else pid files."""
     specs = [s for s in (_service_spec(i) for i in services) if s is not None]
     if not specs:
         return {}
-    systemctl = which("systemctl")
-    use_systemd = bool(systemctl) and os.path.isdir(os.path.join(root, "run", "systemd", "system"))
+    systemctl = io.which("systemctl")
+    use_systemd = bool(systemctl) and io.isdir(os.path.join(root, "run", "systemd", "system"))
     states: Dict[str, str] = {}
     if use_systemd:
         units = list(dict.fromkeys(u for _name, spec in specs for u in spec["units"]))
-        res = run_command([systemctl, "is-active", "--", *units], timeout=timeout)  # rc 3 when any is inactive
+        res = io.run([systemctl, "is-active", "--", *units], timeout)  # rc 3 when any is inactive
         if res.timed_out or res.error:
             kind = "timeout" if res.timed_out else "tool_error"
             errors.append(error_record(DOMAIN, kind, res.describe(), source="systemctl"))
             use_systemd = False
         else:
             states = parse_is_active(res.stdout, units)
-    procs = _process_names(root)
+    procs = io.process_names(root)
     out: Dict[str, Dict[str, Any]] = {}
     for name, spec in specs:
         rec: Dict[str, Any] = {"running": None, "unit_state": None, "pid": None, "method": None}
@@ -320,7 +384,7 @@ def check_services(
             pid = next((procs[p[:COMM_LEN]] for p in spec["processes"] if p[:COMM_LEN] in procs), None)
             method = "proc"
         else:
-            pid = _pidfile_alive(root, spec["pidfiles"])
+            pid = _pidfile_alive(root, spec["pidfiles"], io)
             method = "pidfile" if spec["pidfiles"] else None
         rec["pid"] = pid
         rec["method"] = "systemctl" if use_systemd else method
@@ -332,26 +396,25 @@ def check_services(
     return out
 
 
-def fabric_manager_version(timeout: float, errors: List[Dict[str, Any]]) -> Optional[str]:
+def fabric_manager_version(timeout: float, errors: List[Dict[str, Any]], io: Any = LIVE_IO) -> Optional[str]:
     """``nv-fabricmanager --version``, else the installed package version (dpkg-query, then rpm), else None."""
-    exe = which("nv-fabricmanager")
+    exe = io.which("nv-fabricmanager")
     if exe:
-        res = run_command([exe, "--version"], timeout=timeout)
+        res = io.run([exe, "--version"], timeout)
         version = parse_fm_version(res.stdout + "\n" + res.stderr)
         if version:
             return version
         kind = "timeout" if res.timed_out else "tool_error"
         errors.append(error_record(DOMAIN, kind, res.describe(), source="nv-fabricmanager --version"))
-    dpkg = which("dpkg-query")
+    dpkg = io.which("dpkg-query")
     if dpkg:
-        fmt = "${db:Status-Abbrev} ${Package} ${Version}\n"
-        res = run_command([dpkg, "-W", "-f", fmt, "nvidia-fabricmanager*", "cuda-drivers-fabricmanager*"], timeout)
+        res = io.run([dpkg, "-W", "-f", DPKG_FORMAT, *FM_PACKAGES], timeout)
         version = parse_dpkg_versions(res.stdout)
         if version:
             return version
-    rpm = which("rpm")
+    rpm = io.which("rpm")
     if rpm:
-        res = run_command([rpm, "-qa", "--qf", "%{NAME} %{VERSION}\n", "nvidia-fabric*manager*"], timeout=timeout)
+        res = io.run([rpm, "-qa", "--qf", RPM_FORMAT, RPM_PATTERN], timeout)
         return parse_rpm_versions(res.stdout)
     return None
 
@@ -377,31 +440,31 @@ def _result(source: Optional[str] = None) -> Dict[str, Any]:
     }
 
 
-def _collect_live(mounts, filesystems, services, timeout: float, root: str) -> Dict[str, Any]:
+def _collect_live(mounts, filesystems, services, timeout: float, root: str, io: Any = LIVE_IO) -> Dict[str, Any]:
     out = _result("live")
-    live_root = os.path.realpath(root) == "/"
-    host = _read(root, "/proc/sys/kernel/hostname")
-    out["hostname"] = host.strip() if host and host.strip() else (socket.gethostname() if live_root else None)
-    kernel = _read(root, "/proc/sys/kernel/osrelease")
-    out["kernel"] = kernel.strip() if kernel and kernel.strip() else (os.uname().release if live_root else None)
-    boot = _read(root, "/proc/sys/kernel/random/boot_id")
+    own_host, own_kernel = io.own_names(root)
+    host = io.read(root, "/proc/sys/kernel/hostname")
+    out["hostname"] = host.strip() if host and host.strip() else own_host
+    kernel = io.read(root, "/proc/sys/kernel/osrelease")
+    out["kernel"] = kernel.strip() if kernel and kernel.strip() else own_kernel
+    boot = io.read(root, "/proc/sys/kernel/random/boot_id")
     out["boot_id"] = boot.strip() if boot and boot.strip() else None
-    rel = _read(root, "/etc/os-release") or _read(root, "/usr/lib/os-release")
+    rel = io.read(root, "/etc/os-release") or io.read(root, "/usr/lib/os-release")
     out["os"] = os_name(parse_os_release(rel)) if rel else None
-    mem = _read(root, "/proc/meminfo")
+    mem = io.read(root, "/proc/meminfo")
     out["memory_mib"] = parse_meminfo(mem) if mem else None
     mounts = list(mounts or [])
     filesystems = list(filesystems or [])
     if mounts or filesystems:
-        table_text = _read(root, "/proc/self/mounts") or _read(root, "/proc/mounts")
+        table_text = io.read(root, "/proc/self/mounts") or io.read(root, "/proc/mounts")
         if table_text is None:
             out["errors"].append(error_record(DOMAIN, "missing", "no /proc/self/mounts", source="/proc/self/mounts"))
         table = parse_mounts(table_text or "")
-        out["mounts"], out["filesystems"] = check_mounts(mounts, filesystems, table, root, timeout)
+        out["mounts"], out["filesystems"] = check_mounts(mounts, filesystems, table, root, timeout, io)
     names = DEFAULT_SERVICES if services is None else services
-    out["services"] = check_services(names, root, timeout, out["errors"])
+    out["services"] = check_services(names, root, timeout, out["errors"], io)
     if FABRIC_MANAGER in out["services"]:
-        version = fabric_manager_version(timeout, out["errors"])
+        version = fabric_manager_version(timeout, out["errors"], io)
         out["fabric_manager_version"] = version
         out["services"][FABRIC_MANAGER]["version"] = version
     return out
@@ -476,17 +539,19 @@ def collect(
     services: Optional[Iterable[Any]] = None,
     timeout: float = 10,
     root: str = "/",
+    io: Any = LIVE_IO,
 ) -> Dict[str, Any]:
     """The ``node`` domain of docs/facts.md, from ``capture_dir/node.json`` or the live node.
 
     ``mounts``: paths (or ``{path, fstype}``) that must be mounted and responsive; ``filesystems``: paths whose
     free space is reported; ``services``: names (or ``{name, unit, process, pidfile}``), None = the NVIDIA
-    defaults, [] = none. ``root`` reads another root's /proc, /etc, /run (tests).
+    defaults, [] = none. ``root`` reads another root's /proc, /etc, /run (tests). ``io``: where the reads and runs go
+    (:class:`LiveIO`; on the controller, a node's shell capture replayed).
     """
     try:
         if capture_dir:
             return _collect_capture(capture_dir, mounts)
-        return _collect_live(mounts, filesystems, services, float(timeout), root or "/")
+        return _collect_live(mounts, filesystems, services, float(timeout), root or "/", io)
     except Exception as exc:  # noqa: BLE001 - collector boundary: report, never raise
         out = _result()
         out["errors"].append(internal_error(DOMAIN, exc))

@@ -62,6 +62,23 @@ options:
     type: str
     choices: [node, controller]
     default: node
+  capture_via:
+    description:
+      - How the node runs its tools with O(parse_on=controller).
+      - V(shell) - one POSIX C(/bin/sh) script sent over the connection (as M(ansible.builtin.raw) does; no Python
+        on the node): the same tool calls as M(gpuops.cluster.capture), each under coreutils C(timeout) (a tool
+        that hangs is killed after O(timeout) seconds), their output sent back between markers that carry a token
+        chosen for the run, and turned on the controller into the files M(gpuops.cluster.capture) would have made
+        (C(node.json) by the node collector itself, replaying what the node read and ran). A ping-sized cost per node
+        (C(docs/performance.md) "Live path"). The node needs C(sh), C(grep), C(mktemp) and C(timeout)
+        (coreutils); with O(become) the command runs as the become user. A node whose tools hang in the kernel
+        (D state) holds the command until the task's C(timeout) ends it; the node is then unknown, never judged.
+      - V(python) - M(gpuops.cluster.capture) runs the tools from Python on the node (each abandoned after
+        O(timeout) seconds even in D state, side by side in threads).
+      - Ignored with O(parse_on=node) and with O(capture_dir).
+    type: str
+    choices: [shell, python]
+    default: shell
   result_format:
     description:
       - C(dict) returns the facts as C(facts); C(json) returns them as one compact JSON text in C(facts_json).
@@ -144,6 +161,7 @@ def main():
             "result_format": {"type": "str", "choices": ["dict", "json", "capture"], "default": "dict"},
             # handled by the action plugin (controller: gpuops.cluster.capture runs here instead of this module)
             "parse_on": {"type": "str", "choices": ["node", "controller"], "default": "node"},
+            "capture_via": {"type": "str", "choices": ["shell", "python"], "default": "shell"},
         },
         supports_check_mode=True,
     )

@@ -24,6 +24,7 @@ CAPTURE = os.path.join(REPO, "inventories", "sim", ".sim", "captures", "gpu-node
 def run_action(args, answer):
     task = mock.MagicMock()
     task.args = dict(args)
+    task.args.setdefault("capture_via", "python")  # the shell capture: test_collect_info_shell.py
     task.async_val = 0
     task.check_mode = False
     action = collect_action.ActionModule(

@@ -128,7 +128,9 @@ def test_capture_broken_meta_huge_file_and_missing(tmp_path):
     assert res["source"] == "capture:nvidia-smi-q.txt" and len(res["gpus"]) == 8
     assert [e["kind"] for e in res["errors"]] == ["parse", "unreadable"]  # bad capture.json; XML over the cap
     empty = collect(capture_dir=str(tmp_path / "nope"))
-    assert (empty["source"], empty["gpus"], empty["errors"]) == (None, [], [])
+    # no GPU file at all is missing evidence (unknown), never "no GPUs" (a gpu.missing finding would isolate)
+    assert (empty["source"], empty["gpus"]) == (None, [])
+    assert [e["kind"] for e in empty["errors"]] == ["missing"]
 
 
 def test_capture_non_utf8(tmp_path):
