@@ -9,7 +9,7 @@
 Builds N live local hosts (``ansible_connection=local``), each a simulated node: its own ``tools/simnode`` state
 (generate.py --write-states) and its own tool directory (nvidia-smi, ibstat, ipmitool, dcgmi, journalctl, dmesg,
 scontrol) put first on PATH by the host's interpreter wrapper (``ansible_python_interpreter``, set explicitly:
-no interpreter discovery). The fake tools answer with what the simulator prints for that node; each answer is
+no interpreter discovery) and by its shell wrapper (``ansible_shell_executable``: the shell capture's script). The fake tools answer with what the simulator prints for that node; each answer is
 rendered once (warm-up run, not timed) and then replayed by a small shell script, so that the timed runs measure
 Ansible and the collection, not the simulator's Python start-up.
 
@@ -140,9 +140,17 @@ def build(work: Path, n: int) -> Path:
                 RECORD_SH % {"cache": node / "cache", "tools": REPO / "tools", "py": NODE_PYTHON, "state": state},
             )
         _script(node / "python", PYTHON_SH % {"bin": node / "bin", "py": NODE_PYTHON})
+        # the shell the connection runs commands with (the shell capture's script, the modules' wrapper): the same
+        # tool directory first on PATH, as a real node has its tools on the system PATH
+        _script(node / "sh", PYTHON_SH % {"bin": node / "bin", "py": "/bin/sh"})
         hv.pop("gpuops_capture_dir", None)
         hv.pop("gpuops_previous_capture_dir", None)
-        hv.update(ansible_host="127.0.0.1", ansible_connection="local", ansible_python_interpreter=str(node / "python"))
+        hv.update(
+            ansible_host="127.0.0.1",
+            ansible_connection="local",
+            ansible_python_interpreter=str(node / "python"),
+            ansible_shell_executable=str(node / "sh"),
+        )
     live = work / "inventory"
     if live.exists():
         shutil.rmtree(str(live))

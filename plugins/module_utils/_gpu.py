@@ -149,12 +149,12 @@ def collect_capture(capture_dir: str) -> Dict[str, Any]:
         break
     if result is None:
         result = _nvsmi_xml.empty_result(None)
-        if not errors:
-            # no GPU file at all: what the capture could not run (nvidia-smi not on PATH) is missing evidence, as
-            # on a live node (_collect_smi), never "no GPUs"
-            why = _capture.file_status(meta, XML_FILE).get("error")
-            msg = str(why) if why else "the capture holds neither %s nor %s" % (XML_FILE, TEXT_FILE)
-            errors.append(error_record(DOMAIN, "missing", msg, "capture:" + XML_FILE))
+        why = _capture.file_status(meta, XML_FILE).get("error")
+        if why and not errors:
+            # the capture ran nvidia-smi and could not (not on PATH): missing evidence, as on a live node
+            # (_collect_smi), never "no GPUs" (a capture that holds no GPU file and says nothing of it is a partial
+            # capture: its other domains are read as they are)
+            errors.append(error_record(DOMAIN, "missing", str(why), "capture:" + XML_FILE))
     nv_texts = {}
     for name in (NVLINK_S_FILE, NVLINK_E_FILE):
         try:

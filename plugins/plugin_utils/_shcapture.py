@@ -454,6 +454,12 @@ def to_tree(stdout: str, token: str, options: Dict[str, Any]) -> Dict[str, str]:
         if res.error and res.rc is None and not res.stdout and not res.stderr:
             continue  # not found: recorded, nothing to put
         tree[name] = res.stdout if res.stdout.strip() or not res.stderr else res.stderr
+    if not out.complete:
+        # the answer was cut: each file of the domains asked for that did not come whole is recorded as not read,
+        # so its collector reports missing evidence (the domain unknown), never an empty reading
+        for name in sorted({f for d in (domains or DOMAIN_FILES) for f in DOMAIN_FILES.get(d, ())}):
+            if name not in tree and name not in meta["files"] and name not in ("optics", "node.json"):
+                meta["files"][name] = {"rc": None, "error": "the node's answer was cut before this file came whole"}
     if "files" in out.sections:
         node_options = options.get("node_options") or {}
         io = ReplayIO(out, _mount_paths(node_options))

@@ -128,9 +128,15 @@ def test_capture_broken_meta_huge_file_and_missing(tmp_path):
     assert res["source"] == "capture:nvidia-smi-q.txt" and len(res["gpus"]) == 8
     assert [e["kind"] for e in res["errors"]] == ["parse", "unreadable"]  # bad capture.json; XML over the cap
     empty = collect(capture_dir=str(tmp_path / "nope"))
-    # no GPU file at all is missing evidence (unknown), never "no GPUs" (a gpu.missing finding would isolate)
-    assert (empty["source"], empty["gpus"]) == (None, [])
-    assert [e["kind"] for e in empty["errors"]] == ["missing"]
+    assert (empty["source"], empty["gpus"], empty["errors"]) == (None, [], [])  # a partial capture: nothing said
+    # a capture that ran nvidia-smi and could not: missing evidence (unknown), never "no GPUs" (gpu.missing, isolate)
+    (tmp_path / "cap2").mkdir()
+    meta = {"files": {"nvidia-smi-q.xml": {"argv": ["nvidia-smi", "-q", "-x"], "rc": None, "error": "nvidia-smi not found on PATH"}}}
+    (tmp_path / "cap2" / "capture.json").write_text(json.dumps(meta))
+    gone = collect(capture_dir=str(tmp_path / "cap2"))
+    assert gone["gpus"] == [] and [(e["kind"], e["message"]) for e in gone["errors"]] == [
+        ("missing", "nvidia-smi not found on PATH")
+    ]
 
 
 def test_capture_non_utf8(tmp_path):

@@ -86,12 +86,13 @@ def shell_capture(options, cut=None):
 
 def _options(node, **kw):
     opts = {"timeout": 10, "sysfs_root": node["root"], "domains": list(ALL)}
-    opts["node_options"] = {"mounts": ["/", "/nonexistent-mount"], "services": None}
+    # /proc: a mount whose statfs numbers do not move while tests run beside this one (the two captures compare them)
+    opts["node_options"] = {"mounts": ["/proc", "/nonexistent-mount"], "services": None}
     opts.update(kw)
     return opts
 
 
-def _facts(tree, mounts=("/", "/nonexistent-mount")):
+def _facts(tree, mounts=("/proc", "/nonexistent-mount")):
     options = {"node": {"mounts": list(mounts), "services": None}, "bmc": {"mode": "inband"}}
     facts = _livetree.parse_tree(tree, options=options)
     facts.pop("timings", None)
@@ -191,7 +192,7 @@ def test_an_answer_that_is_not_ours_is_no_capture():
     tree = _shcapture.to_tree("Welcome to node7\nPermission denied\n", _shcapture.new_token(), opts)
     assert set(tree) == {"capture.json"}
     assert json.loads(tree["capture.json"])["errors"]
-    assert _livetree.parse_tree(tree)["gpu"]["errors"][0]["kind"] == "missing"
+    assert not _livetree.parse_tree(tree)["gpu"]["gpus"]
 
 
 def test_values_stay_inside_their_quotes(node, tmp_path):
@@ -231,3 +232,51 @@ def test_quote_is_one_shell_word():
         assert out.stdout == text
     with pytest.raises(_shcapture.ShellCaptureError):
         _shcapture.quote("a\0b")
+
+
+def _action(args, low_level):
+    from unittest import mock
+
+    from ansible_collections.gpuops.cluster.plugins.action import collect_info as collect_action
+
+    task = mock.MagicMock()
+    task.args = dict(args)
+    task.async_val = 0
+    task.check_mode = False
+    action = collect_action.ActionModule(
+        task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None, shared_loader_obj=None
+    )
+    with mock.patch.object(action, "_low_level_execute_command", side_effect=low_level) as low, mock.patch.object(
+        action, "_execute_module", side_effect=AssertionError("no module runs on the node")
+    ):
+        return action.run(task_vars={}), low
+
+
+def test_the_action_runs_one_shell_command_and_parses_its_answer(node):
+    def on_node(cmd, sudoable=True, **_kw):
+        proc = subprocess.run(["/bin/sh", "-c", cmd], capture_output=True, text=True, timeout=60, check=False)
+        return {"rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
+
+    args = {"parse_on": "controller", "result_format": "json", "sysfs_root": node["root"], "mounts": ["/"]}
+    result, low = _action(args, on_node)
+    assert low.call_count == 1 and low.call_args.kwargs.get("sudoable") is True
+    facts = json.loads(result["facts_json"])
+    assert facts["parsed_on"] == "controller" and facts["mode"] == "live"
+    assert facts["gpu"]["count"] == 8 and len(facts["ib"]["hcas"]) == 8 and facts["node"]["mounts"][0]["present"]
+    packed, _low = _action(dict(args, result_format="capture"), on_node)
+    assert json.loads(_livetree.unpack(packed["capture_packed"])["capture.json"])["via"] == "shell"
+
+
+def test_a_node_whose_shell_did_not_run_the_script_is_a_failed_collection():
+    result, _low = _action(
+        {"parse_on": "controller", "result_format": "capture"},
+        lambda cmd, sudoable=True, **_kw: {"rc": 127, "stdout": "", "stderr": "/bin/sh: not found"},
+    )
+    assert result["failed"] and "did not run (rc 127)" in result["msg"] and "capture_packed" not in result
+
+
+def test_the_action_refuses_an_option_the_script_cannot_take():
+    from ansible.errors import AnsibleActionFail
+
+    with pytest.raises(AnsibleActionFail, match="kernel_since"):
+        _action({"parse_on": "controller", "kernel_since": "x; reboot"}, lambda *a, **k: {})
