@@ -218,7 +218,9 @@ def build_script(token: str, options: Dict[str, Any]) -> str:
     if want("dcgmi-diag.txt") and opts.get("dcgm_level"):
         lines.append(run("dcgmi-diag.txt", ["dcgmi", "diag", "-r", str(int(opts["dcgm_level"]))]))
     lines.append(_END)
-    return "\n".join(lines)
+    # no final newline: ansible-core appends " && sleep 0" to the command (_low_level_execute_command), which must
+    # continue the last line, not start one
+    return "\n".join(lines).rstrip("\n")
 
 
 # the optics evidence as _ib_optics_cmds.capture_commands lists it: mlxlink per InfiniBand HCA, ethtool -m/-S per

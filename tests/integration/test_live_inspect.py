@@ -102,26 +102,33 @@ def _verdicts(report):
 
 
 def test_parsing_on_the_controller_gives_the_node_parses_verdicts(testbed, tmp_path):
-    """gpuops_parse_on=controller (the default: the node runs the tools, the controller parses) and =node (the
-    parsers run on the node) judge every node alike, a faulty one included."""
+    """gpuops_parse_on=controller (the default: the node runs the tools, the controller parses), by the shell
+    capture (the default: one sh command over SSH, no Python on the node) and by the Python capture module, and
+    =node (the parsers run on the node) judge every node alike, a faulty one included."""
     sick = testbed.nodes[1]
     with testbed.edit_state(sick) as state:
         state["now"] = time.time()
         faults.apply(state, "xid79", random.Random(2), gpu=5)
     reports = {}
-    for where in ("node", "controller"):
-        report_dir = tmp_path / where
+    for name, where, via in (
+        ("node", "node", "shell"),
+        ("controller", "controller", "shell"),
+        ("python", "controller", "python"),
+    ):
+        report_dir = tmp_path / name
         proc = testbed.playbook(
             str(REPO / "playbooks" / "inspect.yml"),
             "-e",
             "gpuops_report_dir=%s" % report_dir,
             "-e",
             "gpuops_parse_on=%s" % where,
+            "-e",
+            "gpuops_capture_via=%s" % via,
         )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        reports[where] = json.loads((report_dir / "report.json").read_text())
+        reports[name] = json.loads((report_dir / "report.json").read_text())
     node, ctrl = reports["node"], reports["controller"]
-    assert _verdicts(node) == _verdicts(ctrl)
+    assert _verdicts(node) == _verdicts(ctrl) == _verdicts(reports["python"])
     assert ctrl["nodes"][sick]["status"] == "faulty"
     for host in testbed.nodes:
         facts = ctrl["nodes"][host]["facts"]
@@ -131,4 +138,4 @@ def test_parsing_on_the_controller_gives_the_node_parses_verdicts(testbed, tmp_p
         states = {
             where: {d: v["state"] for d, v in r["nodes"][host]["domains"].items()} for where, r in reports.items()
         }
-        assert states["controller"] == states["node"]
+        assert states["controller"] == states["node"] == states["python"]
