@@ -4,14 +4,15 @@
 """The live path against a plain ping (not part of `make test`; docs/performance.md, "Live path vs ping").
 
   .venv/bin/python bench/bench_live_ratio.py [--hosts 60] [--forks 10] [--repeat 3] [--phases] [--floor]
-      [--node-parse] [--workdir DIR]
+      [--python-capture] [--node-parse] [--workdir DIR]
 
 Builds N live local hosts (``ansible_connection=local``), each a simulated node: its own ``tools/simnode`` state
 (generate.py --write-states) and its own tool directory (nvidia-smi, ibstat, ipmitool, dcgmi, journalctl, dmesg,
 scontrol) put first on PATH by the host's interpreter wrapper (``ansible_python_interpreter``, set explicitly:
-no interpreter discovery) and by its shell wrapper (``ansible_shell_executable``: the shell capture's script). The fake tools answer with what the simulator prints for that node; each answer is
-rendered once (warm-up run, not timed) and then replayed by a small shell script, so that the timed runs measure
-Ansible and the collection, not the simulator's Python start-up.
+no interpreter discovery) and by its shell wrapper (``ansible_shell_executable``: the shell capture's script).
+The fake tools answer with what the simulator prints for that node; each answer is rendered once (warm-up
+run, not timed) and then replayed by a small shell script, so that the timed runs measure Ansible and the
+collection, not the simulator's Python start-up.
 
 Then, alternating, ``--repeat`` times: ``ansible-playbook bench/live_ping.yml`` (one ``ansible.builtin.ping`` per
 host) and ``ansible-playbook playbooks/inspect.yml`` (live collection, evaluation, every report written), both
@@ -210,7 +211,8 @@ def main() -> None:
     ap.add_argument(
         "--floor",
         action="store_true",
-        help="also time bench/live_tools_floor.yml: one shell module per host running collect_info's tool calls",
+        help="also time bench/live_tools_floor.yml (one shell module per host running collect_info's tool calls) and"
+        " bench/live_tools_floor_raw.yml (the same calls in one raw command: no Python on the node)",
     )
     ap.add_argument(
         "--python-capture",
@@ -235,6 +237,7 @@ def main() -> None:
     runs = [("ping", ping), ("inspect", inspect)]
     if args.floor:
         runs.append(("floor", ping[:-1] + [str(REPO / "bench" / "live_tools_floor.yml")]))
+        runs.append(("rawfloor", ping[:-1] + [str(REPO / "bench" / "live_tools_floor_raw.yml")]))
     if args.python_capture:
         runs.append(("pycap", inspect + ["-e", "gpuops_capture_via=python"]))
     if args.node_parse:
@@ -272,6 +275,7 @@ def main() -> None:
     }
     extra = (
         ("floor", "floor_ratio", "floor (tools only, one shell module a host)"),
+        ("rawfloor", "raw_floor_ratio", "floor without Python on the node (tools only, one raw command a host)"),
         ("pycap", "python_capture_ratio", "inspection with the Python capture module on the node"),
         ("node", "node_parse_ratio", "inspection with the parsers on the node"),
     )

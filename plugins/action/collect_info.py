@@ -19,6 +19,8 @@ from ansible.plugins.action import ActionBase
 
 PARSE_ON = ("node", "controller")
 CAPTURE_VIA = ("shell", "python")
+#: what reads the shell capture's script from stdin on the node
+SHELL = "/bin/sh"
 #: collect_info options the node-side capture takes as they are
 _CAPTURE_ARGS = ("timeout", "kernel_since", "sysfs_root", "mounts", "services")
 
@@ -107,7 +109,9 @@ class ActionModule(ActionBase):
             script = _shcapture.build_script(token, options)
         except _shcapture.ShellCaptureError as exc:
             raise AnsibleActionFail("collect_info: %s" % exc) from None
-        res = self._low_level_execute_command(script, sudoable=True)
+        # the script goes in on stdin, as a pipelined module does: over SSH a command without stdin data gets a
+        # terminal (-tt), which would turn every line end of the tools' output into CR LF
+        res = self._low_level_execute_command(SHELL, sudoable=True, in_data=script.encode("utf-8"))
         stdout = res.get("stdout") or ""
         if isinstance(stdout, bytes):
             stdout = stdout.decode("utf-8", errors="replace")

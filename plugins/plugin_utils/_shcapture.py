@@ -6,8 +6,9 @@
 
 The Python capture (``gpuops.cluster.capture``) costs a node ~0.3 s of CPU before it runs a tool: the interpreter
 starts and compiles ansible-core's module code from the AnsiballZ zip, every run. That is most of what an
-``ansible.builtin.ping`` costs, and more than the tools themselves. Here the action plugin sends one ``/bin/sh``
-script over the connection (as ``ansible.builtin.raw`` does), the node runs the same tool calls as
+``ansible.builtin.ping`` costs, and more than the tools themselves. Here the action plugin runs ``/bin/sh`` on the
+node with this script on its stdin (one command over the connection, as a pipelined module is sent; no terminal,
+so line ends stay as the tools print them; the become user runs it), the node runs the same tool calls as
 ``_livecapture`` (each under coreutils ``timeout`` when the node has it, stdin from /dev/null, ``LC_ALL=C``) and
 prints their output between markers, and this module turns the output into the capture files ``_livecapture``
 would have made: the same names, the same ``capture.json`` records, the InfiniBand listing through the same
@@ -218,8 +219,8 @@ def build_script(token: str, options: Dict[str, Any]) -> str:
     if want("dcgmi-diag.txt") and opts.get("dcgm_level"):
         lines.append(run("dcgmi-diag.txt", ["dcgmi", "diag", "-r", str(int(opts["dcgm_level"]))]))
     lines.append(_END)
-    # no final newline: ansible-core appends " && sleep 0" to the command (_low_level_execute_command), which must
-    # continue the last line, not start one
+    # no final newline: should the script ever be the command itself, ansible-core appends " && sleep 0" to it
+    # (_low_level_execute_command), which must continue the last line, not start one
     return "\n".join(lines).rstrip("\n")
 
 

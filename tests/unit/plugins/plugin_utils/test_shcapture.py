@@ -72,13 +72,21 @@ def node(tmp_path, monkeypatch):
     return {"bin": bindir, "root": str(root)}
 
 
+def on_node(cmd, in_data):
+    """What the connection runs for the action plugin: ``/bin/sh -c '<cmd> && sleep 0'`` (ansible-core's
+    _low_level_execute_command), the script on stdin."""
+    return subprocess.run(
+        ["/bin/sh", "-c", cmd + " && sleep 0"], input=in_data, capture_output=True, timeout=60, check=False
+    )
+
+
 def shell_capture(options, cut=None):
-    """Run the script as ansible-core runs the action plugin's command (``/bin/sh -c '<script> && sleep 0'``);
-    ``cut``: keep only that many characters of the answer. Returns (tree, raw stdout)."""
+    """Run the script as the action plugin has it run (see :func:`on_node`); ``cut``: keep only that many characters
+    of the answer. Returns (tree, raw stdout)."""
     opts = _shcapture.check_options(options)
     token = _shcapture.new_token()
-    script = _shcapture.build_script(token, opts) + " && sleep 0"
-    proc = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    proc = on_node("/bin/sh", _shcapture.build_script(token, opts).encode())
+    proc.stdout, proc.stderr = proc.stdout.decode(), proc.stderr.decode()
     assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr
     out = proc.stdout if cut is None else proc.stdout[:cut]
     return _shcapture.to_tree(out, token, opts), proc.stdout
@@ -256,17 +264,18 @@ def _action(args, low_level):
 
 
 def test_the_action_runs_one_shell_command_and_parses_its_answer(node):
-    def on_node(cmd, sudoable=True, **_kw):
-        proc = subprocess.run(["/bin/sh", "-c", cmd], capture_output=True, text=True, timeout=60, check=False)
-        return {"rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
+    def connection(cmd, sudoable=True, in_data=None, **_kw):
+        proc = on_node(cmd, in_data)
+        return {"rc": proc.returncode, "stdout": proc.stdout.decode(), "stderr": proc.stderr.decode()}
 
     args = {"parse_on": "controller", "result_format": "json", "sysfs_root": node["root"], "mounts": ["/"]}
-    result, low = _action(args, on_node)
+    result, low = _action(args, connection)
     assert low.call_count == 1 and low.call_args.kwargs.get("sudoable") is True
+    assert low.call_args.kwargs.get("in_data")  # the script on stdin: no terminal over SSH (-tt only without it)
     facts = json.loads(result["facts_json"])
     assert facts["parsed_on"] == "controller" and facts["mode"] == "live"
     assert facts["gpu"]["count"] == 8 and len(facts["ib"]["hcas"]) == 8 and facts["node"]["mounts"][0]["present"]
-    packed, _low = _action(dict(args, result_format="capture"), on_node)
+    packed, _low = _action(dict(args, result_format="capture"), connection)
     assert json.loads(_livetree.unpack(packed["capture_packed"])["capture.json"])["via"] == "shell"
 
 
