@@ -6,8 +6,8 @@
   .venv/bin/python bench/bench_slices.py [--nodes 2000] [--slices 4] [--live 8] [--db-url postgresql://...]
 
 One simulated cluster (tools/simcluster/generate.py: captured hosts with faults, a dead leaf switch among them)
-plus ``--live`` local hosts (``ansible_connection: local``, each with its own interpreter wrapper that puts the
-simulated node tools of its own node state on PATH: a live collection through gpuops.cluster.collect_info). The
+plus ``--live`` local hosts (``ansible_connection: local``, each with its own interpreter and shell wrappers that put
+the simulated node tools of its own node state on PATH: a live collection through gpuops.cluster.collect_info). The
 slices run as concurrent ansible-runner processes, each with its own private data dir and ``--limit`` to its hosts
 (AWX's cut: round robin over the inventory's hosts by index), then the merge, then an unsliced run of the same
 inventory. Node verdicts (status and finding ids, actions, causes) and cluster findings are compared; prints
@@ -67,9 +67,14 @@ def add_live_hosts(work: Path, inventory: Path, count: int) -> list:
         wrapper = node / "python"
         wrapper.write_text(PY_WRAPPER.format(state=state, bin=bindir, python=python))
         wrapper.chmod(0o755)
+        # the shell commands run with (collect_info's shell capture): the same node state and tools
+        shell = node / "sh"
+        shell.write_text(PY_WRAPPER.format(state=state, bin=bindir, python="/bin/sh"))
+        shell.chmod(0o755)
         hosts[name] = {
             "ansible_connection": "local",
             "ansible_python_interpreter": str(wrapper),
+            "ansible_shell_executable": str(shell),
             "gpuops_capture_dir": None,
             "gpuops_previous_capture_dir": None,
             "gpuops_rack": "rack-live",
