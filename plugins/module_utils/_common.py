@@ -593,12 +593,32 @@ def open_private(path: str, flags: int = os.O_RDWR | os.O_CREAT, mode: int = 0o6
     return fd
 
 
+#: normalize_bus_id's answers by text (a node has a dozen addresses, its peers the same ones): bounded, cleared
+#: when full; a check evaluates ~30 addresses a node
+_BUS_IDS: Dict[str, Optional[str]] = {}
+_BUS_IDS_MAX = 4096
+
+
 def normalize_bus_id(value: Any) -> Optional[str]:
     """Normalize a PCI address to nvidia-smi's long form ``00000000:07:00.0`` (upper-case hex).
 
     Accepts ``0000:07:00.0``, ``00000000:07:00.0``, ``07:00.0``, ``GPU0000:07:00.0``, ``PCI:0000:07:00``.
     Returns None for redacted or malformed addresses.
     """
+    if isinstance(value, str):
+        try:
+            return _BUS_IDS[value]
+        except KeyError:
+            pass
+        out = _normalize_bus_id(value)
+        if len(_BUS_IDS) >= _BUS_IDS_MAX:
+            _BUS_IDS.clear()
+        _BUS_IDS[value] = out
+        return out
+    return _normalize_bus_id(value)
+
+
+def _normalize_bus_id(value: Any) -> Optional[str]:
     v = clean(value)
     if v is None:
         return None
