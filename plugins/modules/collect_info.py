@@ -65,14 +65,15 @@ options:
   capture_via:
     description:
       - How the node runs its tools with O(parse_on=controller).
-      - V(shell) - one POSIX C(/bin/sh) script sent over the connection (as M(ansible.builtin.raw) does; no Python
-        on the node): the same tool calls as M(gpuops.cluster.capture), each under coreutils C(timeout) (a tool
-        that hangs is killed after O(timeout) seconds), their output sent back between markers that carry a token
-        chosen for the run, and turned on the controller into the files M(gpuops.cluster.capture) would have made
-        (C(node.json) by the node collector itself, replaying what the node read and ran). A ping-sized cost per node
-        (C(docs/performance.md) "Live path"). The node needs C(sh), C(grep), C(mktemp) and C(timeout)
-        (coreutils); with O(become) the command runs as the become user. A node whose tools hang in the kernel
-        (D state) holds the command until the task's C(timeout) ends it; the node is then unknown, never judged.
+      - V(shell) - C(/bin/sh) runs one POSIX script on the node, sent on its stdin (one command over the
+        connection, as a pipelined module is sent; no Python on the node). It makes the same tool calls as
+        M(gpuops.cluster.capture), each under coreutils C(timeout) (a tool that hangs is killed after O(timeout)
+        seconds), and sends their output back between markers that carry a token chosen for the run; the
+        controller turns it into the files M(gpuops.cluster.capture) would have made (C(node.json) by the node
+        collector itself, replaying what the node read and ran). A ping-sized cost per node (C(docs/performance.md),
+        section "Live path"). The node needs C(sh), C(grep), C(mktemp) and C(timeout) (coreutils); with become the
+        script runs as the become user. A node whose tools hang in the kernel (D state) holds the command until
+        the task's C(timeout) ends it; the node is then unknown, never judged.
       - V(python) - M(gpuops.cluster.capture) runs the tools from Python on the node (each abandoned after
         O(timeout) seconds even in D state, side by side in threads).
       - Ignored with O(parse_on=node) and with O(capture_dir).
