@@ -163,7 +163,7 @@ def build_script(token: str, options: Dict[str, Any]) -> str:
 
     secs = max(1, int(round(opts["timeout"])))
     lines = [_PRELUDE % {"marker": quote("@@gpuops:" + token), "secs": secs}]
-    cmd = {name: argv for name, argv in COMMANDS}
+    cmd = dict(COMMANDS)
 
     def run(name: str, argv: List[str]) -> str:
         return "run %s %s" % (quote(name), " ".join(quote(a) for a in argv))
@@ -442,7 +442,7 @@ def to_tree(stdout: str, token: str, options: Dict[str, Any]) -> Dict[str, str]:
         meta["domains"] = [d for d in DOMAIN_FILES if d in domains]
     if out.problems:
         meta["errors"] = list(out.problems)
-    argvs = {name: argv for name, argv in COMMANDS}
+    argvs = dict(COMMANDS)
     for name, section in out.sections.items():
         if name in ("files", "systemctl", "fm", "dpkg", "rpm") or name.startswith("probe:"):
             continue  # the node collector's inputs (node.json below)

@@ -156,9 +156,7 @@ def test_the_text_form_only_when_the_xml_failed(node):
 
 def test_only_the_domains_asked_for_are_captured(node):
     sh, raw = shell_capture(_options(node, domains=["bmc"]))
-    assert sorted(sh) == sorted(
-        ["capture.json"] + [n for n in _livecapture.DOMAIN_FILES["bmc"]]
-    )
+    assert sorted(sh) == sorted(["capture.json", *_livecapture.DOMAIN_FILES["bmc"]])
     assert "nvidia-smi" not in raw and json.loads(sh["capture.json"])["domains"] == ["bmc"]
 
 
@@ -239,7 +237,8 @@ def test_options_that_cannot_go_into_the_script_are_refused(options, msg):
 
 def test_quote_is_one_shell_word():
     for text in ["plain", "it's", "'", "", "$(id) `id` \\ \" ;|&", "a\nb"]:
-        out = subprocess.run(["/bin/sh", "-c", "printf '%s' " + _shcapture.quote(text)], capture_output=True, text=True)
+        argv = ["/bin/sh", "-c", "printf '%s' " + _shcapture.quote(text)]
+        out = subprocess.run(argv, capture_output=True, text=True, check=True)
         assert out.stdout == text
     with pytest.raises(_shcapture.ShellCaptureError):
         _shcapture.quote("a\0b")
