@@ -333,13 +333,16 @@ def parse_output(stdout: str, token: str) -> Output:
             continue
         body = text[eol + 1 : end]
         line_end = text.find("\n", end + 1)
-        tail = text[end + 1 + len(marker) + 2 + len(name) + 1 : line_end if line_end != -1 else len(text)].split()
+        if line_end == -1:  # cut inside the end line: its exit status may be cut too
+            out.problems.append("the section %s does not end (the output was cut)" % name)
+            break
+        tail = text[end + 1 + len(marker) + 2 + len(name) + 1 : line_end].split()
         rc, err_id = (tail + ["", ""])[:2]
         if name.startswith("stderr:"):
             out.stderr[name.split(":", 1)[1]] = body
         else:
             out.sections[name] = (body, rc, err_id)
-        pos = -1 if line_end == -1 else text.find(marker, line_end + 1)
+        pos = text.find(marker, line_end + 1)
     if not out.complete and not out.problems:
         out.problems.append("the node's output ended before the capture did")
     return out

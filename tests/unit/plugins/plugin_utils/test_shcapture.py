@@ -291,3 +291,11 @@ def test_the_action_refuses_an_option_the_script_cannot_take():
 
     with pytest.raises(AnsibleActionFail, match="kernel_since"):
         _action({"parse_on": "controller", "kernel_since": "x; reboot"}, lambda *a, **k: {})
+
+
+def test_a_section_cut_inside_its_end_line_is_dropped():
+    token = _shcapture.new_token()
+    whole = "@@gpuops:%s B kernel.log\nline\n\n@@gpuops:%s E kernel.log 124 1\n" % (token, token)
+    out = _shcapture.parse_output(whole[:-3], token)  # "... E kernel.log 1": the status cut from 124
+    assert "kernel.log" not in out.sections and out.problems and not out.complete
+    assert _shcapture.parse_output(whole + "@@gpuops:%s Z\n" % token, token).sections["kernel.log"][1] == "124"
