@@ -51,7 +51,10 @@ def history(testbed):
     for host in testbed.nodes:
         if host != bad:
             testbed.on_node(host, "mkdir", "-p", SCRATCH)
-    ids = [testbed.sbatch("-w", good, "--wrap", "cd %s && true" % SCRATCH) for n in range(2)]
+    # the finding needs the bad node's failure rate at least twice the other nodes' (node_failure_ratio): on a bed
+    # shared with the isolate and fault tests, their cancelled and killed jobs raise the others' rate, so enough
+    # good jobs here that the bad node stands out whatever ran before
+    ids = [testbed.sbatch("-w", good, "--wrap", "cd %s && true" % SCRATCH) for n in range(12)]
     ids.append(testbed.sbatch("-w", good, "--wrap", "exit 3"))
     failed = [testbed.sbatch("-w", bad, "--gres=gpu:1", "--wrap", "cd %s && true" % SCRATCH) for n in range(3)]
     ids += failed
@@ -61,7 +64,7 @@ def history(testbed):
         states = dict(line.split("|") for line in out.split() if "|" in line)
         return len(states) == len(ids) and all(s in ("COMPLETED", "FAILED") for s in states.values())
 
-    testbed.wait_for(finished, timeout=30, what="the history jobs finished and recorded by slurmdbd")
+    testbed.wait_for(finished, timeout=60, what="the history jobs finished and recorded by slurmdbd")
     return bad, [str(i) for i in failed]
 
 
