@@ -35,6 +35,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import Pars
 from ansible_collections.gpuops.cluster.plugins.module_utils._livecapture import COMMANDS, DOMAIN_FILES
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import CommandResult
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow_iso
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._livetree import NAME
 
 #: ``timeout`` exits 124 when the limit passed (125-127: it could not run the tool); 137 = killed after ``-k``
 TIMED_OUT_RC = (124, 137)
@@ -299,6 +300,11 @@ class Output:
         self.complete = False
         self.problems: List[str] = []
 
+    @property
+    def timeout_used(self) -> bool:
+        """The node ran its tools under ``timeout`` (so exit 124/137 means timed out)."""
+        return (self.meta.get("timeout") or [""])[0] == "yes"
+
 
 def parse_output(stdout: str, token: str) -> Output:
     """Split the node's output into its sections (see the module's doc). Never raises for bad output."""
@@ -357,12 +363,11 @@ def _result(argv: List[str], section: Optional[Tuple[str, str, str]], out: Outpu
     body, rc, err_id = section
     res.stdout = body
     res.stderr = out.stderr.get(err_id, "")
-    timed = (out.meta.get("timeout") or [""])[0] == "yes"
     if rc == "nf":
         res.error = "%s not found on PATH" % argv[0]
     elif rc.isdigit():
         res.rc = int(rc)
-        if timed and res.rc in TIMED_OUT_RC:
+        if out.timeout_used and res.rc in TIMED_OUT_RC:
             res.rc, res.timed_out = None, True
     else:
         res.error = "no exit status (%r)" % rc[:20]
@@ -382,9 +387,10 @@ class ReplayIO(_node.LiveIO):
             if not sep:
                 continue
             m = re.fullmatch(r"/proc/([0-9]+)/comm", path)
-            if m:
-                self.procs.setdefault(value.strip(), int(m.group(1)))
-                self.procs[value.strip()] = min(self.procs[value.strip()], int(m.group(1)))
+            if m:  # comm -> lowest pid, as _node._process_names
+                pid, comm = int(m.group(1)), value.strip()
+                if pid < self.procs.get(comm, pid + 1):
+                    self.procs[comm] = pid
             else:
                 self.files.setdefault(path, []).append(value)
         # the node says which of NODE_TOOLS it has; the name stands for the path (ReplayIO.run goes by argument)
@@ -452,7 +458,7 @@ def to_tree(stdout: str, token: str, options: Dict[str, Any]) -> Dict[str, str]:
         if name == "listing":
             _listing(tree, meta, section, out)
             continue
-        if not _livetree_name(name):
+        if not NAME.fullmatch(name) or ".." in name:  # as _livetree.check_tree will require
             meta.setdefault("errors", []).append("a section name that is no capture file name: %r" % name[:80])
             continue
         res = _result(argvs.get(name, [name.split("-", 1)[0]]), section, out)
@@ -481,17 +487,11 @@ def to_tree(stdout: str, token: str, options: Dict[str, Any]) -> Dict[str, str]:
     return tree
 
 
-def _livetree_name(name: str) -> bool:
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils._livetree import NAME
-
-    return bool(NAME.fullmatch(name)) and ".." not in name
-
-
 def _listing(tree: Dict[str, str], meta: Dict[str, Any], section: Tuple[str, str, str], out: Output) -> None:
     """The InfiniBand listing as ``_ib_sysfs.sysfs_listing`` writes it: the allowlist applied, sorted lines."""
     body, rc, _err = section
     errors: List[Dict[str, Any]] = []
-    if rc.isdigit() and int(rc) in TIMED_OUT_RC and (out.meta.get("timeout") or [""])[0] == "yes":
+    if rc.isdigit() and int(rc) in TIMED_OUT_RC and out.timeout_used:
         # as sysfs_listing: a read that timed out gives no listing (a counter cut in the middle is no value)
         body = ""
         errors.append(
