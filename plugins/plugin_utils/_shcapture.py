@@ -41,7 +41,8 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._livetree import NA
 TIMED_OUT_RC = (124, 137)
 #: the node's tools looked up with ``command -v`` for the node collector's replay
 NODE_TOOLS = ("systemctl", "stat", "nv-fabricmanager", "dpkg-query", "rpm")
-KERNEL_SINCE = re.compile(r"[0-9A-Za-z][0-9A-Za-z :.+-]{0,63}")
+#: a journalctl --since value: a time ("2026-12-02 10:00:00"), relative ("-1h", "yesterday") or epoch ("@1733133600")
+KERNEL_SINCE = re.compile(r"[-@0-9A-Za-z][0-9A-Za-z :.+-]{0,63}")
 SLURM_NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,252}")
 TOKEN = re.compile(r"[0-9a-f]{32}")
 _MAX_PATH = 4096

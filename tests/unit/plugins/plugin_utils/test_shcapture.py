@@ -235,8 +235,17 @@ def test_options_that_cannot_go_into_the_script_are_refused(options, msg):
         _shcapture.build_script(_shcapture.new_token(), _shcapture.check_options(options))
 
 
+@pytest.mark.parametrize(
+    "since", ["2026-12-02 10:00:00", "-1h", "yesterday", "@1733133600", "2026-12-02T10:00:00+00:00"]
+)
+def test_journalctl_times_are_taken(node, since):
+    _tool(node["bin"], "journalctl", 'echo "$*"')
+    sh, _raw = shell_capture(_options(node, domains=["kernel"], kernel_since=since))
+    assert sh["kernel.log"] == "-k -o short-iso --no-pager --since %s\n" % since
+
+
 def test_quote_is_one_shell_word():
-    for text in ["plain", "it's", "'", "", "$(id) `id` \\ \" ;|&", "a\nb"]:
+    for text in ["plain", "it's", "'", "", '$(id) `id` \\ " ;|&', "a\nb"]:
         argv = ["/bin/sh", "-c", "printf '%s' " + _shcapture.quote(text)]
         out = subprocess.run(argv, capture_output=True, text=True, check=True)
         assert out.stdout == text
