@@ -98,7 +98,7 @@ class ActionModule(ActionBase):
         options = {
             "timeout": cap_args.get("timeout") or 30,
             "kernel_since": cap_args.get("kernel_since"),
-            "sysfs_root": cap_args.get("sysfs_root") or "/",
+            "sysfs_root": cap_args.get("sysfs_root"),
             "dcgm_level": cap_args.get("dcgm_level"),
             "domains": cap_args["domains"],
             "node_options": {"mounts": cap_args.get("mounts") or [], "services": cap_args.get("services")},

@@ -108,6 +108,8 @@ DPKG_FORMAT = "${db:Status-Abbrev} ${Package} ${Version}\n"
 FM_PACKAGES = ("nvidia-fabricmanager*", "cuda-drivers-fabricmanager*")
 RPM_FORMAT = "%{NAME} %{VERSION}\n"
 RPM_PATTERN = "nvidia-fabric*manager*"
+#: ``stat -f -c`` format of a mount probe (parse_stat_f reads it; the node shell capture runs the same)
+STATFS_FORMAT = "%b %f %a %S"
 #: the paths the node collector reads (the shell capture sends them back for the replay)
 READ_PATHS = (
     "/proc/sys/kernel/hostname",
@@ -217,7 +219,7 @@ def probe_path(path: str, timeout: float) -> Dict[str, Any]:
 
 def _probe_argv(path: str) -> Optional[List[str]]:
     exe = which("stat")
-    return [exe, "-f", "-c", "%b %f %a %S", "--", path] if exe else None
+    return [exe, "-f", "-c", STATFS_FORMAT, "--", path] if exe else None
 
 
 def _probe_all(paths: List[str], timeout: float) -> Dict[str, Dict[str, Any]]:

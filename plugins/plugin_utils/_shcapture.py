@@ -93,29 +93,21 @@ def check_options(options: Dict[str, Any]) -> Dict[str, Any]:
         raise ShellCaptureError("dcgm_level must be 1 to 4, not %r" % (level,))
     node_options = dict(opts.get("node_options") or {})
     for item in node_options.get("mounts") or []:
-        _path(item.get("path") if isinstance(item, dict) else item, "a mount")
+        _path(_node._entry_path(item)[0], "a mount")
     opts["node_options"] = node_options
     return opts
 
 
-def _units(services: Any) -> List[str]:
-    """The systemd units ``_node.check_services`` asks about, in its order."""
-    specs = [s for s in (_node._service_spec(i) for i in services) if s is not None]
-    return list(dict.fromkeys(u for _name, spec in specs for u in spec["units"]))
-
-
 def _mount_paths(node_options: Dict[str, Any]) -> List[str]:
-    paths = []
-    for item in node_options.get("mounts") or []:
-        path = item.get("path") if isinstance(item, dict) else item
-        if isinstance(path, str) and path:
-            paths.append(path)
-    return list(dict.fromkeys(paths))
+    paths = (_node._entry_path(item)[0] for item in node_options.get("mounts") or [])
+    return list(dict.fromkeys(p for p in paths if p))
 
 
-def _services(node_options: Dict[str, Any]) -> Any:
+def _service_specs(node_options: Dict[str, Any]) -> List[Any]:
+    """(name, spec) of each service ``_node.check_services`` checks, in its order."""
     services = node_options.get("services")
-    return _node.DEFAULT_SERVICES if services is None else services
+    items = _node.DEFAULT_SERVICES if services is None else services
+    return [s for s in (_node._service_spec(i) for i in items) if s is not None]
 
 
 # The script's helpers. $M is the marker; every section is "$M B name" ... "\n$M E name rc stderr-id".
@@ -260,7 +252,8 @@ def _node_part(opts: Dict[str, Any]) -> str:
         # every file the collector reads, and each process's name, in one process: "path:line"
         "run files grep -a -H -s '' %s /proc/[0-9]*/comm" % " ".join(quote(p) for p in _node.READ_PATHS),
     ]
-    units = _units(_services(node_options))
+    specs = _service_specs(node_options)
+    units = list(dict.fromkeys(u for _name, spec in specs for u in spec["units"]))  # as check_services asks
     if units:
         out.append(
             "if [ -d /run/systemd/system ]; then run systemctl systemctl is-active -- %s; fi"
@@ -268,9 +261,9 @@ def _node_part(opts: Dict[str, Any]) -> str:
         )
     for k, path in enumerate(_mount_paths(node_options)):
         # in parallel: N hung mounts cost one timeout, as in _node._probe_all
-        probe = "run probe:%d stat -f -c '%%b %%f %%a %%S' -- %s" % (k, quote(path))
+        probe = "run probe:%d stat -f -c %s -- %s" % (k, quote(_node.STATFS_FORMAT), quote(path))
         out.append('if [ -n "$d" ]; then ( i=%d; %s ) >"$d/bg.p%d" & else %s; fi' % (1000 + k, probe, k, probe))
-    if _node.FABRIC_MANAGER in {s[0] for s in (_node._service_spec(i) for i in _services(node_options)) if s}:
+    if _node.FABRIC_MANAGER in {name for name, _spec in specs}:
         out.append(
             "run fm nv-fabricmanager --version; "
             'if [ "$rc" != 0 ]; then run dpkg dpkg-query -W -f %s %s; '
@@ -301,10 +294,14 @@ class Output:
         self.complete = False
         self.problems: List[str] = []
 
+    def first(self, key: str) -> Optional[str]:
+        """The first ``M key value`` line's value, stripped; None when absent or empty."""
+        return (self.meta.get(key) or [""])[0].strip() or None
+
     @property
     def timeout_used(self) -> bool:
         """The node ran its tools under ``timeout`` (so exit 124/137 means timed out)."""
-        return (self.meta.get("timeout") or [""])[0] == "yes"
+        return self.first("timeout") == "yes"
 
 
 def parse_output(stdout: str, token: str) -> Output:
@@ -421,7 +418,7 @@ class ReplayIO(_node.LiveIO):
         got = {}
         for path in paths:
             k = self.mounts.index(path) if path in self.mounts else -1
-            argv = ["stat", "-f", "-c", "%b %f %a %S", "--", path]
+            argv = ["stat", "-f", "-c", _node.STATFS_FORMAT, "--", path]
             got[path] = _node.probe_result(_result(argv, self.out.sections.get("probe:%d" % k), self.out), timeout)
         return got
 
@@ -429,7 +426,7 @@ class ReplayIO(_node.LiveIO):
         return dict(self.procs)
 
     def own_names(self, root: str) -> Tuple[Optional[str], Optional[str]]:
-        return ((self.out.meta.get("hostname") or [""])[0].strip() or None), None
+        return self.out.first("hostname"), None
 
 
 def to_tree(stdout: str, token: str, options: Dict[str, Any]) -> Dict[str, str]:
@@ -437,13 +434,11 @@ def to_tree(stdout: str, token: str, options: Dict[str, Any]) -> Dict[str, str]:
     :func:`check_options`' result; ``capture.json`` included)."""
     out = parse_output(stdout, token)
     tree: Dict[str, str] = {}
-    host = (out.meta.get("hostname") or [""])[0].strip() or None
-    boot = (out.meta.get("boot_id") or [""])[0].strip() or None
     meta: Dict[str, Any] = {
         "schema": "gpuops.capture/v1",
-        "hostname": host,
+        "hostname": out.first("hostname"),
         "captured_at": utcnow_iso(),
-        "boot_id": boot,
+        "boot_id": out.first("boot_id"),
         "files": {},
         "via": "shell",
     }
