@@ -168,10 +168,11 @@ def build_script(token: str, options: Dict[str, Any]) -> str:
         globs = ["*/%s" % a for a in _ib_sysfs.HCA_ATTRS]
         globs += ["*/ports/*/%s" % a for a in _ib_sysfs.PORT_ATTRS + (_ib_sysfs.GID0,)]
         globs += ["*/ports/*/%s/*" % c for c in _ib_sysfs.COUNTER_DIRS]
-        # "path:value" lines of the allowlisted attributes (a glob that matches nothing is a name grep cannot
-        # open, silenced); held in a variable so that ibstat stands in only when nothing was listed
+        # "path:value" lines of the allowlisted attributes (-D skip: a FIFO or device is never opened, as in
+        # read_attr; a glob that matches nothing is a name grep cannot open, silenced); held in a variable so that
+        # ibstat stands in only when nothing was listed
         lines.append(
-            "s=; if [ -d %s ]; then s=$(cd %s && $TO grep -a -H -s '' %s </dev/null 2>/dev/null; echo \"@rc=$?\"); fi\n"
+            "s=; if [ -d %s ]; then s=$(cd %s && $TO grep -a -H -s -D skip '' %s </dev/null 2>/dev/null; echo \"@rc=$?\"); fi\n"
             "lrc=${s##*@rc=}; s=${s%%@rc=*}\n"
             'printf \'%%s B listing\\n%%s\\n%%s E listing %%s 0\\n\' "$M" "$s" "$M" "${lrc:-0}"'
             % (quote(ib), quote(ib), " ".join(globs))
@@ -250,7 +251,7 @@ def _node_part(opts: Dict[str, Any]) -> str:
         % " ".join(NODE_TOOLS),
         "[ -d /run/systemd/system ] && printf '%s M isdir /run/systemd/system\\n' \"$M\"",
         # every file the collector reads, and each process's name, in one process: "path:line"
-        "run files grep -a -H -s '' %s /proc/[0-9]*/comm" % " ".join(quote(p) for p in _node.READ_PATHS),
+        "run files grep -a -H -s -D skip '' %s /proc/[0-9]*/comm" % " ".join(quote(p) for p in _node.READ_PATHS),
     ]
     specs = _service_specs(node_options)
     units = list(dict.fromkeys(u for _name, spec in specs for u in spec["units"]))  # as check_services asks

@@ -308,3 +308,14 @@ def test_a_section_cut_inside_its_end_line_is_dropped():
     out = _shcapture.parse_output(whole[:-3], token)  # "... E kernel.log 1": the status cut from 124
     assert "kernel.log" not in out.sections and out.problems and not out.complete
     assert _shcapture.parse_output(whole + "@@gpuops:%s Z\n" % token, token).sections["kernel.log"][1] == "124"
+
+
+def test_a_fifo_or_device_in_the_sysfs_tree_is_never_opened(node):
+    port = os.path.join(node["root"], "sys", "class", "infiniband", "mlx5_0", "ports", "1", "counters")
+    os.mkfifo(os.path.join(port, "planted_fifo"))
+    os.symlink("/dev/zero", os.path.join(port, "planted_zero"))
+    t0 = time.monotonic()
+    sh, _raw = shell_capture(_options(node, domains=["ib"], timeout=5))
+    assert time.monotonic() - t0 < 4  # no read blocked until the timeout
+    listing = sh["infiniband-sysfs.txt"]
+    assert "planted" not in listing and "./mlx5_0/ports/1/state:" in listing
