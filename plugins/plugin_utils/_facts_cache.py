@@ -34,6 +34,7 @@ import tempfile
 from typing import Any, Dict, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _json
 
 CACHE_SCHEMA = "gpuops.facts-cache/v2"
 _COLLECTOR_VERSION: Optional[str] = None
@@ -171,7 +172,7 @@ def to_raw(facts: Any) -> RawFacts:
     """``facts`` as :class:`RawFacts` (the encoding of report.json: sorted keys, compact, ``default=str``)."""
     if isinstance(facts, RawFacts):
         return facts
-    return RawFacts(json.dumps(facts, sort_keys=True, separators=(",", ":"), default=str))
+    return RawFacts(_json.dumps(facts))
 
 
 def facts_of(value: Any) -> Any:

@@ -12,7 +12,6 @@ roles/inspect/README.md "Report templates"). HTML is always autoescaped: evidenc
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import re
@@ -20,7 +19,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 import jinja2
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet_summary, _runbooks
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet_summary, _json, _runbooks
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
 
 SCHEMA = "gpuops.report/v1"
@@ -122,35 +121,35 @@ def to_json(report: Dict[str, Any]) -> str:
     return "".join(iter_json(report))
 
 
-def _node_json(enc: json.JSONEncoder, node: Any) -> str:
+def _node_json(node: Any) -> str:
     """A node entry's JSON; its facts whole when the entry holds ``_facts_cache.NodeFacts``: their JSON text is
     put in as it is at the key's place (the entry's keys are strings, encoded in sorted order as
     ``json.dumps(sort_keys=True)`` does: the same bytes as encoding the decoded facts)."""
     facts = node.get("facts") if isinstance(node, dict) else None
     full = getattr(facts, "full", None)
     if full is None or not all(isinstance(k, str) for k in node):
-        return enc.encode(node)
+        return _json.dumps(node)
     parts = []
     for key in sorted(node):
-        value = (full if isinstance(full, str) else enc.encode(full)) if key == "facts" else enc.encode(node[key])
-        parts.append("%s:%s" % (enc.encode(key), value))
+        value = (full if isinstance(full, str) else _json.dumps(full)) if key == "facts" else _json.dumps(node[key])
+        parts.append("%s:%s" % (_json.dumps(key), value))
     return "{%s}" % ",".join(parts)
 
 
 def iter_json(report: Dict[str, Any]) -> Iterable[str]:
-    """:func:`to_json` in pieces, one per node: the same bytes, without holding the whole text (issue 17)."""
-    enc = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+    """:func:`to_json` in pieces, one per node: the same bytes, without holding the whole text (issue 17). Each
+    piece is ``json.dumps(sort_keys=True, separators=(",", ":"), default=str)``'s, made by :mod:`_json`."""
     sep = "{"
     for key in sorted(report):
         value = report[key]
-        head = "%s%s:" % (sep, enc.encode(key))
+        head = "%s%s:" % (sep, _json.dumps(key))
         sep = ","
         if key != "nodes" or not isinstance(value, dict) or not value:
-            yield head + enc.encode(value)
+            yield head + _json.dumps(value)
             continue
         inner = "{"
         for host in sorted(value):
-            yield "%s%s%s:%s" % (head, inner, enc.encode(host), _node_json(enc, value[host]))
+            yield "%s%s%s:%s" % (head, inner, _json.dumps(host), _node_json(value[host]))
             head, inner = "", ","
         yield "}"
     yield "}\n" if sep == "," else "{}\n"

@@ -35,6 +35,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     write_private_atomic,
 )
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, parse_time, utcnow_iso
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _json
 
 HOST_STATE_SCHEMA = "gpuops.state/v1"
 
@@ -176,7 +177,7 @@ def save_host_state(state_dir: str, host: str, state: Dict[str, Any]) -> str:
 def state_text(data: Dict[str, Any]) -> str:
     """A host state document as stored, ``updated_at`` left out: sorted keys, compact (the C encoder)."""
     body = {k: v for k, v in data.items() if k != "updated_at"}
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return _json.dumps(body)
 
 
 def document(host: str, state: Any) -> Dict[str, Any]:
@@ -190,7 +191,7 @@ def document(host: str, state: Any) -> Dict[str, Any]:
 
 def _file_bytes(data: Dict[str, Any]) -> bytes:
     """A host state document as :func:`save_host_states` writes it: sorted keys, compact, a final newline."""
-    return (json.dumps(data, sort_keys=True, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+    return _json.dumps_bytes(data) + b"\n"
 
 
 def encode_if_changed(
