@@ -17,7 +17,8 @@ facts' text), then the facts' JSON text, returned without decoding (:class:`RawF
 directory there is no cache. A file that cannot be read, is torn, fails its checksum or names another key is
 ignored and the capture is parsed again: a cache entry is never trusted
 beyond being the facts it says it is of this exact key. The cache is not fsynced: a torn entry after a crash
-reads as corrupt and is re-parsed.
+reads as corrupt and is re-parsed. The header's ``exact`` says the text was written by orjson (:class:`ExactRawFacts`:
+read back with orjson, ``_json``); any other entry is read by the standard library.
 
 Why files and not the store: the cache is read and written by the worker processes in parallel, one small
 file per node with no lock and no connection per process, and a 10,000-node cache is ~650 MB of JSON that
@@ -126,7 +127,7 @@ class FactsCache:
             self.misses += 1
             return None
         try:
-            text = RawFacts(body.decode("utf-8"))
+            text = (ExactRawFacts if entry.get("exact") is True else RawFacts)(body.decode("utf-8"))
         except UnicodeDecodeError:
             self.misses += 1
             return None
@@ -139,8 +140,9 @@ class FactsCache:
         if fingerprint is None:
             return
         try:
-            body = (facts if isinstance(facts, RawFacts) else to_raw(facts)).encode("utf-8")
-            head = dict(self._key(host, capture_dir, fingerprint), length=len(body))
+            raw = facts if isinstance(facts, RawFacts) else to_raw(facts)
+            body = raw.encode("utf-8")
+            head = dict(self._key(host, capture_dir, fingerprint), length=len(body), exact=type(raw) is ExactRawFacts)
             head["sha256"] = hashlib.sha256(body).hexdigest()
             data = json.dumps(head, sort_keys=True, separators=(",", ":")).encode("utf-8") + b"\n" + body
             ensure_private_dir(self.dir)
@@ -168,16 +170,23 @@ class RawFacts(str):
     __slots__ = ()
 
 
+class ExactRawFacts(RawFacts):
+    """:class:`RawFacts` that orjson wrote, so orjson reads them back exactly (``_json.loads(exact=True)``)."""
+
+    __slots__ = ()
+
+
 def to_raw(facts: Any) -> RawFacts:
     """``facts`` as :class:`RawFacts` (the encoding of report.json: sorted keys, compact, ``default=str``)."""
     if isinstance(facts, RawFacts):
         return facts
-    return RawFacts(_json.dumps(facts))
+    text, exact = _json.dumps_exact(facts)
+    return ExactRawFacts(text) if exact else RawFacts(text)
 
 
 def facts_of(value: Any) -> Any:
     """Decoded facts: ``value`` itself unless it is :class:`RawFacts`."""
-    return json.loads(value) if isinstance(value, RawFacts) else value
+    return _json.loads(value, exact=type(value) is ExactRawFacts) if isinstance(value, RawFacts) else value
 
 
 class NodeFacts(dict):

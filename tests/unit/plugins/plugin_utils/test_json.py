@@ -76,9 +76,7 @@ def test_the_bytes_of_the_standard_library(codec, obj):
 def test_what_neither_can_write_fails_as_the_standard_library_fails(codec):
     with pytest.raises(TypeError):
         _json.dumps({1: "a", "b": 2})  # mixed keys cannot be sorted
-    deep = []
-    for _ in range(300):  # deeper than orjson's 254 levels: written by the standard library
-        deep = [deep]
+    deep = json.loads("[" * 300 + "]" * 300)  # deeper than orjson's 254 levels: written by the standard library
     assert _json.dumps(deep) == _stdlib(deep)
 
 
@@ -123,3 +121,32 @@ def test_any_json_tree(obj):
     assert json.loads(text) == json.loads(_stdlib(obj))
     if "e-" not in _stdlib(obj):  # no float below 1e-4 in it: the same bytes
         assert text == _stdlib(obj)
+
+
+def test_facts_orjson_wrote_are_read_back_by_orjson_the_others_by_the_standard_library(codec, tmp_path, monkeypatch):
+    facts = {"gpu": {"gpus": [{"index": 0, "ecc": 2**64 - 1, "temp": 41.5}]}, "hostname": "gpu-node-07"}
+    raw = _facts_cache.to_raw(facts)
+    assert type(raw) is (_facts_cache.ExactRawFacts if codec == "orjson" else _facts_cache.RawFacts)
+    assert _facts_cache.facts_of(raw) == facts
+    # an integer beyond 64 bits: orjson cannot write it, and would read it back as a float: the standard library
+    # writes it and reads it, exactly
+    big = dict(facts, counter=2**64 + 1)
+    raw_big = _facts_cache.to_raw(big)
+    assert type(raw_big) is _facts_cache.RawFacts
+    back = _facts_cache.facts_of(raw_big)
+    assert back["counter"] == 2**64 + 1 and type(back["counter"]) is int
+    calls = []
+    if codec == "orjson":
+        real = _json.orjson.loads
+        monkeypatch.setattr(_json.orjson, "loads", lambda text: calls.append(len(text)) or real(text))
+    # the cache keeps which decoder may read an entry
+    cache = _facts_cache.FactsCache(str(tmp_path))
+    cap = tmp_path / "cap"
+    cap.mkdir()
+    fp = _facts_cache.capture_fingerprint(str(cap))
+    cache.put("a", str(cap), fp, raw)
+    cache.put("b", str(cap), fp, raw_big)
+    got_a, got_b = cache.get("a", str(cap), fp), cache.get("b", str(cap), fp)
+    assert type(got_a) is type(raw) and type(got_b) is _facts_cache.RawFacts
+    assert _facts_cache.facts_of(got_a) == facts and _facts_cache.facts_of(got_b)["counter"] == 2**64 + 1
+    assert calls == ([len(got_a)] if codec == "orjson" else [])
