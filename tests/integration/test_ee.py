@@ -75,7 +75,7 @@ def test_build_context(context):
     assert "ENV GPUOPS_STATE_DIR=/var/lib/gpuops" in cf
     build = ctx / "_build"
     pip = (build / "requirements.txt").read_text()
-    for pkg in ("pyghmi", "nvidia-ml-py", "jmespath"):
+    for pkg in ("pyghmi", "nvidia-ml-py", "jmespath", "orjson"):
         assert pkg in pip
     bindep = (build / "bindep.txt").read_text()
     assert "ipmitool [platform:rpm platform:dpkg]" in bindep and "openssh-clients [platform:rpm]" in bindep

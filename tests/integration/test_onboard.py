@@ -209,7 +209,8 @@ def test_a_first_run_accepts_clean_and_stops_faulty_nodes(bed, state_dir, tmp_pa
     remedy = r3["stages"]["compliance"]["remedy"]
     assert "playbooks/upgrade.yml" in remedy and "gpuops_targets=gpu-node-03" in remedy and remedy in log
     r4 = _record(state_dir, "gpu-node-04")
-    assert r4["failed_stage"] == "burnin"
+    # intermittent on a shared bed (stop 32: once "health"): the failed stage's own record says why
+    assert r4["failed_stage"] == "burnin", json.dumps(r4["stages"].get(r4["failed_stage"]), indent=1)[:3000]
     diag = [p for p in r4["stages"]["burnin"]["problems"] if p.startswith("dcgmi diag")]
     assert len(diag) == 1 and "GPU 5 (" in diag[0] and " fail" in diag[0]
     for host, stage in (("gpu-node-02", "inventory"), ("gpu-node-03", "compliance"), ("gpu-node-04", "burnin")):
