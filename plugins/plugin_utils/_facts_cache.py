@@ -142,7 +142,9 @@ class FactsCache:
         try:
             raw = facts if isinstance(facts, RawFacts) else to_raw(facts)
             body = raw.encode("utf-8")
-            head = dict(self._key(host, capture_dir, fingerprint), length=len(body), exact=type(raw) is ExactRawFacts)
+            head = dict(
+                self._key(host, capture_dir, fingerprint), length=len(body), exact=isinstance(raw, ExactRawFacts)
+            )
             head["sha256"] = hashlib.sha256(body).hexdigest()
             data = json.dumps(head, sort_keys=True, separators=(",", ":")).encode("utf-8") + b"\n" + body
             ensure_private_dir(self.dir)
@@ -186,7 +188,7 @@ def to_raw(facts: Any) -> RawFacts:
 
 def facts_of(value: Any) -> Any:
     """Decoded facts: ``value`` itself unless it is :class:`RawFacts`."""
-    return _json.loads(value, exact=type(value) is ExactRawFacts) if isinstance(value, RawFacts) else value
+    return _json.loads(value, exact=isinstance(value, ExactRawFacts)) if isinstance(value, RawFacts) else value
 
 
 class NodeFacts(dict):

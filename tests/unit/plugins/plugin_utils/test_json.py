@@ -126,15 +126,16 @@ def test_any_json_tree(obj):
 def test_facts_orjson_wrote_are_read_back_by_orjson_the_others_by_the_standard_library(codec, tmp_path, monkeypatch):
     facts = {"gpu": {"gpus": [{"index": 0, "ecc": 2**64 - 1, "temp": 41.5}]}, "hostname": "gpu-node-07"}
     raw = _facts_cache.to_raw(facts)
-    assert type(raw) is (_facts_cache.ExactRawFacts if codec == "orjson" else _facts_cache.RawFacts)
+    assert isinstance(raw, _facts_cache.RawFacts)
+    assert isinstance(raw, _facts_cache.ExactRawFacts) is (codec == "orjson")
     assert _facts_cache.facts_of(raw) == facts
     # an integer beyond 64 bits: orjson cannot write it, and would read it back as a float: the standard library
     # writes it and reads it, exactly
     big = dict(facts, counter=2**64 + 1)
     raw_big = _facts_cache.to_raw(big)
-    assert type(raw_big) is _facts_cache.RawFacts
+    assert isinstance(raw_big, _facts_cache.RawFacts) and not isinstance(raw_big, _facts_cache.ExactRawFacts)
     back = _facts_cache.facts_of(raw_big)
-    assert back["counter"] == 2**64 + 1 and type(back["counter"]) is int
+    assert back["counter"] == 2**64 + 1 and not isinstance(back["counter"], float)
     calls = []
     if codec == "orjson":
         real = _json.orjson.loads
@@ -147,6 +148,7 @@ def test_facts_orjson_wrote_are_read_back_by_orjson_the_others_by_the_standard_l
     cache.put("a", str(cap), fp, raw)
     cache.put("b", str(cap), fp, raw_big)
     got_a, got_b = cache.get("a", str(cap), fp), cache.get("b", str(cap), fp)
-    assert type(got_a) is type(raw) and type(got_b) is _facts_cache.RawFacts
+    assert isinstance(got_a, _facts_cache.ExactRawFacts) is (codec == "orjson")
+    assert isinstance(got_b, _facts_cache.RawFacts) and not isinstance(got_b, _facts_cache.ExactRawFacts)
     assert _facts_cache.facts_of(got_a) == facts and _facts_cache.facts_of(got_b)["counter"] == 2**64 + 1
     assert calls == ([len(got_a)] if codec == "orjson" else [])
