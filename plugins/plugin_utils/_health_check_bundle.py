@@ -4,9 +4,9 @@
 """The node program of the health check as one self-contained zipapp, built on the controller.
 
 The archive holds the collection's own collectors (``plugins/module_utils``), the node-level policy code
-(``plugins/plugin_utils/_checks``, ``_policy``, ``_policy_defaults``, ``_cluster``, ``_state``, ``_health_check``)
-under their real package paths, and ``gpuops_health_check.json``: the program's configuration with the
-controller's merged policy and the node's hardware profile. It is byte-for-byte reproducible (sorted entries,
+(``plugins/plugin_utils/_checks``, ``_policy``, ``_policy_defaults``, ``_cluster``, ``_state`` with ``_json``,
+``_health_check``) under their real package paths, and ``gpuops_health_check.json``: the program's configuration
+with the controller's merged policy and the node's hardware profile. It is byte-for-byte reproducible (sorted entries,
 fixed timestamps and modes), so its sha256 is the deployed version and an unchanged role run changes nothing.
 
 Controller-side (the role's action plugin); stdlib only.
@@ -30,6 +30,7 @@ PLUGIN_UTILS = (
     "_checks",
     "_cluster.py",
     "_health_check.py",
+    "_json.py",
     "_policy.py",
     "_policy_defaults.py",
     "_sla.py",
