@@ -75,14 +75,18 @@ def history(testbed):
 
 
 def _finished(testbed):
-    """(nodes, state) of every job the accounting window holds that ended (what check_job_failures counts)."""
+    """(nodes, state) of every job the accounting window holds that ended (what check_job_failures counts). A
+    multi-node job's NodeList is compressed (``gpu-node-[05-08]``): expanded by scontrol, as the check expands it."""
     out = testbed.slurm("sacct", "-n", "-X", "-P", "-a", "-S", "now-24hours", "-o", "NodeList,State")
-    rows = []
+    rows, expanded = [], {}
     for line in out.split("\n"):
         nodes, sep, state = line.strip().partition("|")
         state = state.split()[0] if state.split() else ""
         if sep and state and state not in ("PENDING", "RUNNING", "REQUEUED") and not state.startswith("CANCELLED"):
-            rows.append((nodes, state))
+            if nodes not in expanded:
+                names = testbed.scontrol("show", "hostnames", nodes, check=False).split() if nodes else []
+                expanded[nodes] = frozenset(names or [nodes])
+            rows.append((expanded[nodes], state))
     return rows
 
 
@@ -93,7 +97,10 @@ def test_a_node_that_fails_its_jobs_is_named_from_real_accounting(testbed, tmp_p
     assert plat["accounting"]["state"] == "up" and plat["jobs_in_history"] >= 6
     assert [c["state"] for c in plat["controllers"]] == ["UP"]
     node = report["nodes"][bad]
-    (f,) = [f for f in node["findings"] if f["check"] == "scheduler.job_failures"]
+    found = [f for f in node["findings"] if f["check"] == "scheduler.job_failures"]
+    window = [(sorted(nodes), state) for nodes, state in _finished(testbed)]
+    assert len(found) == 1, "no finding for %s (failed jobs %s); the window: %s" % (bad, failed, window)
+    (f,) = found
     assert f["host"] == bad and f["code"] == "failures" and f["severity"] == "P2"
     # the latest failed jobs, from slurmdbd (a bed kept up between runs has older ones too)
     assert set(failed[-3:]) <= set(f["evidence"]["job_ids"]) and f["evidence"]["states"]["FAILED"] >= 3
