@@ -60,6 +60,7 @@ EDGE_CASES = [
     {"tuple": (1, "a"), "set": {3}, "when": datetime.datetime(2026, 12, 7, 10, 0, tzinfo=datetime.timezone.utc)},
     {"date": datetime.date(2026, 12, 7), "point": _Point(3), "thing": _Thing()},
     {"raw": _facts_cache.RawFacts('{"x":1}'), "nested": [[[[{"k": [1]}]]]]},
+    {_facts_cache.RawFacts("key"): 1, "a": 2},  # a str subclass as a key (ansible-core's tagged strings): orjson refuses
     [],
     {},
     "plain",
