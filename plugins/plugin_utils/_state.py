@@ -175,7 +175,7 @@ def save_host_state(state_dir: str, host: str, state: Dict[str, Any]) -> str:
 
 
 def state_text(data: Dict[str, Any]) -> str:
-    """A host state document as stored, ``updated_at`` left out: sorted keys, compact (the C encoder)."""
+    """A host state document as stored, ``updated_at`` left out: sorted keys, compact (:mod:`_json`)."""
     body = {k: v for k, v in data.items() if k != "updated_at"}
     return _json.dumps(body)
 
