@@ -140,7 +140,7 @@ class FactsCache:
         if fingerprint is None:
             return
         try:
-            raw = facts if isinstance(facts, RawFacts) else to_raw(facts)
+            raw = to_raw(facts)  # the text itself when it is one already
             body = raw.encode("utf-8")
             head = dict(
                 self._key(host, capture_dir, fingerprint), length=len(body), exact=isinstance(raw, ExactRawFacts)
