@@ -12,11 +12,11 @@ Runs on managed nodes (Python 3.8+). No Ansible imports.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils import _capture, _ipmi, _redfish
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
@@ -147,9 +147,10 @@ def _capture_redfish_file(result: Dict[str, Any], path: str) -> None:
     if text is None:
         return
     try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        result["errors"].append(error_record(DOMAIN, "parse", "invalid JSON: %s" % exc, path, "redfish"))
+        doc = _safejson.loads(text, what=os.path.basename(path))
+    except ValueError as exc:  # not JSON, or over the budget (_safejson: nested too deep, too large)
+        msg = str(exc) if isinstance(exc, _safejson.JsonBudgetError) else "invalid JSON: %s" % exc
+        result["errors"].append(error_record(DOMAIN, "parse", msg, path, "redfish"))
         return
     for d in doc if isinstance(doc, list) else [doc]:
         try:

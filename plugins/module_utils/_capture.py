@@ -12,7 +12,6 @@ Runs on managed nodes (Python 3.8+) and on the controller. No Ansible imports.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from typing import Any, Dict, List, Optional
@@ -21,10 +20,13 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
     UnsafeFileError,
     _file_kind,
+    error_record,
     is_capture_file,
     list_capture_dir,
     read_text,
 )
+from ansible_collections.gpuops.cluster.plugins.module_utils._safejson import JsonBudgetError
+from ansible_collections.gpuops.cluster.plugins.module_utils._safejson import loads as safe_loads
 
 #: File name in a capture directory -> the command whose output it holds.
 FILES = {
@@ -106,27 +108,47 @@ def list_dir(capture_dir: str, rel: str) -> Optional[List[str]]:
     return names
 
 
-def load_meta(capture_dir: str) -> Dict[str, Any]:
-    """capture.json, or {} when absent. A broken capture.json raises ParseError."""
-    text = read(capture_dir, "capture.json")
+def load_json(capture_dir: str, name: str, parser: str) -> Any:
+    """The JSON capture file ``name`` decoded, or None when it is absent.
+
+    Read as every capture file (:func:`read`) and decoded within the depth and size budget of
+    ``_safejson``: a file nested too deep (``[`` x 100,000) or not JSON raises ParseError naming the file
+    and ``parser``, never RecursionError (issue 35)."""
+    text = read(capture_dir, name)
     if text is None:
-        return {}
+        return None
     try:
-        data = json.loads(text)
+        return safe_loads(text, what=name)
+    except JsonBudgetError as exc:
+        raise ParseError(str(exc), parser, path(capture_dir, name)) from None
     except ValueError as exc:
-        raise ParseError("invalid JSON: %s" % exc, "capture_meta", path(capture_dir, "capture.json")) from exc
+        raise ParseError("invalid JSON: %s" % exc, parser, path(capture_dir, name)) from None
+
+
+def load_meta(capture_dir: str) -> Dict[str, Any]:
+    """capture.json, or {} when absent. A broken capture.json (unreadable, not JSON, nested too deep, not an
+    object) raises ParseError naming it."""
+    data = load_json(capture_dir, "capture.json", "capture_meta")
+    if data is None:
+        return {}
     if not isinstance(data, dict):
         raise ParseError("top level is not an object", "capture_meta", path(capture_dir, "capture.json"))
     return data
 
 
 def meta_or_error(capture_dir: str, errors: List[Dict[str, Any]], domain: str) -> Dict[str, Any]:
-    """capture.json as :func:`load_meta` reads it; a broken one is an error record of ``domain`` and ``{}``."""
+    """capture.json as :func:`load_meta` reads it; a broken one is an error record of ``domain`` and ``{}``.
+
+    Never raises for the capture's content: anything :func:`load_meta` raises besides ParseError (a bug) is an
+    ``internal`` error record of ``domain`` naming capture.json, as the collector boundary makes it."""
     try:
         return load_meta(capture_dir)
     except ParseError as exc:
         errors.append(exc.to_error(domain))
-        return {}
+    except Exception as exc:  # noqa: BLE001 - the collector boundary: report, never raise
+        msg = "capture.json: %s: %s" % (type(exc).__name__, str(exc)[:200])
+        errors.append(error_record(domain, "internal", msg, path(capture_dir, "capture.json"), "capture_meta"))
+    return {}
 
 
 def file_status(meta: Dict[str, Any], name: str) -> Dict[str, Any]:

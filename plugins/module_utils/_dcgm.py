@@ -16,11 +16,11 @@ Runs on managed nodes (Python 3.8+) and on the controller. No Ansible imports.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any, Dict, List, Optional
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records, error_record, read_text
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
 
@@ -235,7 +235,9 @@ def parse_diag(text: str, source: Optional[str] = None) -> Dict[str, Any]:
         raise ParseError("dcgmi output is not text", PARSER, source)
     if text.lstrip().startswith("{"):
         try:
-            obj = json.loads(text)
+            obj = _safejson.loads(text, what="dcgmi JSON")
+        except _safejson.JsonBudgetError as exc:  # nested too deep, too large: refused before decoding
+            raise ParseError(str(exc), PARSER, source) from None
         except ValueError as exc:
             raise ParseError("invalid JSON: %s" % exc, PARSER, source) from exc
         return parse_diag_json(obj, source)

@@ -34,6 +34,7 @@ from typing import Any, Dict, List, Optional
 from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
 from ansible.module_utils.urls import Request
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_INPUT_BYTES, decode
 
 AUTH_MODES = ("auto", "session", "basic")
@@ -67,8 +68,8 @@ class Response:
         self.json: Any = None
         if text.strip():
             try:
-                self.json = json.loads(text)
-            except ValueError:
+                self.json = _safejson.loads(text, what="%s body" % url)
+            except ValueError:  # not JSON, or over the budget (nested too deep): no document
                 self.json = None
 
     def header(self, name: str) -> Optional[str]:

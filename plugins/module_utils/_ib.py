@@ -22,11 +22,11 @@ Runs on managed nodes (Python 3.8+) and on the controller. No Ansible imports.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any, Dict, Optional
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils import _capture, _ib_optics
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
@@ -142,7 +142,7 @@ def _collect_capture(capture_dir: str) -> Dict[str, Any]:
     out["boot_id"] = clean(meta.get("boot_id")) if isinstance(meta.get("boot_id"), str) else None
     if out["boot_id"] is None:
         try:
-            node = json.loads(_capture.read(capture_dir, "node.json") or "{}")
+            node = _safejson.loads(_capture.read(capture_dir, "node.json") or "{}", what="node.json")
             if isinstance(node, dict) and isinstance(node.get("boot_id"), str):
                 out["boot_id"] = clean(node["boot_id"])
         except (ParseError, ValueError):

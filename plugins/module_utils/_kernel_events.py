@@ -21,10 +21,10 @@ Runs on managed nodes (Python 3.8+) and on the controller. No Ansible imports.
 from __future__ import annotations
 
 import datetime
-import json
 import os
 from typing import Any, Dict, List, Optional, Sequence
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils import _capture
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
@@ -142,7 +142,7 @@ def _capture_boot_id(capture_dir: str, meta: Dict[str, Any]) -> Optional[str]:
         return meta["boot_id"].strip()
     try:
         text = read_text(os.path.join(capture_dir, "node.json"))
-        data = json.loads(text) if text else None
+        data = _safejson.loads(text, what="node.json") if text else None
     except (ParseError, ValueError):
         return None
     if isinstance(data, dict) and isinstance(data.get("boot_id"), str):

@@ -17,11 +17,11 @@ Scheduler facts: ``controllers`` (scontrol ping), ``sdiag``, ``jobs`` (pending a
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils import _sched_parse as P
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, read_text
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
@@ -286,7 +286,7 @@ def _read_meta(capture_dir: str) -> Optional[float]:
     """``captured_at`` (epoch) from the capture's ``platform-meta.json``, when present."""
     try:
         text = read_text(os.path.join(capture_dir, "platform-meta.json"))
-        value = json.loads(text)["captured_at"] if text else None
+        value = _safejson.loads(text, what="platform-meta.json")["captured_at"] if text else None
     except (ParseError, ValueError, KeyError, TypeError):
         return None
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

@@ -23,6 +23,7 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_INPUT_BYTES, decode
 
 #: Environment every tool runs with: machine-readable, untranslated output.
@@ -264,7 +265,9 @@ def run_in_child(func: Callable[..., Any], args: Sequence[Any] = (), timeout: fl
         return {"ok": False, "timed_out": True, "error": "timed out after %.1f s" % timeout}
     _wait_exiting(pid)
     try:
-        out = json.loads(decode(b"".join(chunks)))
+        out = _safejson.loads(decode(b"".join(chunks)), max_bytes=MAX_INPUT_BYTES, what="the child's result")
+    except _safejson.JsonBudgetError as exc:
+        return {"ok": False, "timed_out": False, "error": str(exc)}
     except ValueError:
         return {"ok": False, "timed_out": False, "error": "child died without a result"}
     out.setdefault("timed_out", False)

@@ -21,10 +21,10 @@ Runs on managed nodes (Python 3.8+) and on the controller. No Ansible imports.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Dict, List, Optional
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 from ansible_collections.gpuops.cluster.plugins.module_utils._slurm import expand_hostlist
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time
@@ -110,7 +110,9 @@ def gpus_of(tres: Any) -> int:
 def _load_json(obj: Any, parser: str, source: Optional[str]) -> Dict[str, Any]:
     if isinstance(obj, (str, bytes)):
         try:
-            obj = json.loads(obj)
+            obj = _safejson.loads(obj, what="%s JSON" % parser)
+        except _safejson.JsonBudgetError as exc:  # nested too deep, too large: refused before decoding
+            raise ParseError(str(exc), parser, source) from None
         except ValueError as exc:
             raise ParseError("not JSON (truncated?): %s" % exc, parser, source) from None
     if not isinstance(obj, dict) or not isinstance(obj.get("jobs"), list):

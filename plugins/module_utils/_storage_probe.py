@@ -24,6 +24,7 @@ import tempfile
 import time
 from typing import Any, Dict, List, Optional
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
     ensure_private_dir,
@@ -101,7 +102,7 @@ def _fio_and_meta(directory: str, nfiles: int, budget: float) -> Dict[str, Any]:
 def parse_fio_write(text: str) -> Optional[Dict[str, Any]]:
     """``fio --output-format=json``: ``{write_bytes, write_s, write_mib_s}`` of the first job, or None."""
     try:
-        data = json.loads(text[text.find("{") :]) if "{" in text else None
+        data = _safejson.loads(text[text.find("{") :], what="fio JSON") if "{" in text else None
         job = data["jobs"][0]["write"]
         secs = float(job["runtime"]) / 1000.0
         nbytes = int(job["io_bytes"])
@@ -203,7 +204,7 @@ def load_baseline(path: str, errors: List[Dict[str, Any]]) -> Optional[Dict[str,
         text = read_text(path, max_bytes=64 * 1024)
         if text is None:
             return None
-        data = json.loads(text)
+        data = _safejson.loads(text, what="storage baseline")
         if not isinstance(data, dict) or not any(
             isinstance(data.get(k), (int, float)) and not isinstance(data.get(k), bool)
             for k in ("write_mib_s", "meta_ops_s")

@@ -26,7 +26,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import plat
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import platform_jobs as _platform_jobs
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, error_record
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, utcnow, utcnow_iso
 
@@ -46,6 +46,25 @@ def _whole(facts: Any) -> Any:
     if isinstance(facts, _facts_cache.NodeFacts):
         return _facts_cache.facts_of(facts.full)
     return _facts_cache.facts_of(facts)
+
+
+def _failed_facts(h: Dict[str, Any], what: str, exc: BaseException) -> Dict[str, Any]:
+    """The facts of a node whose evidence could not be read or judged (``what`` failed with ``exc``): no domain
+    (all unknown: status ``error``, never a fault or healthy), one ``capture`` error that says why (issue 35).
+
+    The per-node boundary of the inspection: one node's evidence (a capture nested 100,000 deep, a bug a file
+    triggers) costs that node only; the others are judged and the reports written."""
+    now = utcnow_iso()
+    capture_dir = h.get("capture_dir")
+    msg = "%s failed: %s: %s" % (what, type(exc).__name__, str(exc)[:300] or "(no message)")
+    return {
+        "schema": FACTS_SCHEMA,
+        "collected_at": now,
+        "mode": "capture" if capture_dir else "live",
+        "capture_dir": capture_dir,
+        "hostname": None,
+        "errors": [error_record("capture", "internal", msg, source=capture_dir)],
+    }
 
 
 def _evidence_time(facts: Dict[str, Any]) -> tuple:
@@ -118,9 +137,14 @@ def _read_live(host: str, ctx: Dict[str, Any]) -> Any:
 
 
 def _read_one(host: str, ctx: Dict[str, Any]) -> Any:
-    if ctx["hosts"][host].get("capture_dir"):
-        return _read_captured(host, ctx)
-    return _read_live(host, ctx)
+    """One host's facts (a worker's task); whatever its evidence makes the reading raise is that host's error
+    (:func:`_failed_facts`), never the run's."""
+    try:
+        if ctx["hosts"][host].get("capture_dir"):
+            return _read_captured(host, ctx)
+        return _read_live(host, ctx)
+    except Exception as exc:  # noqa: BLE001 - the per-node boundary: one node's evidence never stops the run
+        return _facts_cache.to_raw(_failed_facts(ctx["hosts"][host], "reading the node's evidence", exc))
 
 
 def _read_hosts(
@@ -167,19 +191,37 @@ def _read_hosts(
 def _evaluate_host(host: str, ctx: Dict[str, Any]) -> Dict[str, Any]:
     """One node's entry of the report (a worker's task): findings, status, domains; its state read and saved.
 
-    ``facts`` is None in the entry when they are the facts read (the parent has them: not sent back twice)."""
+    ``facts`` is None in the entry when they are the facts read (the parent has them: not sent back twice).
+    The per-node boundary (issue 35): when judging the node raises, it is judged again on :func:`_failed_facts`
+    (status ``error``, a ``collector.error`` saying why) and its state is left as it was. A state that cannot be
+    read (StateError: a corrupt state file) still stops the run before anything is saved, as documented."""
+    try:
+        return _evaluate_entry(host, ctx, None)
+    except _state.StateError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the per-node boundary: one node never stops the run
+        return _evaluate_entry(host, ctx, _failed_facts(ctx["hosts"][host] or {}, "judging the node's facts", exc))
+
+
+def _evaluate_entry(host: str, ctx: Dict[str, Any], failed: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """:func:`_evaluate_host`'s work; with ``failed`` (facts of a node that could not be judged) those facts are
+    judged instead of the ones read, against the node's state, which is not changed."""
     h = ctx["hosts"][host] or {}
     state_dir, now, fleet = ctx["state_dir"], ctx["now"], None
     policy, phash, held = ctx["read"][host]
-    try:
-        read_facts = _facts_cache.facts_of(held)
-    except ValueError:
-        held = None  # not what the report may take
-        # a facts-cache entry whose checksum held but whose text is not JSON (written by hand into the private
-        # cache): the capture is parsed again, and the report takes the new parse (the entry's "facts" below)
-        if not h.get("capture_dir"):
-            raise
-        read_facts = collect_all(capture_dir=h["capture_dir"], options=ctx["collect_options"])
+    if failed is not None:
+        held, read_facts = None, failed
+        h = {k: v for k, v in h.items() if k != "previous_capture_dir"}
+    else:
+        try:
+            read_facts = _facts_cache.facts_of(held)
+        except ValueError:
+            held = None  # not what the report may take
+            # a facts-cache entry whose checksum held but whose text is not JSON (written by hand into the private
+            # cache): the capture is parsed again, and the report takes the new parse (the entry's "facts" below)
+            if not h.get("capture_dir"):
+                raise
+            read_facts = collect_all(capture_dir=h["capture_dir"], options=ctx["collect_options"])
     profile = ctx["host_profiles"][host]
     if not profile:
         fleet = ctx["baselines"].get(_fleet.peer_class(read_facts, ctx["classes"].get(host)) or "")
@@ -227,7 +269,11 @@ def _evaluate_host(host: str, ctx: Dict[str, Any]) -> Dict[str, Any]:
         "baseline": "profile" if profile else ("fleet" if fleet else "none"),
         # saved by the parent in one batch (one transaction on the database backend); on the file backend the
         # file's bytes, or None when it would not change
-        "_new_state": new_state if files is None else _staged(files, host, new_state, loaded, ctx, previous_file),
+        # a node that could not be judged keeps its state as it was: nothing staged, nothing saved
+        "_new_state": None
+        if failed is not None
+        else (new_state if files is None else _staged(files, host, new_state, loaded, ctx, previous_file)),
+        "_kept": failed is not None,
     }
 
 
@@ -253,7 +299,9 @@ def _judge(
     new_states: Dict[str, Any] = {}
     for host, node in nodes.items():
         new_state = node.pop("_new_state")
-        if new_state is not None or file_states is None:
+        if node.pop("_kept", False):
+            pass  # not judged on its own evidence (_evaluate_host): its state stays as it was
+        elif new_state is not None or file_states is None:
             new_states[host] = new_state
         full = read[host][2] if node["facts"] is None else node["facts"]
         slim = node.pop("_slim")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 import re
 import shutil
@@ -26,7 +25,7 @@ import tempfile
 import zlib
 from typing import Any, Dict, Optional, Sequence
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _evidence_time
+from ansible_collections.gpuops.cluster.plugins.module_utils import _evidence_time, _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import (
     ALL_DOMAINS,
     DEFAULT_LIVE_DOMAINS,
@@ -97,8 +96,8 @@ def unpack(packed: Any) -> Any:
     if not inflater.eof:
         raise ValueError("cut short (the compressed stream does not end)")
     try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        return _safejson.loads(data.decode("utf-8"), max_bytes=MAX_BYTES, what="the packed capture")
+    except ValueError as exc:  # not UTF-8, not JSON, or nested too deep (_safejson: never RecursionError)
         raise ValueError("not JSON once inflated (%s)" % exc) from None
 
 
@@ -120,8 +119,8 @@ def parse_packed(
 def captured_domains(tree: Dict[str, Any]) -> list:
     """The domains the node captured (capture.json ``domains``)."""
     try:
-        meta = json.loads(tree.get("capture.json") or "")
-    except ValueError:
+        meta = _safejson.loads(tree.get("capture.json") or "", what="capture.json")
+    except ValueError:  # not JSON or over the budget: collect_all reports it (a collector.error naming it)
         meta = None
     listed = meta.get("domains") if isinstance(meta, dict) else None
     if not isinstance(listed, list):
