@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -13,6 +12,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet, _inspect, _policy, _report, _runbooks
@@ -172,7 +172,7 @@ class ActionModule(ActionBase):
             return {"evidence": to_text(reg["capture_packed"])}, "ok"
         if reg.get("facts") is None and reg.get("facts_json") is not None:  # collect_info result_format=json
             try:
-                reg = dict(reg, facts=json.loads(to_text(reg["facts_json"])))
+                reg = dict(reg, facts=_safejson.loads(to_text(reg["facts_json"]), what="facts_json"))
             except ValueError as exc:
                 reg = dict(reg, failed=True, facts=None, msg="collect_info returned unreadable facts_json: %s" % exc)
         if reg.get("failed") and not reg.get("facts"):

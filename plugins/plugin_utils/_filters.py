@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, List, Optional
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils import (
     _bmc,
     _dcgm,
@@ -99,8 +100,8 @@ def document(name: str, data: Any) -> Any:
     """A JSON document given as text (``lookup('file', 'report.json')``) parsed; anything else as plain data."""
     if isinstance(data, (str, bytes)):
         try:
-            return json.loads(data)
-        except ValueError as exc:
+            return _safejson.loads(data, what="the document")
+        except ValueError as exc:  # not JSON, or nested too deep / too large (_safejson)
             raise fail(name, "input text is not JSON (a report.json document): %s" % exc) from None
     return plain(data)
 
@@ -229,8 +230,8 @@ def slurm_domain(value: Any, source: Optional[str]) -> Dict[str, Any]:
     try:
         if isinstance(value, str) and value.lstrip().startswith("{"):
             try:
-                value = json.loads(value)
-            except ValueError as exc:
+                value = _safejson.loads(value, what="scontrol JSON")
+            except ValueError as exc:  # not JSON, or nested too deep / too large (_safejson)
                 raise ParseError("invalid scontrol JSON: %s" % exc, parser, label) from None
         if isinstance(value, dict):
             result["nodes"] = _slurm_parse.parse_json_nodes(value, label)

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import severity_rank
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError, StateLock, private_dir
@@ -313,7 +314,7 @@ def load_history(state_dir: str) -> List[Dict[str, Any]]:
     path = history_path(state_dir)
     try:
         with open(path, "rb") as fh:
-            data = json.loads(fh.read().decode("utf-8"))
+            data = _safejson.loads(fh.read(), what="isolation history")  # nested too deep: a ValueError
     except FileNotFoundError:
         return []
     except (OSError, ValueError) as exc:

@@ -13,10 +13,10 @@ node's open incidents, a replace or GPU reset that brought the node back sets ``
 from __future__ import annotations
 
 import datetime
-import json
 import os
 from typing import Any, Dict, List, Optional
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._ledger_incidents import LOCK, tables
 
@@ -62,7 +62,7 @@ def read_changes(log_path: str) -> List[Dict[str, Any]]:
             if not raw or len(raw) > _audit.MAX_LINE:
                 continue
             try:
-                rec = json.loads(raw.decode("utf-8"))
+                rec = _safejson.loads(raw, what="audit log line")
             except (ValueError, UnicodeDecodeError):
                 continue
             at = _time(rec.get("time")) if isinstance(rec, dict) else None

@@ -28,6 +28,7 @@ import time
 import uuid
 from typing import Any, Dict, List, Optional
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 
 SCHEMA = "gpuops.inspect-plan/v1"
@@ -99,8 +100,8 @@ def read(state_dir: str, token: Any, targets: List[str]) -> Optional[Dict[str, A
     if len(data) > MAX_BYTES:
         return None
     try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        doc = _safejson.loads(data, max_bytes=MAX_BYTES, what="plan hand-off")
+    except ValueError:  # not UTF-8, not JSON, nested too deep
         return None
     if (
         not isinstance(doc, dict)

@@ -29,6 +29,7 @@ try:
 except ImportError:  # the sanity import test; open_store raises a clear StoreError without it
     sa = None
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _cluster, _inspect, _policy
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import slices_schema
@@ -91,7 +92,15 @@ def encode(entry: Dict[str, Any]) -> bytes:
 
 
 def decode(blob: bytes) -> Dict[str, Any]:
-    return json.loads(zlib.decompress(bytes(blob)).decode("utf-8"))
+    """A node entry :func:`encode` wrote, read back from the store: ValueError (zlib.error, or _safejson's: not
+    JSON, nested too deep, larger than the budget once inflated) for anything else."""
+    inflater = zlib.decompressobj()
+    data = inflater.decompress(bytes(blob), _safejson.DEFAULT_MAX_BYTES + 1)
+    if inflater.unconsumed_tail:
+        raise _safejson.JsonBudgetError(
+            "slice entry refused: larger than %d bytes once inflated" % _safejson.DEFAULT_MAX_BYTES
+        )
+    return _safejson.loads(data, what="slice entry")
 
 
 def write_slice(
@@ -217,7 +226,14 @@ def load_group(
                 "run group %s: %d inspected host(s) are not among the merge's targets: %s; run the merge over the "
                 "same inventory and gpuops_targets as the slices" % (group, len(extra), _names(extra))
             )
-    nodes = {row.host: decode(row.doc) for row in rows}
+    nodes = {}
+    for row in rows:
+        try:
+            nodes[row.host] = decode(row.doc)
+        except (ValueError, zlib.error) as exc:  # a stored entry that is not what encode wrote (issue 35)
+            raise SliceError(
+                "run group %s: the stored entry of %s cannot be read (%s); nothing was merged" % (group, row.host, exc)
+            ) from None
     info = {
         "group": group,
         "hosts": len(nodes),

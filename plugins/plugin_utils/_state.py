@@ -28,6 +28,7 @@ import re
 import time
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ensure_private_dir,
     fsync_dir,
@@ -145,7 +146,7 @@ def load_host_state_file(
             return empty_host_state(host), None
         raise StateError("cannot read %s: %s" % (path, exc)) from exc
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = _safejson.loads(raw, what="state file")  # nested too deep, not UTF-8, not JSON: ValueError
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
     except ValueError as exc:

@@ -194,7 +194,10 @@ class DbStateStore:
             q = sa.select(t.c.host, t.c.doc).where(t.c.host.in_(hosts[i : i + CHUNK]))
             if for_update and self.store.dialect == "postgresql":
                 q = q.with_for_update()
-            out.update({row.host: row.doc for row in conn.execute(q)})
+            try:
+                out.update({row.host: row.doc for row in conn.execute(q)})
+            except ValueError as exc:  # a row that is not JSON, or over the budget (_engine's json_deserializer)
+                raise _state.StateError("corrupt state row in %s: %s" % (self.store.url, exc)) from None
         return out
 
     def _normalized(self, host: str, doc: Any) -> Dict[str, Any]:

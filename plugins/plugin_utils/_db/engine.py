@@ -12,6 +12,7 @@ import threading
 import zlib
 from typing import Any, Dict, Iterator, List, Optional
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, open_private
 
 try:
@@ -213,13 +214,20 @@ def _create_sqlite_file(url: str) -> None:
         os.close(open_private(path, os.O_RDWR | os.O_CREAT))  # 0600 whatever the umask; -wal/-shm inherit it
 
 
+def _store_json(text: Any) -> Any:
+    """A JSON column's value as read back: ``_safejson.loads`` (JsonBudgetError, a ValueError, when over budget)."""
+    return _safejson.loads(text, what="a JSON column of the store")
+
+
 def open_store(
     state_dir: Optional[str] = None, db_url: Optional[str] = None, migrate_schema: bool = True, timeout: int = 10
 ) -> Store:
     """Open the store (``store_url``), check that it answers, and migrate it to this collection's schema.
     Raises StoreError with the reason (never a traceback) when it cannot be used."""
     url = store_url(state_dir, db_url)
-    kwargs: Dict[str, Any] = {"future": True}
+    # JSON columns read back through the depth and size budget (issue 35): a row nested 100,000 deep is a
+    # ValueError naming it, never a RecursionError out of the driver
+    kwargs: Dict[str, Any] = {"future": True, "json_deserializer": _store_json}
     if url.startswith("sqlite"):
         _create_sqlite_file(url)
         kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
