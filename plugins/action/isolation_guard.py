@@ -6,11 +6,16 @@
 ``action: decide`` runs ``_guard.guard_and_claim`` (one decision under the state lock; the allowed nodes are
 claimed at once), ``action: release`` runs ``_guard.release_claims`` once the back end ran. Check mode decides
 and reports but claims and writes nothing.
+
+The decision's Slurm view is read here, inside the guard's critical section: ``scontrol show node`` runs
+through the task's connection (the role delegates the task to the Slurm controller, as its other ``scontrol``
+calls) after the lock is taken, never in an earlier task whose view could predate another run's drain.
 """
 
 from __future__ import annotations
 
 import contextlib
+import shlex
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 from ansible_collections.gpuops.cluster.plugins.module_utils._slurm_parse import parse_show_node
@@ -30,15 +35,20 @@ def _opened(p):
         store.close()
 
 
-def _decide(p, check_mode):
-    cluster = _guard.cluster_from_slurm(parse_show_node(p["scontrol_show_node"], "scontrol show node"), p["racks"])
+def _decide(p, check_mode, read_slurm):
+    """``read_slurm()``: the text of ``scontrol show node``, called once, under the guard's lock (not in check
+    mode, which takes no lock)."""
+
+    def cluster():
+        return _guard.cluster_from_slurm(parse_show_node(read_slurm(), "scontrol show node"), p["racks"])
+
     claim = _guard.Claim(
         run_id=p["run_id"] or "", ticket=p["ticket"], record=not check_mode, lock_timeout=p["lock_timeout"]
     )
     with _opened(p) as store:
         result = store.guard_and_claim(
             _guard.targets_from_findings(p["nodes"], p["findings"]),
-            cluster,
+            cluster,  # read by the store once it holds the lock
             policy=p["policy"],
             override_reason=p["override_reason"],
             claim=claim,
@@ -70,6 +80,7 @@ def _release(p, check_mode):
 
 class ActionModule(ControllerAction):
     NAME = "isolation_guard"
+    _requires_connection = True  # scontrol show node runs on the Slurm controller (the task's delegate)
     ARGUMENT_SPEC = dict(
         action=dict(type="str", choices=["decide", "release"], default="decide"),
         state_dir=dict(type="path", required=True),
@@ -77,7 +88,7 @@ class ActionModule(ControllerAction):
         run_id=dict(type="str"),
         nodes=dict(type="list", elements="str"),
         findings=dict(type="list", elements="raw", default=[]),
-        scontrol_show_node=dict(type="str"),
+        scontrol_path=dict(type="str", default="scontrol"),
         racks=dict(type="dict", default={}),
         policy=dict(type="dict", default={}),
         override_reason=dict(type="str", default=""),
@@ -86,14 +97,29 @@ class ActionModule(ControllerAction):
         failed=dict(type="list", elements="str", default=[]),
         lock_timeout=dict(type="float", default=60.0),
     )
-    REQUIRED_IF = [("action", "decide", ["nodes", "scontrol_show_node"]), ("action", "release", ["run_id"])]
+    REQUIRED_IF = [("action", "decide", ["nodes"]), ("action", "release", ["run_id"])]
+
+    def _scontrol_show_node(self, scontrol_path):
+        """``scontrol show node`` on the task's host (read-only: it runs in check mode too); its stdout."""
+        cmd = "LC_ALL=C " + shlex.join([scontrol_path, "show", "node"])
+        res = self._low_level_execute_command(cmd, sudoable=True)
+        if res.get("rc") != 0:  # nothing decided or claimed; the tool's own words in msg and stderr
+            said = " ".join(str(res.get("stderr") or res.get("stdout") or "").split())[:300]
+            raise StepError(
+                "isolation guard: %s failed (rc %s): %s" % (cmd, res.get("rc"), said or "no output"),
+                rc=res.get("rc"),
+                stderr=res.get("stderr") or "",
+            )
+        return res.get("stdout") or ""
 
     def step(self, args, check_mode, task_vars):
         try:
             if args["action"] == "release":
                 result = _release(args, check_mode)
+            elif not args["scontrol_path"]:
+                raise _guard.GuardError("scontrol_path must not be empty")
             else:
-                result = _decide(args, check_mode)
+                result = _decide(args, check_mode, lambda: self._scontrol_show_node(args["scontrol_path"]))
         except (_guard.GuardError, StateError, ParseError) as exc:
             raise StepError("isolation guard: %s" % exc) from exc
         if not self._task.diff:

@@ -12,13 +12,17 @@ version_added: 0.1.0
 author: gpuops.cluster contributors (@gpuops)
 description:
   - The blast-radius guard of the C(gpuops.cluster.isolate) role (C(docs/isolation.md)). It runs on the
-    controller, next to the state directory; it needs no connection to any host.
-  - O(action=decide) decides once, under the state directory's C(isolation-guard) lock, which of O(nodes) may
-    be isolated (worst severity of their O(findings) first) without taking more than the configured share or
-    count of any partition, rack or the whole cluster out of service. It counts the nodes Slurm already shows
-    drained or down (O(scontrol_show_node)), the nodes other runs have claimed and not released, and the nodes
-    isolated within the flap window. In the same critical section the allowed nodes are recorded as claims of
-    O(run_id) in C(<state_dir>/isolation/history.json), so concurrent runs never pass the cap together.
+    controller, next to the state directory; its only command on a host is C(scontrol show node), through the
+    task's connection (delegate the task to the Slurm controller, as the isolate role does).
+  - O(action=decide) takes the C(isolation-guard) lock, then reads Slurm (C(<scontrol_path> show node), every
+    node with its partitions and state), and decides in that critical section which of O(nodes) may be isolated
+    (worst severity of their O(findings) first) without taking more than the configured share or count of any
+    partition, rack or the whole cluster out of service. It counts the nodes Slurm shows drained or down, the
+    nodes other runs have claimed and not released, and the nodes isolated within the flap window. In the same
+    critical section the allowed nodes are recorded as claims of O(run_id) in
+    C(<state_dir>/isolation/history.json) (or the O(db_url) store), so concurrent runs never pass the cap
+    together - and because Slurm is read under the lock, a run never decides on a view from before another
+    run's drain.
   - O(action=release) releases the claims of O(run_id) once the back end ran - O(done) (the drain went
     through; Slurm's view counts the node from now on) or O(failed) (no drain; the claim stops counting).
     A claim never released expires after C(claim_ttl_s).
@@ -59,11 +63,13 @@ options:
     type: list
     elements: raw
     default: []
-  scontrol_show_node:
+  scontrol_path:
     description:
-      - The output of C(scontrol show node) for the whole cluster (every node, its partitions and state).
-      - Required with O(action=decide).
+      - The C(scontrol) command run (as C(scontrol_path show node), with C(LC_ALL=C)) on the task's host under
+        the guard's lock, with O(action=decide). The isolate role passes C(gpuops_slurm_controller.scontrol_path).
+      - It runs in check mode too (it only reads); a failure or unparseable output fails the task, nothing claimed.
     type: str
+    default: scontrol
   racks:
     description: Node name to rack (the inventory's C(gpuops_rack)); nodes without a rack are in no rack scope.
     type: dict
@@ -99,6 +105,8 @@ options:
     type: float
     default: 60
 notes:
+  - The Slurm read happens under the same lock as the decision and the claims (the file lock, or the database
+    lock with O(db_url)), so other runs wait to decide or release while it runs, for at most their O(lock_timeout).
   - The isolate role runs it with a run id of its own and releases the claims after the C(gpuops.cluster.slurm_node)
     calls; a run that dies leaves its claims counting until C(claim_ttl_s).
 """
@@ -109,12 +117,13 @@ EXAMPLES = r"""
     state_dir: /var/lib/gpuops-controller
     nodes: [gpu-node-03, gpu-node-07]
     findings: "{{ inspection.findings }}"
-    scontrol_show_node: "{{ show.stdout }}"
+    scontrol_path: /usr/bin/scontrol
     racks: {gpu-node-03: rack-1, gpu-node-07: rack-2}
     policy: {max_share_cluster: 0.1}
     run_id: 20261202T100000Z-1a2b3c4d
     ticket: T-123
   register: guard
+  delegate_to: slurm-head  # where scontrol reaches slurmctld; the claims stay on the controller
 
 - name: Release the claims after the drain
   gpuops.cluster.isolation_guard:

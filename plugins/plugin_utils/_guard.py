@@ -17,6 +17,12 @@ cannot both pass the cap, whichever drains first. A claim counts until it is rel
 count the node; ``failed`` when the drain did not happen, after which the claim counts for nothing), or
 until it expires after ``claim_ttl_s`` (default 24 h) when its run died before releasing it. Neither
 depends on ``window_s``: ``window_s: 0`` turns off the flap window, never the cap.
+
+The Slurm view is read in the same critical section: ``cluster`` may be a callable (the action passes its
+``scontrol show node`` read), called once after the lock is taken, so every decision sees the drains of every run
+that decided before it. That is what makes a ``done`` release safe: the claim is held from the decision until
+Slurm shows the drain, and from then on the next run reads Slurm after the release (a view read before the lock
+could predate another run's drain and let two runs pass the cap together; issue 35).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
@@ -59,6 +65,18 @@ _UNAVAILABLE_BASE = ("DOWN", "FUTURE", "FAIL")
 
 class GuardError(Exception):
     """Bad guard input (policy values, target list)."""
+
+
+#: The cluster view the guard decides on: ``{node: {partitions, rack, state}}``, or a callable that reads it now.
+ClusterView = Union[Dict[str, Dict[str, Any]], Callable[[], Dict[str, Dict[str, Any]]]]
+
+
+def read_cluster(cluster: ClusterView) -> Dict[str, Dict[str, Any]]:
+    """The view itself, or what the callable reads now. The backends call it after taking the guard's lock."""
+    view = cluster() if callable(cluster) else cluster
+    if not isinstance(view, dict):
+        raise GuardError("the cluster view must be a mapping node -> {partitions, rack, state}")
+    return view
 
 
 @dataclass(frozen=True)
@@ -374,7 +392,7 @@ def _need_state_dir(state_dir: Any) -> None:
 def guard_and_claim(
     state_dir: str,
     targets: Iterable[Any],
-    cluster: Dict[str, Dict[str, Any]],
+    cluster: ClusterView,
     policy: Optional[Dict[str, Any]] = None,
     override_reason: str = "",
     claim: Optional[Claim] = None,
@@ -382,19 +400,22 @@ def guard_and_claim(
 ) -> Dict[str, Any]:
     """``decide`` under the isolation-guard lock, recording the allowed nodes as claims (state ``claimed``)
     of ``claim.run_id`` in the same critical section (skipped with ``Claim(record=False)``, e.g. in check
-    mode). Release them with ``release_claims`` and the same ``run_id``."""
+    mode). A callable ``cluster`` is read in that critical section too, after the lock is taken. Release the
+    claims with ``release_claims`` and the same ``run_id``."""
     claim = claim or Claim()
     pol = normalize_policy(policy)
     _need_state_dir(state_dir)
     if not claim.record:  # decide only (check mode): read the history, take no lock, create and write nothing
+        view = read_cluster(cluster)
         t = time.time() if now is None else float(now)
-        result = decide(targets, cluster, load_history(state_dir), pol, t, override_reason)
+        result = decide(targets, view, load_history(state_dir), pol, t, override_reason)
         return dict(result, claim_ttl_s=pol["claim_ttl_s"])
     private_dir(state_dir)
     with StateLock(state_dir, LOCK_NAME, timeout=claim.lock_timeout):
+        view = read_cluster(cluster)  # Slurm as it is now: no other run decides or releases until we are done
         t = time.time() if now is None else float(now)
         history = load_history(state_dir)
-        result = decide(targets, cluster, history, pol, t, override_reason)
+        result = decide(targets, view, history, pol, t, override_reason)
         if result["allowed"]:
             history = prune_history(history, t, keep_s(pol))
             history.extend(claim_entries(result["allowed"], claim, t, override_reason))

@@ -101,9 +101,9 @@ class FileStateStore:
     def update_host(self, host: str, fn: StateFn, timeout: float = 30.0) -> Dict[str, Any]:
         return _state.update_host_state(self.state_dir, host, fn, timeout=timeout)
 
-    def guard_and_claim(self, targets: Iterable[Any], cluster: Dict[str, Any], **kw: Any) -> Dict[str, Any]:
+    def guard_and_claim(self, targets: Iterable[Any], cluster: Any, **kw: Any) -> Dict[str, Any]:
         """``_guard.guard_and_claim`` on ``<state_dir>/isolation/history.json`` (keywords: policy,
-        override_reason, claim, now)."""
+        override_reason, claim, now); a callable ``cluster`` is read under the lock."""
         return _guard.guard_and_claim(self.state_dir, targets, cluster, **kw)
 
     def release_claims(self, run_id: str, outcomes: Dict[str, str], **kw: Any) -> Dict[str, Any]:
@@ -284,24 +284,27 @@ class DbStateStore:
     def guard_and_claim(
         self,
         targets: Iterable[Any],
-        cluster: Dict[str, Any],
+        cluster: Any,
         policy: Optional[Dict[str, Any]] = None,
         override_reason: str = "",
         claim: Optional[Any] = None,
         now: Optional[float] = None,
     ) -> Dict[str, Any]:
         """``_guard.decide`` and the claims of the allowed nodes in one transaction under the database lock
-        ``isolation-guard``: another controller's claims count at once, whatever its scheduler view."""
+        ``isolation-guard``: another controller's claims count at once. A callable ``cluster`` (the Slurm read)
+        is called under that lock, so the decision also sees every drain another controller made before it."""
         claim = claim or _guard.Claim()
         pol = _guard.normalize_policy(policy)
         if not claim.record:  # decide only (check mode): read, lock and write nothing
+            view = _guard.read_cluster(cluster)
             t = time.time() if now is None else float(now)
-            result = _guard.decide(targets, cluster, self.load_history(), pol, t, override_reason)
+            result = _guard.decide(targets, view, self.load_history(), pol, t, override_reason)
             return dict(result, claim_ttl_s=pol["claim_ttl_s"])
         gc = self.tables["guard_claims"]
         with self._tx(_guard.LOCK_NAME, claim.lock_timeout) as conn:
+            view = _guard.read_cluster(cluster)  # under the lock: Slurm as it is after every earlier decision
             t = time.time() if now is None else float(now)
-            result = _guard.decide(targets, cluster, self._history(conn), pol, t, override_reason)
+            result = _guard.decide(targets, view, self._history(conn), pol, t, override_reason)
             if result["allowed"]:
                 conn.execute(sa.delete(gc).where(gc.c.time < t - _guard.keep_s(pol)))
                 conn.execute(sa.insert(gc), _guard.claim_entries(result["allowed"], claim, t, override_reason))

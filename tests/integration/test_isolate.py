@@ -8,6 +8,7 @@ resumed (the conftest's reset() runs after the module as well).
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -240,6 +241,130 @@ def test_guard_caps_all_faulty_nodes_and_concurrent_runs(testbed, tmp_path, stat
     drained = [n for n in nodes if "DRAIN" in testbed.node_state(n)]
     assert len(drained) == cap
     _undrain(testbed, *drained)
+
+
+GATED_SCONTROL = """#!/bin/sh
+# scontrol for run B: its first `scontrol show node` (the cluster view the guard decides on) is read from Slurm at
+# once, then handed over only when the test opens the gate ({gate}/open)
+if [ "$#" -eq 2 ] && [ "$1" = show ] && [ "$2" = node ] && mkdir {gate}/first 2>/dev/null; then
+  out=$({real} "$@"); rc=$?
+  touch {gate}/read
+  i=0
+  while [ ! -e {gate}/open ] && [ "$i" -lt 3000 ]; do sleep 0.1; i=$((i + 1)); done
+  printf '%s\\n' "$out"
+  exit "$rc"
+fi
+exec {real} "$@"
+"""
+
+
+def _start_isolate(testbed, tmp_path: Path, name: str, roles_vars: Dict[str, Any]):
+    """Start one isolate run (its own ansible-playbook); returns (process, where its isolate_result lands)."""
+    out = tmp_path / ("%s-result.json" % name)
+    play = [
+        {
+            "hosts": "localhost",
+            "gather_facts": False,
+            "tasks": [
+                {"name": "r", "ansible.builtin.include_role": {"name": "gpuops.cluster.isolate"}, "vars": roles_vars},
+                {
+                    "name": "save",
+                    "ansible.builtin.copy": {"content": "{{ isolate_result | to_json }}", "dest": str(out)},
+                    "changed_when": False,
+                },
+            ],
+        }
+    ]
+    path = tmp_path / ("%s.yml" % name)
+    path.write_text(json.dumps(play), encoding="utf-8")
+    log = open(tmp_path / ("%s.log" % name), "w", encoding="utf-8")  # noqa: SIM115 (closed with the process)
+    cmd = [str(VENV_BIN / "ansible-playbook"), "-i", str(testbed.inventory), str(path)]
+    proc = subprocess.Popen(cmd, env=testbed.env, cwd=str(REPO), stdout=log, stderr=subprocess.STDOUT)
+    proc.log = log  # type: ignore[attr-defined]
+    return proc, out
+
+
+def _finish(proc, out: Path, timeout: float = 240):
+    proc.wait(timeout=timeout)
+    proc.log.close()
+    text = Path(proc.log.name).read_text(encoding="utf-8")
+    assert proc.returncode == 0, text[-3000:]
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def _guard_lock_held(state_dir: Path) -> bool:
+    """True while another process holds the guard's lock (<state_dir>/locks/isolation-guard.lock)."""
+    import fcntl  # pylint: disable=import-outside-toplevel
+
+    try:
+        fd = os.open(str(state_dir / "locks" / "isolation-guard.lock"), os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing drops a lock taken here
+    return False
+
+
+@pytest.mark.parametrize("window", [0, 1, 3600])
+def test_two_runs_interleaved_on_a_stale_slurm_view_never_exceed_the_cap(testbed, tmp_path, state_dir, window):
+    """Issue 35, observation 5. Run B reads Slurm (every node in service) and is held right after that read; run A
+    then decides, drains and releases (done) the cap's worth of nodes; only then does B go on. B must not decide
+    on its view from before A's drain: the guard reads Slurm under its lock, so while B's read is held B holds the
+    lock and A decides after B, on a view with B's drains. Whatever the interleaving and the flap window, at most
+    the cap (25 % of the bed) is out of service."""
+    nodes = testbed.nodes
+    cap = len(nodes) // 4
+    pol = {"max_share_cluster": 0.25, "max_share_partition": 0.25, "max_share_rack": 1, "window_s": window}
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    gated = tmp_path / "scontrol-b"
+    gated.write_text(GATED_SCONTROL.format(gate=gate, real=testbed.scontrol_path), encoding="utf-8")
+    gated.chmod(0o755)
+    half = len(nodes) // 2
+
+    def run_vars(part, ticket, scontrol):
+        return {
+            "isolate_nodes": part,
+            "isolate_ticket": ticket,
+            "isolate_reason": "race",
+            "isolate_state_dir": str(state_dir),
+            "isolate_guard_policy": pol,
+            "isolate_requeue_after": 0,
+            "isolate_node_marker": False,
+            "isolate_slurm_controller": {"host": "slurm_head", "scontrol_path": scontrol},
+        }
+
+    b, b_out = _start_isolate(testbed, tmp_path, "run-b", run_vars(nodes[half:], "T-B", str(gated)))
+    try:
+        testbed.wait_for(lambda: (gate / "read").exists() or b.poll() is not None, timeout=120, what="B read Slurm")
+        assert (gate / "read").exists(), Path(b.log.name).read_text()[-3000:]
+        # B read Slurm: every node in service. Does B hold the guard's lock while its view is held back?
+        b_holds_lock = _guard_lock_held(state_dir)
+        a, a_out = _start_isolate(testbed, tmp_path, "run-a", run_vars(nodes[:half], "T-A", testbed.scontrol_path))
+        if not b_holds_lock:
+            # the issue's interleaving: A decides, drains and releases while B's view predates A's drain
+            res_a = _finish(a, a_out)
+            assert len(res_a["isolated"]) == cap, res_a
+            assert sum("DRAIN" in testbed.node_state(n) for n in nodes) == cap
+        (gate / "open").touch()
+        res_b = _finish(b, b_out)
+        if b_holds_lock:
+            res_a = _finish(a, a_out)
+    finally:
+        (gate / "open").touch()
+    drained = [n for n in nodes if "DRAIN" in testbed.node_state(n)]
+    try:
+        assert len(drained) == cap, "%d of %d nodes out (cap %d): A %s, B %s" % (
+            len(drained), len(nodes), cap, res_a["isolated"], res_b["isolated"])  # fmt: skip
+        assert sorted(res_a["isolated"] + res_b["isolated"]) == sorted(drained)
+        refused = res_a["refused_by_guard"] + res_b["refused_by_guard"]
+        assert len(refused) == len(nodes) - cap and all("blast-radius guard" in r["reason"] for r in refused)
+    finally:
+        _undrain(testbed, *drained)
 
 
 def _inspect_auto(testbed, tmp_path, state_dir, extra=()):

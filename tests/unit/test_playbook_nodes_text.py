@@ -136,8 +136,12 @@ def test_isolate_takes_the_survey_text(bed):
     assert first["ansible_facts"]["__gpuops_input"]["isolate_nodes_text"] == THREE
     role_in = _task(tasks, "Take the ticket, the reason and the nodes as data")["ansible_facts"]["__isolate_in"]
     assert role_in["isolate_nodes"] == THREE and role_in["isolate_reason"] == reason
-    # the inputs passed; the first Slurm call is the read, and the fake stops the run there
-    assert _task(tasks, "Read the cluster from Slurm (every node, its partitions and state)").get("failed")
+    # the inputs passed; the first Slurm call is the guard's read (under its lock), and the fake stops the run there
+    guard = (
+        "Blast-radius guard (Slurm read and one decision under the state lock, allowed nodes claimed at once; "
+        "check mode claims nothing)"
+    )
+    assert _task(tasks, guard).get("failed")
     assert called == ["show node"]
     assert proc.returncode == 2 and not marker.exists()
 

@@ -18,8 +18,15 @@ SHOW = "\n".join(
 STALE = SHOW.replace("IDLE+DRAIN", "IDLE")
 
 
-def _decide(tmp_path, **extra):
-    args = {"nodes": ["gpu-node-01"], "scontrol_show_node": STALE, "state_dir": str(tmp_path), "run_id": "r"}
+@pytest.fixture
+def slurm(slurm_view):
+    """Slurm as the guard reads it (tests/unit/plugins/conftest.py): every node IDLE unless a test sets it."""
+    slurm_view.set(STALE)
+    return slurm_view
+
+
+def _decide(tmp_path, slurm, **extra):
+    args = {"nodes": ["gpu-node-01"], "scontrol_path": slurm.path, "state_dir": str(tmp_path), "run_id": "r"}
     args.update(extra)
     return {k: v for k, v in args.items() if v is not None}  # None: the argument is not given
 
@@ -36,7 +43,8 @@ def _history(tmp_path):
         ({"policy": {"windows": 0}}, "unknown guard setting 'windows'"),
         ({"action": "drop"}, "value of action must be one of: decide, release"),
         ({"state_dir": ""}, "needs a state directory"),
-        ({"scontrol_show_node": None}, "missing: scontrol_show_node"),
+        ({"nodes": None}, "missing: nodes"),
+        ({"scontrol_path": ""}, "scontrol_path must not be empty"),
         ({"nodes": "gpu-node-01,gpu-node-02", "racks": "rack-1"}, "racks"),
         ({"action": "release", "run_id": None}, "missing: run_id"),
         ({"action": "release", "state_dir": ""}, "needs a state directory"),
@@ -44,22 +52,40 @@ def _history(tmp_path):
         ({"lock_timeout": "soon"}, "lock_timeout"),
     ],
 )
-def test_refuses_bad_arguments_and_settings_before_any_claim(tmp_path, run_action, monkeypatch, req, msg):
+def test_refuses_bad_arguments_and_settings_before_any_claim(tmp_path, run_action, monkeypatch, slurm, req, msg):
     monkeypatch.chdir(tmp_path)  # an empty state_dir must not become the current directory
-    out = run_action(A, _decide(tmp_path, **req))
+    out = run_action(A, _decide(tmp_path, slurm, **req))
     assert out["failed"] is True and msg in out["msg"], out
     assert not (tmp_path / "isolation").exists() and not (tmp_path / "locks").exists()
 
 
-def test_unparseable_scontrol_output_is_a_clear_failure(tmp_path, run_action):
-    out = run_action(A, _decide(tmp_path, scontrol_show_node="State=IDLE without a node name"))
+def test_unparseable_scontrol_output_is_a_clear_failure(tmp_path, run_action, slurm):
+    slurm.set("State=IDLE without a node name")
+    out = run_action(A, _decide(tmp_path, slurm))
     assert out["failed"] is True and out["msg"].startswith("isolation_guard: isolation guard:")
+    assert _history_or_none(tmp_path) is None  # nothing claimed
 
 
-def test_decide_claims_the_allowed_nodes_worst_severity_first(tmp_path, run_action):
+def test_a_failing_scontrol_is_a_clear_failure_and_claims_nothing(tmp_path, run_action, slurm):
+    slurm.fail("Unable to contact slurm controller (connect failure)")
+    out = run_action(A, _decide(tmp_path, slurm))
+    assert out["failed"] is True and "Unable to contact slurm controller (connect failure)" in out["msg"], out
+    assert "show node failed (rc 1)" in out["msg"] and "Traceback" not in out["msg"]
+    assert _history_or_none(tmp_path) is None
+    # the lock was given back: the next run decides
+    slurm.failing.unlink()
+    assert run_action(A, _decide(tmp_path, slurm))["allowed"] == ["gpu-node-01"]
+
+
+def _history_or_none(tmp_path):
+    return _history(tmp_path) if (tmp_path / "isolation" / "history.json").exists() else None
+
+
+def test_decide_claims_the_allowed_nodes_worst_severity_first(tmp_path, run_action, slurm):
     findings = [{"host": "gpu-node-03", "severity": "P0"}, {"host": "gpu-node-01", "severity": "P3"}]
-    args = _decide(tmp_path, nodes=["gpu-node-01", "gpu-node-02", "gpu-node-03", "gpu-node-08"], findings=findings,
-                   scontrol_show_node=SHOW, racks={"gpu-node-01": "r1"}, ticket="T-1")  # fmt: skip
+    slurm.set(SHOW)
+    args = _decide(tmp_path, slurm, nodes=["gpu-node-01", "gpu-node-02", "gpu-node-03", "gpu-node-08"],
+                   findings=findings, racks={"gpu-node-01": "r1"}, ticket="T-1")  # fmt: skip
     out = run_action(A, args)
     # 25 % of 8 = 2, gpu-node-08 already drained counts: one more, the P0 one
     assert out["changed"] is True and out["allowed"] == ["gpu-node-03"]
@@ -72,26 +98,29 @@ def test_decide_claims_the_allowed_nodes_worst_severity_first(tmp_path, run_acti
     ]
 
 
-def test_check_mode_decides_but_claims_and_writes_nothing(tmp_path, run_action):
+def test_check_mode_decides_but_claims_and_writes_nothing(tmp_path, run_action, slurm):
     sd = tmp_path / "state"
-    out = run_action(A, _decide(sd, nodes=["gpu-node-01", "gpu-node-02", "gpu-node-03"]), check_mode=True, diff=True)
+    out = run_action(A, _decide(sd, slurm, nodes=["gpu-node-01", "gpu-node-02", "gpu-node-03"]), check_mode=True,
+                     diff=True)  # fmt: skip
+    assert slurm.reads == 1  # Slurm is read in check mode too (read-only)
     assert out["changed"] is True and out["allowed"] == ["gpu-node-01", "gpu-node-02"]
     assert out["diff"] == {"before": {"claimed": []}, "after": {"claimed": ["gpu-node-01", "gpu-node-02"]}}
     assert not sd.exists()  # no state directory, no lock, no history
     # nothing allowed: nothing would change
-    full = run_action(A, _decide(sd, scontrol_show_node=SHOW, nodes=["gpu-node-08"]), check_mode=True)
+    slurm.set(SHOW)
+    full = run_action(A, _decide(sd, slurm, nodes=["gpu-node-08"]), check_mode=True)
     assert full["changed"] is False and full["already_isolated"] == ["gpu-node-08"]
 
 
-def test_diff_shows_the_open_claims_before_and_after(tmp_path, run_action):
-    run_action(A, _decide(tmp_path, run_id="a"))
-    out = run_action(A, _decide(tmp_path, nodes=["gpu-node-02", "gpu-node-03"], run_id="b"), diff=True)
+def test_diff_shows_the_open_claims_before_and_after(tmp_path, run_action, slurm):
+    run_action(A, _decide(tmp_path, slurm, run_id="a"))
+    out = run_action(A, _decide(tmp_path, slurm, nodes=["gpu-node-02", "gpu-node-03"], run_id="b"), diff=True)
     assert out["allowed"] == ["gpu-node-02"] and out["claimed"] == ["gpu-node-01"]
     assert out["diff"] == {"before": {"claimed": ["gpu-node-01"]}, "after": {"claimed": ["gpu-node-01", "gpu-node-02"]}}
 
 
-def test_release_done_and_failed_and_check_mode(tmp_path, run_action):
-    run_action(A, _decide(tmp_path, nodes=["gpu-node-01", "gpu-node-02"], run_id="a"))
+def test_release_done_and_failed_and_check_mode(tmp_path, run_action, slurm):
+    run_action(A, _decide(tmp_path, slurm, nodes=["gpu-node-01", "gpu-node-02"], run_id="a"))
     rel = {"action": "release", "state_dir": str(tmp_path), "run_id": "a", "done": ["gpu-node-01"],
            "failed": ["gpu-node-02", "gpu-node-05"]}  # fmt: skip
     dry = run_action(A, rel, check_mode=True, diff=True)
@@ -107,8 +136,8 @@ def test_release_done_and_failed_and_check_mode(tmp_path, run_action):
     assert again["not_claimed"] == ["gpu-node-01", "gpu-node-02", "gpu-node-05"]
 
 
-def test_override_allows_and_records_the_reason(tmp_path, run_action):
-    args = _decide(tmp_path, nodes=["gpu-node-01", "gpu-node-02", "gpu-node-03"], override_reason="rack fire")
+def test_override_allows_and_records_the_reason(tmp_path, run_action, slurm):
+    args = _decide(tmp_path, slurm, nodes=["gpu-node-01", "gpu-node-02", "gpu-node-03"], override_reason="rack fire")
     out = run_action(A, args)
     assert out["allowed"] == ["gpu-node-01", "gpu-node-02", "gpu-node-03"] and out["overridden"] is True
     assert [w["node"] for w in out["would_refuse"]] == ["gpu-node-03"]

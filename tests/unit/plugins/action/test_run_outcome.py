@@ -186,14 +186,14 @@ def test_controller_user_falls_back_to_the_passwd_name(monkeypatch):
     assert _outcome.controller_user() == pwd.getpwuid(os.getuid()).pw_name
 
 
-def test_the_guard_names_the_controller_user_for_the_marker(tmp_path, run_action, monkeypatch):
+def test_the_guard_names_the_controller_user_for_the_marker(tmp_path, run_action, monkeypatch, slurm_view):
     """Observation 5: the isolate marker's `who` falls back to the guard's `operator` (never `unknown`)."""
     from ansible_collections.gpuops.cluster.plugins.action import isolation_guard as G
 
     monkeypatch.delenv("USER", raising=False)
     monkeypatch.delenv("LOGNAME", raising=False)
-    show = "NodeName=gpu-node-01 State=IDLE Partitions=gpu\nNodeName=gpu-node-02 State=IDLE Partitions=gpu"
-    args = {"nodes": ["gpu-node-01"], "scontrol_show_node": show, "state_dir": str(tmp_path), "run_id": "r"}
+    slurm_view.set("NodeName=gpu-node-01 State=IDLE Partitions=gpu\nNodeName=gpu-node-02 State=IDLE Partitions=gpu")
+    args = {"nodes": ["gpu-node-01"], "scontrol_path": slurm_view.path, "state_dir": str(tmp_path), "run_id": "r"}
     out = run_action(G, args, check_mode=True)
     import pwd
 

@@ -324,14 +324,15 @@ def _decide_in_a_process(run_action, req, q):
 
 
 @pytest.mark.parametrize("window", [0, 1, 3600])
-def test_concurrent_guard_processes_on_a_stale_view_never_exceed_the_cap(tmp_path, run_action, window):
+def test_concurrent_guard_processes_on_a_stale_view_never_exceed_the_cap(tmp_path, run_action, slurm_view, window):
     """Six isolate runs (real processes, each running the gpuops.cluster.isolation_guard action), started 0.4 s
     apart so that some claims are older than a 1 s window, all on the same stale Slurm view (every node IDLE):
     2 of 8 at most."""
     ctx = multiprocessing.get_context("fork")
+    slurm_view.set(STALE)  # Slurm never shows the drains here: only the claims keep the cap
     procs = []
     for i in range(6):
-        req = {"nodes": ["gpu-node-%02d" % (i + 1)], "findings": [], "scontrol_show_node": STALE, "racks": {},
+        req = {"nodes": ["gpu-node-%02d" % (i + 1)], "findings": [], "scontrol_path": slurm_view.path, "racks": {},
                "policy": {"window_s": window}, "state_dir": str(tmp_path), "run_id": "run-%d" % i}  # fmt: skip
         q = ctx.Queue()
         p = ctx.Process(target=_decide_in_a_process, args=(run_action, req, q))
@@ -352,7 +353,7 @@ def test_concurrent_guard_processes_on_a_stale_view_never_exceed_the_cap(tmp_pat
     rel = run_action(isolation_guard, {"action": "release", "state_dir": str(tmp_path), "run_id": "run-%d" % first,
                                        "failed": answers[first]["allowed"]})  # fmt: skip
     assert not rel.get("failed") and rel["released"] == {answers[first]["allowed"][0]: "failed"}
-    again = run_action(isolation_guard, {"nodes": ["gpu-node-08"], "scontrol_show_node": STALE,
+    again = run_action(isolation_guard, {"nodes": ["gpu-node-08"], "scontrol_path": slurm_view.path,
                                          "policy": {"window_s": window}, "state_dir": str(tmp_path), "run_id": "run-9"})  # fmt: skip
     assert not again.get("failed") and again["allowed"] == ["gpu-node-08"]
 

@@ -143,9 +143,10 @@ def test_old_entries_are_pruned_when_new_claims_are_made(backend):
     assert [e["node"] for e in backend.load_history()] == ["gpu-node-02"]
 
 
-def test_the_action_claims_and_releases_in_the_database(db_url, tmp_path, run_action):
+def test_the_action_claims_and_releases_in_the_database(db_url, tmp_path, run_action, slurm_view):
     sd = tmp_path / "state"
-    req = {"nodes": ["gpu-node-01", "gpu-node-02", "gpu-node-03"], "scontrol_show_node": STALE,
+    slurm_view.set(STALE)
+    req = {"nodes": ["gpu-node-01", "gpu-node-02", "gpu-node-03"], "scontrol_path": slurm_view.path,
            "state_dir": str(sd), "db_url": db_url, "run_id": "r1"}  # fmt: skip
     check = run_action(isolation_guard, req, check_mode=True)
     assert not check.get("failed") and check["allowed"] == ["gpu-node-01", "gpu-node-02"]
@@ -159,8 +160,9 @@ def test_the_action_claims_and_releases_in_the_database(db_url, tmp_path, run_ac
     assert not (sd / "isolation").exists()  # nothing in the state directory: the database has it all
 
 
-def test_an_unreachable_database_is_a_clear_failure(tmp_path, run_action):
-    req = {"nodes": ["gpu-node-01"], "scontrol_show_node": STALE, "state_dir": str(tmp_path), "run_id": "r1",
+def test_an_unreachable_database_is_a_clear_failure(tmp_path, run_action, slurm_view):
+    slurm_view.set(STALE)
+    req = {"nodes": ["gpu-node-01"], "scontrol_path": slurm_view.path, "state_dir": str(tmp_path), "run_id": "r1",
            "db_url": "postgresql://nobody@127.0.0.1:1/none"}  # fmt: skip
     r = run_action(isolation_guard, req)
     assert r.get("failed") and "isolation guard" in r["msg"] and "cannot reach the store" in r["msg"]
