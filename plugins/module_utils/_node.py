@@ -4,7 +4,8 @@
 """Node basics: the ``node`` domain of docs/facts.md.
 
 Hostname, kernel, OS, boot id, memory, expected mounts (present and responsive), free space on named
-filesystems, the NVIDIA services an operator expects, and the fabric manager version.
+filesystems, the NVIDIA services an operator expects (``_node_services``: running only on the service's own record,
+systemd's unit or the daemon's pid file, never on a process name alone), and the fabric manager version.
 
 A hung NFS/Lustre mount blocks ``stat()`` in the kernel, and would hang the play with it. This module
 never touches a mount point in its own process: presence comes from ``/proc/self/mounts``, and every
@@ -27,8 +28,8 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
     error_record,
     internal_error,
-    to_int,
 )
+from ansible_collections.gpuops.cluster.plugins.module_utils import _node_services
 from ansible_collections.gpuops.cluster.plugins.module_utils._node_parse import (
     mount_containing,
     mount_of,
@@ -40,7 +41,17 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._node_parse import 
     parse_mounts,
     parse_os_release,
     parse_rpm_versions,
+    parse_show,
     parse_stat_f,
+)
+from ansible_collections.gpuops.cluster.plugins.module_utils._node_services import (
+    ALIASES,
+    COMM_LEN,
+    DEFAULT_SERVICES,
+    FABRIC_MANAGER,
+    KNOWN_SERVICES,
+    check_services,
+    service_spec,
 )
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, run_in_child, which
@@ -68,40 +79,13 @@ __all__ = [
     "parse_mounts",
     "parse_os_release",
     "parse_rpm_versions",
+    "parse_show",
     "parse_stat_f",
     "probe_path",
+    "service_spec",
 ]
 
 DOMAIN = "node"
-
-#: Services checked when the caller does not name any: unit names, process names (/proc/<pid>/comm) and
-#: pid files of each. ``nv-hostengine`` is the DCGM host engine behind the ``nvidia-dcgm`` unit.
-KNOWN_SERVICES: Dict[str, Dict[str, List[str]]] = {
-    "nvidia-persistenced": {
-        "units": ["nvidia-persistenced"],
-        "processes": ["nvidia-persistenced"],
-        "pidfiles": [
-            "/run/nvidia-persistenced/nvidia-persistenced.pid",
-            "/var/run/nvidia-persistenced/nvidia-persistenced.pid",
-        ],
-    },
-    "nvidia-fabricmanager": {
-        "units": ["nvidia-fabricmanager"],
-        "processes": ["nv-fabricmanager"],
-        "pidfiles": [
-            "/run/nvidia-fabricmanager/nv-fabricmanager.pid",
-            "/var/run/nvidia-fabricmanager/nv-fabricmanager.pid",
-        ],
-    },
-    "nvidia-dcgm": {
-        "units": ["nvidia-dcgm", "dcgm"],
-        "processes": ["nv-hostengine"],
-        "pidfiles": ["/run/nvhostengine.pid", "/var/run/nvhostengine.pid"],
-    },
-}
-ALIASES = {"nv-hostengine": "nvidia-dcgm", "dcgm": "nvidia-dcgm", "nv-fabricmanager": "nvidia-fabricmanager"}
-DEFAULT_SERVICES = ("nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm")
-FABRIC_MANAGER = "nvidia-fabricmanager"
 
 #: how the fabric manager's package version is asked (dpkg-query, else rpm): the node shell capture runs the same
 DPKG_FORMAT = "${db:Status-Abbrev} ${Package} ${Version}\n"
@@ -122,8 +106,6 @@ READ_PATHS = (
     "/proc/mounts",
 )
 
-#: /proc/<pid>/comm holds at most 15 characters.
-COMM_LEN = 15
 MAX_PROBES_IN_PARALLEL = 16
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -159,8 +141,20 @@ class LiveIO:
     def probe_all(self, paths: List[str], timeout: float) -> Dict[str, Dict[str, Any]]:
         return _probe_all(paths, timeout)
 
-    def process_names(self, root: str) -> Dict[str, int]:
-        return _process_names(root)
+    def process_table(self, root: str) -> Optional[Dict[str, List[int]]]:
+        return _node_services.process_table(root)
+
+    def process_status(self, root: str, pid: int) -> Optional[Dict[str, Any]]:
+        return _node_services.process_status(root, pid)
+
+    def process_exe(self, root: str, pid: int) -> Optional[str]:
+        return _node_services.process_exe(root, pid)
+
+    def process_argv0(self, root: str, pid: int) -> Optional[str]:
+        return _node_services.process_argv0(root, pid)
+
+    def user_uid(self, root: str, name: str) -> Optional[int]:
+        return _node_services.user_uid(root, name)
 
     def own_names(self, root: str) -> Tuple[Optional[str], Optional[str]]:
         """(hostname, kernel release) of this process's host when ``root`` is the live root, else (None, None)."""
@@ -308,94 +302,8 @@ def check_mounts(
     return mount_recs, fs_recs
 
 
-def _process_names(root: str) -> Dict[str, int]:
-    """comm -> lowest pid, from ``<root>/proc/*/comm``."""
-    out: Dict[str, int] = {}
-    proc = os.path.join(root, "proc")
-    try:
-        pids = [p for p in os.listdir(proc) if p.isdigit()]
-    except OSError:
-        return out
-    for pid in sorted(pids, key=int):
-        try:
-            with open(os.path.join(proc, pid, "comm"), "rb") as fh:
-                comm = fh.read(64).decode("utf-8", errors="replace").strip()
-        except OSError:
-            continue
-        out.setdefault(comm, int(pid))
-    return out
-
-
-def _pidfile_alive(root: str, pidfiles: List[str], io: Any = LIVE_IO) -> Optional[int]:
-    for pf in pidfiles:
-        text = io.read(root, pf)
-        pid = to_int(text.strip()) if text else None
-        if pid and pid > 0 and io.isdir(os.path.join(root, "proc", str(pid))):
-            return pid
-    return None
-
-
-def _service_spec(item: Any) -> Optional[Tuple[str, Dict[str, List[str]]]]:
-    if isinstance(item, dict):
-        name = item.get("name")
-        if not isinstance(name, str) or not name:
-            return None
-        base = KNOWN_SERVICES.get(ALIASES.get(name, name), {})
-        spec = {}
-        for key, single in (("units", "unit"), ("processes", "process"), ("pidfiles", "pidfile")):
-            val = item.get(key, item.get(single))
-            if isinstance(val, str):
-                val = [val]
-            spec[key] = list(val) if isinstance(val, list) else list(base.get(key, [name] if key != "pidfiles" else []))
-        return ALIASES.get(name, name), spec
-    if isinstance(item, str) and item:
-        name = ALIASES.get(item, item)
-        spec = KNOWN_SERVICES.get(name, {"units": [item], "processes": [item], "pidfiles": []})
-        return name, {k: list(v) for k, v in spec.items()}
-    return None
-
-
-def check_services(
-    services: Iterable[Any], root: str, timeout: float, errors: List[Dict[str, Any]], io: Any = LIVE_IO
-) -> Dict[str, Dict[str, Any]]:
-    """``{name: {running, unit_state, pid, method}}``: systemd when it runs here, else /proc, else pid files."""
-    specs = [s for s in (_service_spec(i) for i in services) if s is not None]
-    if not specs:
-        return {}
-    systemctl = io.which("systemctl")
-    use_systemd = bool(systemctl) and io.isdir(os.path.join(root, "run", "systemd", "system"))
-    states: Dict[str, str] = {}
-    if use_systemd:
-        units = list(dict.fromkeys(u for _name, spec in specs for u in spec["units"]))
-        res = io.run([systemctl, "is-active", "--", *units], timeout)  # rc 3 when any is inactive
-        if res.timed_out or res.error:
-            kind = "timeout" if res.timed_out else "tool_error"
-            errors.append(error_record(DOMAIN, kind, res.describe(), source="systemctl"))
-            use_systemd = False
-        else:
-            states = parse_is_active(res.stdout, units)
-    procs = io.process_names(root)
-    out: Dict[str, Dict[str, Any]] = {}
-    for name, spec in specs:
-        rec: Dict[str, Any] = {"running": None, "unit_state": None, "pid": None, "method": None}
-        unit_states = [states[u] for u in spec["units"] if u in states]
-        known = [s for s in unit_states if s not in ("unknown", "")]
-        if use_systemd and unit_states:
-            rec["unit_state"] = "active" if "active" in known else (known[0] if known else unit_states[0])
-        if procs:  # /proc is readable: it is the truth about processes
-            pid = next((procs[p[:COMM_LEN]] for p in spec["processes"] if p[:COMM_LEN] in procs), None)
-            method = "proc"
-        else:
-            pid = _pidfile_alive(root, spec["pidfiles"], io)
-            method = "pidfile" if spec["pidfiles"] else None
-        rec["pid"] = pid
-        rec["method"] = "systemctl" if use_systemd else method
-        if rec["unit_state"] in ("active", "reloading") or pid is not None:
-            rec["running"] = True
-        elif rec["method"] is not None:
-            rec["running"] = False
-        out[name] = rec
-    return out
+#: the name ``_shcapture`` used before the services moved to ``_node_services``
+_service_spec = service_spec
 
 
 def fabric_manager_version(timeout: float, errors: List[Dict[str, Any]], io: Any = LIVE_IO) -> Optional[str]:

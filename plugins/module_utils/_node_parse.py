@@ -2,7 +2,8 @@
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Pure parsers of the ``node`` domain (docs/facts.md): os-release, meminfo, the mount table, ``stat -f``, fabric
-manager and package versions, ``systemctl is-active``. ``_node`` re-exports their names.
+manager and package versions, ``systemctl is-active`` and ``systemctl show``, ``/proc/<pid>/status``. ``_node``
+re-exports their names.
 
 Runs on managed nodes (Python 3.8+) and on the controller. No Ansible imports.
 """
@@ -162,3 +163,38 @@ def parse_is_active(text: str, units: List[str]) -> Dict[str, str]:
     """``systemctl is-active u1 u2 ...`` prints one state per unit, in order."""
     states = [line.strip() for line in text.splitlines() if line.strip()]
     return {u: states[i] for i, u in enumerate(units) if i < len(states)}
+
+
+def parse_show(text: str, units: List[str]) -> Optional[Dict[str, Dict[str, str]]]:
+    """``systemctl show -p Id,LoadState,ActiveState,SubState,MainPID -- u1 u2 ...``: one block of ``Key=value`` lines
+    per unit, in the order asked, blocks separated by an empty line -> ``{unit: {key: value}}``; None when the
+    number of blocks is not the number of units (the answer cannot be matched to the units)."""
+    blocks: List[Dict[str, str]] = []
+    cur: Dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if cur:
+                blocks.append(cur)
+                cur = {}
+            continue
+        key, sep, value = line.partition("=")
+        if sep and len(line) <= MAX_LINE_CHARS:
+            cur[key.strip()] = value.strip()
+    if cur:
+        blocks.append(cur)
+    if len(blocks) != len(units):
+        return None
+    return dict(zip(units, blocks))
+
+
+def parse_proc_status(text: str) -> Dict[str, Any]:
+    """``/proc/<pid>/status`` -> ``{uids: [real, effective, saved, fs] or None, state: "S"/"Z"/... or None}``."""
+    uids: Optional[List[int]] = None
+    state: Optional[str] = None
+    for line in text.splitlines():
+        if line.startswith("Uid:"):
+            nums = [to_int(f) for f in line[4:].split()[:4]]
+            uids = [n for n in nums if n is not None] if len(nums) == 4 and None not in nums else None
+        elif line.startswith("State:"):
+            state = line[6:].strip()[:1] or None
+    return {"uids": uids, "state": state}

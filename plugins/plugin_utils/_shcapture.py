@@ -28,47 +28,34 @@ import json
 import re
 import secrets
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _capture, _ib_sysfs, _node
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 from ansible_collections.gpuops.cluster.plugins.module_utils._livecapture import COMMANDS, DOMAIN_FILES
-from ansible_collections.gpuops.cluster.plugins.module_utils._runner import CommandResult
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow_iso
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _shnode
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._livetree import NAME
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._shanswer import (  # noqa: F401 - re-exported
+    DEFAULT_MAX_BYTES,
+    TIMED_OUT_RC,
+    Output,
+    ShellCaptureError,
+    answer_size_error,
+    check_max_bytes,
+    parse_output,
+    quote,
+    section_result,
+)
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._shnode import NODE_TOOLS, ReplayIO  # noqa: F401
 
-#: ``timeout`` exits 124 when the limit passed (125-127: it could not run the tool); 137 = killed after ``-k``
-TIMED_OUT_RC = (124, 137)
-#: the node's tools looked up with ``command -v`` for the node collector's replay
-NODE_TOOLS = ("systemctl", "stat", "nv-fabricmanager", "dpkg-query", "rpm")
+#: the name the capture used before the answer's reading moved to ``_shanswer``
+_result = section_result
+
 #: a journalctl --since value: a time ("2026-12-02 10:00:00"), relative ("-1h", "yesterday") or epoch ("@1733133600")
 KERNEL_SINCE = re.compile(r"[-@0-9A-Za-z][0-9A-Za-z :.+-]{0,63}")
 SLURM_NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,252}")
 TOKEN = re.compile(r"[0-9a-f]{32}")
-_MAX_PATH = 4096
-
-
-class ShellCaptureError(ValueError):
-    """An option that cannot go into the node's script (the message says which and why)."""
-
-
-def quote(text: str) -> str:
-    """``text`` as one single-quoted shell word (a ``'`` inside becomes ``'\\''``). NUL cannot be passed."""
-    if "\0" in text:
-        raise ShellCaptureError("a NUL byte cannot be passed to the node's shell")
-    return "'" + text.replace("'", "'\\''") + "'"
-
-
-def _path(value: Any, what: str) -> str:
-    if (
-        not isinstance(value, str)
-        or not value.startswith("/")
-        or len(value) > _MAX_PATH
-        or "\n" in value
-        or "\0" in value
-    ):
-        raise ShellCaptureError("%s must be an absolute path on one line, not %r" % (what, str(value)[:80]))
-    return value
 
 
 def check_options(options: Dict[str, Any]) -> Dict[str, Any]:
@@ -84,30 +71,16 @@ def check_options(options: Dict[str, Any]) -> Dict[str, Any]:
     since = opts.get("kernel_since")
     if since is not None and not (isinstance(since, str) and KERNEL_SINCE.fullmatch(since)):
         raise ShellCaptureError("kernel_since must be a journalctl time such as '2026-12-02 10:00:00', not %r" % since)
-    opts["sysfs_root"] = _path(opts.get("sysfs_root") or "/", "sysfs_root")
+    opts["sysfs_root"] = _shnode.check_path(opts.get("sysfs_root") or "/", "sysfs_root")
     node = opts.get("slurm_node")
     if node is not None and not (isinstance(node, str) and SLURM_NODE.fullmatch(node)):
         raise ShellCaptureError("slurm_node must be a node name, not %r" % (node,))
     level = opts.get("dcgm_level")
     if level is not None and (isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= 4):
         raise ShellCaptureError("dcgm_level must be 1 to 4, not %r" % (level,))
-    node_options = dict(opts.get("node_options") or {})
-    for item in node_options.get("mounts") or []:
-        _path(_node._entry_path(item)[0], "a mount")
-    opts["node_options"] = node_options
+    opts["node_options"] = _shnode.check_node_options(dict(opts.get("node_options") or {}))
+    opts["max_bytes"] = check_max_bytes(opts.get("max_bytes"))
     return opts
-
-
-def _mount_paths(node_options: Dict[str, Any]) -> List[str]:
-    paths = (_node._entry_path(item)[0] for item in node_options.get("mounts") or [])
-    return list(dict.fromkeys(p for p in paths if p))
-
-
-def _service_specs(node_options: Dict[str, Any]) -> List[Any]:
-    """(name, spec) of each service ``_node.check_services`` checks, in its order."""
-    services = node_options.get("services")
-    items = _node.DEFAULT_SERVICES if services is None else services
-    return [s for s in (_node._service_spec(i) for i in items) if s is not None]
 
 
 # The script's helpers. $M is the marker; every section is "$M B name" ... "\n$M E name rc stderr-id".
@@ -115,9 +88,10 @@ def _service_specs(node_options: Dict[str, Any]) -> List[Any]:
 # empty); rc "nf" when the tool is not on PATH. $TO is "timeout -k 2 SECS" when the node has coreutils timeout.
 _PRELUDE = r"""umask 077
 export LC_ALL=C LANG=C LANGUAGE=C
+d=$(mktemp -d 2>/dev/null) || d=
+main() {
 M=%(marker)s
 i=0
-d=$(mktemp -d 2>/dev/null) || d=
 TO=
 if command -v timeout >/dev/null 2>&1; then TO="timeout -k 2 %(secs)d"; fi
 run() {
@@ -138,10 +112,14 @@ if [ -n "$d" ]; then
     [ -s "$f" ] || continue
     printf '%s B stderr:%s\n' "$M" "${f##*/e}"; cat "$f"; printf '\n%s E stderr:%s 0 0\n' "$M" "${f##*/e}"
   done
-  rm -rf "$d"
 fi
 printf '%s Z\n' "$M"
-"""
+}"""
+
+# main's output is cut on the node one byte past the cap (head -c: GNU coreutils, busybox), so that a tool that
+# prints without end costs the cap, not the link and the controller; the controller refuses an answer over the cap
+_TAIL = r"""if head -c 1 </dev/null >/dev/null 2>&1; then main | head -c %(cut)d; else main; fi
+if [ -n "$d" ]; then rm -rf "$d"; fi"""
 
 
 def build_script(token: str, options: Dict[str, Any]) -> str:
@@ -209,11 +187,12 @@ def build_script(token: str, options: Dict[str, Any]) -> str:
         cond = "true" if node else "command -v scontrol >/dev/null 2>&1"
         lines.append("if %s; then run scontrol-show-node.txt scontrol show node %s; fi" % (cond, who))
     if want("node.json"):
-        lines.append(_node_part(opts))
+        lines.append(_shnode.node_part(opts))
     lines.append("wait")  # the BMC's calls end before the GPU diagnostics load the node
     if want("dcgmi-diag.txt") and opts.get("dcgm_level"):
         lines.append(run("dcgmi-diag.txt", ["dcgmi", "diag", "-r", str(int(opts["dcgm_level"]))]))
     lines.append(_END)
+    lines.append(_TAIL % {"cut": int(opts.get("max_bytes") or DEFAULT_MAX_BYTES) + 1})
     # no final newline: should the script ever be the command itself, ansible-core appends " && sleep 0" to it
     # (_low_level_execute_command), which must continue the last line, not start one
     return "\n".join(lines).rstrip("\n")
@@ -243,191 +222,9 @@ if [ -n "$ml$et" ] && [ -d %(ib)s ]; then
 fi"""
 
 
-def _node_part(opts: Dict[str, Any]) -> str:
-    """What ``_node.collect`` reads and runs on a live node, for :class:`ReplayIO`."""
-    node_options = opts["node_options"]
-    out = [
-        'for t in %s; do command -v "$t" >/dev/null 2>&1 && printf \'%%s M which %%s\\n\' "$M" "$t"; done'
-        % " ".join(NODE_TOOLS),
-        "[ -d /run/systemd/system ] && printf '%s M isdir /run/systemd/system\\n' \"$M\"",
-        # every file the collector reads, and each process's name, in one process: "path:line"
-        "run files grep -a -H -s -D skip '' %s /proc/[0-9]*/comm" % " ".join(quote(p) for p in _node.READ_PATHS),
-    ]
-    specs = _service_specs(node_options)
-    units = list(dict.fromkeys(u for _name, spec in specs for u in spec["units"]))  # as check_services asks
-    if units:
-        out.append(
-            "if [ -d /run/systemd/system ]; then run systemctl systemctl is-active -- %s; fi"
-            % " ".join(quote(u) for u in units)
-        )
-    for k, path in enumerate(_mount_paths(node_options)):
-        # in parallel: N hung mounts cost one timeout, as in _node._probe_all
-        probe = "run probe:%d stat -f -c %s -- %s" % (k, quote(_node.STATFS_FORMAT), quote(path))
-        out.append('if [ -n "$d" ]; then ( i=%d; %s ) >"$d/bg.p%d" & else %s; fi' % (1000 + k, probe, k, probe))
-    if _node.FABRIC_MANAGER in {name for name, _spec in specs}:
-        out.append(
-            "run fm nv-fabricmanager --version; "
-            'if [ "$rc" != 0 ]; then run dpkg dpkg-query -W -f %s %s; '
-            'if [ "$rc" != 0 ]; then run rpm rpm -qa --qf %s %s; fi; fi'
-            % (
-                quote(_node.DPKG_FORMAT),
-                " ".join(quote(p) for p in _node.FM_PACKAGES),
-                quote(_node.RPM_FORMAT),
-                quote(_node.RPM_PATTERN),
-            )
-        )
-    return "\n".join(out)
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # The node's answer
 # ----------------------------------------------------------------------------------------------------------------
-
-
-class Output:
-    """The node's framed output: ``sections`` {name: (text, rc, stderr id)} (the last of a name wins), ``stderr``
-    {id: text}, ``meta`` {key: value}, ``complete`` (the end marker came), ``problems`` (cut or malformed)."""
-
-    def __init__(self) -> None:
-        self.sections: Dict[str, Tuple[str, str, str]] = {}
-        self.stderr: Dict[str, str] = {}
-        self.meta: Dict[str, List[str]] = {}
-        self.complete = False
-        self.problems: List[str] = []
-
-    def first(self, key: str) -> Optional[str]:
-        """The first ``M key value`` line's value, stripped; None when absent or empty."""
-        return (self.meta.get(key) or [""])[0].strip() or None
-
-    @property
-    def timeout_used(self) -> bool:
-        """The node ran its tools under ``timeout`` (so exit 124/137 means timed out)."""
-        return self.first("timeout") == "yes"
-
-
-def parse_output(stdout: str, token: str) -> Output:
-    """Split the node's output into its sections (see the module's doc). Never raises for bad output."""
-    out = Output()
-    marker = "@@gpuops:" + token + " "
-    text = stdout if isinstance(stdout, str) else ""
-    pos = text.find(marker)  # anything before the first marker (a login banner, become's own line) is not ours
-    while pos != -1:
-        eol = text.find("\n", pos)
-        if eol == -1:
-            out.problems.append("the output ends inside a marker line")
-            break
-        head = text[pos + len(marker) : eol].split(" ", 2)
-        kind = head[0]
-        if kind == "Z":
-            out.complete = True
-            break
-        if kind == "M" and len(head) >= 2:
-            out.meta.setdefault(head[1], []).append(head[2] if len(head) > 2 else "")
-            pos = text.find(marker, eol + 1)
-            continue
-        if kind != "B" or len(head) != 2:
-            out.problems.append("an unexpected marker line: %r" % text[pos : min(eol, pos + 120)])
-            pos = text.find(marker, eol + 1)
-            continue
-        name = head[1]
-        end = text.find("\n" + marker + "E " + name + " ", eol)
-        nxt = text.find(marker, eol + 1)
-        if end == -1 or (nxt != -1 and nxt < end + 1):
-            out.problems.append("the section %s does not end (the output was cut)" % name)
-            pos = nxt
-            continue
-        body = text[eol + 1 : end]
-        line_end = text.find("\n", end + 1)
-        if line_end == -1:  # cut inside the end line: its exit status may be cut too
-            out.problems.append("the section %s does not end (the output was cut)" % name)
-            break
-        tail = text[end + 1 + len(marker) + 2 + len(name) + 1 : line_end].split()
-        rc, err_id = (tail + ["", ""])[:2]
-        if name.startswith("stderr:"):
-            out.stderr[name.split(":", 1)[1]] = body
-        else:
-            out.sections[name] = (body, rc, err_id)
-        pos = text.find(marker, line_end + 1)
-    if not out.complete and not out.problems:
-        out.problems.append("the node's output ended before the capture did")
-    return out
-
-
-def _result(argv: List[str], section: Optional[Tuple[str, str, str]], out: Output) -> CommandResult:
-    """A section as the ``_runner.CommandResult`` the Python capture would have recorded."""
-    res = CommandResult(argv)
-    if section is None:
-        res.error = "not in the node's answer"
-        return res
-    body, rc, err_id = section
-    res.stdout = body
-    res.stderr = out.stderr.get(err_id, "")
-    if rc == "nf":
-        res.error = "%s not found on PATH" % argv[0]
-    elif rc.isdigit():
-        res.rc = int(rc)
-        if out.timeout_used and res.rc in TIMED_OUT_RC:
-            res.rc, res.timed_out = None, True
-    else:
-        res.error = "no exit status (%r)" % rc[:20]
-    return res
-
-
-class ReplayIO(_node.LiveIO):
-    """``_node``'s reads and runs answered from a node's shell capture (see ``_node.LiveIO``)."""
-
-    def __init__(self, out: Output, mounts: List[str]) -> None:
-        self.out = out
-        self.files: Dict[str, List[str]] = {}
-        self.procs: Dict[str, int] = {}
-        listing = (out.sections.get("files") or ("", "", ""))[0]
-        for line in listing.split("\n"):
-            path, sep, value = line.partition(":")
-            if not sep:
-                continue
-            m = re.fullmatch(r"/proc/([0-9]+)/comm", path)
-            if m:  # comm -> lowest pid, as _node._process_names
-                pid, comm = int(m.group(1)), value.strip()
-                if pid < self.procs.get(comm, pid + 1):
-                    self.procs[comm] = pid
-            else:
-                self.files.setdefault(path, []).append(value)
-        # the node says which of NODE_TOOLS it has; the name stands for the path (ReplayIO.run goes by argument)
-        self.which_map = {line.strip(): line.strip() for line in out.meta.get("which") or [] if line.strip()}
-        self.dirs = {line.strip() for line in out.meta.get("isdir") or []}
-        self.mounts = mounts
-
-    def read(self, root: str, path: str) -> Optional[str]:
-        lines = self.files.get(path)
-        return None if lines is None else "".join(line + "\n" for line in lines)
-
-    def which(self, name: str) -> Optional[str]:
-        return self.which_map.get(name) or None
-
-    def isdir(self, path: str) -> bool:
-        m = re.fullmatch(r"/proc/([0-9]+)", path)
-        if m:
-            return int(m.group(1)) in self.procs.values()
-        return path in self.dirs
-
-    def run(self, argv: List[str], timeout: float) -> Any:
-        names = {"is-active": "systemctl", "--version": "fm", "-W": "dpkg", "-qa": "rpm"}
-        key = names.get(argv[1]) if len(argv) > 1 else None
-        return _result(argv, self.out.sections.get(key) if key else None, self.out)
-
-    def probe_all(self, paths: List[str], timeout: float) -> Dict[str, Dict[str, Any]]:
-        got = {}
-        for path in paths:
-            k = self.mounts.index(path) if path in self.mounts else -1
-            argv = ["stat", "-f", "-c", _node.STATFS_FORMAT, "--", path]
-            got[path] = _node.probe_result(_result(argv, self.out.sections.get("probe:%d" % k), self.out), timeout)
-        return got
-
-    def process_names(self, root: str) -> Dict[str, int]:
-        return dict(self.procs)
-
-    def own_names(self, root: str) -> Tuple[Optional[str], Optional[str]]:
-        return self.out.first("hostname"), None
 
 
 def to_tree(stdout: str, token: str, options: Dict[str, Any]) -> Dict[str, str]:
@@ -450,7 +247,7 @@ def to_tree(stdout: str, token: str, options: Dict[str, Any]) -> Dict[str, str]:
         meta["errors"] = list(out.problems)
     argvs = dict(COMMANDS)
     for name, section in out.sections.items():
-        if name in ("files", "systemctl", "fm", "dpkg", "rpm") or name.startswith("probe:"):
+        if name in ("files", "systemctl", "procs", "fm", "dpkg", "rpm") or name.startswith("probe:"):
             continue  # the node collector's inputs (node.json below)
         if name == "listing":
             _listing(tree, meta, section, out)
@@ -471,7 +268,7 @@ def to_tree(stdout: str, token: str, options: Dict[str, Any]) -> Dict[str, str]:
                 meta["files"][name] = {"rc": None, "error": "the node's answer was cut before this file came whole"}
     if "files" in out.sections:
         node_options = options.get("node_options") or {}
-        io = ReplayIO(out, _mount_paths(node_options))
+        io = ReplayIO(out, _shnode.mount_paths(node_options))
         node = _node.collect(
             timeout=options.get("timeout") or 30,
             mounts=node_options.get("mounts"),

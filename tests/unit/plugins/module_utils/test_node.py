@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _node
+from ansible_collections.gpuops.cluster.plugins.module_utils import _node, _node_parse
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 
 REAL_STAT = shutil.which("stat")
@@ -40,6 +40,16 @@ def write(path, text):
         fh.write(text)
 
 
+def proc(r, pid, comm, uid=0, exe=None, argv0=None, state="S (sleeping)"):
+    """A process in a fake root: comm, the status lines the collector reads, the exe link, the command line."""
+    base = os.path.join(r, "proc", str(pid))
+    write(os.path.join(base, "comm"), comm + "\n")
+    write(os.path.join(base, "status"), "Name:\t%s\nState:\t%s\nUid:\t%d\t%d\t%d\t%d\n" % ((comm, state) + (uid,) * 4))
+    if exe:
+        os.symlink(exe, os.path.join(base, "exe"))
+    write(os.path.join(base, "cmdline"), (argv0 or exe or comm) + "\0--flag\0")
+
+
 @pytest.fixture
 def root(tmp_path):
     """A fake root: /proc and /etc files, mount points as plain directories, a few processes."""
@@ -51,9 +61,9 @@ def root(tmp_path):
     write(os.path.join(r, "proc/sys/kernel/random/boot_id"), "0b6c0d1e-aaaa-bbbb-cccc-000000000001\n")
     write(os.path.join(r, "proc/meminfo"), "MemTotal:       2113384448 kB\nMemFree: 1 kB\n")
     write(os.path.join(r, "etc/os-release"), OS_RELEASE)
-    write(os.path.join(r, "proc/1/comm"), "init\n")
-    write(os.path.join(r, "proc/4242/comm"), "nv-hostengine\n")
-    write(os.path.join(r, "proc/4243/comm"), "nvidia-persiste\n")  # comm is cut at 15 characters
+    proc(r, 1, "init", exe="/sbin/init")
+    proc(r, 4242, "nv-hostengine", exe="/usr/bin/nv-hostengine")
+    proc(r, 4243, "nvidia-persiste", exe="/usr/bin/nvidia-persistenced")  # comm is cut at 15 characters
     for d in ("lustre", "scratch", "with space", "data/sub"):
         os.makedirs(os.path.join(r, d), exist_ok=True)
     return r
@@ -168,42 +178,84 @@ def test_services_from_proc(root, tools):
     out = _node.collect(root=root)
     s = out["services"]
     assert set(s) == {"nvidia-persistenced", "nvidia-fabricmanager", "nvidia-dcgm"}
-    assert s["nvidia-dcgm"] == {"running": True, "unit_state": None, "pid": 4242, "method": "proc"}
+    assert s["nvidia-dcgm"] == {"running": True, "unit_state": None, "pid": 4242, "method": "proc", "detail": None}
     assert s["nvidia-persistenced"]["running"] is True and s["nvidia-persistenced"]["pid"] == 4243
-    assert s["nvidia-fabricmanager"]["running"] is False
+    assert s["nvidia-fabricmanager"]["running"] is False and s["nvidia-fabricmanager"]["method"] == "proc"
     assert s["nvidia-fabricmanager"]["version"] is None and out["fabric_manager_version"] is None
 
 
-def test_services_from_pidfile_when_no_proc(tmp_path, tools):
+def test_services_from_pidfile(tmp_path, tools):
     r = str(tmp_path / "r")
     write(os.path.join(r, "run/nvhostengine.pid"), "77\n")
-    os.makedirs(os.path.join(r, "proc", "77"))  # alive, but /proc/<pid>/comm unreadable
+    proc(r, 77, "hostengine-cut", exe="/usr/bin/nv-hostengine")  # the pid file names it, whatever its comm
     write(os.path.join(r, "run/nvidia-persistenced/nvidia-persistenced.pid"), "78\n")  # stale
     out = _node.collect(root=r, services=["nv-hostengine", "nvidia-persistenced", "my-agent"])
     s = out["services"]
-    assert s["nvidia-dcgm"] == {"running": True, "unit_state": None, "pid": 77, "method": "pidfile"}
+    assert s["nvidia-dcgm"] == {"running": True, "unit_state": None, "pid": 77, "method": "pidfile", "detail": None}
     assert s["nvidia-persistenced"]["running"] is False
-    assert s["my-agent"] == {"running": None, "unit_state": None, "pid": None, "method": None}
+    assert s["nvidia-persistenced"]["detail"] == (
+        "not the daemon: pid file /run/nvidia-persistenced/nvidia-persistenced.pid: pid 78 is not running"
+    )
+    assert s["my-agent"] == {"running": False, "unit_state": None, "pid": None, "method": "proc", "detail": None}
+
+
+def test_services_without_proc_or_pidfiles_are_unknown(tmp_path, tools):
+    r = str(tmp_path / "r")
+    os.makedirs(r)
+    s = _node.collect(root=r, services=["nvidia-dcgm", "my-agent"])["services"]
+    assert s["nvidia-dcgm"] == {"running": False, "unit_state": None, "pid": None, "method": "pidfile", "detail": None}
+    assert s["my-agent"] == {"running": None, "unit_state": None, "pid": None, "method": None, "detail": None}
+
+
+#: ``systemctl show -p Id,LoadState,ActiveState,SubState,MainPID -- UNITS`` of a fake node: a block per unit
+SHOW = """shift 4
+for u in "$@"; do
+  case $u in
+    nvidia-persistenced) printf 'MainPID=4243\nId=%s.service\nLoadState=loaded\nActiveState=active\nSubState=running\n' $u;;
+    nvidia-dcgm) printf 'MainPID=0\nId=%s.service\nLoadState=loaded\nActiveState=failed\nSubState=failed\n' $u;;
+    slurmd) printf 'MainPID=0\nId=%s.service\nLoadState=loaded\nActiveState=inactive\nSubState=dead\n' $u;;
+    *) printf 'MainPID=0\nId=%s.service\nLoadState=not-found\nActiveState=inactive\nSubState=dead\n' $u;;
+  esac
+  echo
+done
+"""
 
 
 def test_services_systemd(root, tools):
     os.makedirs(os.path.join(root, "run/systemd/system"))
-    # systemctl is-active prints one state per unit, in order; exit 3 when any is not active
-    tools(
-        "systemctl",
-        'shift 2\nfor u in "$@"; do case $u in nvidia-persistenced) echo active;; dcgm) echo unknown;;'
-        " nvidia-dcgm) echo failed;; *) echo inactive;; esac; done\nexit 3\n",
-    )
+    tools("systemctl", SHOW)
     out = _node.collect(
         root=root, services=["nvidia-persistenced", "nvidia-dcgm", {"name": "slurmd", "unit": "slurmd"}]
     )
     s = out["services"]
-    assert s["nvidia-persistenced"]["unit_state"] == "active" and s["nvidia-persistenced"]["running"] is True
-    # unit failed, but nv-hostengine runs (started by hand): it is running
-    assert s["nvidia-dcgm"]["unit_state"] == "failed" and s["nvidia-dcgm"]["running"] is True
-    assert s["nvidia-dcgm"]["method"] == "systemctl"
-    assert s["slurmd"] == {"running": False, "unit_state": "inactive", "pid": None, "method": "systemctl"}
+    assert s["nvidia-persistenced"] == {
+        "running": True,
+        "unit_state": "active",
+        "pid": 4243,
+        "method": "systemctl",
+        "detail": None,
+    }
+    # the unit failed, and nv-hostengine runs, root's, from /usr/bin: systemd's word decides, not running
+    assert s["nvidia-dcgm"]["unit_state"] == "failed" and s["nvidia-dcgm"]["running"] is False
+    assert s["nvidia-dcgm"]["method"] == "systemctl" and s["nvidia-dcgm"]["pid"] is None
+    assert "unit nvidia-dcgm is failed" in s["nvidia-dcgm"]["detail"]
+    assert s["slurmd"]["running"] is False and s["slurmd"]["unit_state"] == "inactive"
     assert out["errors"] == []
+
+
+def test_services_systemd_without_the_unit_falls_back_to_the_daemon(root, tools):
+    """No unit of that name installed (LoadState not-found): the daemon's own evidence, as on a node without
+    systemd."""
+    os.makedirs(os.path.join(root, "run/systemd/system"))
+    tools("systemctl", SHOW)
+    s = _node.collect(root=root, services=[{"name": "dcgm-by-hand", "unit": "nope", "process": "nv-hostengine"}])
+    assert s["services"]["dcgm-by-hand"] == {
+        "running": True,
+        "unit_state": "not-found",
+        "pid": 4242,
+        "method": "proc",
+        "detail": None,
+    }
 
 
 def test_systemctl_hangs(root, tools):
@@ -213,7 +265,15 @@ def test_systemctl_hangs(root, tools):
     out = _node.collect(root=root, services=["nvidia-dcgm"], timeout=1)
     assert time.monotonic() - t0 < 3
     assert [e["kind"] for e in out["errors"]] == ["timeout"]
-    assert out["services"]["nvidia-dcgm"]["running"] is True  # still known from /proc
+    assert out["services"]["nvidia-dcgm"]["running"] is True  # still known from the daemon's process
+
+
+def test_systemctl_show_garbage_is_an_error(root, tools):
+    os.makedirs(os.path.join(root, "run/systemd/system"))
+    tools("systemctl", "echo LoadState=loaded\necho\necho ActiveState=active\necho\necho Id=x\n")  # 3 for 2 units
+    out = _node.collect(root=root, services=["nvidia-dcgm"])
+    assert [(e["kind"], e["source"]) for e in out["errors"]] == [("parse", "systemctl show")]
+    assert out["services"]["nvidia-dcgm"]["method"] == "proc"
 
 
 @pytest.mark.parametrize(
@@ -305,6 +365,15 @@ def test_parsers():
     assert _node.parse_fm_version("usage: nv-fabricmanager [options]\n") is None
     assert _node.parse_dpkg_versions("ii  cuda-drivers-fabricmanager-535 1:535.104.05-1\n") == "535.104.05"
     assert _node.parse_is_active("active\ninactive\n", ["a", "b", "c"]) == {"a": "active", "b": "inactive"}
+    show = "Id=a.service\nLoadState=loaded\n\nId=b.service\nLoadState=not-found\n"
+    assert _node.parse_show(show, ["a", "b"]) == {
+        "a": {"Id": "a.service", "LoadState": "loaded"},
+        "b": {"Id": "b.service", "LoadState": "not-found"},
+    }
+    assert _node.parse_show(show, ["a"]) is None
+    status = "Name:\tx\nState:\tZ (zombie)\nUid:\t0\t1000\t0\t0\nGid:\t0\t0\t0\t0\n"
+    assert _node_parse.parse_proc_status(status) == {"uids": [0, 1000, 0, 0], "state": "Z"}
+    assert _node_parse.parse_proc_status("Uid:\t0\t0\n") == {"uids": None, "state": None}
 
 
 @seed(20261202)
@@ -319,6 +388,8 @@ def test_fuzz_parsers(text):
     _node.parse_dpkg_versions(text)
     _node.parse_rpm_versions(text)
     _node.parse_is_active(text, ["a"])
+    _node.parse_show(text, ["a", "b"])
+    assert set(_node_parse.parse_proc_status(text)) == {"uids", "state"}
     try:
         res = _node.parse_stat_f(text)
     except ParseError:
