@@ -38,7 +38,7 @@ options:
     description: The disruptive workflow.
     type: str
     required: true
-    choices: [isolate, resume, gpu_reset, upgrade, onboard, replace, leak_response]
+    choices: [isolate, resume, gpu_reset, upgrade, onboard, replace, leak_response, backup, restore]
   run_id:
     description: The workflow's run id (letters, digits and C(._:+-)); the outcome file's name.
     type: str
