@@ -37,6 +37,7 @@ class ActionModule(ActionBase):
                 "collect_info: parse_on must be one of %s, not %r" % (", ".join(PARSE_ON), parse_on)
             )
         via = args.pop("capture_via", None) or "shell"
+        max_bytes = args.pop("capture_max_bytes", None)
         if via not in CAPTURE_VIA:
             raise AnsibleActionFail(
                 "collect_info: capture_via must be one of %s, not %r" % (", ".join(CAPTURE_VIA), via)
@@ -62,7 +63,7 @@ class ActionModule(ActionBase):
             cap_args["dcgm_level"] = 1  # what collect_info runs live (dcgmi diag -r 1)
         cap_args["pack"] = True
         if via == "shell":
-            mod = self._shell_capture(cap_args)
+            mod = self._shell_capture(cap_args, max_bytes)
         else:
             mod = self._execute_module(module_name="gpuops.cluster.capture", module_args=cap_args, task_vars=task_vars)
         if mod.get("failed") or mod.get("unreachable"):
@@ -89,9 +90,14 @@ class ActionModule(ActionBase):
             result.update(changed=False, facts=facts, parsed_on="controller")
         return result
 
-    def _shell_capture(self, cap_args):
+    def _shell_capture(self, cap_args, max_bytes=None):
         """The capture by one shell command on the node (``_shcapture``): {"packed": ...} as the capture module
-        returns it, or a failed result saying why. It only reads, so it runs in check mode too (as the module)."""
+        returns it, or a failed result saying why. It only reads, so it runs in check mode too (as the module).
+
+        ``max_bytes`` (``capture_max_bytes``): the node's script cuts its answer one byte past it, and an answer over
+        it is not read (a failed result: the inspection's ``collector.error`` for this node, the others go on).
+        ansible-core's connection reads the node's whole stdout before this sees it, so a hostile node can still
+        make that read large; what is kept and parsed here is bounded, and parsing is linear (``_shanswer``)."""
         from ansible_collections.gpuops.cluster.plugins.module_utils._livecapture import pack
         from ansible_collections.gpuops.cluster.plugins.plugin_utils import _shcapture
 
@@ -102,6 +108,7 @@ class ActionModule(ActionBase):
             "dcgm_level": cap_args.get("dcgm_level"),
             "domains": cap_args["domains"],
             "node_options": {"mounts": cap_args.get("mounts") or [], "services": cap_args.get("services")},
+            "max_bytes": max_bytes,
         }
         try:
             options = _shcapture.check_options(options)
@@ -112,9 +119,12 @@ class ActionModule(ActionBase):
         # the script goes in on stdin, as a pipelined module does: over SSH a command without stdin data gets a
         # terminal (-tt), which would turn every line end of the tools' output into CR LF
         res = self._low_level_execute_command(SHELL, sudoable=True, in_data=script.encode("utf-8"))
-        stdout = res.get("stdout") or ""
+        stdout = res.pop("stdout", None) or ""
         if isinstance(stdout, bytes):
-            stdout = stdout.decode("utf-8", errors="replace")
+            stdout = stdout.decode("utf-8", errors="surrogateescape")
+        too_big = _shcapture.answer_size_error(stdout, options["max_bytes"])
+        if too_big:
+            return {"failed": True, "msg": too_big}
         if "@@gpuops:" + token not in stdout:
             return {
                 "failed": True,

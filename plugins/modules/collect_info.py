@@ -80,6 +80,19 @@ options:
     type: str
     choices: [shell, python]
     default: shell
+  capture_max_bytes:
+    description:
+      - With O(capture_via=shell), the most the node's answer may hold, in bytes (default 64 MiB; a 8-GPU node
+        sends about 0.2 MB). The node's script cuts its own output one byte past it (C(head -c), when the node has
+        it), and an answer over it is not read - the task fails for that node with a message naming this option,
+        which the inspection reports as a C(collector.error) for that node while the other nodes complete. The
+        answer is parsed in one pass, so its cost grows with its length only.
+      - ansible-core's connection reads the node's whole output before the action sees it, so a hostile node can
+        still make that read large; what the collection keeps and parses is bounded by this option.
+      - Per node with the inventory variable C(gpuops_capture_max_bytes) (role variable
+        C(inspect_capture_max_bytes)). Ignored with O(capture_via=python), O(parse_on=node) and O(capture_dir).
+    type: int
+    default: 67108864
   result_format:
     description:
       - C(dict) returns the facts as C(facts); C(json) returns them as one compact JSON text in C(facts_json).
@@ -163,6 +176,7 @@ def main():
             # handled by the action plugin (controller: gpuops.cluster.capture runs here instead of this module)
             "parse_on": {"type": "str", "choices": ["node", "controller"], "default": "node"},
             "capture_via": {"type": "str", "choices": ["shell", "python"], "default": "shell"},
+            "capture_max_bytes": {"type": "int", "default": 67108864},
         },
         supports_check_mode=True,
     )

@@ -18,8 +18,14 @@ description:
   - A hung NFS or Lustre mount blocks C(statfs) in the kernel. The module never touches a mount point in its own
     process - every probe runs C(stat -f) in a child killed and abandoned after O(timeout), all probes in parallel -
     so a dead mount is C(responsive=false) in the result, not a hung play.
-  - Services are checked with C(systemctl is-active) when systemd runs the node, and by process name in
-    C(/proc/*/comm) (else a pid file) in any case - containers and test beds have no systemd.
+  - A service is running only on its own record. Where systemd runs the node and knows one of the service's units,
+    C(systemctl show)'s C(ActiveState) decides (C(active) or C(reloading) is running; C(failed), C(inactive),
+    C(activating) are not, whatever processes exist). Elsewhere (containers and test beds have no systemd, or no
+    unit of that name is installed) the service's pid file, else a process whose C(/proc/<pid>/comm) is the
+    daemon's name - and only the daemon counts - every uid of the process is root's (or the service's own account,
+    C(nvidia-persistenced)), and its executable (C(/proc/<pid>/exe), else C(argv[0]) of a root process) is one of
+    the daemon's paths (C(/usr/bin/nv-fabricmanager) and the like). A user's process named like a daemon never
+    makes a service look healthy; C(detail) says what was passed over.
   - The fabric manager version comes from C(nv-fabricmanager --version), else the installed package
     (C(dpkg-query), then C(rpm)).
   - With O(capture_dir), C(node.json) (what this module returned when the capture was made) is read instead.
@@ -50,8 +56,11 @@ options:
     default: []
   services:
     description:
-      - Services to check. Each is a name, or a dict with C(name) and optionally C(unit), C(process), C(pidfile).
-      - Known names map to their units and processes (C(nvidia-dcgm) is the C(nv-hostengine) process).
+      - Services to check. Each is a name, or a dict with C(name) and optionally C(unit), C(process), C(pidfile),
+        C(executable) (the daemon's paths; default - the process name in C(/usr/bin), C(/usr/sbin), C(/bin),
+        C(/sbin)) and C(user) (accounts the daemon may run as; default C(root)), each a string or a list.
+      - Known names map to their units, processes, pid files, executables and accounts (C(nvidia-dcgm) is the
+        C(nv-hostengine) process).
       - Default - C(nvidia-persistenced), C(nvidia-fabricmanager), C(nvidia-dcgm). An empty list checks none.
     type: list
     elements: raw
@@ -95,9 +104,12 @@ node:
       - {path: /var, mount: /, fstype: ext4, responsive: true, free_pct: 41.2, free_mib: 79924, size_mib: 258019,
          error: null}
     services:
-      nvidia-persistenced: {running: true, unit_state: active, pid: 2140, method: systemctl}
-      nvidia-fabricmanager: {running: true, unit_state: active, pid: 2188, method: systemctl, version: "535.161.08"}
-      nvidia-dcgm: {running: false, unit_state: inactive, pid: null, method: systemctl}
+      nvidia-persistenced: {running: true, unit_state: active, pid: 2140, method: systemctl, detail: null}
+      nvidia-fabricmanager: {running: true, unit_state: active, pid: 2188, method: systemctl, detail: null,
+                             version: "535.161.08"}
+      nvidia-dcgm: {running: false, unit_state: failed, pid: null, method: systemctl,
+                    detail: "systemd: unit nvidia-dcgm is failed (failed, loaded); no process counts while systemd
+                             knows the unit"}
     fabric_manager_version: "535.161.08"
     errors: []
 """

@@ -261,11 +261,17 @@ cp "$STUB" /run/bin/systemctl; chmod 755 /run/bin/systemctl
 [ "$SYSTEMD" = 1 ] && mkdir -p /run/systemd/system
 export PATH=/run/bin:$PATH
 # nobody's renamed sleep, pointed at by the pid file
+started() {  # until process $1 has become the fake daemon (its comm: 15 characters), 5 s at most
+  n=0
+  until [ "$(cat "/proc/$1/comm" 2>/dev/null)" = nv-fabricmanage ]; do
+    n=$((n+1)); [ "$n" -lt 500 ] || { echo "process $1 did not start" >&2; exit 3; }; sleep 0.01
+  done
+}
 setpriv --reuid 65534 --regid 65534 --clear-groups /run/x/nv-fabricmanager 600 &
 echo $! > /run/nvidia-fabricmanager/nv-fabricmanager.pid
+started $!
 # root's: the fake daemon as the test bed runs it (argv[0] the daemon's path), only when asked
-if [ "$ROOTS" = 1 ]; then bash -c 'exec -a /usr/bin/nv-fabricmanager /run/x/nv-fabricmanager 600' & fi
-sleep 0.2
+if [ "$ROOTS" = 1 ]; then bash -c 'exec -a /usr/bin/nv-fabricmanager /run/x/nv-fabricmanager 600' & started $!; fi
 /bin/sh -c '/bin/sh && sleep 0' <"$SCRIPT" >"$OUT/shell.txt"
 "$PY" -c 'import json; from ansible_collections.gpuops.cluster.plugins.module_utils import _node
 print(json.dumps(_node.collect(timeout=10)["services"]))' >"$OUT/live.json"
