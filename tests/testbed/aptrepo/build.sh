@@ -13,6 +13,15 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
 
 initscript() {  # $1 = service name, $2 = description
+  # where the real daemon writes its pid file, and its executable: the node collector counts a daemon that runs as
+  # root with that path (here as argv[0] of the bash loop, `exec -a`) and whose pid is in that file
+  local pidfile daemon
+  case $1 in
+    nvidia-persistenced) pidfile=/run/nvidia-persistenced/nvidia-persistenced.pid daemon=/usr/bin/nvidia-persistenced ;;
+    nvidia-fabricmanager) pidfile=/run/nvidia-fabricmanager/nv-fabricmanager.pid daemon=/usr/bin/nv-fabricmanager ;;
+    nvidia-dcgm) pidfile=/run/nvhostengine.pid daemon=/usr/bin/nv-hostengine ;;
+    *) pidfile=/run/$1.pid daemon=/usr/bin/$1 ;;
+  esac
   cat <<SCRIPT
 #!/bin/sh
 ### BEGIN INIT INFO
@@ -23,9 +32,11 @@ initscript() {  # $1 = service name, $2 = description
 # Default-Stop:      0 1 6
 # Short-Description: $2 (simulated)
 ### END INIT INFO
-# gpuops-sim-daemon: a sleep loop with a pid file, standing in for the real daemon on test-bed nodes
+# gpuops-sim-daemon: a sleep loop with a pid file, standing in for the real daemon on test-bed nodes (root's,
+# argv[0] the real daemon's path, the pid file where the real daemon writes it)
 NAME=$1
-PIDFILE=/run/\$NAME.pid
+PIDFILE=$pidfile
+DAEMON=$daemon
 # alive and not a zombie (PID 1 on the CI machine reaps late)
 running() {
   [ -s "\$PIDFILE" ] || return 1
@@ -34,8 +45,9 @@ running() {
 case "\$1" in
   start)
     running && exit 0
+    mkdir -p "\$(dirname "\$PIDFILE")"
     start-stop-daemon --start --quiet --background --make-pidfile --pidfile "\$PIDFILE" \\
-      --startas /bin/bash -- -c "exec -a \$NAME /bin/bash -c 'while :; do sleep 3600; done'"
+      --startas /bin/bash -- -c "exec -a \$DAEMON /bin/bash -c 'while :; do sleep 3600; done'"
     ;;
   stop)
     running && kill "\$(cat "\$PIDFILE")"
