@@ -369,6 +369,13 @@ def parse(text: str, source: Optional[str] = None, chunk: int = 1 << 16) -> Dict
             raise ParseError("not nvidia-smi XML output: %r" % text.strip()[:120], PARSER, source, 1)
         return finish(result, messages, source, PARSER)
     body, outside, line_offset = _document(text, start)
+    if not body.isascii():
+        # a lone surrogate (text that was never UTF-8) would make the XML parser's encoder raise: replaced first
+        body = body.encode("utf-8", "replace").decode("utf-8")
+    if "<!ENTITY" in body:
+        # nvidia-smi never declares entities; the XML parser would expand them (billion laughs: 10^9 copies,
+        # refused by expat >= 2.4 only, and a managed node may have an older one): refused before parsing
+        raise ParseError("refused: the document declares XML entities (<!ENTITY)", PARSER, source)
     messages = scan_messages(outside, source) if outside else {"unreadable": [], "tool_errors": []}
     pull = _Pull(result, source)
     error: Optional[ParseError] = None

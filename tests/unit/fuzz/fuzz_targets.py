@@ -19,7 +19,10 @@ import random
 import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from fuzz_structured import structural
+
 from ansible_collections.gpuops.cluster.plugins.module_utils import (
+    _capture,
     _dcgm,
     _ib,
     _ipmi,
@@ -30,6 +33,8 @@ from ansible_collections.gpuops.cluster.plugins.module_utils import (
     _nvsmi_text,
     _nvsmi_xml,
     _redfish,
+    _safejson,
+    _sched_parse,
     _slurm_parse,
 )
 
@@ -209,12 +214,16 @@ class Target:
         run: Callable[[str, List[Dict[str, Any]]], Any],
         count: Callable[[Any], int],
         kind: str = "text",
+        structure: Optional[str] = None,
     ) -> None:
         self.name = name
         self.inputs = inputs
         self.run = run
         self.count = count
         self.kind = kind
+        #: "json" or "xml": the input is a structured document, also mutated in its nesting, size and encoding
+        #: (fuzz_structured, issue 35)
+        self.structure = structure or (kind if kind in ("json", "xml") else None)
 
     def generate(self, rng: random.Random) -> str:
         """One generated input (text; for JSON targets, the JSON text of a mutated document)."""
@@ -226,8 +235,10 @@ class Target:
 
     def apply(self, base: str, ops: Sequence[Tuple[int, int, int]]) -> str:
         if self.kind == "json":
-            return json.dumps(mutate_json(json.loads(base), ops))
-        return mutate(base, ops)
+            text = json.dumps(mutate_json(json.loads(base), ops))
+        else:
+            text = mutate(base, ops)
+        return structural(self.structure, text, ops) if self.structure else text
 
 
 def _len(result: Any) -> int:
@@ -236,9 +247,9 @@ def _len(result: Any) -> int:
 
 def _redfish_docs(text: str, errors: List[Dict[str, Any]]) -> Any:
     try:
-        doc = json.loads(text)
+        doc = _safejson.loads(text, what="fuzz")  # as the collector reads it (_bmc)
     except ValueError:
-        return {}  # not JSON: the collector's own invalid-JSON error, not the parser's
+        return {}  # not JSON, or over the budget: the collector's own error record, not the parser's
     out = _redfish.empty()
     for d in doc if isinstance(doc, list) else [doc]:
         _redfish.merge(out, _redfish.parse_document(d, "fuzz", errors))
@@ -280,6 +291,90 @@ _NODE_SAMPLES = [
 ]
 
 
+_DCGMI_JSON = json.dumps(
+    {
+        "DCGM GPU Diagnostic": {
+            "test_categories": [
+                {
+                    "category": "Deployment",
+                    "tests": [
+                        {"name": "Denylist", "results": [{"gpu_ids": "0-3", "status": "Pass"}]},
+                        {"name": "PCIe", "results": [{"gpu_id": 1, "status": "Fail", "warnings": ["x"]}]},
+                    ],
+                },
+                {"category": "Hardware", "tests": [{"name": "GPU Memory", "test_summary": {"status": "Skip"}}]},
+            ]
+        }
+    },
+    indent=1,
+)
+
+_CAPTURE_META = json.dumps(
+    {
+        "hostname": "gpu-node-01",
+        "captured_at": "2026-12-03T11:58:00Z",
+        "boot_id": "0f4b2c1e-7d39-4a60-8a3c-5b1e2f3a4b5c",
+        "domains": ["gpu", "kernel", "ib", "bmc", "slurm", "node"],
+        "files": {
+            "nvidia-smi-q.xml": {"rc": 0, "stderr": "", "timed_out": False},
+            "kernel.log": {"rc": 0, "stderr": ""},
+            "ipmitool-sel.txt": {"rc": 1, "stderr": "Could not open device", "timed_out": False},
+        },
+    },
+    indent=1,
+)
+
+_SCONTROL_JSON = json.dumps(
+    {
+        "nodes": [
+            {"name": "gpu-node-01", "state": ["IDLE", "DRAIN"], "reason": "Xid 79", "gres": "gpu:h100:8"},
+            {"name": "gpu-node-02", "state": "MIXED", "state_flags": ["COMPLETING"], "partitions": ["gpu"]},
+        ]
+    },
+    indent=1,
+)
+
+
+def _dcgmi_json(text: str, errors: List[Dict[str, Any]]) -> Any:
+    return _dcgm.parse_diag(text, "fuzz")
+
+
+def _capture_meta(text: str, errors: List[Dict[str, Any]]) -> Any:
+    """capture.json as every collector reads it (``_capture.meta_or_error``): never raises."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="gpuops-fuzz-") as d:
+        with open(os.path.join(d, "capture.json"), "w", encoding="utf-8", errors="surrogatepass") as fh:
+            fh.write(text)
+        meta = _capture.meta_or_error(d, errors, "capture")
+    return {"files": _capture.file_status(meta, "kernel.log"), "meta": meta}
+
+
+def _sched_json(fn: Callable[..., Any]) -> Callable[[str, List[Dict[str, Any]]], Any]:
+    return lambda text, errors: fn(text, "fuzz")
+
+
+def _scontrol_json(text: str, errors: List[Dict[str, Any]]) -> Any:
+    """``scontrol show node --json`` as the ``slurm_domain`` filter reads it (_safejson, then the parser)."""
+    try:
+        doc = _safejson.loads(text, what="scontrol JSON")
+    except ValueError as exc:
+        raise _slurm_parse.ParseError("invalid scontrol JSON: %s" % exc, _slurm_parse.PARSER, "fuzz") from None
+    return _slurm_parse.parse_json_nodes(doc, "fuzz")
+
+
+def _json_samples(d: str, pattern: str) -> List[str]:
+    return [t for t in samples(d, pattern=pattern) if _is_json(t)]
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 def targets() -> List[Target]:
     """Every parser of the collection, with its real samples."""
     return [
@@ -311,9 +406,14 @@ def targets() -> List[Target]:
         Target(
             "dcgmi_diag", samples("dcgmi-diag"), lambda t, e: _dcgm.parse_diag(t, "fuzz"), lambda r: _len(r["tests"])
         ),
+        Target("dcgmi_json", [_DCGMI_JSON], _dcgmi_json, lambda r: _len(r["tests"]), structure="json"),
         Target("nccl", samples("nccl"), lambda t, e: _nccl.parse(t, "fuzz"), lambda r: _len(r["rows"])),
         Target(
-            "nvsmi_xml", samples("nvidia-smi-xml"), lambda t, e: _nvsmi_xml.parse(t, "fuzz"), lambda r: _len(r["gpus"])
+            "nvsmi_xml",
+            samples("nvidia-smi-xml"),
+            lambda t, e: _nvsmi_xml.parse(t, "fuzz"),
+            lambda r: _len(r["gpus"]),
+            structure="xml",
         ),
         Target(
             "nvsmi_text",
@@ -331,6 +431,22 @@ def targets() -> List[Target]:
             "redfish", samples("redfish", pattern="*.json"), _redfish_docs, lambda r: _len(r.get("sensors")), "json"
         ),
         Target("node", _NODE_SAMPLES, _node_all, lambda r: 1),
+        Target("capture_meta", [_CAPTURE_META], _capture_meta, lambda r: 1, structure="json"),
+        Target(
+            "sacct_json",
+            _json_samples("slurm-platform", "*sacct.json"),
+            _sched_json(_sched_parse.parse_sacct_json),
+            _len,
+            structure="json",
+        ),
+        Target(
+            "squeue_json",
+            _json_samples("slurm-platform", "*squeue.json"),
+            _sched_json(_sched_parse.parse_squeue_json),
+            _len,
+            structure="json",
+        ),
+        Target("scontrol_json", [_SCONTROL_JSON], _scontrol_json, _len, structure="json"),
     ]
 
 

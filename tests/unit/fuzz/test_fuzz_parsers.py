@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import fuzz_structured as fs  # noqa: E402
 import fuzz_targets as ft  # noqa: E402
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError  # noqa: E402
@@ -80,8 +81,10 @@ def test_only_parse_error_escapes(name):
 
 #: Targets whose records are counted over a list/dict that a trailing broken line cannot merge into.
 _SURVIVAL = sorted(
-    n for n, t in TARGETS.items() if t.kind == "text" and n not in ("node", "ipmi_mc_info", "ipmi_sel_info")
-)
+    n
+    for n, t in TARGETS.items()
+    if t.kind == "text" and t.structure != "json" and n not in ("node", "ipmi_mc_info", "ipmi_sel_info")
+)  # a JSON document with a broken line appended is no JSON at all: a whole-input error, by design
 
 
 @pytest.mark.parametrize("name", _SURVIVAL)
@@ -103,3 +106,24 @@ def test_a_broken_line_next_to_valid_records_costs_no_valid_record(name, data):
     after, _errors, exc = _parse(target, base.rstrip("\n") + "\n" + broken + "\n")
     got = target.count(after) if exc is None else ft.partial_count(target, exc)
     assert got is not None and got >= want, (name, i, broken[:200])
+
+
+#: JSON and XML targets: each nesting/size/encoding mutation (fuzz_structured) at every depth and size, once.
+_STRUCTURED = sorted(n for n, t in TARGETS.items() if t.structure)
+
+
+@pytest.mark.parametrize("name", _STRUCTURED)
+def test_nesting_size_and_encoding_mutations_only_raise_parse_error(name):
+    """Issue 35: ``[`` x 100,000, ``<a>`` x 100,000, billion laughs, an external entity, 900 KiB, lone surrogates,
+    a BOM, a lying encoding declaration: only ParseError (or a result with error entries) comes out."""
+    target = TARGETS[name]
+    assert len(_STRUCTURED) >= 7
+    for base in target.inputs[:2]:
+        for text in fs.every_mutation(target.structure, base):
+            result, errors, exc = _parse(target, text)
+            if isinstance(result, dict) and isinstance(result.get("errors"), list):
+                errors = errors + result["errors"]
+            for e in errors:
+                assert e["kind"] in ("parse", "tool_error", "unreadable"), (e, text[:200])
+            if exc is not None:
+                assert isinstance(exc.message, str) and exc.message

@@ -181,3 +181,42 @@ def test_live_facts_json():
 
     entry, status = inspect_cluster.ActionModule._live({"facts_json": '{"gpu": ' + DEEP + "}"})
     assert REFUSED in json.dumps(entry), entry
+
+
+# ---------------------------------------------------------------------------------------------------- XML
+_SMI = '<nvidia_smi_log><driver_version>535.1</driver_version><gpu id="00000000:01:00.0"><product_name>%s</product_name></gpu></nvidia_smi_log>'
+
+
+def test_nvsmi_xml_entities_are_never_expanded():
+    """An internal entity is refused, not expanded (billion laughs on a node whose expat predates 2.4)."""
+    from ansible_collections.gpuops.cluster.plugins.module_utils import _nvsmi_xml
+
+    doc = '<?xml version="1.0"?><!DOCTYPE nvidia_smi_log [<!ENTITY x "EXPANDED">]>' + _SMI % "&x;"
+    with pytest.raises(ParseError, match="entities"):
+        _nvsmi_xml.parse(doc, "nvidia-smi-q.xml")
+    laughs = "".join('<!ENTITY l%d "%s">' % (i, ("&l%d;" % (i - 1)) * 10 if i else "lol") for i in range(10))
+    with pytest.raises(ParseError, match="entities"):
+        _nvsmi_xml.parse('<?xml version="1.0"?><!DOCTYPE nvidia_smi_log [%s]>' % laughs + _SMI % "&l9;", "x")
+    # the DOCTYPE nvidia-smi prints (an external DTD, never fetched) is still read
+    ok = '<?xml version="1.0"?><!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">' + _SMI % "NVIDIA H100"
+    assert _nvsmi_xml.parse(ok, "x")["gpus"][0]["name"] == "NVIDIA H100"
+
+
+def test_nvsmi_xml_deep_nesting_is_a_parse_error_or_a_result():
+    from ansible_collections.gpuops.cluster.plugins.module_utils import _nvsmi_xml
+
+    doc = _SMI % ("<a>" * 100000 + "</a>" * 100000)
+    try:
+        res = _nvsmi_xml.parse(doc, "x")
+    except ParseError:
+        return
+    assert len(res["gpus"]) == 1
+
+
+def test_nvsmi_xml_lone_surrogate_is_no_exception():
+    """Found by the encoding mutations of the fuzz campaign: a lone surrogate made ElementTree's encoder raise
+    UnicodeEncodeError out of the parser (only ParseError may come out)."""
+    from ansible_collections.gpuops.cluster.plugins.module_utils import _nvsmi_xml
+
+    res = _nvsmi_xml.parse(_SMI.replace("535.1", "535.1\ud800") % "NVIDIA H100", "x")
+    assert res["gpus"][0]["name"] == "NVIDIA H100"
