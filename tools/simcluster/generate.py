@@ -36,6 +36,7 @@ from simnode.capture import capture  # noqa: E402
 from simnode.state import DEFAULT_DRIVER, DEFAULT_NOW, default_state, now_iso, save  # noqa: E402
 
 from simcluster import zero_profile  # noqa: E402
+from simcluster.names import hostnames  # noqa: E402,F401  (re-exported: generate.hostnames)
 from simcluster import platform as _platform  # noqa: E402  (issue 19: the cluster capture directory)
 
 RACK_SIZE = 8
@@ -76,11 +77,6 @@ PROFILE = {
         "nvswitch": True,
     }
 }
-
-
-def hostnames(n: int) -> list:
-    width = max(2, len(str(n)))
-    return ["gpu-node-%0*d" % (width, i) for i in range(1, n + 1)]
 
 
 def topology(hosts: list) -> dict:

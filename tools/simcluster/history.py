@@ -509,7 +509,7 @@ def main(argv=None) -> int:
     if a.cmd == "generate":
         if a.nodes < 1 or a.days < 1:
             ap.error("--nodes and --days must be >= 1")
-        from simcluster.generate import hostnames  # pylint: disable=import-outside-toplevel
+        from simcluster.names import hostnames  # pylint: disable=import-outside-toplevel
 
         key = write_history(hostnames(a.nodes), a.out, a.days, parse_start(a.start), a.seed)
         with open(os.path.join(a.out, "history_key.json"), "w", encoding="utf-8") as fh:
