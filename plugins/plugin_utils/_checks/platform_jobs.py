@@ -16,6 +16,10 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.platform_ou
 
 #: pending reasons that mean "waiting for GPUs/nodes" (the ones fragmentation and the wait threshold look at)
 RESOURCE_REASONS = ("Resources", "Priority", "ReqNodeNotAvail", "Reservation")
+#: Slurm's final job states (sacct's base state of a job that has ended), except CANCELLED: a cancelled job is the
+#: user's decision. Only these count as finished jobs: a job still pending, running, suspended, requeued or
+#: resizing, or one whose end slurmdbd has not recorded yet (sacct shows it RUNNING), has no outcome to count.
+ENDED_STATES = ("COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY")
 _USABLE = ("idle", "mixed", "allocated", "completing")
 
 
@@ -92,8 +96,8 @@ def _failure_counts(history: List[Dict[str, Any]], states: Tuple[str, ...]) -> T
     total = failed = 0
     for j in history:
         state = str(j.get("state") or "")
-        if state in ("PENDING", "RUNNING", "REQUEUED", "") or state.startswith("CANCELLED"):
-            continue
+        if state not in ENDED_STATES and state not in states:
+            continue  # not ended (or cancelled): no outcome yet
         total += 1
         bad = state in states
         failed += bad

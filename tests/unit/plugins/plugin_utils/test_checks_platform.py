@@ -138,6 +138,23 @@ def test_job_failures_name_the_node_and_node_fail():
     assert n03["id"] == "n03:scheduler.job_failures:slurm:jobs:failures" and n03["evidence"]["failed"] == 6
 
 
+@pytest.mark.parametrize("state", ["SUSPENDED", "RESIZING", "REVOKED", "REQUEUE_HOLD", "RUNNING", "CANCELLED"])
+def test_job_failures_count_only_jobs_that_ended(state):
+    """A job that has not ended (Slurm's non-final states, or sacct's RUNNING for a job whose end slurmdbd has not
+    recorded yet) has no outcome: it neither dilutes a node's failures nor counts as finished. n03: 5 COMPLETED (of
+    the 40), 6 FAILED and 5 in ``state`` -> 6 of its 11 finished jobs failed (55 %), against 0 of 35 elsewhere (the
+    documented rule: >= 3 failures, >= 50 % of its jobs, >= 2 x the other nodes' rate); counting the 5 as
+    finished would make it 6 of 16 (38 %) and hide the node."""
+    p = healthy()
+    hist = p["scheduler"]["history"]
+    assert sum(1 for j in hist if j["nodes"] == ["n03"]) == 5
+    hist += [done(900 + i, "n03", "FAILED") for i in range(6)]
+    hist += [done(950 + i, "n03", state) for i in range(5)]
+    fs = [f for f in check_platform(p, DEFAULT_POLICY, NOW) if f["check"] == "scheduler.job_failures"]
+    assert [(f["host"], f["code"]) for f in fs] == [("n03", "failures")]
+    assert fs[0]["evidence"]["jobs"] == 11 and fs[0]["evidence"]["failed"] == 6
+
+
 def test_cluster_failure_rate():
     p = healthy()
     p["scheduler"]["history"] = [done(i, "n%02d" % (i % 8), "FAILED" if (i // 8) % 2 else "COMPLETED") for i in range(40)]
