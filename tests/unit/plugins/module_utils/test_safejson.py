@@ -155,3 +155,49 @@ def test_load_file(tmp_path):
     p.write_text("[" + "0," * 100 + "0]")
     with pytest.raises(S.JsonBudgetError, match="larger than 50 bytes"):
         S.load_file(str(p), max_bytes=50)
+
+
+def _reference_depth(text):
+    """The nesting of a JSON text by the book: one character at a time, strings and escapes tracked."""
+    depth = best = 0
+    in_string = escaped = False
+    for c in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "[{":
+            depth += 1
+            best = max(best, depth)
+        elif c in "]}":
+            depth -= 1
+    return best
+
+
+def test_depth_matches_the_reference_on_random_documents():
+    import random
+
+    rng = random.Random(35)
+    atoms = ["x[", "]}\\", '"', "\\\\", 'a"b', "[[", "\u00e9]", "\ud800]", "\\u005b", 1, None, 2.5, '\\\\\\"']
+
+    def value(d):
+        r = rng.random()
+        if d > 70 or r < 0.3:
+            return rng.choice(atoms)
+        if r < 0.65:
+            return [value(d + 1) for _ in range(rng.randint(0, 3))]
+        return {rng.choice(["k[", "{k", '\\"]', "\\"]) + str(i): value(d + 1) for i in range(rng.randint(0, 3))}
+
+    seen = set()
+    for _ in range(1000):
+        doc = json.dumps(value(0), ensure_ascii=rng.random() < 0.5)
+        want = _reference_depth(doc)
+        seen.add(want > 64)
+        assert S.depth(doc) == want, doc
+        assert S.depth(doc.encode("utf-8", "surrogatepass")) == want
+    assert seen == {True, False}
