@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import normalize_bus_id
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.gpu_ecc import check_ecc
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context import (
     Ctx,
     as_dict,
@@ -20,9 +19,6 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.context imp
     gpu_list,
     sev_action,
 )
-
-
-__all__ = ["check_ecc"]  # gpu.ecc lives in gpu_ecc.py; run.py calls it through this module
 
 
 def check_gpu_inventory(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, Any]]) -> None:

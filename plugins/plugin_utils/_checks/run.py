@@ -17,6 +17,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import (
     faults,
     fleet,
     gpu,
+    gpu_ecc,
     gpu_links,
     ib,
     node,
@@ -203,7 +204,7 @@ def run_checks(
         else:
             cur = {"serial": g.get("serial"), "collected_at": t_gpu, "boot_id": boot_id}
             scratch = cur
-        guarded("gpu.ecc", gpu.check_ecc, ctx, g, xids.get(bus, set()), hs)
+        guarded("gpu.ecc", gpu_ecc.check_ecc, ctx, g, xids.get(bus, set()), hs)
         guarded("gpu.row_remap", gpu.check_row_remap, ctx, g, xids.get(bus, set()))
         guarded("gpu.retired_pages", gpu.check_retired_pages, ctx, g)
         guarded("gpu.recovery_action", gpu.check_recovery_action, ctx, g)
