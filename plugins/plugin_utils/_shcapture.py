@@ -19,7 +19,10 @@ Everything the node sends is data. The markers carry a random token chosen for t
 node before the command), so a tool's output cannot end its own section or forge another; a section that does
 not end (the output was cut) is dropped and recorded as an error in ``capture.json``, so the domain that needed
 it is unknown rather than judged on half a file. Every value put into the script is single-quoted (``quote``),
-and the options are checked with full matches before (``check_options``).
+and the options are checked with full matches before (``check_options``). A hostile node knows the token (it got
+the script), so the answer is also bounded: ``max_bytes`` (collect_info ``capture_max_bytes``) cuts it on the node
+and refuses it on the controller, and it is parsed in one pass (``_shanswer``). The node collector's part of the
+script and its replay live in ``_shnode``.
 """
 
 from __future__ import annotations
