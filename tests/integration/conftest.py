@@ -43,6 +43,20 @@ if _BMC_FIXTURES.exists():
     globals().update({k: v for k, v in vars(_mod).items() if not k.startswith("__") and k not in globals()})
 
 
+#: Slurm's final job states (the base state sacct and squeue print for a job that has ended)
+SLURM_FINAL_STATES = (
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "OUT_OF_MEMORY",
+)
+
+
 def _in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -145,6 +159,63 @@ class Testbed:
     def job_state(self, job_id: int) -> str:
         out = self.slurm("squeue", "-h", "-j", str(job_id), "-o", "%T", check=False)
         return out.strip() or "GONE"
+
+    # -- accounting (slurmdbd) -----------------------------------------------------------------------------
+    def accounting_window(self) -> List[Dict[str, Any]]:
+        """Every job sacct holds from the last 24 hours (the window an inspection reads), oldest first:
+        ``{"job_id", "state", "nodes"}``; ``state`` is sacct's base state (``CANCELLED by 0`` -> ``CANCELLED``),
+        ``nodes`` the NodeList expanded by ``scontrol show hostnames`` (a multi-node job's list is compressed)."""
+        out = self.slurm("sacct", "-n", "-X", "-P", "-a", "-S", "now-24hours", "-o", "JobID,State,NodeList")
+        rows: List[Dict[str, Any]] = []
+        expanded: Dict[str, List[str]] = {}
+        for line in out.splitlines():
+            fields = line.strip().split("|")
+            if len(fields) != 3:
+                continue
+            job_id, state, nodes = fields
+            if nodes not in expanded:
+                listed = nodes and nodes not in ("None assigned", "(null)")
+                expanded[nodes] = self.scontrol("show", "hostnames", nodes).split() if listed else []
+            rows.append({"job_id": job_id, "state": (state.split() or [""])[0], "nodes": expanded[nodes]})
+        return rows
+
+    def accounting_lag(self) -> List[str]:
+        """Why slurmdbd has not caught up with slurmctld yet ([] once it has). slurmctld sends its job records to
+        slurmdbd asynchronously, through its DBD agent queue, so sacct can show a job RUNNING (or not at all) that
+        slurmctld has already ended: the queue must be empty, and every job slurmctld still holds in a final
+        state (``squeue -t all``: ended jobs stay MinJobAge seconds) must have that state in sacct."""
+        lag = []
+        for line in self.slurm("sdiag").splitlines():
+            key, _sep, value = line.partition(":")
+            if key.strip() == "DBD Agent queue size" and value.strip() != "0":
+                lag.append("slurmctld's DBD agent queue holds %s records" % value.strip())
+        held = {}
+        for line in self.slurm("squeue", "-h", "-a", "-t", "all", "-o", "%i|%T").splitlines():
+            job_id, sep, state = line.strip().partition("|")
+            if sep and state in SLURM_FINAL_STATES + ("COMPLETING",):
+                held[job_id] = state
+        if held:
+            recorded = {row["job_id"]: row["state"] for row in self.accounting_window()}
+            for job_id, state in sorted(held.items()):
+                got = recorded.get(job_id)
+                if got is None or got not in SLURM_FINAL_STATES or (state != "COMPLETING" and got != state):
+                    lag.append("job %s: %s in slurmctld, %s in sacct" % (job_id, state, got or "absent"))
+        return lag
+
+    def accounting_settled(self, timeout: float = 120, what: str = "") -> List[Dict[str, Any]]:
+        """Wait (a condition with a deadline) until slurmdbd has recorded everything slurmctld ended
+        (:meth:`accounting_lag` is empty); returns the window then (:meth:`accounting_window`)."""
+        last: List[List[str]] = [[]]
+
+        def settled() -> bool:
+            last[0] = self.accounting_lag()
+            return not last[0]
+
+        try:
+            self.wait_for(settled, timeout=timeout, interval=0.5, what="slurmdbd to catch up with slurmctld")
+        except AssertionError as exc:
+            raise AssertionError("%s%s; still behind: %s" % (what and what + ": ", exc, "; ".join(last[0])))
+        return self.accounting_window()
 
     # -- ansible ---------------------------------------------------------------------------------------
     def adhoc(

@@ -44,70 +44,83 @@ def _inspect(testbed, tmp_path, target, name):
     return json.loads((out / "report.json").read_text())
 
 
+#: The documented rule for a node that fails its jobs (docs/checks.md, scheduler.job_failures (node)), default
+#: thresholds: >= 3 failed jobs, >= 50 % of its finished jobs, >= 2 x the failure rate of the jobs elsewhere.
+#: Finished: Slurm's final states except CANCELLED (the user's); failed: the documented failure_states.
+MIN_FAILURES, SHARE, RATIO = 3, 0.5, 2.0
+FAILED_STATES = ("FAILED", "NODE_FAIL", "BOOT_FAIL", "OUT_OF_MEMORY")
+FINISHED_STATES = FAILED_STATES + ("COMPLETED", "TIMEOUT", "PREEMPTED", "DEADLINE")
+
+
+def _tally(window, node):
+    """From sacct's own states: ((jobs, failed) of ``node``, (jobs, failed) of the jobs that did not run on it)."""
+    own = [r["state"] for r in window if r["state"] in FINISHED_STATES and node in r["nodes"]]
+    rest = [r["state"] for r in window if r["state"] in FINISHED_STATES and node not in r["nodes"]]
+    return (
+        (len(own), sum(s in FAILED_STATES for s in own)),
+        (len(rest), sum(s in FAILED_STATES for s in rest)),
+    )
+
+
 @pytest.fixture(scope="module")
 def history(testbed):
-    """Real jobs through slurmctld into slurmdbd; returns (bad node, failed job ids)."""
+    """Real jobs through slurmctld into slurmdbd; returns (bad node, failed job ids, the settled window).
+
+    The check reads the whole accounting window, which this module shares with the tests that ran jobs before it
+    (isolate, fault matrix, onboard): their jobs decide the other nodes' rate. sacct lags slurmctld (job records
+    reach slurmdbd through slurmctld's DBD agent queue), so the window is read only once slurmdbd has caught up
+    (a condition with a deadline), before the jobs are sized from it and again once they have ended: what the
+    inspection reads is then what Slurm recorded, and the documented rule holds in it."""
     good, bad = testbed.nodes[0], testbed.nodes[-1]
     for host in testbed.nodes:
         if host != bad:
             testbed.on_node(host, "mkdir", "-p", SCRATCH)
-    # The finding needs the bad node to fail at least half its jobs (node_failure_share) and at least twice the
-    # other nodes' rate (node_failure_ratio) over the accounting window. On a bed shared with the tests that ran
-    # jobs before this one (isolate, fault matrix, onboard), what they left decides both, so the jobs here are sized
-    # from it: more failures on the bad node than all it ran before, and at least four good jobs per job that did
-    # not complete elsewhere.
-    before = _finished(testbed)
-    bad_before = sum(1 for nodes, _state in before if bad in nodes)
-    others_failed = sum(1 for nodes, state in before if bad not in nodes and state != "COMPLETED")
-    ids = [testbed.sbatch("-w", good, "--wrap", "cd %s && true" % SCRATCH) for n in range(max(2, 4 * others_failed))]
-    ids.append(testbed.sbatch("-w", good, "--wrap", "exit 3"))
-    fails = max(3, bad_before + 1)
+    before = testbed.accounting_settled(what="the window before the history jobs")
+    (bad_jobs, _bad_failed), (other_jobs, other_failed) = _tally(before, bad)
+    # more failures on the bad node than all it ran before (its share > 50 %), and the other jobs' failure rate,
+    # with the failing job below, at most 1 in 4 (twice it at most 50 %)
+    fails = max(MIN_FAILURES, bad_jobs + 1)
+    goods = max(2, 4 * (other_failed + 1) - (other_jobs + 1))
+    ok = [testbed.sbatch("-w", good, "--wrap", "cd %s && true" % SCRATCH) for n in range(goods)]
+    exit3 = testbed.sbatch("-w", good, "--wrap", "exit 3")
     failed = [testbed.sbatch("-w", bad, "--gres=gpu:1", "--wrap", "cd %s && true" % SCRATCH) for n in range(fails)]
-    ids += failed
+    # Slurm's semantics: exit 0 is COMPLETED, a non-zero exit (cd into a missing directory, exit 3) is FAILED
+    expect = dict([(str(i), "COMPLETED") for i in ok] + [(str(i), "FAILED") for i in [exit3] + failed])
 
-    def finished():
-        out = testbed.slurm("sacct", "-n", "-X", "-P", "-o", "JobID,State", "-j", ",".join(map(str, ids)))
-        states = dict(line.split("|") for line in out.split() if "|" in line)
-        return len(states) == len(ids) and all(s in ("COMPLETED", "FAILED") for s in states.values())
+    def ended():
+        states = {r["job_id"]: r["state"] for r in testbed.accounting_window()}
+        return all(states.get(i) in FINISHED_STATES for i in expect)
 
-    testbed.wait_for(finished, timeout=120, what="the history jobs finished and recorded by slurmdbd")
-    return bad, [str(i) for i in failed]
-
-
-def _finished(testbed):
-    """(nodes, state) of every job the accounting window holds that ended (what check_job_failures counts). A
-    multi-node job's NodeList is compressed (``gpu-node-[05-08]``): expanded by scontrol, as the check expands it."""
-    out = testbed.slurm("sacct", "-n", "-X", "-P", "-a", "-S", "now-24hours", "-o", "NodeList,State")
-    rows, expanded = [], {}
-    for line in out.split("\n"):
-        nodes, sep, state = line.strip().partition("|")
-        state = state.split()[0] if state.split() else ""
-        if sep and state and state not in ("PENDING", "RUNNING", "REQUEUED") and not state.startswith("CANCELLED"):
-            if nodes not in expanded:
-                names = testbed.scontrol("show", "hostnames", nodes, check=False).split() if nodes else []
-                expanded[nodes] = frozenset(names or [nodes])
-            rows.append((expanded[nodes], state))
-    return rows
+    testbed.wait_for(ended, timeout=120, interval=0.5, what="the history jobs ended and recorded by slurmdbd")
+    window = testbed.accounting_settled(what="the window after the history jobs")
+    states = {r["job_id"]: r["state"] for r in window}
+    assert {i: states.get(i) for i in expect} == expect, window
+    (bad_jobs, bad_failed), (other_jobs, other_failed) = _tally(window, bad)
+    assert bad_failed >= MIN_FAILURES and bad_failed >= SHARE * bad_jobs, window
+    assert bad_failed * other_jobs >= RATIO * other_failed * bad_jobs, window
+    return bad, [str(i) for i in failed], window
 
 
 def test_a_node_that_fails_its_jobs_is_named_from_real_accounting(testbed, tmp_path, history):
-    bad, failed = history
+    bad, failed, window = history
+    (bad_jobs, bad_failed), others = _tally(window, bad)
     report = _inspect(testbed, tmp_path, bad, "r1")
     plat = report["platform"]
-    assert plat["accounting"]["state"] == "up" and plat["jobs_in_history"] >= 6
+    assert plat["accounting"]["state"] == "up" and plat["jobs_in_history"] >= len(failed) + 3
     assert [c["state"] for c in plat["controllers"]] == ["UP"]
     node = report["nodes"][bad]
     found = [f for f in node["findings"] if f["check"] == "scheduler.job_failures"]
-    # the window is read only when the finding is missing (the message is evaluated on failure only)
-    assert len(found) == 1, "no finding for %s (failed jobs %s); the window: %s" % (
-        bad,
-        failed,
-        [(sorted(nodes), state) for nodes, state in _finished(testbed)],
+    # on failure the message also says whether the window changed after it settled (it must not: nothing runs)
+    assert len(found) == 1, (
+        "no finding for %s: %d of its %d jobs failed, %d of %d elsewhere (%d jobs read by the inspection); "
+        "the settled window: %s; now: %s"
+        % ((bad, bad_failed, bad_jobs) + others[::-1] + (plat["jobs_in_history"], window, testbed.accounting_window()))
     )
     (f,) = found
     assert f["host"] == bad and f["code"] == "failures" and f["severity"] == "P2"
-    # the latest failed jobs, from slurmdbd (a bed kept up between runs has older ones too)
-    assert set(failed[-3:]) <= set(f["evidence"]["job_ids"]) and f["evidence"]["states"]["FAILED"] >= 3
+    # the counts are Slurm's (the settled window), the latest failed jobs are this module's
+    assert (f["evidence"]["jobs"], f["evidence"]["failed"]) == (bad_jobs, bad_failed), (f["evidence"], window)
+    assert set(failed[-10:]) <= set(f["evidence"]["job_ids"]) and f["evidence"]["states"]["FAILED"] >= len(failed)
     assert node["status"] == "degraded"  # every hardware reading is green: the jobs name it
     assert not [c for c in report["summary"]["cluster_findings"] if c["severity"] == "P0"]
 
