@@ -13,6 +13,7 @@ variables once per step.
 
 from __future__ import annotations
 
+import copy
 from abc import abstractmethod
 from typing import Any, Dict
 
@@ -134,7 +135,9 @@ class ControllerAction(ActionBase):
         task_vars = task_vars or {}
         try:
             _validation, args = self.validate_argument_spec(
-                argument_spec=self.ARGUMENT_SPEC,
+                # a copy: the validator hands the spec's default objects to the step, which may change them;
+                # the class (and its defaults) lives as long as the controller process, across tasks
+                argument_spec=copy.deepcopy(self.ARGUMENT_SPEC),
                 required_if=self.REQUIRED_IF,
                 mutually_exclusive=self.MUTUALLY_EXCLUSIVE,
             )

@@ -6,25 +6,9 @@
 from __future__ import annotations
 
 import os
-from unittest import mock
 
 import pytest
-
-
-def _run_action(action_module, args, check_mode=False, task_vars=None, diff=False):
-    """Run ``action_module.ActionModule`` with ``args``; returns the task result dict (never raises on failure)."""
-    task = mock.MagicMock()
-    task.args = dict(args)
-    task.async_val = 0
-    task.check_mode = check_mode
-    task.diff = diff
-    play_context = mock.MagicMock()
-    play_context.check_mode = check_mode
-    play_context.diff = diff
-    action = action_module.ActionModule(
-        task, mock.MagicMock(), play_context, loader=None, templar=None, shared_loader_obj=None
-    )
-    return action.run(task_vars=dict(task_vars or {}))
+from action_runner import _run_action
 
 
 @pytest.fixture

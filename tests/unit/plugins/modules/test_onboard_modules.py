@@ -15,7 +15,7 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.gpuops.cluster.plugins.action import onboard_stage
 from ansible_collections.gpuops.cluster.plugins.modules import nccl_test_info
 
-from conftest import _run_action  # tests/unit/conftest.py
+from action_runner import _run_action  # tests/unit/action_runner.py
 
 FIX = Path(__file__).resolve().parents[3] / "fixtures" / "nccl"
 
