@@ -292,10 +292,24 @@ def _finish(proc, out: Path, timeout: float = 240):
     return json.loads(out.read_text(encoding="utf-8"))
 
 
-def _guard_lock_held(state_dir: Path) -> bool:
-    """True while another process holds the guard's lock (<state_dir>/locks/isolation-guard.lock)."""
+def _guard_lock_held(state_dir: Path, db: Optional[Path] = None) -> bool:
+    """True while another process holds the guard's lock: <state_dir>/locks/isolation-guard.lock, or the write lock
+    of the SQLite store ``db`` (the guard's transaction there is a BEGIN IMMEDIATE)."""
     import fcntl  # pylint: disable=import-outside-toplevel
+    import sqlite3  # pylint: disable=import-outside-toplevel
 
+    if db is not None:
+        if not db.exists():
+            return False  # no store yet: nobody holds its lock (and the probe must not create it)
+        conn = sqlite3.connect("file:%s?mode=rw" % db, uri=True, timeout=0, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+            return False
+        except sqlite3.OperationalError:  # database is locked
+            return True
+        finally:
+            conn.close()
     try:
         fd = os.open(str(state_dir / "locks" / "isolation-guard.lock"), os.O_RDONLY)
     except FileNotFoundError:
@@ -309,13 +323,14 @@ def _guard_lock_held(state_dir: Path) -> bool:
     return False
 
 
-@pytest.mark.parametrize("window", [0, 1, 3600])
-def test_two_runs_interleaved_on_a_stale_slurm_view_never_exceed_the_cap(testbed, tmp_path, state_dir, window):
+@pytest.mark.parametrize("window,store", [(0, "file"), (1, "file"), (3600, "file"), (0, "sqlite")])
+def test_two_runs_interleaved_on_a_stale_slurm_view_never_exceed_the_cap(testbed, tmp_path, state_dir, window, store):
     """Issue 35, observation 5. Run B reads Slurm (every node in service) and is held right after that read; run A
     then decides, drains and releases (done) the cap's worth of nodes; only then does B go on. B must not decide
     on its view from before A's drain: the guard reads Slurm under its lock, so while B's read is held B holds the
     lock and A decides after B, on a view with B's drains. Whatever the interleaving and the flap window, at most
-    the cap (25 % of the bed) is out of service."""
+    the cap (25 % of the bed) is out of service; on the state directory and on the store shared by controllers
+    (gpuops_db_url, SQLite here; the read then runs inside the store's lock)."""
     nodes = testbed.nodes
     cap = len(nodes) // 4
     pol = {"max_share_cluster": 0.25, "max_share_partition": 0.25, "max_share_rack": 1, "window_s": window}
@@ -325,6 +340,7 @@ def test_two_runs_interleaved_on_a_stale_slurm_view_never_exceed_the_cap(testbed
     gated.write_text(GATED_SCONTROL.format(gate=gate, real=testbed.scontrol_path), encoding="utf-8")
     gated.chmod(0o755)
     half = len(nodes) // 2
+    db = tmp_path / "store.db" if store == "sqlite" else None
 
     def run_vars(part, ticket, scontrol):
         return {
@@ -336,6 +352,7 @@ def test_two_runs_interleaved_on_a_stale_slurm_view_never_exceed_the_cap(testbed
             "isolate_requeue_after": 0,
             "isolate_node_marker": False,
             "isolate_slurm_controller": {"host": "slurm_head", "scontrol_path": scontrol},
+            "isolate_db_url": "sqlite:///%s" % db if db else "",
         }
 
     b, b_out = _start_isolate(testbed, tmp_path, "run-b", run_vars(nodes[half:], "T-B", str(gated)))
@@ -343,7 +360,7 @@ def test_two_runs_interleaved_on_a_stale_slurm_view_never_exceed_the_cap(testbed
         testbed.wait_for(lambda: (gate / "read").exists() or b.poll() is not None, timeout=120, what="B read Slurm")
         assert (gate / "read").exists(), Path(b.log.name).read_text()[-3000:]
         # B read Slurm: every node in service. Does B hold the guard's lock while its view is held back?
-        b_holds_lock = _guard_lock_held(state_dir)
+        b_holds_lock = _guard_lock_held(state_dir, db)
         a, a_out = _start_isolate(testbed, tmp_path, "run-a", run_vars(nodes[:half], "T-A", testbed.scontrol_path))
         if not b_holds_lock:
             # the issue's interleaving: A decides, drains and releases while B's view predates A's drain
