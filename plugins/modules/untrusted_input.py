@@ -23,6 +23,10 @@ description:
   - A named variable that is not an extra var and holds a template (a role default, a play or inventory
     variable written by the collection's author or operator) is rendered once; anything outside it references
     was checked first.
+  - >-
+    Refuses the run when the extra vars hold C(_raw_params) - a C(-e key=value) argument whose value Ansible
+    cut at a space (C(-e 'isolate_reason=Xid 79') sets the reason to C(Xid) and leaves C(79) over) - and names
+    the JSON form to use instead (C(-e '{"isolate_reason": "Xid 79"}')).
   - Run it on the controller as the first task of a playbook (before the roles, whose argument validation renders
     its variables) and again at the start of a role for variables passed to it.
 options:
@@ -41,8 +45,22 @@ options:
     type: list
     elements: str
     default: []
+  targets:
+    description:
+      - Targets from outside (C(gpuops_targets) given as an extra var by the ticket hook, the EDA rulebook, an AWX
+        survey or C(-e)) - inventory host names only, C("a,b") or a list; each must be a host of the inventory (not
+        the implicit localhost), not a group (C(all), C(gpu_nodes), any group) and hold no pattern character
+        (C(*), C(:), C(!), C(&), C(,) inside a name, C([), C(~), C(@)). The fact holds them comma-joined.
+      - A group or pattern passes only when the operator gives C(-e gpuops_allow_target_patterns=true) on the
+        command line (the ticket hook refuses that variable in a payload; the rulebook and the surveys never set
+        it), or when the variable is not an extra var (an inventory or play variable is the operator's).
+    type: list
+    elements: str
+    default: []
   patterns:
-    description: Host patterns (C(gpuops_targets)); names, groups, C(,), C(:!), C(:&), C(*), ranges, no C(~) regex.
+    description:
+      - Host patterns an operator gives; names, groups, C(,), C(:!), C(:&), C(*), ranges, no C(~) regex.
+      - Not for outside input; use O(targets).
     type: list
     elements: str
     default: []

@@ -104,7 +104,7 @@ def test_upgrade_backs_up_first_and_never_flashes_a_corrupted_image(testbed, nod
     inv.write_text(json.dumps({"all": {"children": {"backup_test": {"hosts": {good: {}, bad: {}},
                    "vars": {"gpuops_node_class": "h100-sxm-8", "gpuops_partition": "gpu"}}}}}))  # fmt: skip
     extra = {
-        "gpuops_targets": "backup_test", "gpuops_change_id": "CHG-BK-1", "upgrade_run_dir": str(tmp_path / "run"),
+        "gpuops_targets": "backup_test", "gpuops_allow_target_patterns": True, "gpuops_change_id": "CHG-BK-1", "upgrade_run_dir": str(tmp_path / "run"),
         "gpuops_maintenance_windows": "{{ lookup('file', '%s') | from_json }}" % _windows(tmp_path),
         "gpuops_upgrade_baseline": {"h100-sxm-8": {"vbios": NEW_VBIOS, "images": {"vbios": {"sha256": sha(GOOD)}}}},
         "gpuops_upgrade_methods": {"h100-sxm-8": {"vbios": {"activation": "none", "est_duration_s": 30}}},

@@ -288,6 +288,7 @@ def upgrade(bed, tmp, hosts, ticket, redfish=None, **extra):
                              "validate_certs": False}  # fmt: skip
     ev.update(
         gpuops_targets="matrix_upgrade",
+        gpuops_allow_target_patterns=True,  # a group: the operator's flag
         gpuops_change_id="CHG-" + ticket,
         gpuops_ticket=ticket,
         gpuops_upgrade_baseline={"h100-sxm-8": {"vbios": NEW_VBIOS}},

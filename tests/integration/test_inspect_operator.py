@@ -132,8 +132,8 @@ def test_empty_target_set_names_the_pattern(sims, tmp_path):
     inv.write_text(yaml.safe_dump({"all": {"children": {"compute": {"hosts": {"n1": {"gpuops_capture_dir": "/x"}}}}}}))
     cases = [
         (inv, [], "gpu_nodes"),
-        (sims[16], ["-e", "gpuops_targets=rack-none"], "rack-none"),
-        (sims[16], ["-e", "gpuops_targets=gpu_nodes:&nothing_here"], "gpu_nodes:&nothing_here"),
+        (sims[16], ["-e", "gpuops_targets=rack-none", "-e", "gpuops_allow_target_patterns=true"], "rack-none"),
+        (sims[16], ["-e", "gpuops_targets=gpu_nodes:&nothing_here", "-e", "gpuops_allow_target_patterns=true"], "gpu_nodes:&nothing_here"),
     ]
     for i, (inventory, extra, pattern) in enumerate(cases):
         report_dir = tmp_path / ("r%d" % i)
@@ -155,7 +155,7 @@ def test_the_plan_on_localhost_sees_the_targets_a_play_over_them_would(sims, tmp
         (["-l", "gpu-node-03,gpu-node-01,localhost"], ["gpu-node-01", "gpu-node-03"]),
         (["-l", "gpu_nodes:!gpu-node-0*:localhost"], ["gpu-node-%02d" % i for i in range(10, 17)]),
         (["-l", "@%s" % names_file], ["gpu-node-02", "gpu-node-05"]),
-        (["-e", "gpuops_targets=gpu_nodes:!gpu-node-1*"], ["gpu-node-%02d" % i for i in range(1, 10)]),
+        (["-e", "gpuops_targets=gpu_nodes:!gpu-node-1*", "-e", "gpuops_allow_target_patterns=true"], ["gpu-node-%02d" % i for i in range(1, 10)]),
     ]
     for i, (extra, want) in enumerate(cases):
         report_dir = tmp_path / ("r%d" % i)
@@ -173,6 +173,8 @@ def test_the_plan_on_localhost_sees_the_targets_a_play_over_them_would(sims, tmp
         "gpu-node-01,localhost",
         "-e",
         "gpuops_targets=gpu_nodes:!gpu-node-01",
+        "-e",
+        "gpuops_allow_target_patterns=true",
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "the host pattern 'gpu_nodes:!gpu-node-01'" in out, out[-3000:]

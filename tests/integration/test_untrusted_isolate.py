@@ -75,3 +75,37 @@ def test_unsafe_reason_lands_in_slurm_literally(testbed, tmp_path):
         assert doc["why"] == reason and doc["ticket"] == "OPS-12"
     finally:
         testbed.scontrol("update", "nodename=%s" % node, "state=resume", check=False)
+
+
+# --- issue 35 item 8: a key=value reason cut at a space is refused, naming the JSON form (no test bed) ----------
+def _isolate_offline(tmp_path, *extra):
+    """playbooks/isolate.yml in check mode over an inventory whose node is never contacted (TEST-NET-1): the
+    input check is the first task on localhost, before the role reads Slurm."""
+    from playbook_env import playbook_env
+
+    inv = tmp_path / "hosts.yml"
+    inv.write_text("all:\n  children:\n    gpu_nodes:\n      hosts:\n        gpu-node-01: {ansible_host: 192.0.2.1}\n")
+    cmd = [str(VENV_BIN / "ansible-playbook"), "-i", str(inv), str(REPO / "playbooks" / "isolate.yml"), "--check"]
+    base = {"isolate_nodes": ["gpu-node-01"], "isolate_ticket": "T-1", "gpuops_state_dir": str(tmp_path / "state")}
+    cmd += ["-e", json.dumps(base), *extra]
+    env = playbook_env(GPUOPS_STATE_DIR=str(tmp_path / "state"))
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=240, check=False)
+
+
+def test_a_reason_cut_at_a_space_is_refused_naming_the_json_form(tmp_path):
+    """Observed (issue 35 item 8): `-e 'isolate_reason=Xid 79'` reached Slurm as `Xid`, silently (Ansible's
+    key=value split keeps the first word and leaves `79` in _raw_params). Now the run stops at the input check,
+    before the role, and says which JSON to pass instead."""
+    for extra, want in (
+        (["-e", "isolate_reason=Xid 79"], """-e '{"isolate_reason": "Xid 79"}'"""),
+        (
+            ["-e", "isolate_reason=Xid 79 on GPU 3 gpuops_change_id=CHG-1"],
+            """-e '{"isolate_reason": "Xid 79 on GPU 3", "gpuops_change_id": "CHG-1"}'""",
+        ),
+    ):
+        proc = _isolate_offline(tmp_path, *extra)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0, out[-3000:]
+        assert "was cut at a space" in out and want in out.replace('\\"', '"'), out[-3000:]
+        assert "TASK [Isolate the nodes]" not in out and "Traceback" not in out, out[-3000:]
+        assert not (tmp_path / "state" / "isolation").exists()

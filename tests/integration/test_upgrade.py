@@ -79,6 +79,7 @@ class Run:
             "vars": {"gpuops_node_class": "h100-sxm-8", "gpuops_partition": "gpu"}}}}}))  # fmt: skip
         ev = {
             "gpuops_targets": "upgrade_test",
+            "gpuops_allow_target_patterns": True,  # a group: the operator's flag
             "gpuops_change_id": change_id,
             "upgrade_run_dir": str(self.run_dir),
             "gpuops_maintenance_windows": "{{ lookup('file', '%s') | from_json }}" % self.windows,

@@ -136,8 +136,10 @@ def test_the_documented_isolate_command_keeps_the_whole_reason(run_isolate):
     assert node["reason"] == "gpuops: %s [%s]" % (reason, ticket), node
 
 
-def test_the_old_key_value_form_loses_words(run_isolate):
-    """What README.md and docs/isolation.md used to say: the reason reaches Slurm as its first word only."""
+def test_the_old_key_value_form_is_refused_naming_the_json_form(run_isolate):
+    """What README.md and docs/isolation.md used to say: the reason reached Slurm as its first word only, silently
+    (issue 35 item 8). Now the input check refuses the run before the role, naming the JSON form; the node is
+    untouched."""
     argv = _documented("runbooks/gpu-fell-off-bus.md", "gpuops.cluster.isolate")
     _pb, extra, _err = dc.parse_playbook_args(argv)
     i = next(i for i, a in enumerate(argv) if a.startswith("{") and "isolate_reason" in a)
@@ -147,5 +149,7 @@ def test_the_old_key_value_form_loses_words(run_isolate):
     old = argv + ["-e", "isolate_reason=%s" % reason]
     assert dc.words_kept_problems(old), "the documented-command check must refuse this form"
     proc, node = run_isolate(old)
-    assert node["reason"].startswith("gpuops: %s [" % reason.split()[0])
-    assert reason not in node["reason"]
+    out = proc.stdout.replace('\\"', '"')
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    assert "was cut at a space" in out and """-e '{"isolate_reason": %s}'""" % json.dumps(reason) in out, out[-3000:]
+    assert node == {"state": "IDLE"}, node

@@ -201,3 +201,126 @@ def test_action_refuses_bad_identifiers_by_name(play, ev, needle):
     proc, data = run("-e", json.dumps(ev))
     assert proc.returncode == 2 and data is None
     assert needle in proc.stdout, proc.stdout[-2000:]
+
+
+# ------------------------------------------------------------------------ issue 35: targets are hosts, _raw_params
+GROUPS = {"all": ["gpu-node-01", "gpu-node-02"], "ungrouped": [], "gpu_nodes": ["gpu-node-01", "gpu-node-02"]}
+KNOWN = {"gpu-node-01", "gpu-node-02"}
+
+
+@pytest.mark.parametrize(
+    "value, want",
+    [
+        ("gpu-node-01", "gpu-node-01"),
+        ("gpu-node-01,gpu-node-02", "gpu-node-01,gpu-node-02"),
+        (["gpu-node-02", "gpu-node-01"], "gpu-node-02,gpu-node-01"),
+    ],
+)
+def test_targets_accept_inventory_hosts(value, want):
+    assert ui.check_targets("gpuops_targets", value, KNOWN, GROUPS) == want
+
+
+@pytest.mark.parametrize(
+    "value, needle",
+    [
+        ("all", "all is a group"),
+        ("gpu_nodes", "gpu_nodes is a group"),
+        ("gpu-node-01,gpu_nodes", "gpu_nodes is a group"),
+        ("gpu-node-0*", "not host names: 'gpu-node-0*'"),
+        ("gpu_nodes:!gpu-node-01", "not host names"),
+        ("gpu_nodes:&rack_a", "not host names"),
+        ("gpu-node-0[1:2]", "not host names"),
+        ("~gpu.*", "not host names"),
+        ("@/tmp/hosts", "not host names"),
+        ("gpu-node-01,", "name one or more inventory hosts"),
+        ("", "name one or more inventory hosts"),
+        ("localhost", "not in the inventory: localhost"),  # the implicit localhost is no target
+        ("gpu-node-09", "not in the inventory: gpu-node-09"),
+        (7, "must be inventory host names"),
+    ],
+)
+def test_targets_refuse_groups_patterns_and_unknown_hosts(value, needle):
+    with pytest.raises(ui.InputError) as exc:
+        ui.check_targets("gpuops_targets", value, KNOWN, GROUPS)
+    assert needle in str(exc.value), str(exc.value)
+    if "group" in needle or "not host names" in needle:
+        assert "-e gpuops_allow_target_patterns=true" in str(exc.value)
+
+
+def test_targets_take_a_pattern_only_with_the_operator_flag():
+    assert ui.check_targets("t", "gpu_nodes:!gpu-node-01", KNOWN, GROUPS, allow_patterns=True) == (
+        "gpu_nodes:!gpu-node-01"
+    )
+    with pytest.raises(ui.InputError, match="is not a host pattern"):
+        ui.check_targets("t", "~gpu.*", KNOWN, GROUPS, allow_patterns=True)
+    assert [ui.flag(v) for v in (True, "true", "True", "yes", "1", 1)] == [True] * 6
+    assert [ui.flag(v) for v in (False, "false", "no", "0", "", None, [], "tru")] == [False] * 8
+
+
+@pytest.mark.parametrize(
+    "args, keys, meant",
+    [
+        (["isolate_reason=Xid 79"], ["isolate_reason"], {"isolate_reason": "Xid 79"}),
+        (
+            ["a=1 isolate_reason=Xid 79 on GPU 3"],
+            ["a", "isolate_reason"],
+            {"a": "1", "isolate_reason": "Xid 79 on GPU 3"},
+        ),
+        (["isolate_reason=Xid 79 gpuops_ticket=T-1"], ["isolate_reason", "gpuops_ticket"], None),
+        (["r='quoted words' x y"], ["r"], {"r": "quoted words x y"}),
+    ],
+)
+def test_cut_extra_vars_finds_the_argument_and_what_was_meant(args, keys, meant):
+    (cut,) = ui.cut_extra_vars(args)
+    assert cut[0] == keys
+    if meant is not None:
+        assert cut[1] == meant
+
+
+def test_cut_extra_vars_ignores_what_ansible_does_not_split():
+    assert ui.cut_extra_vars(["a=1 b=2", '{"r": "Xid 79"}', "@/tmp/vars.yml", "[1, 2]", "", 'r="Xid 79"']) == []
+    assert ui.raw_params_error(["a=1"], {"a": "1"}) is None
+    msg = ui.raw_params_error(["isolate_reason=Xid 79"], {"isolate_reason": "Xid", "_raw_params": "79"})
+    assert """-e '{"isolate_reason": "Xid 79"}'""" in msg and "cut at a space" in msg
+    # _raw_params from a vars file: still refused, with the generic advice
+    assert "_raw_params" in ui.raw_params_error(["@/tmp/v.yml"], {"_raw_params": "x"})
+
+
+TARGETS_PLAYBOOK = """---
+- name: Probe the targets check
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Take the targets as data
+      gpuops.cluster.untrusted_input:
+        targets: [probe_targets]
+        text: [probe_reason]
+        fact: __probe_in
+    - name: Keep what passed
+      ansible.builtin.copy:
+        dest: "{{ out }}"
+        mode: "0600"
+        content: "{{ {'targets': __probe_in.probe_targets | default(none)} | to_json }}"
+"""
+
+
+def test_action_targets_from_outside_are_hosts_unless_the_operator_allows_patterns(play):
+    tmp_path, _run = play
+    (tmp_path / "probe.yml").write_text(TARGETS_PLAYBOOK)
+    (tmp_path / "hosts.yml").write_text(
+        "all:\n  hosts:\n    localhost: {ansible_connection: local, ansible_python_interpreter: %s}\n"
+        "  children:\n    gpu_nodes:\n      hosts:\n        gpu-node-01: {ansible_connection: local}\n"
+        "        gpu-node-02: {ansible_connection: local}\n" % sys.executable
+    )
+    for value in ("all", "gpu_nodes", "gpu-node-0*", "gpu_nodes:!gpu-node-02"):
+        proc, data = _run("-e", json.dumps({"probe_targets": value}))
+        assert proc.returncode == 2 and data is None, proc.stdout[-2000:]
+        assert "gpuops_allow_target_patterns" in proc.stdout, proc.stdout[-2000:]
+        proc, data = _run("-e", json.dumps({"probe_targets": value}), "-e", "gpuops_allow_target_patterns=true")
+        assert proc.returncode == 0 and data == {"targets": value}, proc.stdout[-2000:]
+    proc, data = _run("-e", "probe_targets=gpu-node-01,gpu-node-02")
+    assert proc.returncode == 0 and data == {"targets": "gpu-node-01,gpu-node-02"}, proc.stdout[-2000:]
+    # a reason cut at a space is refused too, with the JSON to use
+    proc, data = _run("-e", "probe_targets=gpu-node-01", "-e", "probe_reason=Xid 79")
+    assert proc.returncode == 2 and data is None
+    assert """-e '{\\"probe_reason\\": \\"Xid 79\\"}'""" in proc.stdout, proc.stdout[-2000:]
