@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The EDA rulebook extensions/eda/rulebooks/gpuops.yml, unmodified, under a real ansible-rulebook with its
-webhook on 127.0.0.1. The rulebook's run_playbook paths are relative to the working directory, so the test
+webhook on 127.0.0.1 (with a token: the listener requires one on loopback too). The rulebook's run_playbook paths are relative to the working directory, so the test
 runs it from a temp dir whose playbooks/isolate.yml and playbooks/leak_response.yml only RECORD which nodes
 they were asked to act on (nothing is drained). Needs build/venv-eda (tests/testbed/eda-setup.sh) and Java 17;
 skipped without them, failed under CI=true."""
@@ -138,24 +138,32 @@ def eda_work(tmp_path_factory):
     return work
 
 
+#: The bearer token the shipped rulebook is started with (GPUOPS_EDA_TOKEN); `post` sends it unless told not to.
+TOKEN = "eda-test-" + os.urandom(8).hex()
+
+
 @pytest.fixture(scope="module")
 def eda(eda_work):
-    """The rulebook as shipped, started with only a port: the default bind and no token."""
+    """The rulebook as shipped, started with a port and a token: the default bind (loopback)."""
     rec = eda_work / "rec"
     rec.mkdir()
     port = _free_port()
-    proc, log = start_rulebook(eda_work, rec, GPUOPS_EDA_PORT=str(port))
+    proc, log = start_rulebook(eda_work, rec, GPUOPS_EDA_PORT=str(port), GPUOPS_EDA_TOKEN=TOKEN)
     wait_listening(proc, port, log)
     yield {"url": "http://127.0.0.1:%d/endpoint" % port, "rec": rec, "log": log, "proc": proc, "port": port}
     stop(proc)
 
 
-def post(url, payload, headers=None):
+def post(url, payload, headers=None, token=TOKEN, raw=None, body=False):
+    """POST an Alertmanager body (JSON of `payload`, or the bytes `raw`) with the bearer token; the status, or
+    (status, response text) with body=True."""
     hdrs = {"Content-Type": "application/json"}
+    if token:
+        hdrs["Authorization"] = "Bearer " + token
     hdrs.update(headers or {})
-    req = urllib.request.Request(url, json.dumps(payload).encode(), hdrs)
+    req = urllib.request.Request(url, raw if raw is not None else json.dumps(payload).encode(), hdrs)
     with urllib.request.urlopen(req, timeout=90) as resp:
-        return resp.status
+        return (resp.status, resp.read().decode()) if body else resp.status
 
 
 def alert(name, node, status="firing", **labels):
@@ -318,9 +326,9 @@ def test_jinja_in_every_field_executes_nothing(eda, tmp_path):
             assert delim not in text, (f.name, text[:500])
 
 
-def post_status(url, payload, headers=None):
+def post_status(url, payload, headers=None, token=TOKEN, raw=None):
     try:
-        return post(url, payload, headers)
+        return post(url, payload, headers, token=token, raw=raw)
     except urllib.error.HTTPError as exc:
         return exc.code
 
@@ -357,11 +365,11 @@ def test_token_configured_refuses_unauthenticated_posts(eda_work, tmp_path):
         wait_listening(proc, port, log)
         url = "http://127.0.0.1:%d/endpoint" % port
         bad = am_payload("unauth", alert("GpuXid79", "gpu-node-70"))
-        assert post_status(url, bad) == 401
-        assert post_status(url, bad, {"Authorization": "Bearer " + token[:-1]}) == 401
+        assert post_status(url, bad, token=None) == 401
+        assert post_status(url, bad, token=token[:-1]) == 401
         assert post_status(url, bad, {"Authorization": "Basic " + token}) == 401
         good = am_payload("auth", alert("GpuXid79", "gpu-node-71"))
-        assert post_status(url, good, {"Authorization": "Bearer " + token}) == 200
+        assert post_status(url, good, token=token) == 200
         got = recorded({"rec": rec}, "gpu_fell_off_bus", 1, timeout=120)
         time.sleep(1.0)
         assert recorded({"rec": rec}, "gpu_fell_off_bus", 1, timeout=0) == got == {"gpu-node-71": 1}
@@ -414,5 +422,99 @@ def test_rules_alone_never_act_on_a_bad_node(eda_work, tmp_path):
             tmp_path / "log"
         ).read_text()[-3000:]
         assert not marker.exists()
+    finally:
+        stop(proc)
+
+
+# --- issue 35 item 6: an alert never fans out to a group; the loopback listener needs a token ----------------
+def wait_node(eda, runbook, node, timeout=120):
+    deadline = time.monotonic() + timeout
+    while node not in recorded(eda, runbook, 0, timeout=0):
+        assert time.monotonic() < deadline, eda["log"].read_text()[-3000:]
+        time.sleep(0.3)
+
+
+def test_without_a_token_the_loopback_listener_refuses_to_start(eda_work, tmp_path):
+    """Observed: on the default loopback bind the webhook took alerts from any local user, without a token. Now
+    the rulebook as shipped, started with only a port, stops with the reason and never listens; it listens
+    without a token only when told to (GPUOPS_EDA_REQUIRE_TOKEN=false)."""
+    port = _free_port()
+    proc, log = start_rulebook(eda_work, tmp_path, GPUOPS_EDA_PORT=str(port))
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        stop(proc)
+        pytest.fail("ansible-rulebook kept running on 127.0.0.1 without a token: %s" % log.read_text()[-2000:])
+    assert proc.returncode != 0
+    assert "refusing to listen on 127.0.0.1 without authentication" in log.read_text()
+    assert listen_addresses(port) == set()
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    port = _free_port()
+    proc, log = start_rulebook(eda_work, rec, GPUOPS_EDA_PORT=str(port), GPUOPS_EDA_REQUIRE_TOKEN="false")
+    try:
+        wait_listening(proc, port, log)
+        url = "http://127.0.0.1:%d/endpoint" % port
+        assert post_status(url, am_payload("optout", alert("GpuXid79", "gpu-node-72")), token=None) == 200
+        assert recorded({"rec": rec}, "gpu_fell_off_bus", 1, timeout=120) == {"gpu-node-72": 1}
+    finally:
+        stop(proc)
+
+
+def test_a_tokenless_post_on_loopback_is_refused(eda):
+    before = {f.name for f in eda["rec"].iterdir()}
+    assert post_status(eda["url"], am_payload("tokenless", alert("GpuXid79", "gpu-node-73")), token=None) == 401
+    assert post_status(eda["url"], am_payload("tokenless", alert("GpuXid79", "gpu-node-73")), token="x" * 16) == 401
+    # a clean leak afterwards: once it has run, the refused ones would have too
+    assert post(eda["url"], am_payload("after-tokenless", alert("CoolantLeak", "gpu-node-74"))) == 200
+    wait_node(eda, "coolant_leak", "gpu-node-74")
+    new = [json.loads((eda["rec"] / n).read_text())["nodes"] for n in {f.name for f in eda["rec"].iterdir()} - before]
+    assert new == [["gpu-node-74"]]
+
+
+def test_a_deep_or_oversized_body_is_a_4xx(eda):
+    deep = b'{"status": "firing", "alerts": ' + b"[" * 100000 + b"]" * 100000 + b"}"
+    assert post_status(eda["url"], None, raw=deep) == 400
+    assert post_status(eda["url"], None, raw=b"[" * 100000 + b"]" * 100000) == 400
+    assert post_status(eda["url"], None, raw=b" " * (2 * 1024 * 1024)) == 413
+    assert post(eda["url"], am_payload("after-deep", alert("CoolantLeak", "gpu-node-75"))) == 200
+    wait_node(eda, "coolant_leak", "gpu-node-75")
+    assert eda["proc"].poll() is None, "the listener died"
+
+
+_LOCAL = 'ansible_connection=local ansible_python_interpreter="{{ ansible_playbook_python }}"'
+FANOUT_INVENTORY = "localhost %s\n[gpu_nodes]\ngpu-node-01 %s\ngpu-node-02 %s\n" % (_LOCAL, _LOCAL, _LOCAL)
+
+
+def test_an_alert_naming_a_group_or_pattern_runs_nothing(eda_work, tmp_path):
+    """Observed (issue 35 item 6): a GpuThermalThrottle alert whose node label was `all` or `gpu_nodes` ran
+    playbooks/collect.yml on every host of the group. Here the rulebook runs the REAL collect.yml over an
+    inventory whose nodes are local (a run would leave a capture per node): `all` and `gpu-node-0*` are dropped
+    by the source, `gpu_nodes` is refused by the playbook's first task (its inventory knows the group); no
+    capture is taken anywhere. A clean alert after them (the recorder) shows that they were all handled."""
+    work = tmp_path / "work"
+    (work / "playbooks").mkdir(parents=True)
+    (work / "playbooks" / "collect.yml").symlink_to(os.path.join(ROOT, "playbooks", "collect.yml"))
+    (work / "playbooks" / "leak_response.yml").write_text(RECORDER)
+    (work / "inv.ini").write_text(FANOUT_INVENTORY)
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    port = _free_port()
+    proc, log = start_rulebook(work, rec, GPUOPS_EDA_PORT=str(port), GPUOPS_EDA_TOKEN=TOKEN)
+    try:
+        wait_listening(proc, port, log)
+        url = "http://127.0.0.1:%d/endpoint" % port
+        answers = {}
+        for node in ("all", "gpu_nodes", "gpu-node-0*", "ungrouped"):
+            answers[node] = post(url, am_payload("fan-" + node, alert("GpuThermalThrottle", node)), body=True)
+        assert answers["all"] == (200, "accepted 0 refused 1\n")
+        assert answers["gpu-node-0*"] == (200, "accepted 0 refused 1\n")
+        assert answers["ungrouped"] == (200, "accepted 0 refused 1\n")
+        assert answers["gpu_nodes"] == (200, "accepted 1 refused 0\n")  # a host name to the source
+        assert post(url, am_payload("fan-after", alert("CoolantLeak", "gpu-node-01"))) == 200
+        assert recorded({"rec": rec}, "coolant_leak", 1, timeout=240) == {"gpu-node-01": 1}, log.read_text()[-3000:]
+        text = log.read_text()
+        assert "gpuops_targets: gpu_nodes is a group" in text, text[-4000:]
+        assert not (work / "captures").exists(), sorted(str(p) for p in (work / "captures").rglob("*"))[:20]
     finally:
         stop(proc)

@@ -106,7 +106,7 @@ def eda(tmp_path_factory):
     rec = work / "rec"
     rec.mkdir()
     port = eda_helpers._free_port()
-    proc, log = eda_helpers.start_rulebook(work, rec, GPUOPS_EDA_PORT=str(port))
+    proc, log = eda_helpers.start_rulebook(work, rec, GPUOPS_EDA_PORT=str(port), GPUOPS_EDA_TOKEN=eda_helpers.TOKEN)
     eda_helpers.wait_listening(proc, port, log)
     yield {"url": "http://127.0.0.1:%d/endpoint" % port, "rec": rec, "log": log}
     eda_helpers.stop(proc)

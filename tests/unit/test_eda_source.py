@@ -130,7 +130,7 @@ def test_group_id_is_stable_and_plain():
 
 
 def test_listener_defaults_to_loopback():
-    assert am.check_args({"port": "5000", "host": "", "token": ""})["host"] == "127.0.0.1"
+    assert am.check_args({"port": "5000", "host": "", "token": "x" * 16})["host"] == "127.0.0.1"
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.0.0.5", "eda.example"])
@@ -142,8 +142,22 @@ def test_non_loopback_without_auth_refuses_to_start(host):
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "::1", "localhost", "127.0.0.2"])
-def test_loopback_needs_no_token(host):
-    assert am.check_args({"port": 5000, "host": host})["port"] == 5000
+def test_loopback_needs_a_token_unless_told_otherwise(host):
+    """Observed (issue 35 item 6): on the default loopback bind the webhook took alerts from anyone on the EDA
+    host. Now a token (or an HMAC secret) is required there too; only require_token: false opts out."""
+    for args in ({"port": 5000, "host": host}, {"port": 5000, "host": host, "token": "", "require_token": "true"}):
+        with pytest.raises(ValueError, match="any local user can post to a loopback port"):
+            am.check_args(args)
+    assert am.check_args({"port": 5000, "host": host, "token": "x" * 16})["port"] == 5000
+    for off in (False, "false", "False", "no"):
+        assert am.check_args({"port": 5000, "host": host, "require_token": off})["require_token"] is False
+
+
+def test_require_token_false_is_for_loopback_only_and_must_be_a_boolean():
+    with pytest.raises(ValueError, match="refusing to listen on 0.0.0.0"):
+        am.check_args({"port": 5000, "host": "0.0.0.0", "require_token": False})
+    with pytest.raises(ValueError, match="require_token must be true or false"):
+        am.check_args({"port": 5000, "require_token": "maybe"})
 
 
 @pytest.mark.parametrize(
@@ -172,3 +186,82 @@ def test_token_and_hmac_checks():
     assert am.authorized(opts, {"x-hub-signature-256": sig}, b"{}")
     assert not am.authorized(opts, {"x-hub-signature-256": sig}, b"{ }")
     assert not am.authorized(opts, {}, b"{}")
+
+
+# ------------------------------------------------------------------ issue 35: groups as node labels, deep bodies
+@pytest.mark.parametrize("node", ["all", "ALL", "ungrouped", "gpu-node-0*", "gpu_nodes:!gpu-node-01", "a,b", "@f"])
+def test_group_and_pattern_node_labels_are_refused(node):
+    """Observed (issue 35 item 6): a node label `all` passed the hostname pattern and fanned out to the whole
+    cluster. Ansible's own groups and anything with a pattern character are dropped here; a site group such as
+    gpu_nodes is refused by the playbook, which has the inventory (tests/integration/test_eda.py)."""
+    payload, refused = am.sanitize(body(alert(node), alert("gpu-node-03")))
+    assert refused == 1 and [a["labels"]["node"] for a in payload["alerts"]] == ["gpu-node-03"]
+
+
+DEEP_BODIES = {
+    "list": b"[" * 100000 + b"]" * 100000,
+    "object": b'{"status": "firing", "alerts": ' + b'{"a": ' * 100000 + b"1" + b"}" * 100000 + b"}",
+    "labels": json.dumps(body(alert("gpu-node-02"))).encode().replace(b'"gpu-node-02"', b"[" * 5000 + b"]" * 5000),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(DEEP_BODIES))
+def test_a_deep_body_is_refused_not_decoded(shape):
+    with pytest.raises(am.Refused, match="nesting deeper than"):
+        am.parse_body(DEEP_BODIES[shape])
+
+
+def test_an_oversized_or_broken_body_is_refused():
+    with pytest.raises(am.Refused, match="larger than"):
+        am.parse_body(b" " * (am.MAX_BODY + 1))
+    for raw in (b"{not json", b"\xff\xfe\x00"):
+        with pytest.raises(am.Refused):
+            am.parse_body(raw)
+    assert am.parse_body(json.dumps(body(alert("gpu-node-02"))).encode())["status"] == "firing"
+
+
+def test_the_listener_answers_4xx_to_deep_bodies_and_tokenless_posts():
+    """The real listener (aiohttp, as ansible-rulebook runs it): a deep body is a 400 (it was a 500 from a
+    RecursionError escaping the handler), a POST without the token a 401; a good one is queued."""
+    aiohttp = pytest.importorskip("aiohttp")
+    import asyncio
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token = "t0ken-" + "x" * 16
+
+    async def scenario():
+        queue = asyncio.Queue()
+        task = asyncio.ensure_future(am.main(queue, {"port": port, "token": token}))
+        url = "http://127.0.0.1:%d/endpoint" % port
+        auth = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+        try:
+            async with aiohttp.ClientSession() as session:
+                for _ in range(100):
+                    try:
+                        async with session.post(url, data=b"{}", headers=auth):
+                            break
+                    except aiohttp.ClientConnectionError:
+                        await asyncio.sleep(0.05)
+                codes = {}
+                for shape, raw in sorted(DEEP_BODIES.items()):
+                    async with session.post(url, data=raw, headers=auth) as resp:
+                        codes[shape] = resp.status
+                good = json.dumps(body(alert("gpu-node-02"))).encode()
+                async with session.post(url, data=good, headers={"Content-Type": "application/json"}) as resp:
+                    codes["no token"] = resp.status
+                async with session.post(url, data=good, headers=auth) as resp:
+                    codes["good"] = resp.status
+            return codes, queue.qsize()
+        finally:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+
+    codes, queued = asyncio.run(scenario())
+    assert codes == {"labels": 400, "list": 400, "object": 400, "no token": 401, "good": 200}
+    assert queued == 1

@@ -13,14 +13,20 @@ small event from it:
   payload.group             16 hex digits, sha256 of the groupKey (the groupKey itself never travels)
   payload.alerts[]          {status: firing|resolved, labels: {alertname, node}} -- only alerts whose alertname
                             fully matches a metric-name pattern and whose node label fully matches a hostname
-                            pattern; every other label, annotation, URL and fingerprint is dropped
+                            pattern and is not one of Ansible's own groups (all, ungrouped); every other label,
+                            annotation, URL and fingerprint is dropped
   payload.refused           how many alerts of the body were dropped
 
-A body whose alerts are all refused produces no event. Request headers never reach the event.
+A body whose alerts are all refused produces no event. Request headers never reach the event. A body that is not
+JSON, nested deeper than MAX_DEPTH or larger than MAX_BODY is refused with HTTP 400/413 before it is decoded (the
+collection's plugins/module_utils/_safejson.py). A node label names a host: whether it is one of the inventory's
+hosts and not one of its groups is checked by the playbook the rule runs (gpuops.cluster.untrusted_input, which has
+the inventory), which refuses a group or pattern in gpuops_targets.
 
-The listener binds to 127.0.0.1 unless told otherwise. On any other address it refuses to start unless a bearer
-``token`` (16+ characters) or an ``hmac_secret`` is configured. Empty option values count as unset, so a rulebook
-can pass ``{{ GPUOPS_EDA_TOKEN | default('') }}``.
+The listener binds to 127.0.0.1 unless told otherwise, and it refuses to start without a bearer ``token`` (16+
+characters) or an ``hmac_secret``: on loopback too, since any local user can reach a loopback port. Only
+``require_token: false`` lets it listen without one, and only on a loopback address. Empty option values count as
+unset, so a rulebook can pass ``{{ GPUOPS_EDA_TOKEN | default('') }}``.
 
 Pure functions (``sanitize``, ``check_args``) need only the standard library; the listener imports aiohttp (an
 ansible-rulebook dependency) when it starts.
@@ -32,9 +38,11 @@ import asyncio
 import base64
 import hashlib
 import hmac
+import importlib.util
 import ipaddress
 import json
 import logging
+import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -44,8 +52,8 @@ short_description: Receive Alertmanager webhook notifications, pass on only vali
 description:
   - An ansible-rulebook event source. Listens for Alertmanager webhook POSTs (JSON, at most 1 MiB) and puts one
     event per accepted body on the queue, rebuilt from validated fields only (see the module docstring).
-  - Binds to 127.0.0.1 by default; any other address needs I(token) or I(hmac_secret), or the source refuses to
-    start.
+  - Binds to 127.0.0.1 by default. It needs I(token) or I(hmac_secret), or the source refuses to start; on a
+    loopback address I(require_token=false) lets it accept unauthenticated POSTs.
 options:
   host:
     description: Address to listen on.
@@ -71,6 +79,12 @@ options:
     description: Header that carries the HMAC signature.
     type: str
     default: x-hub-signature-256
+  require_token:
+    description:
+      - Refuse to start without I(token) or I(hmac_secret). C(false) is accepted on a loopback I(host) only, and
+        then any local user can post alerts.
+    type: bool
+    default: true
   certfile:
     description: PEM certificate to serve TLS with (with I(keyfile)).
     type: str
@@ -84,12 +98,17 @@ EXAMPLES = r"""
     host: "{{ GPUOPS_EDA_HOST | default('127.0.0.1') }}"
     port: "{{ GPUOPS_EDA_PORT | default(5000) }}"
     token: "{{ GPUOPS_EDA_TOKEN | default('') }}"
+    require_token: "{{ GPUOPS_EDA_REQUIRE_TOKEN | default(true) }}"
 """
 
 logger = logging.getLogger(__name__)
 
 MAX_BODY = 1024 * 1024
+#: An Alertmanager body is 4 levels deep (body, alerts, alert, labels); anything past this is refused undecoded.
+MAX_DEPTH = 16
 MAX_ALERTS = 1000
+#: Node labels that are Ansible's own groups in every inventory: never a host.
+RESERVED_NODES = frozenset({"all", "ungrouped"})
 MIN_TOKEN = 16
 # RFC 1123 host names (plus "_", which inventories use), dot-separated labels; matched with re.fullmatch.
 HOSTNAME = re.compile(
@@ -101,6 +120,38 @@ STATUSES = ("firing", "resolved")
 
 class Refused(ValueError):
     """The body is not an Alertmanager notification this source accepts."""
+
+
+def _safejson() -> Any:
+    """The collection's JSON budget (plugins/module_utils/_safejson.py): imported as part of the collection when
+    it is on the path, else from this file's collection tree (ansible-rulebook loads a source by its path)."""
+    try:
+        from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson as mod  # type: ignore
+
+        return mod
+    except ImportError:
+        pass
+    root = os.path.dirname(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    )
+    path = os.path.join(root, "plugins", "module_utils", "_safejson.py")
+    spec = importlib.util.spec_from_file_location("alertmanager_safejson", path)
+    if spec is None or spec.loader is None:
+        raise ImportError("gpuops.cluster.alertmanager: cannot load %s" % path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_SAFEJSON = _safejson()
+
+
+def parse_body(raw: bytes) -> Any:
+    """The decoded body; Refused when it is larger than MAX_BODY, nested deeper than MAX_DEPTH or not JSON."""
+    try:
+        return _SAFEJSON.loads(raw, max_depth=MAX_DEPTH, max_bytes=MAX_BODY, what="the body")
+    except ValueError as exc:  # JsonBudgetError, json.JSONDecodeError, UnicodeDecodeError
+        raise Refused(str(exc)[:300])
 
 
 def _plain(value: Any, pattern: re.Pattern[str]) -> Optional[str]:
@@ -135,7 +186,7 @@ def sanitize(body: Any) -> Tuple[Optional[Dict[str, Any]], int]:
             continue
         name = _plain(labels.get("alertname"), ALERTNAME)
         node = _plain(labels.get("node"), HOSTNAME)
-        if name is None or node is None:
+        if name is None or node is None or node.lower() in RESERVED_NODES:
             continue
         kept.append({"status": a["status"], "labels": {"alertname": name, "node": node}})
     refused = len(alerts) - len(kept)
@@ -173,13 +224,27 @@ def check_args(args: Dict[str, Any]) -> Dict[str, Any]:
         opts.setdefault("hmac_header", "x-hub-signature-256")
         if opts["hmac_algo"] not in hashlib.algorithms_available:
             raise ValueError("gpuops.cluster.alertmanager: unknown hmac_algo %r" % opts["hmac_algo"])
-    if not _is_loopback(host) and token is None and "hmac_secret" not in opts:
-        raise ValueError(
-            "gpuops.cluster.alertmanager: refusing to listen on %s without authentication: set token "
-            "(GPUOPS_EDA_TOKEN) or hmac_secret, or listen on 127.0.0.1 (extensions/eda/README.md)" % host
-        )
     if ("certfile" in opts) != ("keyfile" in opts):
         raise ValueError("gpuops.cluster.alertmanager: certfile and keyfile go together")
+    require = opts.get("require_token", True)
+    if isinstance(require, str) and require.strip().lower() in ("true", "yes", "1", "false", "no", "0"):
+        require = require.strip().lower() in ("true", "yes", "1")
+    if not isinstance(require, bool):
+        raise ValueError("gpuops.cluster.alertmanager: require_token must be true or false, got %r" % (require,))
+    opts["require_token"] = require
+    if token is None and "hmac_secret" not in opts:
+        if not _is_loopback(host):
+            raise ValueError(
+                "gpuops.cluster.alertmanager: refusing to listen on %s without authentication: set token "
+                "(GPUOPS_EDA_TOKEN) or hmac_secret, or listen on 127.0.0.1 (extensions/eda/README.md)" % host
+            )
+        if require:
+            raise ValueError(
+                "gpuops.cluster.alertmanager: refusing to listen on %s without authentication: any local user "
+                "can post to a loopback port; set token (GPUOPS_EDA_TOKEN, 16+ characters) or hmac_secret, or "
+                "require_token: false (GPUOPS_EDA_REQUIRE_TOKEN=false) to accept unauthenticated alerts from "
+                "this host (extensions/eda/README.md)" % host
+            )
     return opts
 
 
@@ -217,8 +282,8 @@ async def main(queue: asyncio.Queue, args: Dict[str, Any]) -> None:
             logger.warning("gpuops.cluster.alertmanager: unauthenticated request from %s refused", request.remote)
             raise web.HTTPUnauthorized(text="authentication required")
         try:
-            payload, refused = sanitize(json.loads(raw))
-        except (ValueError, Refused) as exc:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
+            payload, refused = sanitize(parse_body(raw))
+        except Refused as exc:
             logger.warning("gpuops.cluster.alertmanager: body refused: %s", exc)
             raise web.HTTPBadRequest(text="refused: %s" % exc)
         if refused:
