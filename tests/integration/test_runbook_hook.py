@@ -46,8 +46,8 @@ CONFIG = {
 }
 
 
-def run_hook(payload, state_dir, *extra, wait=True, config=None, root=None):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "tools"), PATH=BIN + os.pathsep + os.environ["PATH"])
+def run_hook(payload, state_dir, *extra, wait=True, config=None, root=None, env=None):
+    env = dict(env or os.environ, PYTHONPATH=os.path.join(ROOT, "tools"), PATH=BIN + os.pathsep + os.environ["PATH"])
     env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
     os.makedirs(str(state_dir), exist_ok=True)
     cfg = os.path.join(str(state_dir), "..", "hook-config-%s.json" % os.path.basename(str(state_dir)))
@@ -321,3 +321,102 @@ def test_jinja_in_identifiers_is_refused(probe_root, tmp_path, field, value):
     assert rc == 2 and res["status"] == "invalid", res
     assert not os.path.exists(marker)
     assert not (tmp_path / "state" / "tickets").exists()
+
+
+# ------------------------------------------------------------------ issue 35 item 3: secrets never rest in clear text
+SECRET_PLAYBOOK = """---
+- name: Probe which secrets the playbook gets (their digests only)
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Write the digest of each variable the playbook sees
+      ansible.builtin.copy:
+        dest: "{{ gpuops_state_dir }}/env-digests.json"
+        mode: "0600"
+        content: >-
+          {{ {'bmc': lookup('ansible.builtin.env', 'GPUOPS_BMC_PASSWORD') | hash('sha256'),
+              'db': lookup('ansible.builtin.env', 'GPUOPS_DB_URL') | hash('sha256'),
+              'token': lookup('ansible.builtin.env', 'GPUOPS_EDA_TOKEN') | hash('sha256'),
+              'proxy': lookup('ansible.builtin.env', 'HTTPS_PROXY') | hash('sha256'),
+              'other': lookup('ansible.builtin.env', 'UNRELATED_SERVICE_PASSWORD') | hash('sha256'),
+              'state': lookup('ansible.builtin.env', 'GPUOPS_STATE_DIR')} | to_json }}
+"""
+
+
+def _sha256(text):
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _files_holding(top, needles):
+    """(path, needle) for every file under `top` (any name, any depth, symlinks not followed) holding a needle."""
+    hits = []
+    for dirpath, _dirs, files in os.walk(str(top)):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            with open(path, "rb") as fh:
+                data = fh.read()
+            hits += [(path, n) for n in needles if n.encode("utf-8") in data]
+    return hits
+
+
+def test_secrets_in_the_hook_environment_are_never_written(tmp_path):
+    """Observed (issue 35 item 3): with GPUOPS_BMC_PASSWORD and a GPUOPS_DB_URL holding a password in the hook's
+    environment, ansible-runner's artifacts/<ident>/command under state/tickets/<ticket>/runner/ held both in
+    clear text. The playbook still gets every secret it may use (their digests match) and none that is not
+    allowlisted; no file the hook or the run wrote holds any planted value."""
+    root = tmp_path / "root"
+    (root / "playbooks").mkdir(parents=True)
+    (root / "runbooks").mkdir()
+    (root / "playbooks" / "probe.yml").write_text(SECRET_PLAYBOOK)
+    catalog = dict(PROBE_CATALOG, entries=[dict(PROBE_CATALOG["entries"][0], approval_required=False)])
+    catalog["entries"][0].update(change_class="read_only", ticket_vars={}, allowed_vars=[])
+    (root / "runbooks" / "catalog.yml").write_text(json.dumps(catalog))
+    (root / "build").symlink_to(os.path.join(ROOT, "build"))
+    inv = tmp_path / "hosts.yml"
+    inv.write_text(
+        "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n      ansible_python_interpreter: %s\n"
+        % sys.executable
+    )
+    tag = os.urandom(6).hex()
+    planted = {
+        "GPUOPS_BMC_PASSWORD": "bmc-Pl4nted-%s" % tag,
+        # a store that refuses the connection at once: the ledger's error names the URL, masked
+        "GPUOPS_DB_URL": "postgresql+psycopg://gpuops:db-Pl4nted-%s@127.0.0.1:9/gpuops" % tag,
+        "GPUOPS_EDA_TOKEN": "tok-Pl4nted-%s" % tag,
+        "HTTPS_PROXY": "http://proxyuser:proxy-Pl4nted-%s@127.0.0.1:9" % tag,
+        "UNRELATED_SERVICE_PASSWORD": "other-Pl4nted-%s" % tag,
+    }
+    needles = [v for k, v in planted.items() if k != "HTTPS_PROXY"] + ["proxy-Pl4nted-%s" % tag, tag]
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = dict(os.environ, TMPDIR=str(scratch), ANSIBLE_LOCAL_TEMP=str(scratch / "ansible"), **planted)
+    env.pop("GPUOPS_STATE_DIR", None)
+    state = tmp_path / "state"
+    payload = {"_inventory": str(inv), "ticket": "OPS-35", "runbook": "probe", "nodes": ["localhost"]}
+    payload["requester"] = "alice"
+    proc = run_hook(payload, state, "--result", str(tmp_path / "result.json"), root=root, env=env, wait=False)
+    out, err = proc.stdout.read(), proc.stderr.read()
+    assert proc.wait(180) == 0, (out, err)
+    res = json.loads(out)
+    assert res["status"] == "successful", res
+    # no planted value in anything the hook, ansible-runner or the playbook wrote, nor on stdout/stderr
+    assert _files_holding(tmp_path, needles) == []
+    assert [n for n in needles if n in out or n in err] == []
+    # the playbook got what it may use, and nothing else
+    seen = json.loads((state / "env-digests.json").read_text())
+    assert seen["bmc"] == _sha256(planted["GPUOPS_BMC_PASSWORD"])
+    assert seen["db"] == _sha256(planted["GPUOPS_DB_URL"])
+    assert seen["token"] == _sha256(planted["GPUOPS_EDA_TOKEN"])
+    assert seen["proxy"] == _sha256(planted["HTTPS_PROXY"])
+    assert seen["other"] == _sha256(""), "a variable outside the allowlist reached the playbook"
+    assert seen["state"] == str(state)
+    # the run's artifacts are there (command, stdout, job events): the grep below has something to look at
+    art = res["artifact_dir"]
+    assert os.path.isfile(os.path.join(art, "command")) and os.listdir(os.path.join(art, "job_events"))
+    command = json.loads(open(os.path.join(art, "command"), encoding="utf-8").read())
+    assert "GPUOPS_STATE_DIR" in command["env"] and "GPUOPS_BMC_PASSWORD" not in command["env"]
+    assert not [p for p in scratch.iterdir() if p.name.startswith("gpuops-")], "the secrets pipe was left behind"

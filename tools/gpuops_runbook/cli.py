@@ -41,9 +41,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     payload: Dict[str, Any] = {}
     try:
         try:
-            payload = hook.parse_payload(_read_payload(args.payload))
-        except OSError as exc:
+            text = _read_payload(args.payload)
+        except (OSError, UnicodeDecodeError) as exc:
             raise hook.PayloadError(["cannot read the payload %s: %s" % (args.payload, exc)])
+        payload = hook.parse_payload(text)
         try:
             data = catalog.load(args.catalog or os.path.join(root, "runbooks", "catalog.yml"))
         except catalog.CatalogError as exc:
@@ -55,8 +56,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             config = safety.load_config(args.config)
         except safety.ConfigError as exc:
             raise hook.PayloadError([str(exc)], status="error")
-        known = hook.inventory_hosts(inventory, env)
-        req = hook.resolve(payload, data, known, config)
+        env = hook.runner_env(root, state_dir, bin_dir, config.pass_env)
+        known, groups = hook.inventory(inventory, env)
+        req = hook.resolve(payload, data, known, config, known_groups=groups)
         playbook = os.path.join(root, req["entry"]["playbook"])
         if not os.path.isfile(playbook):
             raise hook.PayloadError(

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import uuid
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Iterable, Optional, Tuple
 
-from gpuops_runbook import collection, safety
+from gpuops_runbook import collection, safety, secretenv
 from gpuops_runbook.locks import NodeLocks
 from gpuops_runbook.outcomes import (
     RC_INCOMPLETE,
@@ -48,6 +49,7 @@ __all__ = [
     "PayloadError",
     "audit_run_ids",
     "base_result",
+    "inventory",
     "inventory_hosts",
     "node_outcomes",
     "parse_payload",
@@ -70,8 +72,8 @@ def utcnow() -> str:
 
 
 # ------------------------------------------------------------------------------------------------- inventory
-def inventory_hosts(inventory: str, env: Dict[str, str]) -> set:
-    """Every host name of the inventory, as `ansible-inventory --list` sees it."""
+def inventory(inventory: str, env: Dict[str, str]) -> Tuple[set, set]:
+    """(every host name, every group name) of the inventory, as `ansible-inventory --list` sees it."""
     try:
         proc = subprocess.run(
             ["ansible-inventory", "-i", inventory, "--list"],
@@ -90,11 +92,21 @@ def inventory_hosts(inventory: str, env: Dict[str, str]) -> set:
         data = json.loads(proc.stdout)
     except ValueError:
         raise PayloadError(["ansible-inventory printed no JSON"], status="error")
+    if not isinstance(data, dict):
+        raise PayloadError(["ansible-inventory printed no JSON object"], status="error")
     hosts = set((data.get("_meta") or {}).get("hostvars") or {})
-    for group in data.values():
-        if isinstance(group, dict):
+    groups = {"all", "ungrouped"}
+    for name, group in data.items():
+        if isinstance(group, dict) and name != "_meta":
+            groups.add(name)
             hosts.update(group.get("hosts") or [])
-    return hosts
+            groups.update(group.get("children") or [])
+    return hosts, groups
+
+
+def inventory_hosts(inventory_path: str, env: Dict[str, str]) -> set:
+    """Every host name of the inventory, as `ansible-inventory --list` sees it."""
+    return inventory(inventory_path, env)[0]
 
 
 # ------------------------------------------------------------------------------------------------------ audit
@@ -125,8 +137,12 @@ def record_approval(root: str, audit_log: str, req: Dict[str, Any], ident: str) 
 
 
 # ------------------------------------------------------------------------------------------------------- run
-def runner_env(root: str, state_dir: str, bin_dir: str) -> Dict[str, str]:
-    env = dict(os.environ)
+def runner_env(root: str, state_dir: str, bin_dir: str, pass_env: Iterable[str] = ()) -> Dict[str, str]:
+    """The playbook's environment: the allowlisted variables of the hook's (secretenv.allowed: PATH, HOME, the
+    locale, ANSIBLE_*, GPUOPS_*, ... and the config's ``pass_env``), the venv's bin first on PATH, the
+    collections path, ansible.cfg, the audit callback and GPUOPS_STATE_DIR. It still holds the secrets of the
+    hook's environment (GPUOPS_BMC_PASSWORD, GPUOPS_DB_URL, ...): run_request hands those over without a file."""
+    env = secretenv.allowed(os.environ, pass_env)
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
     env.setdefault("ANSIBLE_COLLECTIONS_PATH", os.path.join(root, "build"))
     if os.path.isfile(os.path.join(root, "ansible.cfg")):
@@ -177,8 +193,6 @@ def run_request(
     timeout: Optional[int] = None,
 ) -> Tuple[int, Dict[str, Any]]:
     """Take the node locks, run the playbook with ansible-runner, return (exit code, result document)."""
-    import ansible_runner  # imported late: validation must work (and fail fast) without it
-
     entry = req["entry"]
     playbook = os.path.join(root, entry["playbook"])
     stamp = collection.timeutil(root).utcnow().strftime("%Y%m%dT%H%M%SZ")
@@ -216,15 +230,17 @@ def run_request(
     audit_log = os.path.join(state_dir, "audit", "audit.log")
     # Every string of the payload reaches Ansible tagged !unsafe (never templated): the hook writes the
     # extra-vars file itself (0600) and hands it to ansible-playbook as -e @file; nothing goes on a command
-    # line and runner writes no env/ files of its own (stale ones from older hooks are removed).
+    # line and runner writes no env/ files of its own (stale ones from older hooks are removed: an env/envvars
+    # would be merged into the environment ansible-runner records).
     vars_dir = safety.private_dir(os.path.join(private, "vars"))
     vars_file = os.path.join(vars_dir, "%s.yml" % ident)
     safety.write_private(vars_file, safety.dump_unsafe_yaml(extravars))
-    for stale in ("extravars", "cmdline"):
+    for stale in ("extravars", "cmdline", "envvars", "passwords", "ssh_key"):
         try:
             os.unlink(os.path.join(private, "env", stale))
         except FileNotFoundError:
             pass
+    plain, secrets = secretenv.split(env, _audit_module(root).SECRET_KEY)
     old_umask = os.umask(0o077)  # whatever ansible-playbook creates without an explicit mode is private
     try:
         if req.get("approval"):
@@ -234,19 +250,17 @@ def run_request(
         except OSError:
             offset = 0
         result["started_at"] = utcnow()
-        r = ansible_runner.run(
-            private_data_dir=private,
-            ident=ident,
-            playbook=playbook,
-            inventory=os.path.abspath(inventory),
-            extravars=vars_file,
-            suppress_env_files=True,
-            envvars={k: env[k] for k in ("ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_CALLBACKS_ENABLED", "GPUOPS_STATE_DIR")},
-            cmdline="--check --diff" if req["check_mode"] else None,
-            quiet=True,
-            timeout=timeout,
-            rotate_artifacts=20,
-        )
+        runner_kwargs = {
+            "private_data_dir": private,
+            "ident": ident,
+            "inventory": os.path.abspath(inventory),
+            "extravars": vars_file,
+            "suppress_env_files": True,
+            "quiet": True,
+            "timeout": timeout,
+            "rotate_artifacts": 20,
+        }
+        r = _run_playbook(runner_kwargs, playbook, plain, secrets, req["check_mode"])
         events = list(r.events)
         result["finished_at"] = utcnow()
     finally:
@@ -268,6 +282,31 @@ def run_request(
     if r.status == "successful" and not result["audit_run_id"] and not req["check_mode"]:
         result["errors"].append("no audit record found for this run in %s" % audit_log)
     return _exit_code(r.status, r.rc, events, result), result
+
+
+def _run_playbook(
+    kwargs: Dict[str, Any], playbook: str, plain: Dict[str, str], secrets: Dict[str, str], check_mode: bool
+) -> Any:
+    """ansible-runner's run of the playbook (``kwargs``: ansible_runner.run's private_data_dir, ident, ...), returned
+    when it is over. The environment it records in artifacts/<ident>/command, and starts the command with, holds
+    no secret: the secrets reach ansible-playbook through a pipe that envexec.py reads before it execs
+    ansible-playbook (secretenv.py)."""
+    import ansible_runner.interface  # imported late: validation must work (and fail fast) without it
+
+    check = ["--check", "--diff"] if check_mode else []
+    with secretenv.SecretPipe(secrets) as pipe:
+        kwargs = dict(kwargs, envvars=plain)
+        if pipe.path:
+            argv = ["-I", secretenv.ENVEXEC, "ansible-playbook", playbook, *check]
+            kwargs.update(binary=sys.executable, cmdline=shlex.join(argv))
+        else:
+            kwargs.update(playbook=playbook, cmdline=" ".join(check) or None)
+        r = ansible_runner.interface.init_runner(**kwargs)
+        r.config.env = secretenv.child_env(r.config.env, plain, secrets)
+        if pipe.path:
+            r.config.env[secretenv.PIPE_VAR] = pipe.path
+        r.run()
+    return r
 
 
 def _exit_code(status: str, rc: Any, events: list, result: Dict[str, Any]) -> int:

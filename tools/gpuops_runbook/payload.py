@@ -7,10 +7,14 @@ import json
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from gpuops_runbook import catalog, safety
+from gpuops_runbook import catalog, collection, safety
 
 _TICKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}")  # always re.fullmatch
-_NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:+-]{0,252}")
+#: An inventory host name: no pattern character (``* : ! & , [ ] ~ @``), so it can only ever name that host.
+_NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,252}")
+#: Extra vars only an operator sets on the command line, never a payload (the playbooks' untrusted_input
+#: lets gpuops_targets be a group or pattern only with it).
+OPERATOR_ONLY_VARS = frozenset({"gpuops_allow_target_patterns"})
 APPROVAL_KEYS = ("by", "at", "ref", "approved")
 
 
@@ -23,11 +27,28 @@ class PayloadError(ValueError):
         self.status = status
 
 
+#: A payload is small: its extra_vars are at most safety.MAX_DEPTH deep inside the object (8 levels in all) and
+#: at most MAX_ITEMS strings of MAX_STRING characters; anything deeper or larger is refused before it is decoded.
+MAX_PAYLOAD_DEPTH = 32
+MAX_PAYLOAD_BYTES = 1024 * 1024
+
+
 def parse_payload(text: str) -> Dict[str, Any]:
+    """The payload object, decoded within a depth and size budget (the collection's _safejson): a deep or
+    oversized document is a PayloadError like invalid JSON, never a RecursionError."""
     try:
-        data = json.loads(text)
-    except ValueError as exc:
+        safejson = collection.module("module_utils._safejson")
+    except collection.CollectionNotFound:  # the run fails for that anyway; the ticket still gets its result
+        safejson = None
+    try:
+        if safejson is None:
+            data = json.loads(text)
+        else:
+            data = safejson.loads(text, max_depth=MAX_PAYLOAD_DEPTH, max_bytes=MAX_PAYLOAD_BYTES, what="the payload")
+    except ValueError as exc:  # JsonBudgetError, JSONDecodeError, UnicodeDecodeError
         raise PayloadError(["payload is not valid JSON: %s" % exc])
+    except RecursionError:  # only without the collection's budget
+        raise PayloadError(["payload is not valid JSON: nested too deep"])
     if not isinstance(data, dict):
         raise PayloadError(["payload must be a JSON object"])
     return data
@@ -113,15 +134,24 @@ def _entry(payload: Dict[str, Any], data: Dict[str, Any], errors: List[str]) -> 
     return None, None
 
 
-def _nodes(nodes: Any, known_hosts: Optional[set], errors: List[str]) -> List[str]:
+def _nodes(nodes: Any, known_hosts: Optional[set], errors: List[str], known_groups: Optional[set] = None) -> List[str]:
+    """The payload's nodes: inventory host names, never a group (``all``, ``gpu_nodes``) or a pattern."""
     if isinstance(nodes, str):
         nodes = [n.strip() for n in nodes.split(",") if n.strip()]
     if not isinstance(nodes, list) or not nodes:
         errors.append("`nodes` must be a non-empty list of inventory host names")
         return []
     bad = [n for n in nodes if not isinstance(n, str) or not _NODE.fullmatch(n)]
+    groups = sorted(set(n for n in nodes if isinstance(n, str)) & set(known_groups or ()))
     if bad:
-        errors.append("bad node names: %s" % ", ".join(repr(b) for b in bad))
+        errors.append(
+            "bad node names: %s (inventory host names only: no pattern characters * : ! & , [ ] ~ @)"
+            % ", ".join(repr(b) for b in bad)
+        )
+    elif groups:
+        errors.append(
+            "`nodes` names inventory groups, not hosts: %s; a ticket names the hosts it acts on" % ", ".join(groups)
+        )
     elif known_hosts is not None:
         unknown = [n for n in nodes if n not in known_hosts]
         if unknown:
@@ -145,6 +175,10 @@ def _user_vars(user_vars: Any, entry: Optional[Dict[str, Any]], errors: List[str
         errors.append("`extra_vars` must be an object")
         return {}
     safety.check_data(user_vars, "extra_vars", errors)
+    operator_only = sorted(str(k) for k in user_vars if k in OPERATOR_ONLY_VARS)
+    if operator_only:
+        errors.append("`extra_vars` may not set %s (an operator's command-line flag)" % ", ".join(operator_only))
+        user_vars = {k: v for k, v in user_vars.items() if k not in OPERATOR_ONLY_VARS}
     if entry is not None:
         allowed = set(entry.get("allowed_vars") or [])
         taken = catalog.RESERVED_VARS | set(entry.get("ticket_vars") or {})
@@ -240,14 +274,16 @@ def resolve(
     known_hosts: Optional[set],
     config: Optional[safety.HookConfig] = None,
     state_dir: Optional[str] = None,
+    known_groups: Optional[set] = None,
 ) -> Dict[str, Any]:
-    """Check a payload against the catalogue, the inventory and the hook config; return the run request or raise
-    PayloadError. Without a config nobody may request anything (fail closed)."""
+    """Check a payload against the catalogue, the inventory (its hosts, and its groups, which a ticket may not
+    name) and the hook config; return the run request or raise PayloadError. Without a config nobody may
+    request anything (fail closed)."""
     config = config if config is not None else safety.HookConfig({})
     errors: List[str] = []
     ticket = _ticket(payload, errors)
     entry, how = _entry(payload, data, errors)
-    nodes = _nodes(payload.get("nodes"), known_hosts, errors)
+    nodes = _nodes(payload.get("nodes"), known_hosts, errors, known_groups)
     requester = _requester(payload.get("requester"), errors)
     user_vars = _confine_paths(_user_vars(payload.get("extra_vars"), entry, errors), config, errors)
     approval = _approval(payload.get("approval"), errors)

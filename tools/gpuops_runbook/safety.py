@@ -29,6 +29,8 @@ from gpuops_runbook import collection
 KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 #: C0 controls (except tab, newline) and DEL: never in a payload string.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+#: A name in the config's pass_env.
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 MAX_DEPTH = 6
 MAX_STRING = 4096
 MAX_ITEMS = 1000
@@ -181,6 +183,8 @@ class HookConfig:
     ``requesters`` / ``approvers``: mapping of a change class (corrective, planned, read_only) or a runbook id
     to a list of names; ``"*"`` in a list admits anyone (a name is still required). A runbook id key wins
     over its class. ``report_roots`` / ``state_roots``: directories payload paths must stay under.
+    ``pass_env``: names of the hook's environment variables the playbook also gets, besides the built-in
+    allowlist (gpuops_runbook/secretenv.py: PATH, HOME, the locale, ANSIBLE_*, GPUOPS_*, PG*, proxies, CA files).
     """
 
     def __init__(self, data: Dict[str, Any], path: str = "<config>"):
@@ -193,13 +197,14 @@ class HookConfig:
         self.roots = {
             key: [os.path.realpath(r) for r in (data.get(key) or [])] for key in ("report_roots", "state_roots")
         }
+        self.pass_env = [str(n) for n in (data.get("pass_env") or [])]
 
     @staticmethod
     def validate(data: Any) -> List[str]:
         if not isinstance(data, dict):
             return ["top level must be a mapping"]
         problems = []
-        unknown = sorted(set(data) - {"schema", "requesters", "approvers", "report_roots", "state_roots"})
+        unknown = sorted(set(data) - {"schema", "requesters", "approvers", "report_roots", "state_roots", "pass_env"})
         if unknown:
             problems.append("unknown keys %s" % ", ".join(unknown))
         if data.get("schema", CONFIG_SCHEMA) != CONFIG_SCHEMA:
@@ -215,6 +220,9 @@ class HookConfig:
             val = data.get(key) or []
             if not isinstance(val, list) or not all(isinstance(r, str) and os.path.isabs(r) for r in val):
                 problems.append("`%s` must be a list of absolute directories" % key)
+        names = data.get("pass_env") or []
+        if not isinstance(names, list) or not all(isinstance(n, str) and _ENV_NAME.fullmatch(n) for n in names):
+            problems.append("`pass_env` must be a list of environment variable names")
         return problems
 
     def _allowed(self, table: Dict[str, List[str]], entry: Dict[str, Any]) -> List[str]:
