@@ -16,13 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
-from _fault_matrix import OPEN, Run, check_outcome, drained, reason
+from _fault_matrix import OPEN, SLURMCTLD_GONE, Run, check_outcome, drained, reason
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 from simnode import faults  # noqa: E402
-
-UNREACHABLE_CTLD = "Unable to contact slurm controller"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -76,7 +74,7 @@ def test_slurmctld_killed_before_isolate(bed, tmp_path):
         r = isolate(bed, tmp_path, [node], "INC-2101", policy=cap(1)).run()
     # not_started is acceptable only with the controller's own error text (an auditor must see why)
     check_outcome(
-        r, {node: ("failed", "refused", "not_started")}, rc=2, ticket="INC-2101", error=UNREACHABLE_CTLD,
+        r, {node: ("failed", "refused", "not_started")}, rc=2, ticket="INC-2101", error=SLURMCTLD_GONE,
         error_nodes=[node],
     )  # fmt: skip
     assert not drained(bed, node), bed.node_state(node)
@@ -186,7 +184,7 @@ def test_slurmctld_down_during_resume(bed, tmp_path):
     finally:
         r2.wait()
         bed.slurmctld("start")
-    check_outcome(r2, {node: ("failed", "unconfirmed")}, rc=2, ticket="INC-2109", error=UNREACHABLE_CTLD)
+    check_outcome(r2, {node: ("failed", "unconfirmed")}, rc=2, ticket="INC-2109", error=SLURMCTLD_GONE)
     assert drained(bed, node), bed.node_state(node)  # still out of service, and the outcome says so
 
 
