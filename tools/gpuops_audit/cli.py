@@ -14,30 +14,17 @@ playbooks use (``$ANSIBLE_COLLECTIONS_PATH``, else ``build/`` of the source tree
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
-import os
 import sys
 from typing import Any, List, Optional
 
-_REL = os.path.join("ansible_collections", "gpuops", "cluster", "plugins", "plugin_utils", "_audit.py")
-_MODULE = "ansible_collections.gpuops.cluster.plugins.plugin_utils._audit"
-_SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from gpuops_runbook import collection
 
 
 def audit_module() -> Any:
-    """The collection's audit module, found (as tools/gpuops_runbook/hook.py finds it) under $ANSIBLE_COLLECTIONS_PATH,
-    then sys.path, the source tree's build/, and Ansible's default collections paths."""
-    dirs = [d for d in os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(os.pathsep) if d]
-    dirs += [p for p in sys.path if p]
-    dirs.append(os.path.join(_SOURCE_ROOT, "build"))
-    dirs += [os.path.expanduser("~/.ansible/collections"), "/usr/share/ansible/collections"]
-    found = next((d for d in dirs if os.path.isfile(os.path.join(d, _REL))), None)
-    if found is None:
-        raise OSError("cannot find the collection's audit module (%s) under %s" % (_REL, ", ".join(dirs)))
-    if found not in sys.path:
-        sys.path.insert(0, found)
-    return importlib.import_module(_MODULE)
+    """The collection's audit module, found by the CLIs' one finder (``gpuops_runbook.collection``):
+    $ANSIBLE_COLLECTIONS_PATH, the source tree's build/, Ansible's configured collections paths."""
+    return collection.audit()
 
 
 def parser() -> argparse.ArgumentParser:

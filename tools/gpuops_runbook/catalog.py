@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Optional
 
+from gpuops_runbook import collection
+
 #: The names this module hands through from the collection's plugin_utils/_runbooks.py.
 SHARED = (
     "CHANGE_CLASSES",
@@ -32,8 +34,6 @@ _IMPL: List[Any] = []  # the collection's _runbooks module, once found
 
 def _impl(root: Optional[str] = None) -> Any:
     if not _IMPL:
-        from gpuops_runbook import collection
-
         _IMPL.append(collection.module("plugin_utils._runbooks", root or default_root()))
     return _IMPL[0]
 
@@ -48,8 +48,6 @@ def __getattr__(name: str) -> Any:
 def load(path: str) -> Dict[str, Any]:
     """Read and check the catalogue at ``path``; CatalogError with every problem found. The collection's code is
     looked for first in the checkout or collection the catalogue belongs to (``<root>/runbooks/catalog.yml``)."""
-    from gpuops_runbook import collection
-
     try:
         impl = _impl(os.path.dirname(os.path.dirname(os.path.abspath(path))))
     except collection.CollectionNotFound as exc:
@@ -58,20 +56,5 @@ def load(path: str) -> Dict[str, Any]:
 
 
 def default_root() -> str:
-    """The collection root: $GPUOPS_ROOT, else the checkout this package lives in, else the collection installed
-    on $ANSIBLE_COLLECTIONS_PATH or Ansible's configured collections paths (pip-installed tools next to an
-    `ansible-galaxy collection install`), else the cwd."""
-    env = os.environ.get("GPUOPS_ROOT")
-    if env:
-        return env
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    if os.path.isfile(os.path.join(here, "runbooks", "catalog.yml")):
-        return here
-    from gpuops_runbook import collection
-
-    dirs = [d for d in os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(os.pathsep) if d]
-    for d in dirs + collection._ansible_paths():
-        installed = os.path.join(d, *collection.PACKAGE[:3])
-        if os.path.isfile(os.path.join(installed, "runbooks", "catalog.yml")):
-            return installed
-    return os.getcwd()
+    """The collection root (``collection.default_root``)."""
+    return collection.default_root()

@@ -1,4 +1,5 @@
-"""The collection's own Python, imported by the hook from the collections path the playbooks use.
+"""The one collection finder of the CLIs (gpuops-runbook, gpuops-audit): the collection's own Python, imported
+from the collections path the playbooks use.
 
 The hook shares code with the collection instead of copying it: the audit chain writer
 (``plugins/plugin_utils/_audit.py``), the private atomic writer (``plugins/module_utils/_common.py``) and the
@@ -30,14 +31,30 @@ def _ansible_paths() -> List[str]:
     return [os.path.expanduser(d) for d in (getattr(constants, "COLLECTIONS_PATHS", None) or [])]
 
 
+def default_root() -> str:
+    """The collection root: $GPUOPS_ROOT, else the checkout this package lives in, else the collection installed
+    on $ANSIBLE_COLLECTIONS_PATH or Ansible's configured collections paths (pip-installed tools next to an
+    `ansible-galaxy collection install`), else the cwd."""
+    env = os.environ.get("GPUOPS_ROOT")
+    if env:
+        return env
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if os.path.isfile(os.path.join(here, "runbooks", "catalog.yml")):
+        return here
+    dirs = [d for d in os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(os.pathsep) if d]
+    for d in dirs + _ansible_paths():
+        installed = os.path.join(d, *PACKAGE[:3])
+        if os.path.isfile(os.path.join(installed, "runbooks", "catalog.yml")):
+            return installed
+    return os.getcwd()
+
+
 def search_path(root: Optional[str] = None) -> List[str]:
     """Where the collection is looked for, in order: $ANSIBLE_COLLECTIONS_PATH, <root>/build (root defaults to
     catalog.default_root()), the collections directory holding root when root is an installed collection
     (.../ansible_collections/gpuops/cluster), Ansible's configured collections paths."""
     if root is None:
-        from gpuops_runbook import catalog
-
-        root = catalog.default_root()
+        root = default_root()
     dirs = [d for d in os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(os.pathsep) if d]
     dirs.append(os.path.join(root, "build"))
     parts = os.path.normpath(os.path.abspath(root)).split(os.sep)
