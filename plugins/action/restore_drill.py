@@ -11,8 +11,9 @@ import os
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _backup_drill
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _backup, _backup_drill
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._backup_action import signing_key, templated_var
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy_defaults import DEFAULT_POLICY
 
 
@@ -28,6 +29,10 @@ class ActionModule(ControllerAction):
         "rpo_hours": {"type": "float"},
         "keep_scratch": {"type": "bool", "default": False},
         "fail": {"type": "bool", "default": True},
+        "sources": {"type": "list", "elements": "dict"},
+        "extra_paths": {"type": "list", "elements": "str"},
+        "signing_key": {"type": "str", "no_log": True},
+        "key_file": {"type": "path"},
     }
 
     def step(self, args, check_mode, task_vars):
@@ -40,8 +45,19 @@ class ActionModule(ControllerAction):
         if check_mode:
             return {"changed": False, "msg": "check mode: no restore drill (it writes a scratch copy and a report)"}
         scratch = args["scratch"] or os.path.join(args["report_dir"], ".scratch-" + stamp)
+        try:
+            key = signing_key(self, args, task_vars, create=False, outside=[args["report_dir"]])
+        except _backup.BackupError as exc:
+            raise StepError("restore drill FAILED: %s" % exc) from None
+        extra = args["extra_paths"]
+        if extra is None:
+            extra = templated_var(self, task_vars, "gpuops_backup_extra_paths") or []
+        try:
+            rules = _backup.restore_rules(args["sources"], extra)
+        except _backup.BackupError as exc:
+            raise StepError("restore drill FAILED: %s" % exc) from None
         rep = _backup_drill.run(args["backup_dir"], scratch, policy, now, args["nodes"], args["count"],
-                                args["keep_scratch"])  # fmt: skip
+                                args["keep_scratch"], key=key, rules=rules)  # fmt: skip
         base = os.path.join(args["report_dir"], "drill-" + stamp)
         write_private_atomic(base + ".json", json.dumps(rep, indent=1, sort_keys=True) + "\n")
         write_private_atomic(base + ".md", _backup_drill.render_markdown(rep))

@@ -1,19 +1,27 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Action plugin gpuops.cluster.restore_plan: verify a snapshot (every checksum) and list what a restore writes.
+"""Action plugin gpuops.cluster.restore_plan: verify a snapshot (signature, every checksum) and list what a restore
+writes.
 
-Thin glue over ``plugin_utils/_backup.restore_plan``: a snapshot whose manifest or any object does not verify, or
-that belongs to another node, is refused (the task fails naming the file) before the restore writes anything.
-Reads only; the same in check mode.
+Thin glue over ``plugin_utils/_backup.restore_plan``: a snapshot that is unsigned, not signed with this controller's
+key, whose manifest or any object does not verify, that belongs to another node, or that would write anything but
+a plain file produced by the node's configured backup sources (with its captured owner and a mode without
+setuid/setgid/sticky bits) is refused (the task fails naming the files) before the restore writes anything. The
+verified objects are copied to a private staging directory (``staging``), which the restore reads and then removes.
+``sign_unsigned``: an intact unsigned (gpuops.backup/v1) snapshot that passes every other check is signed with this
+controller's key (in check mode: planned, not signed).
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _backup
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._backup_action import signing_key, templated_var
 
 
 class ActionModule(ControllerAction):
@@ -22,14 +30,39 @@ class ActionModule(ControllerAction):
         "backup_dir": {"type": "path", "required": True},
         "snapshot_id": {"type": "str", "required": True},
         "node": {"type": "str"},
+        "sources": {"type": "list", "elements": "dict"},
+        "extra_paths": {"type": "list", "elements": "str"},
+        "signing_key": {"type": "str", "no_log": True},
+        "key_file": {"type": "path"},
+        "stage": {"type": "bool", "default": True},
+        "sign_unsigned": {"type": "bool", "default": False},
+        "max_entry_bytes": {"type": "int", "default": _backup.LIMITS["entry_bytes"]},
+        "max_snapshot_bytes": {"type": "int", "default": _backup.LIMITS["snapshot_bytes"]},
+        "max_entries": {"type": "int", "default": _backup.LIMITS["entries"]},
     }
 
     def step(self, args, check_mode, task_vars):
         t0 = time.monotonic()
+        extra = args["extra_paths"]
+        if extra is None:
+            extra = templated_var(self, task_vars, "gpuops_backup_extra_paths") or []
+        stage = tempfile.mkdtemp(prefix="gpuops-restore-") if args["stage"] else None
         try:
-            plan = _backup.restore_plan(args["backup_dir"], args["snapshot_id"], args["node"])
-        except _backup.BackupError as exc:
+            key = signing_key(self, args, task_vars, create=False)
+            limits = {"entry_bytes": args["max_entry_bytes"], "snapshot_bytes": args["max_snapshot_bytes"],
+                      "entries": args["max_entries"]}  # fmt: skip
+            rules = _backup.restore_rules(args["sources"], extra, limits)
+            plan = _backup.restore_plan(args["backup_dir"], args["snapshot_id"], args["node"], key=key, rules=rules,
+                                        stage_dir=stage, accept_unsigned=args["sign_unsigned"])  # fmt: skip
+            if plan["unsigned"] and not check_mode:
+                _backup.sign_legacy(args["backup_dir"], args["snapshot_id"], key)
+                plan["signed_now"] = key.key_id
+        except (_backup.BackupError, OSError) as exc:
+            if stage:
+                shutil.rmtree(stage, ignore_errors=True)
             raise StepError("restore refused: %s" % exc, refused=True) from None
+        plan["staging"] = stage
         plan["seconds"] = round(time.monotonic() - t0, 3)
         plan["refused"] = False
+        plan["changed"] = bool(plan.get("signed_now"))
         return plan

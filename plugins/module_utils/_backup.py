@@ -9,7 +9,11 @@ Runs on managed nodes (Python 3.8+, stdlib only, no Ansible imports). :func:`col
 ``{name, source, kind, status, path, content (base64), sha256, size, mode, uid, gid, owner, group, restore, error}``
 
 ``status`` is ``ok``, ``absent`` (an optional source that is not there: recorded, never silently skipped) or
-``error`` (there but unreadable, too large, a command that failed or timed out). :func:`redfish_entries` reads the
+``error`` (there but unreadable, too large, a command that failed or timed out). A symbolic link or a file with
+the setuid, setgid or sticky bit is read as evidence only (``restore`` false, ``note`` says why): a restore never
+follows links and never sets those bits. :func:`restorable_problems` is the one rule, on the node and on the
+controller, of what a restore may write: a regular file a configured source produces (:func:`path_in_sources`),
+with the owner and a plain mode as captured. :func:`redfish_entries` reads the
 BIOS attributes and BMC settings over Redfish (an ``_http.Http``-like client) with every secret-looking key
 removed: account passwords are never read into a snapshot.
 """
@@ -17,11 +21,13 @@ removed: account passwords are never read into a snapshot.
 from __future__ import annotations
 
 import base64
+import fnmatch
 import glob
 import grp
 import hashlib
 import json
 import os
+import posixpath
 import pwd
 import re
 import stat
@@ -29,6 +35,14 @@ from typing import Any, Callable, Dict, List, Optional
 
 #: Largest file or command output one entry holds (a configuration file is kilobytes).
 MAX_ENTRY_BYTES = 8 * 1024 * 1024
+#: Most entries one snapshot of a node holds, and their largest total (the controller enforces the same limits,
+#: plugins/plugin_utils/_backup.py; docs/backup.md "Limits").
+MAX_ENTRIES = 1000
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+#: Mode bits a restore never sets (setuid, setgid, sticky).
+SPECIAL_BITS = 0o7000
+_MODE = re.compile(r"0?[0-7]{3}")
+_ACCOUNT = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?")
 
 #: Packages whose versions a snapshot lists (driver, fabric manager, DCGM, OFED/mlnx, Slurm, CUDA).
 PACKAGE_PATTERN = re.compile(r"(nvidia|cuda|datacenter-gpu-manager|dcgm|mlnx|ofed|rdma|slurm|fabricmanager)", re.I)
@@ -148,9 +162,13 @@ def read_file(path: str, restore: bool = True, name: Optional[str] = None) -> Di
     entry.update(mode="%04o" % stat.S_IMODE(st.st_mode), uid=st.st_uid, gid=st.st_gid)
     entry.update(owner=_owner(st.st_uid), group=_group(st.st_gid))
     if os.path.islink(path):
-        entry["link"] = os.readlink(path)
+        entry.update(
+            link=os.readlink(path), restore=False, note="a symbolic link: evidence only, a restore never follows links"
+        )
     if not stat.S_ISREG(st.st_mode):
         return _fail(entry, "not a regular file")
+    if st.st_mode & SPECIAL_BITS:
+        entry.update(restore=False, note="setuid/setgid/sticky bit: evidence only, a restore never sets them")
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_ENTRY_BYTES + 1)
@@ -161,11 +179,15 @@ def read_file(path: str, restore: bool = True, name: Optional[str] = None) -> Di
     return with_content(entry, data)
 
 
-def read_glob(pattern: str, restore: bool = True) -> List[Dict[str, Any]]:
-    """Every match of ``pattern`` as an entry; no match: one ``absent`` entry naming the pattern."""
+def read_glob(pattern: str, restore: bool = True, limit: int = MAX_ENTRIES) -> List[Dict[str, Any]]:
+    """Every match of ``pattern`` as an entry; no match: one ``absent`` entry naming the pattern; more than
+    ``limit`` matches: one ``error`` entry (nothing read)."""
     matches = sorted(glob.glob(pattern))
     if not matches:
         return [_entry(file_name(pattern), pattern, "file", restore, None)]
+    if len(matches) > limit:
+        return [_fail(_entry(file_name(pattern), pattern, "file", restore, None),
+                      "%d matches, more than the %d entries a snapshot holds" % (len(matches), limit))]  # fmt: skip
     return [read_file(p, restore) for p in matches]
 
 
@@ -236,29 +258,123 @@ def check_sources(sources: Any) -> List[Dict[str, Any]]:
     return sources
 
 
+def with_extra_paths(sources: List[Dict[str, Any]], extra_paths: Any) -> List[Dict[str, Any]]:
+    """``sources`` plus one ``path`` (or ``glob``, when it has ``*?[``) source per extra path."""
+    extra = [str(x) for x in (extra_paths or [])]
+    return list(sources) + [{"glob" if any(c in x for c in "*?[") else "path": x} for x in extra]
+
+
+def _within_limits(e: Dict[str, Any], count: int, total: int) -> Dict[str, Any]:
+    if count > MAX_ENTRIES:
+        return _fail(
+            dict(e, content=None, sha256=None, size=None), "more than %d entries in one snapshot" % MAX_ENTRIES
+        )
+    if total > MAX_SNAPSHOT_BYTES:
+        return _fail(dict(e, content=None, sha256=None, size=None),
+                     "the snapshot would exceed %d bytes" % MAX_SNAPSHOT_BYTES)  # fmt: skip
+    return e
+
+
 def collect(sources: List[Dict[str, Any]], runner, which, timeout: float = 30.0) -> List[Dict[str, Any]]:
-    """Every source as entries, in order; a name that occurs twice keeps its first entry."""
-    out: List[Dict[str, Any]] = []
+    """Every source as entries, in order; a name that occurs twice keeps its first entry. Beyond
+    :data:`MAX_ENTRIES` entries or :data:`MAX_SNAPSHOT_BYTES` in all, entries are ``error`` (content dropped)."""
+    seen, unique = set(), []
+    total = 0
     for src in check_sources(sources):
         restore = bool(src.get("restore", True))
         if src.get("path"):
-            out.append(read_file(src["path"], restore, src.get("name")))
+            got = [read_file(src["path"], restore, src.get("name"))]
         elif src.get("glob"):
-            out.extend(read_glob(src["glob"], restore))
+            got = read_glob(src["glob"], restore)
         elif src.get("argv"):
-            out.append(run_entry(src["name"], [str(a) for a in src["argv"]], runner, which, timeout))
+            got = [run_entry(src["name"], [str(a) for a in src["argv"]], runner, which, timeout)]
         elif src.get("sysfs_fw"):
-            out.append(hca_firmware(src.get("name") or "commands/hca-firmware.txt", src["sysfs_fw"]))
+            got = [hca_firmware(src.get("name") or "commands/hca-firmware.txt", src["sysfs_fw"])]
         else:
-            out.extend(
-                mlxconfig_entries(src.get("name") or "commands/mlxconfig", src["mlxconfig"], runner, which, timeout)
-            )
-    seen, unique = set(), []
-    for e in out:
-        if e["name"] not in seen:
+            got = mlxconfig_entries(src.get("name") or "commands/mlxconfig", src["mlxconfig"], runner, which, timeout)
+        for e in got:
+            if e["name"] in seen:
+                continue
             seen.add(e["name"])
+            size = e.get("size") or 0
+            e = _within_limits(e, len(unique) + 1, total + size)
+            total += size if e["status"] == "ok" else 0
             unique.append(e)
     return unique
+
+
+def _pattern_matches(pattern: str, path: str) -> bool:
+    """``glob.glob`` semantics for one path: per ``/`` component, ``*?[`` never cross ``/``, and a leading ``.`` is
+    matched only by a literal ``.``."""
+    pat, got = pattern.split("/"), path.split("/")
+    if len(pat) != len(got):
+        return False
+    for p, g in zip(pat, got):
+        if g.startswith(".") and not p.startswith("."):
+            return False
+        if not fnmatch.fnmatchcase(g, p):
+            return False
+    return True
+
+
+def clean_path(path: Any) -> bool:
+    """An absolute, normalized path (no ``..``, ``.``, ``//``, trailing ``/``, NUL or newline)."""
+    return (
+        isinstance(path, str)
+        and path.startswith("/")
+        and len(path) <= 4096
+        and "\0" not in path
+        and "\n" not in path
+        and path != "/"
+        and posixpath.normpath(path) == path
+        and not path.startswith("//")
+    )
+
+
+def path_in_sources(path: Any, sources: List[Dict[str, Any]]) -> bool:
+    """True when a restorable ``path``/``glob`` source of ``sources`` produces ``path`` (the node's configured
+    sources: a restore writes nothing else)."""
+    if not clean_path(path):
+        return False
+    for src in sources:
+        if not isinstance(src, dict) or src.get("restore", True) is False:
+            continue
+        if src.get("path") and src["path"] == path:
+            return True
+        if src.get("glob") and _pattern_matches(str(src["glob"]), path):
+            return True
+    return False
+
+
+def restorable_problems(rec: Dict[str, Any], sources: List[Dict[str, Any]]) -> List[str]:
+    """Why a restore must not write the file record ``rec`` (empty: it may): the path is not produced by the
+    configured ``sources``, it was a link, its mode is not a plain captured mode (setuid/setgid/sticky, missing), or
+    its owner or group was not captured as an account name or a number."""
+    problems = []
+    path = rec.get("path")
+    if not clean_path(path):
+        problems.append("path %r is not an absolute normalized path" % (path,))
+    elif not path_in_sources(path, sources):
+        problems.append("%s is not produced by the node's backup sources" % path)
+    if rec.get("link") is not None:
+        problems.append("a symbolic link (restores never follow links)")
+    mode = rec.get("mode")
+    if not isinstance(mode, str) or not _MODE.fullmatch(mode):
+        if isinstance(mode, str) and re.fullmatch(r"[0-7]{4}", mode) and int(mode, 8) & SPECIAL_BITS:
+            problems.append("mode %s sets setuid/setgid/sticky bits (restores never do)" % mode)
+        else:
+            problems.append("mode %r is not a captured file mode" % (mode,))
+    for name, num in (("owner", "uid"), ("group", "gid")):
+        label, number = rec.get(name), rec.get(num)
+        if label is not None and (not isinstance(label, str) or not _ACCOUNT.fullmatch(label)):
+            problems.append("%s %r is not an account name" % (name, label))
+        if number is not None and (
+            isinstance(number, bool) or not isinstance(number, int) or not 0 <= number < 2**32 - 1
+        ):
+            problems.append("%s %r is not a captured id" % (num, number))
+        if label is None and number is None:
+            problems.append("no %s was captured" % name)
+    return problems
 
 
 def filter_packages(entry: Dict[str, Any]) -> Dict[str, Any]:

@@ -16,7 +16,9 @@ description:
     package and HCA firmware versions and C(mlxconfig -d <dev> query) (when installed). Each file or command output
     is one entry with its content (base64), sha256, size, owner, group and mode (C(docs/backup.md)).
   - A source that is not there is an entry with status C(absent); one that cannot be read is C(error).
-    Nothing is skipped silently. The controller step M(gpuops.cluster.backup) stores and verifies the entries.
+    Nothing is skipped silently. A symbolic link or a setuid/setgid/sticky file is read as evidence only (C(restore)
+    false, C(note) says why) - a restore never follows links and never sets those bits. More than 1000 entries or
+    64 MiB in all turn the rest into C(error) entries; one file or output holds at most 8 MiB. The controller step M(gpuops.cluster.backup) stores and verifies the entries.
   - With O(redfish), reads the BIOS attributes and the BMC settings (Manager, NetworkProtocol) of the system over
     Redfish instead (run it delegated to the controller); every key that looks like a secret (passwords, tokens,
     keys) is removed before it is returned. Account passwords are never read.
@@ -166,8 +168,7 @@ def main():
             except HttpError as exc:
                 module.fail_json(msg="redfish: %s" % exc, **result)
     else:
-        sources = list(B.DEFAULT_SOURCES if p["sources"] is None else p["sources"])
-        sources += [{"glob" if any(c in x for c in "*?[") else "path": x} for x in p["extra_paths"]]
+        sources = B.with_extra_paths(B.DEFAULT_SOURCES if p["sources"] is None else p["sources"], p["extra_paths"])
         try:
             entries = [B.filter_packages(e) for e in B.collect(sources, run_command, which, p["timeout"])]
         except B.BackupSourceError as exc:

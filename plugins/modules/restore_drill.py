@@ -12,8 +12,10 @@ version_added: 0.1.0
 author: gpuops.cluster contributors (@gpuops)
 description:
   - The step of C(playbooks/restore_drill.yml) (C(docs/backup.md)). Takes the newest snapshot of each node (of
-    O(nodes), or every node), at most O(count), verifies it, restores every file into a scratch directory, re-hashes
-    the restored copies, and measures the restore time and the data age (now - snapshot time).
+    O(nodes), or every node), at most O(count), verifies it (signature with the backup key, every object), checks it
+    as a restore would (files of the node's backup sources, no links, no setuid/setgid/sticky modes), restores every
+    file into a scratch directory, re-hashes the restored copies, and measures the restore time and the data age
+    (now - snapshot time).
   - Compares them with the policy's C(backup.rto_minutes) and C(backup.rpo_hours) (or O(rto_minutes), O(rpo_hours)),
     writes C(drill-<time>.json) and C(.md) into O(report_dir) (0600) and fails when a restore does not verify, misses
     the RTO or the RPO, or a named node has no snapshot (O(fail)).
@@ -55,6 +57,20 @@ options:
     description: Fail the task when the drill fails.
     type: bool
     default: true
+  sources:
+    description: The nodes' backup sources (as M(gpuops.cluster.config_snapshot) O(gpuops.cluster.config_snapshot#module:sources)); default the built-in list.
+    type: list
+    elements: dict
+  extra_paths:
+    description: The nodes' extra backup paths; default the variable C(gpuops_backup_extra_paths).
+    type: list
+    elements: str
+  signing_key:
+    description: The signing key; default the variable C(gpuops_backup_signing_key), else the key file.
+    type: str
+  key_file:
+    description: The key file when no O(signing_key) - default E(GPUOPS_BACKUP_KEY_FILE), else C(~/.config/gpuops/backup.key).
+    type: path
 seealso:
   - module: gpuops.cluster.backup
 """

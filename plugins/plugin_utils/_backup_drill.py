@@ -4,6 +4,9 @@
 """Restore drills (docs/backup.md "Drills"): restore a sample of snapshots into a scratch directory, compare every
 file with the manifest, and measure restore time and data age against the policy's RTO and RPO.
 
+A snapshot that is unsigned, not signed with the controller's key, or that the restore would refuse (a file
+outside the node's backup sources, a link, a setuid mode) fails the drill, naming the file.
+
 Pure Python, no Ansible imports; runs on the controller. :func:`run` does the drill, :func:`render_markdown`
 writes the human report; the action ``gpuops.cluster.restore_drill`` stores both (0600).
 """
@@ -33,24 +36,32 @@ def sample(snaps: List[Dict[str, Any]], nodes: Optional[List[str]], count: int) 
     return picked[: max(count, 0)]
 
 
-def restore_one(backup_dir: str, snap_id: str, scratch: str) -> Dict[str, Any]:
-    """Verify, restore every file of the snapshot under ``scratch/<id>/`` and re-hash what was written."""
+def restore_one(backup_dir: str, snap_id: str, scratch: str, key: _backup.SigningKey,
+                rules: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:  # fmt: skip
+    """Verify (signature, every object), check what a restore would write (``rules``: ``_backup.restore_rules``; a
+    snapshot the restore would refuse fails the drill), restore every file of the snapshot under
+    ``scratch/<id>/`` and re-hash what was written."""
     t0 = time.monotonic()
     res: Dict[str, Any] = {"id": snap_id, "ok": False, "files": 0, "bytes": 0, "problems": []}
-    ver = _backup.verify(backup_dir, snap_id)
+    ver = _backup.verify(backup_dir, snap_id, key)
     if not ver["ok"]:
         res["problems"] = ver["problems"]
         res["seconds"] = round(time.monotonic() - t0, 3)
         return res
-    m = _backup.load_manifest(backup_dir, snap_id)
+    m = _backup.load_manifest(backup_dir, snap_id, key)
+    res["problems"] = _backup.plan_problems(m, rules)
     root = ensure_private_dir(os.path.join(scratch, snap_id))
     for f in m["files"]:
         target = os.path.join(root, f["file"])
         if not os.path.realpath(target).startswith(os.path.realpath(root) + os.sep):
             res["problems"].append({"file": f["file"], "problem": "outside the scratch directory"})
             continue
-        with open(_backup.object_path(backup_dir, f["sha256"]), "rb") as fh:
-            write_private_atomic(target, fh.read())
+        try:
+            data = _backup.read_object(backup_dir, f["sha256"], max(f.get("size") or 0, 0))
+        except (_backup.BackupError, OSError) as exc:
+            res["problems"].append({"file": f["file"], "problem": str(exc)})
+            continue
+        write_private_atomic(target, data)
         sha, size = _backup.sha256_file(target)
         if sha != f["sha256"] or size != f["size"]:
             res["problems"].append({"file": f["file"], "problem": "restored copy differs (%s, %d bytes)" % (sha, size)})
@@ -61,8 +72,18 @@ def restore_one(backup_dir: str, snap_id: str, scratch: str) -> Dict[str, Any]:
     return res
 
 
-def run(backup_dir: str, scratch: str, policy: Dict[str, Any], now, nodes: Optional[List[str]] = None,
-        count: int = 3, keep_scratch: bool = False) -> Dict[str, Any]:  # fmt: skip
+def run(  # noqa: PLR0913 - the drill's inputs: store, scratch, policy, time, selection, key and restore rules
+    backup_dir: str,
+    scratch: str,
+    policy: Dict[str, Any],
+    now,
+    nodes: Optional[List[str]] = None,
+    count: int = 3,
+    keep_scratch: bool = False,
+    *,
+    key: _backup.SigningKey,
+    rules: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
     """The drill report: per snapshot restored (files, bytes, seconds, data age), against RTO/RPO."""
     rto_s = float(policy.get("rto_minutes", 30)) * 60
     rpo_h = float(policy.get("rpo_hours", 24))
@@ -70,7 +91,7 @@ def run(backup_dir: str, scratch: str, policy: Dict[str, Any], now, nodes: Optio
     results = []
     try:
         for s in picked:
-            r = restore_one(backup_dir, s["id"], scratch)
+            r = restore_one(backup_dir, s["id"], scratch, key, rules)
             created = parse_time(s.get("created"))
             age_h = round((now - created).total_seconds() / 3600.0, 3) if created else None
             r.update(node=s["node"], created=s.get("created"), data_age_hours=age_h,

@@ -7,7 +7,11 @@
   firmware image's SHA-256 differs from the baseline (fake nvfwupd: never called, node not drained);
 * Slurm and driver configuration changed on a node, plus a BIOS attribute changed through the BMC, come back
   byte-identical (sha256, mode) through ``gpuops.cluster.restore``; check mode shows the diff first, writes nothing;
-* a tampered snapshot is refused naming the file, and nothing is written.
+* a tampered snapshot is refused naming the file, and nothing is written;
+* issue 35: the issue's attack on a real snapshot (entries for /root/.ssh/authorized_keys 0600 and
+  /usr/local/bin/rootsh 4755 root appended, the manifest's SHA-256 recomputed) is refused by the restore playbook and
+  neither file appears on the node; a state directory whose ticket holds ansible-runner artifacts with a planted
+  password is backed up and copied off-site without that value in any written file.
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ class Bed:
         self.tb, self.tmp, self.bmc = testbed, tmp_path, bmc
         self.state = tmp_path / "state"
         self.env = dict(testbed.env, ANSIBLE_CALLBACKS_ENABLED="gpuops.cluster.audit", GPUOPS_STATE_DIR=str(self.state),
-                        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"))  # fmt: skip
+                        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
+                        GPUOPS_BACKUP_KEY_FILE=str(tmp_path / "keys" / "backup.key"))  # fmt: skip
         if bmc is not None:
             self.env["GPUOPS_BMC_PASSWORD"] = bmc.password
 
@@ -51,6 +56,7 @@ class Bed:
         cmd += [str(ROOT / "playbooks" / playbook), "-e", "@%s" % (self.tmp / "extra.json")]
         proc = subprocess.run(cmd, env=self.env, cwd=str(ROOT), capture_output=True, text=True, timeout=timeout,
                               check=False)
+        (self.tmp / ("%s.log" % playbook)).write_text(proc.stdout + proc.stderr)  # kept with pytest's tmp_path
         return proc.returncode, proc.stdout + proc.stderr
 
     def audit(self):
@@ -115,7 +121,8 @@ def test_upgrade_backs_up_first_and_never_flashes_a_corrupted_image(testbed, nod
         "upgrade_collect_domains": ["gpu", "node"], "upgrade_tool_timeout": 8, "upgrade_drain_timeout": 6,
         "upgrade_batch_margin_seconds": 0, "gpuops_slurm_conf_path": str(testbed.root / "slurm" / "slurm.conf"),
     }  # fmt: skip
-    rc, out = bed.play("upgrade.yml", extra, "-i", inv, timeout=240)
+    # the group is a pattern: the operator's flag on the command line (issue 35, targets are hosts)
+    rc, out = bed.play("upgrade.yml", extra, "-i", inv, "-e", "gpuops_allow_target_patterns=true", timeout=240)
     outcome = bed.outcome("upgrade")
     assert {h: n["outcome"] for h, n in outcome["nodes"].items()} == {good: "done", bad: "refused"}, out[-4000:]
     assert rc == 2
@@ -137,7 +144,7 @@ def test_upgrade_backs_up_first_and_never_flashes_a_corrupted_image(testbed, nod
     assert rec["backup"]["verified"] and "gpuops_backup_id=%s -l %s" % (sid, good) in outcome["nodes"][good]["detail"]
     man = json.loads((bed.state / "backups" / "snapshots" / sid / "manifest.json").read_text())
     files = {f["file"]: f for f in man["files"]}
-    assert man["schema"] == "gpuops.backup/v1" and man["change_id"] == "CHG-BK-1" and man["workflow"] == "upgrade"
+    assert man["schema"] == "gpuops.backup/v2" and man["change_id"] == "CHG-BK-1" and man["workflow"] == "upgrade"
     assert {"files/etc/slurm/gres.conf", "files/etc/modprobe.d/nvidia.conf", "controller/slurm.conf"} <= set(files)
     assert files["files/etc/slurm/gres.conf"]["sha256"] == bed.digest(good, "/etc/slurm/gres.conf")[0]
 
@@ -222,6 +229,80 @@ def test_restore_is_byte_identical_after_a_check_mode_diff(testbed, nodes, tmp_p
     res = bed.outcome("restore")["nodes"][host]
     assert res["outcome"] == "refused" and "files/etc/slurm/gres.conf (checksum mismatch" in res["error"]
     assert "# changed again" in testbed.on_node(host, "cat", "/etc/slurm/gres.conf").stdout
+    obj.write_bytes(obj.read_bytes()[: -len(b"# tampered\n")])
+    _a_destination_link_is_never_written_through(bed, testbed, host, sid, common)
+    _the_issue_attack_is_refused(bed, testbed, host, sid, common)
+
+
+def _a_destination_link_is_never_written_through(bed, testbed, host, sid, common):
+    """Issue 35: a restorable file whose destination on the node is now a symbolic link: the restore refuses before
+    writing anything, and neither the link nor its target changes."""
+    conf = "/etc/modprobe.d/nvidia.conf"
+    testbed.on_node(host, "sh", "-c", "mv %s /tmp/nvidia.conf.saved; echo target > /tmp/link-target; ln -s "
+                    "/tmp/link-target %s" % (conf, conf))  # fmt: skip
+    try:
+        rc, out = bed.play("restore.yml", dict(common, gpuops_backup_id=sid), "-l", host)
+        assert rc == 2, out[-3000:]
+        res = bed.outcome("restore")["nodes"][host]
+        assert "%s on the node is a symbolic link or not a regular file; nothing was written" % conf in res["error"], res
+        probe = testbed.on_node(host, "sh", "-c", "readlink %s; cat /tmp/link-target" % conf).stdout
+        assert probe == "/tmp/link-target\ntarget\n", probe
+    finally:
+        testbed.on_node(host, "sh", "-c", "rm -f %s /tmp/link-target; mv /tmp/nvidia.conf.saved %s" % (conf, conf))
+
+
+def _the_issue_attack_is_refused(bed, testbed, host, sid, common):
+    """Issue 35: the issue's attack on a real snapshot (root files appended, the plain SHA-256 recomputed) is refused
+    by the restore playbook, and nothing is written on the node."""
+    probe = "for f in /root/.ssh/authorized_keys /usr/local/bin/rootsh; do stat -c '%n %s %Y' $f 2>&1; done; true"
+    before = testbed.on_node(host, "sh", "-c", probe).stdout
+    sdir = bed.state / "backups" / "snapshots" / sid
+    doc = json.loads((sdir / "manifest.json").read_text())
+    for path, mode, data in (("/root/.ssh/authorized_keys", "0600", b"ssh-ed25519 AAAA attacker\n"),
+                             ("/usr/local/bin/rootsh", "4755", b"#!/bin/sh\nexec /bin/sh -p\n")):  # fmt: skip
+        (bed.state / "backups" / "objects" / sha(data)).write_bytes(data)
+        doc["files"].append({"file": "files" + path, "path": path, "source": path, "kind": "file", "sha256": sha(data),
+                             "size": len(data), "mode": mode, "uid": 0, "gid": 0, "owner": "root", "group": "root",
+                             "restore": True})  # fmt: skip
+    body = (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode()
+    (sdir / "manifest.json").write_bytes(body)
+    (sdir / "manifest.sha256").write_text(sha(body) + "\n")
+    rc, out = bed.play("restore.yml", dict(common, gpuops_backup_id=sid), "-l", host)
+    assert rc == 2, out[-3000:]
+    res = bed.outcome("restore")["nodes"][host]
+    assert res["outcome"] == "refused" and "is not authentic: manifest.sig does not match manifest.json" in res["error"]
+    after = testbed.on_node(host, "sh", "-c", probe).stdout
+    assert after == before and "/usr/local/bin/rootsh': No such file" in after, (before, after)
+
+
+def test_state_backup_carries_no_runner_artifact_secret_here_or_offsite(testbed, nodes, tmp_path):
+    """Issue 35, observation 3 (backup half): the ticket hook's runner artifacts hold GPUOPS_BMC_PASSWORD and the
+    password of GPUOPS_DB_URL; the state snapshot (backup_include_state, the default) and its off-site copy do not."""
+    host = nodes[0]
+    bmc_pw, db_pw = "Planted-BMC-S3cret-pw", "Planted-DB-S3cret-pw"
+    bed = Bed(testbed, tmp_path)
+    bed.env.update(GPUOPS_BMC_PASSWORD=bmc_pw, GPUOPS_DB_URL="postgresql://gpuops:%s@db01/gpuops" % db_pw)
+    art = bed.state / "tickets" / "OPS-9" / "runner" / "artifacts" / "x"
+    art.mkdir(parents=True)
+    (art / "command").write_text(json.dumps({"command": ["ansible-playbook", "gpuops.cluster.isolate"],
+                                             "env": {"GPUOPS_BMC_PASSWORD": bmc_pw,
+                                                     "GPUOPS_DB_URL": "postgresql://gpuops:%s@db01/gpuops" % db_pw}}))  # fmt: skip
+    (bed.state / "tickets" / "OPS-9" / "runner" / "env").mkdir()
+    (bed.state / "tickets" / "OPS-9" / "runner" / "env" / "envvars").write_text("GPUOPS_BMC_PASSWORD: %s\n" % bmc_pw)
+    offsite = tmp_path / "offsite"
+    extra = {"gpuops_slurm_conf_path": str(testbed.root / "slurm" / "slurm.conf"), "gpuops_backup_offsite": str(offsite)}
+    rc, out = bed.play("backup.yml", extra, "-l", "%s,localhost" % host)
+    assert rc == 0, out[-3000:]
+    sid = bed.outcome("backup")["nodes"][host]["detail"].split(":", 1)[0]
+    man = json.loads((bed.state / "backups" / "snapshots" / sid / "manifest.json").read_text())
+    assert "controller/state/audit/audit.log" in {f["file"] for f in man["files"]}
+    assert not [f for f in man["files"] if "/tickets/" in f["file"] or "runner" in f["file"]]
+    assert (offsite / "snapshots" / sid / "manifest.sig").is_file()
+    written = [p for root in (bed.state, offsite) for p in root.rglob("*") if p.is_file() and "tickets" not in p.parts]
+    assert len(written) > 10
+    for p in written:
+        data = p.read_bytes()
+        assert bmc_pw.encode() not in data and db_pw.encode() not in data, p
 
 
 def test_redfish_image_with_a_differing_digest_is_refused_before_simple_update(tmp_path):

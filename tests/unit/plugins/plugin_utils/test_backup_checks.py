@@ -12,9 +12,12 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.backup impo
 NOW = datetime.datetime(2026, 12, 3, 8, 0, 0, tzinfo=datetime.timezone.utc)
 
 
+KEY = B.SigningKey(b"test-signing-key-0123456789abcdef", "test")
+
+
 def _snap(bdir, node, hours_ago):
-    e = N.with_content(N._entry("files/etc/x", "/etc/x", "file", True, "/etc/x"), b"x\n")
-    return B.write_snapshot(str(bdir), node, [e], {}, now=NOW - datetime.timedelta(hours=hours_ago))
+    e = N.with_content(N._entry("files/etc/x", "/etc/x", "file", False, "/etc/x"), b"x\n")
+    return B.write_snapshot(str(bdir), node, [e], {}, key=KEY, now=NOW - datetime.timedelta(hours=hours_ago))
 
 
 def _findings(tmp_path, host):

@@ -1,4 +1,6 @@
-"""The backup store (plugins/plugin_utils/_backup.py): objects, manifests, verify, tamper, retention, off-site."""
+"""The backup store (plugins/plugin_utils/_backup.py): objects, signed manifests, verify, tamper, retention, off-site.
+
+The boundaries of issue 35 (signatures, sources, limits, secrets) are in test_backup_boundaries.py."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils import _backup as B
 UTC = datetime.timezone.utc
 NOW = datetime.datetime(2026, 12, 3, 8, 0, 0, tzinfo=UTC)
 GRES = b"NodeName=gpu-node-[01-08] Name=gpu Type=h100 File=/dev/nvidia[0-7]\n"
+KEY = B.SigningKey(b"test-signing-key-0123456789abcdef", "test")
 
 
 def entry(name, data, path=None, **kw):
@@ -29,12 +32,13 @@ def snap(tmp_path, node="gpu-node-01", now=NOW, extra=(), gres=GRES):
     entries = [entry("files/etc/slurm/gres.conf", gres, "/etc/slurm/gres.conf"),
                entry("files/etc/modprobe.d/nvidia.conf", b"options nvidia NVreg_RestrictProfilingToAdminUsers=0\n",
                      "/etc/modprobe.d/nvidia.conf")] + list(extra)  # fmt: skip
-    return B.write_snapshot(str(tmp_path), node, entries, {"change_id": "CHG-1", "workflow": "upgrade"}, now=now)
+    return B.write_snapshot(str(tmp_path), node, entries, {"change_id": "CHG-1", "workflow": "upgrade"}, key=KEY, now=now)
 
 
 def test_snapshot_is_content_addressed_private_and_verifies(tmp_path):
     m = snap(tmp_path)
-    assert m["schema"] == "gpuops.backup/v1" and m["node"] == "gpu-node-01" and m["change_id"] == "CHG-1"
+    assert m["schema"] == "gpuops.backup/v2" and m["node"] == "gpu-node-01" and m["change_id"] == "CHG-1"
+    assert m["signed_by"] == KEY.key_id
     f = {x["file"]: x for x in m["files"]}["files/etc/slurm/gres.conf"]
     assert f["sha256"] == hashlib.sha256(GRES).hexdigest() and f["size"] == len(GRES)
     assert f["source"] == "/etc/slurm/gres.conf" and f["node"] == "gpu-node-01" and f["time"] == "2026-12-03T08:00:00Z"
@@ -42,7 +46,8 @@ def test_snapshot_is_content_addressed_private_and_verifies(tmp_path):
     assert obj.read_bytes() == GRES and stat.S_IMODE(obj.stat().st_mode) == 0o600
     sd = tmp_path / "snapshots" / m["id"]
     assert stat.S_IMODE(sd.stat().st_mode) == 0o700 and stat.S_IMODE((sd / "manifest.json").stat().st_mode) == 0o600
-    assert B.verify(str(tmp_path), m["id"])["ok"] and m["stored_objects"] == 2
+    assert (sd / "manifest.sig").read_text().startswith("hmac-sha256 %s " % KEY.key_id)
+    assert B.verify(str(tmp_path), m["id"], KEY)["ok"] and m["stored_objects"] == 2
 
 
 def test_identical_files_are_stored_once(tmp_path):
@@ -56,24 +61,24 @@ def test_tampered_object_is_refused_naming_the_file(tmp_path):
     m = snap(tmp_path)
     sha = hashlib.sha256(GRES).hexdigest()
     (tmp_path / "objects" / sha).write_bytes(GRES + b"# evil\n")
-    res = B.verify(str(tmp_path), m["id"])
+    res = B.verify(str(tmp_path), m["id"], KEY)
     assert not res["ok"] and res["problems"][0]["file"] == "files/etc/slurm/gres.conf"
     with pytest.raises(B.BackupError, match=r"does not verify: files/etc/slurm/gres.conf \(checksum mismatch"):
-        B.restore_plan(str(tmp_path), m["id"], "gpu-node-01")
+        B.restore_plan(str(tmp_path), m["id"], "gpu-node-01", key=KEY)
 
 
 def test_missing_object_and_missing_or_edited_manifest_are_refused(tmp_path):
     m = snap(tmp_path)
     os.unlink(tmp_path / "objects" / hashlib.sha256(GRES).hexdigest())
     with pytest.raises(B.BackupError, match="gres.conf .object [0-9a-f]+ is missing"):
-        B.restore_plan(str(tmp_path), m["id"])
+        B.restore_plan(str(tmp_path), m["id"], key=KEY)
     m2 = snap(tmp_path, now=NOW + datetime.timedelta(seconds=5))
     p = tmp_path / "snapshots" / m2["id"] / "manifest.json"
     doc = json.loads(p.read_text())
     doc["files"][0]["path"] = "/etc/shadow"
     p.write_text(json.dumps(doc))
     with pytest.raises(B.BackupError, match="tampered: .*manifest.json does not match manifest.sha256"):
-        B.restore_plan(str(tmp_path), m2["id"])
+        B.restore_plan(str(tmp_path), m2["id"], key=KEY)
     os.unlink(tmp_path / "snapshots" / m2["id"] / "manifest.sha256")
     with pytest.raises(B.BackupError, match="incomplete: .*manifest.sha256 is missing"):
         B.load_manifest(str(tmp_path), m2["id"])
@@ -82,11 +87,15 @@ def test_missing_object_and_missing_or_edited_manifest_are_refused(tmp_path):
 def test_restore_plan_lists_restorable_files_of_its_node_only(tmp_path):
     cmd = N.with_content(N._entry("commands/packages.txt", "command: dpkg-query", "command", False), b"x\n")
     m = snap(tmp_path, extra=[cmd, entry("files/proc/cmdline", b"ro quiet\n", "/proc/cmdline", restore=False)])
-    plan = B.restore_plan(str(tmp_path), m["id"], "gpu-node-01")
+    plan = B.restore_plan(str(tmp_path), m["id"], "gpu-node-01", key=KEY, stage_dir=str(tmp_path / "stage"))
     assert sorted(f["path"] for f in plan["files"]) == ["/etc/modprobe.d/nvidia.conf", "/etc/slurm/gres.conf"]
-    assert all(open(f["object"], "rb").read() for f in plan["files"])
+    gres = [f for f in plan["files"] if f["path"] == "/etc/slurm/gres.conf"][0]
+    assert (gres["owner"], gres["group"], gres["mode"]) == ("root", "root", "0644")
+    # the plan names a private staged copy of each verified object, not the store's object
+    assert open(gres["object"], "rb").read() == GRES and gres["object"].startswith(str(tmp_path / "stage"))
+    assert stat.S_IMODE(os.stat(gres["object"]).st_mode) == 0o600
     with pytest.raises(B.BackupError, match="of node gpu-node-01, not gpu-node-02"):
-        B.restore_plan(str(tmp_path), m["id"], "gpu-node-02")
+        B.restore_plan(str(tmp_path), m["id"], "gpu-node-02", key=KEY)
 
 
 def test_absent_and_error_entries_are_recorded(tmp_path):
@@ -100,22 +109,24 @@ def test_absent_and_error_entries_are_recorded(tmp_path):
 @pytest.mark.parametrize("bad", ["../x", "files/../../etc", ""])
 def test_bad_entry_names_and_nodes_are_refused(tmp_path, bad):
     with pytest.raises(B.BackupError):
-        B.write_snapshot(str(tmp_path), "n1", [entry(bad or "", b"x", "/x")], {})
+        B.write_snapshot(str(tmp_path), "n1", [entry(bad or "", b"x", "/x")], {}, key=KEY)
     with pytest.raises(B.BackupError, match="invalid node"):
-        B.write_snapshot(str(tmp_path), "../n1", [entry("files/x", b"x", "/x")], {})
+        B.write_snapshot(str(tmp_path), "../n1", [entry("files/x", b"x", "/x")], {}, key=KEY)
 
 
 def test_content_that_does_not_match_the_node_sha_is_refused(tmp_path):
-    e = entry("files/etc/x", b"abc", "/etc/x")
+    e = entry("files/etc/slurm/gres.conf", b"abc", "/etc/slurm/gres.conf")
     e["content"] = base64.b64encode(b"abd").decode()
     with pytest.raises(B.BackupError, match="does not match the sha256 read on the node"):
-        B.write_snapshot(str(tmp_path), "n1", [e], {})
+        B.write_snapshot(str(tmp_path), "n1", [e], {}, key=KEY)
 
 
 def test_check_mode_writes_nothing(tmp_path):
-    entries = [entry("files/etc/x", b"abc", "/etc/x")]
-    m = B.write_snapshot(str(tmp_path / "b"), "n1", entries, {}, check_mode=True, now=NOW)
+    entries = [entry("files/etc/slurm/gres.conf", b"abc", "/etc/slurm/gres.conf")]
+    m = B.write_snapshot(str(tmp_path / "b"), "n1", entries, {}, key=None, check_mode=True, now=NOW)
     assert m["files"] and not (tmp_path / "b").exists()
+    with pytest.raises(B.BackupError, match="only signed"):
+        B.write_snapshot(str(tmp_path / "b"), "n1", entries, {}, key=None, now=NOW)
 
 
 def test_retention_by_count_and_age_keeps_the_newest(tmp_path):
@@ -128,7 +139,7 @@ def test_retention_by_count_and_age_keeps_the_newest(tmp_path):
     assert ids[-1] not in B.retention_plan(snaps, keep=1, max_age_days=0.0001, now=NOW)
     res = B.prune(str(tmp_path), B.retention_plan(snaps, keep=1, max_age_days=30, now=NOW))
     assert [s["id"] for s in B.list_snapshots(str(tmp_path))] == [ids[-1]] and res["objects"] == []
-    assert B.verify(str(tmp_path), ids[-1])["ok"]
+    assert B.verify(str(tmp_path), ids[-1], KEY)["ok"]
 
 
 def test_prune_removes_unreferenced_objects(tmp_path):
@@ -141,9 +152,10 @@ def test_prune_removes_unreferenced_objects(tmp_path):
 
 def test_offsite_copy_is_verified_there(tmp_path):
     m = snap(tmp_path / "a")
-    res = B.copy_offsite(str(tmp_path / "a"), str(tmp_path / "off"), m["id"])
-    assert res["ok"] and res["copied"] == 2 and B.verify(str(tmp_path / "off"), m["id"])["ok"]
-    assert B.copy_offsite(str(tmp_path / "a"), str(tmp_path / "off"), m["id"])["copied"] == 0
+    res = B.copy_offsite(str(tmp_path / "a"), str(tmp_path / "off"), m["id"], KEY)
+    assert res["ok"] and res["copied"] == 2 and B.verify(str(tmp_path / "off"), m["id"], KEY)["ok"]
+    assert (tmp_path / "off" / "snapshots" / m["id"] / "manifest.sig").is_file()
+    assert B.copy_offsite(str(tmp_path / "a"), str(tmp_path / "off"), m["id"], KEY)["copied"] == 0
 
 
 def test_status_stale_and_failed(tmp_path):
@@ -194,5 +206,5 @@ def test_a_concurrent_prune_never_deletes_the_objects_of_a_backup_in_progress(tm
     release.set()
     writer.join(10)
     pruner.join(10)
-    assert B.verify(str(tmp_path), result["snap"]["id"])["ok"]
+    assert B.verify(str(tmp_path), result["snap"]["id"], KEY)["ok"]
     assert result["pruned"]["objects"] == [hashlib.sha256(b"old\n").hexdigest()]
