@@ -5,11 +5,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _replace
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 
 
 def _serials(args):
@@ -37,7 +37,7 @@ def _verify(args):
 def _old_manifest(root):
     try:
         with open(os.path.join(root, "manifest.json"), encoding="utf-8") as fh:
-            return json.load(fh)
+            return _safejson.loads(fh.read(), what="manifest.json")
     except (OSError, ValueError):
         return {}
 

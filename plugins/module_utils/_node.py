@@ -17,7 +17,6 @@ Runs on managed nodes (Python 3.8+). No Ansible imports.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from concurrent.futures import ThreadPoolExecutor
@@ -55,6 +54,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._node_services impo
 )
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, run_in_child, which
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 
 #: the public names, some of them re-exported from the modules this one was split into
 __all__ = [
@@ -406,7 +406,7 @@ def _collect_capture(capture_dir: str, mounts) -> Dict[str, Any]:
     if text is not None:
         out["source"] = "capture:node.json"
         try:
-            data = json.loads(text)
+            data = _safejson.loads(text, what="node.json")
             if not isinstance(data, dict):
                 raise ValueError("top level is not an object")
         except ValueError as exc:

@@ -34,6 +34,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     write_private_atomic,
 )
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow_iso
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 
 GENESIS = "0" * 64
 #: Keys whose values are never logged (diff summaries keep the key names only anyway).
@@ -125,7 +126,7 @@ def append(
             seq = 1
             if last:
                 try:
-                    seq = int(json.loads(last.decode("utf-8")).get("seq", 0)) + 1
+                    seq = int(_safejson.loads(last, what="the last audit line").get("seq", 0)) + 1
                 except (ValueError, AttributeError, TypeError, UnicodeDecodeError):
                     seq = 0  # the previous line is damaged: verify() will say where
             rec = dict(record)
@@ -170,7 +171,7 @@ def read_head(head: Any) -> Dict[str, Any]:
         if not os.path.exists(s):
             raise ValueError(f"the head file {s} is missing (deleted?): the end of the log cannot be checked")
         with open(s, "rb") as f:
-            data = json.loads(f.read().decode("utf-8"))
+            data = _safejson.loads(f.read(), what="the head file")
         if not isinstance(data, dict) or not isinstance(data.get("hash"), str):
             raise ValueError(f"{s}: not a head file (no 'hash')")
         return data
@@ -190,10 +191,10 @@ def read_anchor(anchor: Any) -> Optional[Dict[str, Any]]:
         if m:  # SEQ:HASH, or the callback's syslog line "gpuops-audit-head run_id=... seq=N hash=H log=..."
             return {"seq": int(m.group(1)), "hash": m.group(2)}
         if s.startswith("{"):
-            data = json.loads(s)
+            data = _safejson.loads(s, what="the anchor")
         elif os.path.exists(s):
             with open(s, "rb") as f:
-                data = json.loads(f.read().decode("utf-8"))
+                data = _safejson.loads(f.read(), what="the anchor file")
         else:
             raise ValueError(f"anchor {s!r} is neither SEQ:HASH, a head JSON object nor an existing file")
     if not isinstance(data, dict):
@@ -246,7 +247,7 @@ def _parse_line(raw: bytes, lineno: int) -> Tuple[bytes, Dict[str, Any], int]:
     if len(body) > MAX_LINE:
         raise _Broken(f"line {lineno} is longer than {MAX_LINE} bytes", lineno)
     try:
-        rec = json.loads(body.decode("utf-8"))
+        rec = _safejson.loads(body, what="an audit line")
     except (ValueError, UnicodeDecodeError):
         raise _Broken(f"line {lineno} is not a JSON record", lineno) from None
     if not isinstance(rec, dict):

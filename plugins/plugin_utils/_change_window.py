@@ -15,11 +15,11 @@ and hands them here. Window arithmetic is in ``_windows``; the rules are in docs
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _windows
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 
 #: Exported by the gpuops.cluster.audit callback while it records the run.
 MARKER_ENV = "GPUOPS_AUDIT_ACTIVE"
@@ -39,7 +39,7 @@ def audit_marker() -> Optional[Dict[str, Any]]:
     if not raw:
         return None
     try:
-        marker = json.loads(raw)
+        marker = _safejson.loads(raw, what="the change-window marker")
     except ValueError:
         return None
     if not isinstance(marker, dict) or marker.get("pid") not in (os.getppid(), os.getpid()):

@@ -31,6 +31,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_
 from ansible_collections.gpuops.cluster.plugins.module_utils._slurm import node_status
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow_iso
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _cluster, _policy
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 
 SCHEMA = "gpuops.health_check/v1"
 TEXTFILE = "gpuops_node_health.prom"
@@ -261,7 +262,7 @@ def load_state(path: str) -> Dict[str, Any]:
     """The previous run's state (empty when missing or unreadable: a broken file never stops the check)."""
     try:
         with open(path, "rb") as fh:
-            data = json.loads(fh.read(8 * 1024 * 1024).decode("utf-8"))
+            data = _safejson.loads(fh.read(8 * 1024 * 1024), what="the health check's state")
         return data if isinstance(data, dict) and data.get("schema") == SCHEMA else {}
     except (OSError, ValueError):
         return {}
@@ -362,7 +363,7 @@ def main(argv: Optional[Sequence[str]] = None, embedded: Optional[Dict[str, Any]
             if i + 1 >= len(args):
                 raise ConfigError("--config needs a file")
             with open(args[i + 1], "rb") as fh:
-                raw = json.loads(fh.read().decode("utf-8"))
+                raw = _safejson.loads(fh.read(), what="the configuration")
         cfg = load_config(raw if raw is not None else {})
     except (OSError, ValueError, ConfigError) as exc:
         sys.stderr.write("gpuops-health-check: configuration error: %s\n" % exc)

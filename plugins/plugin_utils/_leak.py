@@ -25,6 +25,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 
 #: Readings that fire the response.
 ASSERTED = "asserted"
@@ -388,7 +389,7 @@ def load_result(path: str) -> Optional[Dict[str, Any]]:
     """The result written before at ``path`` (None when there is none or it does not parse)."""
     try:
         with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+            data = _safejson.loads(fh.read(), what="the leak result")
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

@@ -7,12 +7,12 @@ after the last passed stage (docs/onboarding.md)."""
 from __future__ import annotations
 
 import copy
-import json
 import os
 from typing import Any, Dict, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _timeutil
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._onboard_checks import _d, _l
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 
 SCHEMA = "gpuops.onboarding/v1"
 STAGES = ("inventory", "compliance", "health", "burnin", "baseline", "service")
@@ -52,7 +52,7 @@ def load_record(state_dir: str, host: str) -> Dict[str, Any]:
     path = record_path(state_dir, host)
     try:
         with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+            data = _safejson.loads(fh.read(), what="the onboarding record")
     except FileNotFoundError:
         return new_record(host)
     except (OSError, ValueError) as exc:

@@ -21,6 +21,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 
 SCHEMA = "gpuops.outcome/v1"
 #: The vocabulary, in the order the summary lists it, with whether the outcome is a success.
@@ -229,7 +230,7 @@ def merge_report(path: str, doc: Dict[str, Any]) -> Tuple[str, bool]:
     if not created:
         with open(path, "rb") as f:
             try:
-                data = json.loads(f.read().decode("utf-8"))
+                data = _safejson.loads(f.read(), what="the run report")
             except (ValueError, UnicodeDecodeError) as e:
                 raise ValueError("the run report %s is not JSON (%s): outcome not merged" % (path, e)) from None
         if not isinstance(data, dict):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import os
 import re
 from typing import Any, Dict, List, Optional
@@ -20,6 +19,7 @@ from typing import Any, Dict, List, Optional
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, normalize_bus_id
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time, utcnow_iso
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError, StateLock, atomic_write_json
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 
 SCHEMA = "gpuops.replace/v1"
 MANIFEST_SCHEMA = "gpuops.evidence/v1"
@@ -274,7 +274,7 @@ def manifest(head: Any, files: List[Dict[str, Any]], serials: Any, created: Opti
 def verify_manifest(root: str) -> Dict[str, Any]:
     """Re-hash a bundle against its manifest.json: ``{ok, missing, mismatched, extra}``."""
     with open(os.path.join(root, "manifest.json"), encoding="utf-8") as fh:
-        m = json.load(fh)
+        m = _safejson.loads(fh.read(), what="manifest.json")
     want = {f["path"]: f["sha256"] for f in _list(m.get("files"))}
     have = {f["path"]: f["sha256"] for f in hash_tree(root)}
     res = {
@@ -435,7 +435,7 @@ def load_record(state_dir: str, ticket: str, host: str) -> Optional[Dict[str, An
         raise ReplaceError("replacement record %s is a symbolic link: refusing it" % path)
     try:
         with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+            data = _safejson.loads(fh.read(), what="the replacement record")
     except FileNotFoundError:
         return None
     except ValueError as exc:

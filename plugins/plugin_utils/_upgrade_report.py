@@ -16,6 +16,7 @@ import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 
 
 RESULT_ORDER = ("failed", "not_started", "upgraded", "at_target", "blocked")
@@ -253,7 +254,7 @@ def read_records(run_dir: str) -> Tuple[List[Dict[str, Any]], List[str]]:
     for path in sorted(glob.glob(os.path.join(run_dir, "nodes", "*.json"))):
         try:
             with open(path, encoding="utf-8") as fh:
-                records.append(json.load(fh))
+                records.append(_safejson.loads(fh.read(), what="the node record"))
         except (OSError, ValueError) as exc:
             unreadable.append("%s: %s" % (path, exc))
     return records, unreadable

@@ -99,11 +99,6 @@ def test_a_deep_capture_file_is_that_nodes_error_and_the_others_are_judged(sim, 
     assert _judged(report) == baseline
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_node.py (another helper's file) still reads node.json with json.loads: its RecursionError is caught by "
-    "the collector boundary as an internal error that does not name node.json; remove this mark once it uses _safejson",
-)
 def test_a_deep_node_json_is_a_collector_error_of_that_node(sim, baseline, tmp_path):
     hosts, profiles = sim
     report = _run(_replace(hosts, tmp_path, "node.json", DEEP), profiles)
