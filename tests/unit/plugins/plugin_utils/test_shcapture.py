@@ -92,16 +92,21 @@ def shell_capture(options, cut=None):
     return _shcapture.to_tree(out, token, opts), proc.stdout
 
 
+ABSENT_SERVICE = {"name": "gpuops-test-absent", "unit": "gpuops-test-absent", "process": "gpuops-absent"}
+
+
 def _options(node, **kw):
     opts = {"timeout": 10, "sysfs_root": node["root"], "domains": list(ALL)}
-    # /proc: a mount whose statfs numbers do not move while tests run beside this one (the two captures compare them)
-    opts["node_options"] = {"mounts": ["/proc", "/nonexistent-mount"], "services": None}
+    # /proc: a mount whose statfs numbers do not move while tests run beside this one (the two captures compare them);
+    # one service no test runs: the NVIDIA services' verdicts read the host's process table, where another test
+    # (test_node_services) starts and stops processes named like them at any moment (the comparison flaked)
+    opts["node_options"] = {"mounts": ["/proc", "/nonexistent-mount"], "services": [ABSENT_SERVICE]}
     opts.update(kw)
     return opts
 
 
 def _facts(tree, mounts=("/proc", "/nonexistent-mount")):
-    options = {"node": {"mounts": list(mounts), "services": None}, "bmc": {"mode": "inband"}}
+    options = {"node": {"mounts": list(mounts), "services": [ABSENT_SERVICE]}, "bmc": {"mode": "inband"}}
     facts = _livetree.parse_tree(tree, options=options)
     facts.pop("timings", None)
     for key in ("collected_at", "evidence_time"):
