@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "build"))
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _collect  # noqa: E402
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import collect as _collect  # noqa: E402
 
 
 def main() -> None:

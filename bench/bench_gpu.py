@@ -27,7 +27,7 @@ if not os.path.exists(os.path.join(BUILD, "ansible_collections", "gpuops", "clus
     os.symlink(os.path.join("..", "..", ".."), os.path.join(BUILD, "ansible_collections", "gpuops", "cluster"))
 sys.path.insert(0, BUILD)
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._gpu import collect  # noqa: E402
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.gpu import collect  # noqa: E402
 
 FIX = os.path.join(ROOT, "tests", "fixtures")
 TEXT = os.path.join(FIX, "nvidia-smi-q-text", "gpud-8xh100-535.161.08-hw-power-brake.txt")

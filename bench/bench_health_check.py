@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "build"))
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _health_check_bundle  # noqa: E402
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.health_check import bundle as _health_check_bundle  # noqa: E402
 
 PROG = "/usr/local/sbin/gpuops-health-check-bench"
 

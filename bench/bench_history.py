@@ -7,7 +7,7 @@
     .venv/bin/python bench/bench_history.py [--nodes 10000] [--days 90] [--db-url URL] [--keep DIR] [--json]
 
 Phases: ``generate`` (tools/simcluster/history.py: the JSONL history and its answer key), ``load`` (open the store,
-migrate, bulk-insert every ledger table), and when plugins/plugin_utils/_service_report.py exists ``report``
+migrate, bulk-insert every ledger table), and when plugins/plugin_utils/service/report.py exists ``report``
 (``parse_period``, ``compute(store, period)``; then the render module's charts, Markdown, HTML and JSON). Each phase prints wall seconds, this process's CPU
 seconds (the machine is shared: wall time includes waiting for a core; a PostgreSQL server's own CPU is not in
 it) and the peak RSS sampled with psutil. Without --db-url the store is a fresh SQLite under a temporary state dir.
@@ -39,9 +39,9 @@ from simcluster import history as H  # noqa: E402
 from simcluster import score_history  # noqa: E402
 from simcluster.generate import hostnames  # noqa: E402
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store  # noqa: E402
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import open_store  # noqa: E402
 
-SERVICE_REPORT = "ansible_collections.gpuops.cluster.plugins.plugin_utils._service_report"
+SERVICE_REPORT = "ansible_collections.gpuops.cluster.plugins.plugin_utils.service.report"
 
 
 class Phase:
@@ -87,7 +87,7 @@ def _report(store, key: dict, results: list) -> None:
     try:
         sr = importlib.import_module(SERVICE_REPORT)
     except ImportError:
-        print("report    skipped: plugins/plugin_utils/_service_report.py is not in this checkout")
+        print("report    skipped: plugins/plugin_utils/service/report.py is not in this checkout")
         return
     with Phase("compute", results):
         report = sr.compute(store, sr.parse_period(key["period"]))

@@ -68,7 +68,7 @@ def _playbook(sim: Path, playbook: str, extra: str) -> list:
 def floor(sim: Path) -> float:
     import yaml
 
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pipeline as _inspect
 
     inv = yaml.safe_load((sim / "inventory" / "hosts.yml").read_text())
     gv = (

@@ -26,7 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 import conftest  # noqa: E402,F401  (makes ansible_collections.gpuops.cluster importable)
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _planner  # noqa: E402
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import planner as _planner  # noqa: E402
 
 
 def make_cluster(n, racks, seed):

@@ -25,9 +25,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "build"))
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _service_report as sr  # noqa: E402
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _service_report_render as render  # noqa: E402
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import ledger_schema, open_store  # noqa: E402
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.service import report as sr  # noqa: E402
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.service import report_render as render  # noqa: E402
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger_schema, open_store  # noqa: E402
 
 S = 1790812800.0  # 2026-10-01T00:00:00Z
 E = 1798761600.0  # 2027-01-01T00:00:00Z

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._audit import default_head_path, verify
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store.audit import default_head_path, verify
 
 
 class ActionModule(ControllerAction):

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin gpuops.cluster.backup: store, verify, copy off-site and prune one node's configuration snapshot.
 
-Thin glue over ``plugin_utils/_backup``: the entries read by ``gpuops.cluster.config_snapshot`` on the node, the
+Thin glue over ``plugin_utils/backup/store``: the entries read by ``gpuops.cluster.config_snapshot`` on the node, the
 BMC and the Slurm controller, plus the controller's state directory and audit trail, go into the content-addressed
 store under a manifest signed with the backup key (``gpuops_backup_signing_key``, else the key file); the snapshot
 is re-verified (signature, every object re-hashed) before the step reports success. What the node returned is
@@ -19,10 +19,11 @@ import os
 import time
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow, utcnow_iso
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _backup, _outcome
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import store as _backup
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import outcome as _outcome
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy_defaults import DEFAULT_POLICY
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError, plain
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._backup_action import secrets_of, signing_key
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup.gather import secrets_of, signing_key
 
 
 class ActionModule(ControllerAction):

@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit, _windows
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import windows as _windows
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import audit as _audit
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._change_window import (
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change.change_window import (
     audit_marker,
     decide,
     opt_out_record,

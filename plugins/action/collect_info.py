@@ -54,7 +54,7 @@ class ActionModule(ActionBase):
         if not domains:
             # imported here, not at the top: this runs in a worker forked per host, and the collectors are imported
             # only where they are used (result_format capture: by inspect_cluster, once)
-            from ansible_collections.gpuops.cluster.plugins.module_utils._collect import DEFAULT_LIVE_DOMAINS
+            from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import DEFAULT_LIVE_DOMAINS
 
             domains = list(DEFAULT_LIVE_DOMAINS)
         cap_args = {k: args[k] for k in _CAPTURE_ARGS if args.get(k) is not None}
@@ -81,7 +81,7 @@ class ActionModule(ActionBase):
             "node": {"mounts": args.get("mounts") or [], "services": args.get("services")},
             "bmc": {"mode": "inband"},
         }
-        from ansible_collections.gpuops.cluster.plugins.plugin_utils import _livetree
+        from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import livetree as _livetree
 
         facts = _livetree.parse_packed(mod.get("packed"), domains=domains, timeout=timeout, options=options)
         if fmt == "json":
@@ -98,8 +98,9 @@ class ActionModule(ActionBase):
         it is not read (a failed result: the inspection's ``collector.error`` for this node, the others go on).
         ansible-core's connection reads the node's whole stdout before this sees it, so a hostile node can still
         make that read large; what is kept and parsed here is bounded, and parsing is linear (``_shanswer``)."""
-        from ansible_collections.gpuops.cluster.plugins.module_utils._livecapture import pack
-        from ansible_collections.gpuops.cluster.plugins.plugin_utils import _shcapture
+        from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.livecapture import pack
+        from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import shanswer as _shanswer
+        from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import shcapture as _shcapture
 
         options = {
             "timeout": cap_args.get("timeout") or 30,
@@ -122,7 +123,7 @@ class ActionModule(ActionBase):
         stdout = res.pop("stdout", None) or ""
         if isinstance(stdout, bytes):
             stdout = stdout.decode("utf-8", errors="surrogateescape")
-        too_big = _shcapture.answer_size_error(stdout, options["max_bytes"])
+        too_big = _shanswer.answer_size_error(stdout, options["max_bytes"])
         if too_big:
             return {"failed": True, "msg": too_big}
         if "@@gpuops:" + token not in stdout:

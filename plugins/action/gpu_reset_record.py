@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time, utcnow_iso
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _state, _state_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as _state, state_store as _state_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
 
 

@@ -11,12 +11,12 @@ import tempfile
 
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import (
-    _health_check,
-    _health_check_bundle,
-    _inspect,
-    _policy,
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.health_check import (
+    bundle as _health_check_bundle,
+    program as _health_check,
 )
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pipeline as _inspect
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError, plain
 
 

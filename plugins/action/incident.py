@@ -10,10 +10,14 @@ with their SLA clocks. Check mode writes nothing and says what would change.
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger_audit, _ledger_incidents, _ledger_run
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import (
+    ledger_audit as _ledger_audit,
+    ledger_incidents as _ledger_incidents,
+    ledger_run as _ledger_run,
+)
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError, plain
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import StoreError, open_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import StoreError, open_store
 
 
 def clock_line(inc):

@@ -13,15 +13,25 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import SCHEMA as FACTS_SCHEMA
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet, _inspect, _policy, _report, _runbooks
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger_run, _plan_handoff, _platform_plan, _pool
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _slices
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import StoreError, open_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy, _runbooks
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import (
+    fleet as _fleet,
+    pipeline as _inspect,
+    report as _report,
+)
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import (
+    plan_handoff as _plan_handoff,
+    pool as _pool,
+)
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.platform import plan as _platform_plan
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger_run as _ledger_run
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import slices as _slices
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import StoreError, open_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import HostVarsOnce, host_var, plain
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store.state import StateError
 
 _ARGS = {
     "targets": {"type": "list", "elements": "str"},

@@ -18,11 +18,12 @@ import contextlib
 import shlex
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
-from ansible_collections.gpuops.cluster.plugins.module_utils._slurm_parse import parse_show_node
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _guard, _state_store
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._outcome import controller_user
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm import parse_show_node
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import guard as _guard
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state_store as _state_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change.outcome import controller_user
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store.state import StateError
 
 
 @contextlib.contextmanager

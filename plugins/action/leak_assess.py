@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _leak
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.leak import response as _leak
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction
 
 

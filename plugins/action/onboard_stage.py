@@ -3,12 +3,16 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin gpuops.cluster.onboard_stage: evaluate and record one onboarding stage on the controller.
 
-Documentation: plugins/modules/onboard_stage.py; the step: plugins/plugin_utils/_onboard_stage.py.
+Documentation: plugins/modules/onboard_stage.py; the step: plugins/plugin_utils/onboard/stage.py.
 """
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _onboard_record, _onboard_stage, _policy
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.onboard import (
+    record as _onboard_record,
+    stage as _onboard_stage,
+)
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction
 
 

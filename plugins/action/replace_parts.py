@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _replace
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.replace import parts as _replace
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _replace
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.replace import parts as _replace
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction
 
 

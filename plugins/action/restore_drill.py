@@ -11,9 +11,9 @@ import os
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _backup, _backup_drill
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import drill as _backup_drill, store as _backup
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._backup_action import signing_key, templated_var
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup.gather import signing_key, templated_var
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy_defaults import DEFAULT_POLICY
 
 

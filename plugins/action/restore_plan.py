@@ -4,7 +4,7 @@
 """Action plugin gpuops.cluster.restore_plan: verify a snapshot (signature, every checksum) and list what a restore
 writes.
 
-Thin glue over ``plugin_utils/_backup.restore_plan``: a snapshot that is unsigned, not signed with this controller's
+Thin glue over ``plugin_utils/backup/store.restore_plan``: a snapshot that is unsigned, not signed with this controller's
 key, whose manifest or any object does not verify, that belongs to another node, or that would write anything but
 a plain file produced by the node's configured backup sources (with its captured owner and a mode without
 setuid/setgid/sticky bits) is refused (the task fails naming the files) before the restore writes anything. The
@@ -19,9 +19,9 @@ import shutil
 import tempfile
 import time
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _backup
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import store as _backup
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._backup_action import signing_key, templated_var
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup.gather import signing_key, templated_var
 
 
 class ActionModule(ControllerAction):

@@ -11,9 +11,10 @@ node under the state directory, merges the outcome into the run report, prints t
 from __future__ import annotations
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow_iso
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit, _outcome
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import outcome as _outcome
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import audit as _audit
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError, plain
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._change_window import audit_marker
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change.change_window import audit_marker
 
 #: task vars never searched for secret values (huge, or copies of the rest)
 _SKIP_VARS = ("hostvars", "vars", "groups", "ansible_facts", "omit", "play_hosts", "environment")

@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin gpuops.cluster.service_report: the service report of a period from the store's ledger.
 
-Documentation: plugins/modules/service_report.py; the figures: plugins/plugin_utils/_service_report.py;
-rendering: plugins/plugin_utils/_service_report_render.py; docs/service-report.md.
+Documentation: plugins/modules/service_report.py; the figures: plugins/plugin_utils/service/report.py;
+rendering: plugins/plugin_utils/service/report_render.py; docs/service-report.md.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import os
 import re
 import time
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _service_report, _sla
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _service_report_render as _render
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.service import report as _service_report, sla as _sla
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.service import report_render as _render
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError, plain
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import StoreError, open_store
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db.engine import DB_FILE
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import StoreError, open_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store.engine import DB_FILE
 
 
 def _policy_sla(overrides):

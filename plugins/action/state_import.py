@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _state_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state_store as _state_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store.state import StateError
 
 
 class ActionModule(ControllerAction):

@@ -13,8 +13,8 @@ import os
 
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _planner
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import collect_all
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import planner as _planner
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError, plain
 
 #: Inventory variable -> planner key, per host.

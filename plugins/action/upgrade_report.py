@@ -3,13 +3,13 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin gpuops.cluster.upgrade_report: write the rolling upgrade's run report on the controller.
 
-Documentation: plugins/modules/upgrade_report.py; the report: plugins/plugin_utils/_upgrade_report.py.
+Documentation: plugins/modules/upgrade_report.py; the report: plugins/plugin_utils/upgrade/report.py.
 """
 
 from __future__ import annotations
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _timeutil
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _upgrade_report
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.upgrade import report as _upgrade_report
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
 
 

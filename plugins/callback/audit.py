@@ -86,7 +86,7 @@ import uuid
 from ansible import context
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import audit as _audit
 
 #: Environment variable the callback exports while it is loaded (read by the change_window action).
 MARKER_ENV = "GPUOPS_AUDIT_ACTIVE"

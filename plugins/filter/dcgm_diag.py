@@ -12,7 +12,7 @@ author: gpuops.cluster contributors (@gpuops)
 description:
   - Parses the table printed by C(dcgmi diag -r N) (DCGM 3 and DCGM 4 layouts) or its C(-j) JSON (the text, or the
     already parsed object) and returns the C(dcgm) domain of C(docs/facts.md), as
-    M(gpuops.cluster.dcgm_diag_info) returns it (same parser, C(module_utils/_dcgm)).
+    M(gpuops.cluster.dcgm_diag_info) returns it (same parser, C(module_utils/collectors/dcgm)).
   - C(overall) is the worst test result (C(fail) > C(warn) > C(pass)); C(gpus) maps each GPU id to its worst result;
     C(level) is the run level the tests imply.
   - A dcgmi error message (C(Error - the DCGM plugin directory ...)) is a C(tool_error) entry of C(errors); it is

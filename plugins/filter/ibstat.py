@@ -12,7 +12,7 @@ author: gpuops.cluster contributors (@gpuops)
 description:
   - Parses C(ibstat) output (TAB- or space-indented; C(ibstatus) output is detected and parsed too) and returns
     the C(ib) domain of C(docs/facts.md), as M(gpuops.cluster.infiniband_info) returns it from C(ibstat) (same parser,
-    C(module_utils/_ib_parse)). Counters are not in C(ibstat) output; C(counters) stay empty.
+    C(module_utils/parsers/ib)). Counters are not in C(ibstat) output; C(counters) stay empty.
   - An C(ibpanic) line (ibstat died, for example because a device vanished) is a C(tool_error) entry of C(errors),
     with the HCAs listed before it kept; it is evidence, not broken input.
   - Broken input (no C(CA '...') block, output cut inside an HCA, an empty string) raises an error, unless

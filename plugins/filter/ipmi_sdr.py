@@ -14,7 +14,7 @@ description:
     with thresholds); the layout is detected per line. Lines that are not table rows (C(Unable to send command))
     are skipped.
   - Returns the C(sensors) of the C(bmc) domain of C(docs/facts.md), as M(gpuops.cluster.bmc_info) parses them (same
-    parser, C(module_utils/_ipmi_sdr)), with a normalized C(type) (C(temperature), C(fan), C(power_supply),
+    parser, C(module_utils/parsers/ipmi_sdr)), with a normalized C(type) (C(temperature), C(fan), C(power_supply),
     C(leak), ...) and C(status) (C(ok), C(non_critical), C(critical), C(non_recoverable), ...).
   - Broken input (text without a single sensor row, a malformed row, an empty string) raises an error naming the
     line, unless O(strict=false).

@@ -11,7 +11,7 @@ version_added: 0.1.0
 author: gpuops.cluster contributors (@gpuops)
 description:
   - Parses C(ipmitool sel list) or C(ipmitool sel elist) and returns the C(sel) of the C(bmc) domain of
-    C(docs/facts.md), as M(gpuops.cluster.bmc_info) parses it (same parser, C(module_utils/_ipmi_sel)). Record ids are
+    C(docs/facts.md), as M(gpuops.cluster.bmc_info) parses it (same parser, C(module_utils/parsers/ipmi_sel)). Record ids are
     hex; C(Pre-Init) and unspecified times are null; C(severity) is C(ok), C(non_critical), C(critical) or
     C(non_recoverable).
   - C(SEL has no entries) gives an empty list.

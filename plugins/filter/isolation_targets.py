@@ -16,7 +16,7 @@ description:
     view, so they are not targets.
   - Nodes in status C(error) (evidence missing or unreadable) are never targets of a disruptive action
     (C(docs/findings.md), "Unknown is not broken").
-  - The body is C(_inspect.actions_by_host) (plugins/plugin_utils/_inspect.py), the same function the controller
+  - The body is C(_inspect.actions_by_host) (plugins/plugin_utils/inspect/pipeline.py), the same function the controller
     uses.
 options:
   _input:
@@ -60,7 +60,7 @@ from typing import Any, Dict
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _filters
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._inspect import actions_by_host
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect.pipeline import actions_by_host
 
 
 def isolation_targets(result: Any, action: str = "isolate") -> Dict[str, Any]:

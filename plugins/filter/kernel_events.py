@@ -12,7 +12,7 @@ author: gpuops.cluster contributors (@gpuops)
 description:
   - Finds NVIDIA Xid and NVSwitch SXid lines, "fallen off the bus", PCIe AER, mlx5 link and power, MCE and EDAC
     events in kernel log text and returns the C(kernel) domain of C(docs/facts.md), exactly as
-    M(gpuops.cluster.kernel_events_info) returns it (same parser, C(module_utils/_kernel_log)).
+    M(gpuops.cluster.kernel_events_info) returns it (same parser, C(module_utils/parsers/kernel_log)).
   - Accepts the line prefixes of C(dmesg), C(dmesg -T), C(dmesg --time-format=iso), C(journalctl -k -o short-iso)
     and syslog; other lines are skipped, so an empty log or one without events gives no events.
   - Use P(gpuops.cluster.xid_info#filter) on an event's C(code) for what the Xid means and what to do.
@@ -99,7 +99,7 @@ _value:
 
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._kernel_events import DEFAULT_MAX_EVENTS
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.kernel_events import DEFAULT_MAX_EVENTS
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _filters
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 

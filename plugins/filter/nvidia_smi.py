@@ -13,7 +13,7 @@ description:
   - Parses the output of C(nvidia-smi -q -x) or of C(nvidia-smi -q); which one is detected from the text
     (an C(<?xml) or C(<nvidia_smi_log>) document is XML).
   - Returns the C(gpu) domain of C(docs/facts.md), exactly as M(gpuops.cluster.gpu_info) returns it; the filter
-    calls the same parsers (C(module_utils/_nvsmi_xml), C(_nvsmi_text)) and the same normalization.
+    calls the same parsers (C(module_utils/parsers/nvsmi_xml), C(_nvsmi_text)) and the same normalization.
   - Error lines that nvidia-smi prints instead of a GPU (C(Unable to determine the device handle for GPU
     0000:3B:00.0 - GPU is lost)) become unreadable GPU records and C(unreadable) entries in C(errors); they are
     evidence, not broken input.

@@ -13,7 +13,7 @@ description:
   - Parses C(nvidia-smi nvlink -s) (link state and speed), C(nvidia-smi nvlink -e) (error counters), both
     concatenated, or the C(dcgmi nvlink -e) table.
   - Each GPU's C(nvlink) is the same C({links, error}) record that M(gpuops.cluster.gpu_info) puts on its GPUs; the
-    filter calls the module's parser (C(module_utils/_nvlink)) and its merge.
+    filter calls the module's parser (C(module_utils/parsers/nvlink)) and its merge.
   - For the NVLink data attached to full GPU records, use P(gpuops.cluster.nvidia_smi#filter) with its
     O(gpuops.cluster.nvidia_smi#filter:nvlink) option instead.
   - Broken input (no C(GPU N:) header, a malformed counter line, an empty string) raises an error naming the line,

@@ -12,7 +12,7 @@ author: gpuops.cluster contributors (@gpuops)
 description:
   - Parses C(scontrol show node) in its multi-line form, its one-line form (C(scontrol -o show node)) or its
     C(--json) form (the text, or the already parsed object), and returns the C(slurm) domain of C(docs/facts.md) as
-    M(gpuops.cluster.collect_info) returns it (same parser, C(module_utils/_slurm_parse)).
+    M(gpuops.cluster.collect_info) returns it (same parser, C(module_utils/parsers/slurm)).
   - Each node has its C(state) split into C(base_state) and C(flags) (a trailing C(*) is C(NOT_RESPONDING)), its
     C(reason) split from C([user@time]), and its GPU count from C(Gres).
   - Text without a C(NodeName=) record (C(Node x not found), C(slurm_load_node error ...)), a malformed record or an

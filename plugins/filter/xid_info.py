@@ -80,7 +80,7 @@ from typing import Any, Dict
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _filters
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.xid import xid_row
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks.xid import xid_row
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import PolicyError, merge_policy
 
 NAME = "xid_info"

@@ -36,7 +36,7 @@ from typing import Any, Callable, Dict, List, Optional
 #: Largest file or command output one entry holds (a configuration file is kilobytes).
 MAX_ENTRY_BYTES = 8 * 1024 * 1024
 #: Most entries one snapshot of a node holds, and their largest total (the controller enforces the same limits,
-#: plugins/plugin_utils/_backup.py; docs/backup.md "Limits").
+#: plugins/plugin_utils/backup/store.py; docs/backup.md "Limits").
 MAX_ENTRIES = 1000
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 #: Mode bits a restore never sets (setuid, setgid, sticky).

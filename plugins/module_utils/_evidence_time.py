@@ -19,7 +19,7 @@ import datetime
 import re
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _capture
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import capture as _capture
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import UTC, iso_z, parse_time, utcnow
 

@@ -12,7 +12,7 @@ Redfish (DSP0266 "Asynchronous operations", UpdateService.SimpleUpdate):
 
 Everything here is pure: the HTTP call is a function passed in (``get(url) -> (status, headers, body)``), the
 clock and sleep too, so the polling loop is tested without a BMC. No Ansible imports. The run report is
-controller code: plugins/plugin_utils/_upgrade_report.py.
+controller code: plugins/plugin_utils/upgrade/report.py.
 """
 
 from __future__ import annotations

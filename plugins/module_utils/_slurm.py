@@ -22,7 +22,7 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command
-from ansible_collections.gpuops.cluster.plugins.module_utils._slurm_parse import parse_show_job, parse_show_node
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm import parse_show_job, parse_show_node
 
 #: Job states that still occupy a node (a node is not drained while one of these is on it).
 ACTIVE_JOB_STATES = frozenset(

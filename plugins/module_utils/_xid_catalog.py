@@ -13,7 +13,7 @@ Sources, recorded per entry in ``sources`` and ``source``:
   investigatory one. ``_xid_nvidia.NVIDIA_SHEET_TEXT`` is that sheet, code by code.
 * the sheet "XID 144-150 Decode" (per unit and error status: most NVLink5 sub-cases IGNORE, the Fatal ones
   RESET_GPU, some XID_154_EVAL) and WORKFLOW_NVLINK_ERR (Xid 74 register bits, as NVIDIA/NVSentinel design 022
-  implements it): decoded in ``plugins/plugin_utils/_checks/xid_decode.py``.
+  implements it): decoded in ``plugins/plugin_utils/checks/xid_decode.py``.
 * what other tools do (DCGM health watches, k8s-device-plugin, gpud, GCM, Azure NHC, the AWS health suite, imbue),
   from health-policy-facts.md section 4, in ``sources`` and ``disagreements``.
 

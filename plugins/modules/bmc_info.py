@@ -109,8 +109,8 @@ bmc:
 
 from ansible.module_utils.basic import AnsibleModule, env_fallback
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._bmc import DOMAIN, collect, empty_result
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.bmc import DOMAIN, collect, empty_result
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import boundary, collector_spec, pick
 
 
 def main():

@@ -113,7 +113,7 @@ packed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _livecapture
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import livecapture as _livecapture
 
 
 def main():

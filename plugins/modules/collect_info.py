@@ -158,7 +158,7 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import ALL_DOMAINS, collect_all
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import ALL_DOMAINS, collect_all
 
 
 def main():

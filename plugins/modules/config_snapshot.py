@@ -18,7 +18,8 @@ description:
   - A source that is not there is an entry with status C(absent); one that cannot be read is C(error).
     Nothing is skipped silently. A symbolic link or a setuid/setgid/sticky file is read as evidence only (C(restore)
     false, C(note) says why) - a restore never follows links and never sets those bits. More than 1000 entries or
-    64 MiB in all turn the rest into C(error) entries; one file or output holds at most 8 MiB. The controller step M(gpuops.cluster.backup) stores and verifies the entries.
+    64 MiB in all turn the rest into C(error) entries; one file or output holds at most 8 MiB.
+    The controller step M(gpuops.cluster.backup) stores and verifies the entries.
   - With O(redfish), reads the BIOS attributes and the BMC settings (Manager, NetworkProtocol) of the system over
     Redfish instead (run it delegated to the controller); every key that looks like a secret (passwords, tokens,
     keys) is removed before it is returned. Account passwords are never read.

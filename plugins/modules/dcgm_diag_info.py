@@ -73,8 +73,8 @@ dcgm:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
-from ansible_collections.gpuops.cluster.plugins.module_utils._dcgm import DOMAIN, collect
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import boundary, collector_spec, pick
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.dcgm import DOMAIN, collect
 
 
 def main():

@@ -118,8 +118,8 @@ gpu:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
-from ansible_collections.gpuops.cluster.plugins.module_utils._gpu import DOMAIN, collect
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import boundary, collector_spec, pick
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.gpu import DOMAIN, collect
 
 
 def main():

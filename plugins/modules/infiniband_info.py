@@ -98,8 +98,8 @@ ib:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
-from ansible_collections.gpuops.cluster.plugins.module_utils._ib import DOMAIN, collect
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import boundary, collector_spec, pick
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.ib import DOMAIN, collect
 
 
 def main():

@@ -82,8 +82,8 @@ kernel:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
-from ansible_collections.gpuops.cluster.plugins.module_utils._kernel_events import DOMAIN, collect
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import boundary, collector_spec, pick
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.kernel_events import DOMAIN, collect
 
 
 def main():

@@ -11,7 +11,7 @@ version_added: 0.1.0
 author: gpuops.cluster contributors (@gpuops)
 description:
   - Runs C(all_reduce_perf) (U(https://github.com/NVIDIA/nccl-tests)) with a hard timeout and parses its output
-    (C(plugins/module_utils/_nccl.py)) - the per-size rows (algbw, busbw, C(#wrong)), C(# Avg bus bandwidth), the ranks
+    (C(plugins/module_utils/collectors/nccl.py)) - the per-size rows (algbw, busbw, C(#wrong)), C(# Avg bus bandwidth), the ranks
     and their hosts - or reads the capture file C(nccl-all-reduce.txt) from O(capture_dir).
   - With O(rails) it runs once per InfiniBand rail with C(NCCL_IB_HCA=<rail>) (and O(launcher), e.g. an C(mpirun)
     prefix that spans the nodes onboarding together), returning one result per rail.
@@ -82,7 +82,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 nccl:
-  description: The parsed run (see C(plugins/module_utils/_nccl.py)); with O(rails), the first rail's.
+  description: The parsed run (see C(plugins/module_utils/collectors/nccl.py)); with O(rails), the first rail's.
   returned: always
   type: dict
   sample: {source: all_reduce_perf, avg_busbw_gbps: 474.2, max_busbw_gbps: 478.9, wrong: 0, rows: [], errors: []}
@@ -95,8 +95,8 @@ rails:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
-from ansible_collections.gpuops.cluster.plugins.module_utils._nccl import DOMAIN, collect
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import boundary, collector_spec, pick
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.nccl import DOMAIN, collect
 
 _OPTIONS = ("capture_dir", "timeout", "path", "min_bytes", "max_bytes", "step_factor", "gpus", "launcher", "extra_args")
 

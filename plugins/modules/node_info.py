@@ -116,8 +116,8 @@ node:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec, pick
-from ansible_collections.gpuops.cluster.plugins.module_utils._node import DOMAIN, collect
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import boundary, collector_spec, pick
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.node import DOMAIN, collect
 
 
 def main():

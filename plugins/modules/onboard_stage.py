@@ -12,7 +12,7 @@ version_added: 0.1.0
 author: gpuops.cluster contributors (@gpuops)
 description:
   - The controller half of the C(gpuops.cluster.onboard) role (run it delegated to C(localhost)). The stage
-    logic is C(plugins/plugin_utils/_onboard_checks.py), C(_onboard_burnin.py), C(_onboard_record.py) and
+    logic is C(plugins/plugin_utils/onboard/checks.py), C(_onboard_burnin.py), C(_onboard_record.py) and
     C(_onboard_render.py); this step reads and writes the per-node onboarding record
     C(<state_dir>/onboarding/<host>.json) (C(docs/onboarding.md)).
   - O(action=status) returns the record and the first stage that has not passed (a rerun resumes there).

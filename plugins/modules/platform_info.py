@@ -94,8 +94,8 @@ platform:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import boundary, collector_spec
-from ansible_collections.gpuops.cluster.plugins.module_utils._platform import DOMAIN, SCHEMA, collect_platform
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import boundary, collector_spec
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.platform import DOMAIN, SCHEMA, collect_platform
 
 
 def main():

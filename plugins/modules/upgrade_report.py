@@ -17,7 +17,7 @@ description:
   - The reports are written atomically with mode C(0600), never through a link; a missing C(run_dir) is created
     C(0700), whatever the umask.
   - An action plugin - it runs on the controller whatever the play's hosts (the role's C(report.yml) entry point
-    runs it after the rolling play). The report logic is C(plugins/plugin_utils/_upgrade_report.py).
+    runs it after the rolling play). The report logic is C(plugins/plugin_utils/upgrade/report.py).
   - Check mode builds and returns the report and writes nothing (RV(msg) names the files it would write). With
     C(--diff) the change of C(report.md) is shown.
 extends_documentation_fragment: [gpuops.cluster.common.attributes_action]

@@ -24,17 +24,19 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
-from ansible_collections.gpuops.cluster.plugins.module_utils import (
-    _bmc,
-    _dcgm,
-    _gpu,
-    _ib,
-    _ib_parse,
-    _kernel_events,
-    _nvlink,
-    _nvsmi_text,
-    _nvsmi_xml,
-    _slurm_parse,
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import (
+    bmc as _bmc,
+    dcgm as _dcgm,
+    gpu as _gpu,
+    ib as _ib,
+    kernel_events as _kernel_events,
+)
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import (
+    ib as _ib_parse,
+    nvlink as _nvlink,
+    nvsmi_text as _nvsmi_text,
+    nvsmi_xml as _nvsmi_xml,
+    slurm as _slurm_parse,
 )
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_INPUT_BYTES, ParseError, error_record
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time

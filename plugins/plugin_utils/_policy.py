@@ -25,7 +25,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _xid_catalog
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, parse_time
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _sla
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.service import sla as _sla
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy_defaults import DEFAULT_POLICY
 
 SEVERITIES = ("P0", "P1", "P2", "P3")

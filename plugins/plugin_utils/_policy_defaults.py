@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Dict
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _sla
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.service import sla as _sla
 
 #: Bump when a default changes meaning (report.json carries it next to the hash).
 POLICY_VERSION = "2026.12.1"

@@ -11,7 +11,7 @@ import time
 import pytest
 from bmc_fixtures import ROOT, BMCs, free_port
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _bmc
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import bmc as _bmc
 from ansible_collections.gpuops.cluster.plugins.module_utils._http import Http
 
 pytestmark = pytest.mark.emulators

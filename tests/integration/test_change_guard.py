@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit as A
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import audit as A
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TARGET = os.path.join(ROOT, "tests", "integration", "playbooks", "change_guard")

@@ -2,7 +2,8 @@
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The EDA rulebook extensions/eda/rulebooks/gpuops.yml, unmodified, under a real ansible-rulebook with its
-webhook on 127.0.0.1 (with a token: the listener requires one on loopback too). The rulebook's run_playbook paths are relative to the working directory, so the test
+webhook on 127.0.0.1 (with a token: the listener requires one on loopback too). The rulebook's run_playbook paths
+are relative to the working directory, so the test
 runs it from a temp dir whose playbooks/isolate.yml and playbooks/leak_response.yml only RECORD which nodes
 they were asked to act on (nothing is drained). Needs build/venv-eda (tests/testbed/eda-setup.sh) and Java 17;
 skipped without them, failed under CI=true."""

@@ -26,7 +26,8 @@ import time
 import pytest
 import yaml
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _prom_rules, _runbooks
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _runbooks
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import prom_rules as _prom_rules
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import merge_policy
 
 HERE = os.path.dirname(os.path.abspath(__file__))

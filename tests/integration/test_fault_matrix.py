@@ -427,7 +427,7 @@ def replace_prepare(bed, tmp, host, ticket, bmc_vars):
 
 
 def _replace_record(r, ticket, host):
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _replace
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.replace import parts as _replace
 
     return _replace.load_record(str(r.state), ticket, host)
 

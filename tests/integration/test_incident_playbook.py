@@ -12,8 +12,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger as _ledger
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import open_store
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 sys.path.insert(0, str(REPO / "build"))
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _collect  # noqa: E402
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import collect as _collect  # noqa: E402
 from simnode import faults  # noqa: E402
 
 DOMAINS = ["gpu", "kernel", "ib", "bmc", "slurm", "node"]

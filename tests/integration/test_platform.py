@@ -20,7 +20,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "build"))
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.platform import check_platform  # noqa: E402
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.platform.checks import check_platform  # noqa: E402
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import DEFAULT_POLICY  # noqa: E402
 
 SCRATCH = "/srv/scratch"

@@ -14,7 +14,7 @@ import textwrap
 import pytest
 from bmc_fixtures import ROOT
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _bmc
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import bmc as _bmc
 from ansible_collections.gpuops.cluster.plugins.module_utils._http import Http, HttpError
 
 pytestmark = pytest.mark.emulators

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _replace
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pipeline as _inspect
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.replace import parts as _replace
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))

@@ -32,10 +32,11 @@ FQCN = "%s.%s" % (GALAXY["namespace"], GALAXY["name"])
 TARBALL = "%s-%s-%s.tar.gz" % (GALAXY["namespace"], GALAXY["name"], GALAXY["version"])
 
 # Bounds on what a user downloads. Before issue 14 the tarball was 1.32 MB with 4,482 files (7.8 MB unpacked:
-# the simulated cluster's captures, the tests, the test bed, molecule); after it 0.49 MB, 293 files, 1.7 MB.
-MAX_FILES = 500
-MAX_UNPACKED_BYTES = 4_000_000
-MAX_TARBALL_BYTES = 1_000_000
+# the simulated cluster's captures, the tests, the test bed, molecule); after it 0.49 MB, 293 files, 1.7 MB; after
+# issue 35/36 (rooms by domain: a package per domain, each with its __init__.py) 0.99 MB, 508 files, 3.4 MB.
+MAX_FILES = 600
+MAX_UNPACKED_BYTES = 4_500_000
+MAX_TARBALL_BYTES = 1_200_000
 
 # The tarball's top level, at most (MANIFEST.json and FILES.json are written by the build).
 SHIPPED_TOP = {

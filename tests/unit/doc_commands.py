@@ -239,13 +239,18 @@ class Collection:
         return False
 
 
+#: gpuops_* names in the code that are not variables (the store's own identifiers)
+NOT_VARIABLES = {
+    "gpuops_read": "a SQLAlchemy execution option (plugin_utils/store/engine.py)",
+    "gpuops_store_info": "a table of the store's base migration",
+}
 _CODE_GLOBS = (
     "roles/*/tasks/*.yml",
     "roles/*/defaults/*.yml",
     "roles/*/meta/*.yml",
     "roles/*/templates/*",
     "playbooks/*.yml",
-    "plugins/*/*.py",
+    "plugins/**/*.py",
     "plugins/*/*.yml",
     "plugins/*/*/*.j2",
     "extensions/eda/rulebooks/*.yml",
@@ -261,12 +266,12 @@ def gpuops_names_in_code(root: str = ROOT) -> Dict[str, List[str]]:
     with the files that use it (Python: only inside string literals, where variables are read by name)."""
     found: Dict[str, List[str]] = {}
     for pat in _CODE_GLOBS:
-        for path in sorted(glob.glob(os.path.join(root, pat))):
+        for path in sorted(glob.glob(os.path.join(root, pat), recursive=True)):
             with open(path, encoding="utf-8") as fh:
                 text = fh.read()
             if path.endswith(".py"):
                 text = "\n".join(_python_strings(text))
-            for name in set(re.findall(r"\bgpuops_[a-z0-9_]*[a-z0-9]\b", text)):
+            for name in set(re.findall(r"\bgpuops_[a-z0-9_]*[a-z0-9]\b", text)) - set(NOT_VARIABLES):
                 found.setdefault(name, []).append(os.path.relpath(path, root))
     return found
 

@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional
 
 from alembic import command
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import engine as db_engine
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import engine as db_engine
 
 
 def upgrade_to(store: Any, *revisions: str, then: Optional[Callable[[Any], None]] = None) -> None:

@@ -19,7 +19,8 @@ import urllib.request
 import pytest
 import yaml
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _prom_rules, _runbooks
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _runbooks
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import prom_rules as _prom_rules
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import merge_policy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

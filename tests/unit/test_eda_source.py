@@ -239,7 +239,7 @@ def test_the_listener_answers_4xx_to_deep_bodies_and_tokenless_posts():
         auth = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
         try:
             async with aiohttp.ClientSession() as session:
-                for _ in range(100):
+                for _attempt in range(100):
                     try:
                         async with session.post(url, data=b"{}", headers=auth):
                             break

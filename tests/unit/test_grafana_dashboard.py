@@ -4,7 +4,7 @@
 """extensions/grafana/gpuops-dashboard.json: the dashboard-model fields it uses have the types Grafana's
 dashboard schema (schemaVersion 39) gives them, the layout fits the 24-column grid, every query is valid PromQL
 (the real promtool parses each one as a recording rule) and names only metrics that exist: the inspection's
-gpuops.prom (plugins/plugin_utils/_report.py), the node-side check's textfile contract, and the dcgm-exporter /
+gpuops.prom (plugins/plugin_utils/inspect/report.py), the node-side check's textfile contract, and the dcgm-exporter /
 node_exporter metrics the alert rules use."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _prom_rules
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import prom_rules as _prom_rules
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DASHBOARD = os.path.join(ROOT, "extensions", "grafana", "gpuops-dashboard.json")
@@ -38,7 +38,7 @@ def all_panels(dash):
 
 
 def known_metrics():
-    with open(os.path.join(ROOT, "plugins", "plugin_utils", "_report.py"), encoding="utf-8") as fh:
+    with open(os.path.join(ROOT, "plugins", "plugin_utils", "inspect", "report.py"), encoding="utf-8") as fh:
         names = set(re.findall(r"\b(gpuops_[a-z_]+)\{?", fh.read()))
     names |= set(_prom_rules.NODE_HEALTH_METRICS)
     with open(_prom_rules.DEFAULT_OUT, encoding="utf-8") as fh:

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The node-side health check (plugins/plugin_utils/_health_check.py, _health_check_bundle.py).
+"""The node-side health check (plugins/plugin_utils/health_check/program.py, _health_check_bundle.py).
 
 Facts come from simulator captures (tools/simnode: the real tools' output formats) read by the collection's own
 parsers; the hang test runs the built zipapp with fake tools that never answer.
@@ -25,11 +25,12 @@ from simnode import faults
 from simnode.capture import capture
 from simnode.state import default_state
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
-from ansible_collections.gpuops.cluster.plugins.module_utils._slurm_parse import parse_show_node
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _health_check as hc
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _health_check_bundle as bundle
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _policy
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import collect_all
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm import parse_show_node
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.health_check import program as hc
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.health_check import bundle
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pipeline as _inspect
 
 NODE = "gpu-node-07"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.action.health_check_install import ActionModule
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _health_check
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.health_check import program as _health_check
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import StepError
 
 PROFILES = {"hgx": {"gpu_count": 8, "gpu_model": "H100"}}

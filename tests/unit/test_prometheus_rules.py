@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The generated Prometheus rules (extensions/prometheus/gpuops-rules.yml, plugins/plugin_utils/_prom_rules.py):
+"""The generated Prometheus rules (extensions/prometheus/gpuops-rules.yml, plugins/plugin_utils/inspect/prom_rules.py):
 committed file up to date, thresholds from the policy, runbooks from the catalogue, and the real promtool
 (`check rules`, `test rules` on extensions/prometheus/tests/*.yml with a firing and a not-firing case for every
 alert). promtool comes with Debian's prometheus package (tests/testbed/deps.sh); without it the promtool tests
@@ -17,7 +17,8 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _prom_rules, _runbooks
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _runbooks
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import prom_rules as _prom_rules
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import DEFAULT_POLICY, merge_policy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

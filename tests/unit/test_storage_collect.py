@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._storage import collect_storage
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.storage import check_storage, correlate_storage
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.storage import collect_storage
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.platform.storage import check_storage, correlate_storage
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import PolicyError, merge_policy
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -321,7 +321,7 @@ def test_live_clients_through_the_real_runner(tmp_path, monkeypatch):
 
 def test_correlate_hung_mount_on_every_node_before_the_leaf_correlation():
     """node.mounts hung on every node: one storage finding; the leaf correlation then blames no switch."""
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils._cluster import evaluate_cluster
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect.cluster import evaluate_cluster
 
     def hung(h):
         return {"check": "node.mounts", "severity": "P1", "component": "mount:/home", "code": "hung",

@@ -6,7 +6,7 @@ line, reason). A missing head is a failure unless ``--chain-only`` is given. ``-
 controller (``SEQ:HASH``, the callback's syslog line, a head JSON object or a file holding one) that the log must
 still contain. Usage errors exit 2 (argparse).
 
-The verifier is the collection's own ``plugins/plugin_utils/_audit.py``, imported from the collections path the
+The verifier is the collection's own ``plugins/plugin_utils/store/audit.py``, imported from the collections path the
 playbooks use (``$ANSIBLE_COLLECTIONS_PATH``, else ``build/`` of the source tree), so the CLI and the
 ``gpuops.cluster.audit_verify`` action can never disagree.
 """

@@ -2,7 +2,7 @@
 from the collections path the playbooks use.
 
 The hook shares code with the collection instead of copying it: the audit chain writer
-(``plugins/plugin_utils/_audit.py``), the private atomic writer (``plugins/module_utils/_common.py``) and the
+(``plugins/plugin_utils/store/audit.py``), the private atomic writer (``plugins/module_utils/_common.py``) and the
 time formatter (``plugins/module_utils/_timeutil.py``). They are found under ``$ANSIBLE_COLLECTIONS_PATH``, else
 ``<root>/build``, else Ansible's configured collections paths; when the collection is not there the hook fails with :class:`CollectionNotFound` (an OSError)
 and writes nothing.
@@ -64,7 +64,7 @@ def search_path(root: Optional[str] = None) -> List[str]:
 
 
 def module(name: str, root: Optional[str] = None) -> Any:
-    """``plugins.<name>`` of gpuops.cluster (e.g. ``plugin_utils._audit``), imported from the first directory of
+    """``plugins.<name>`` of gpuops.cluster (e.g. ``plugin_utils.store.audit``), imported from the first directory of
     search_path(root) that holds it."""
     rel = os.path.join(*PACKAGE, *name.split(".")) + ".py"
     dirs = search_path(root)
@@ -80,8 +80,8 @@ def module(name: str, root: Optional[str] = None) -> Any:
 
 
 def audit(root: Optional[str] = None) -> Any:
-    """The audit chain writer (plugins/plugin_utils/_audit.py)."""
-    return module("plugin_utils._audit", root)
+    """The audit chain writer (plugins/plugin_utils/store/audit.py)."""
+    return module("plugin_utils.store.audit", root)
 
 
 def common(root: Optional[str] = None) -> Any:

@@ -111,7 +111,7 @@ def inventory_hosts(inventory_path: str, env: Dict[str, str]) -> set:
 
 # ------------------------------------------------------------------------------------------------------ audit
 def _audit_module(root: str) -> Any:
-    """The collection's audit chain writer (plugins/plugin_utils/_audit.py), imported from the collections path
+    """The collection's audit chain writer (plugins/plugin_utils/store/audit.py), imported from the collections path
     the playbooks use ($ANSIBLE_COLLECTIONS_PATH, else <root>/build)."""
     return collection.audit(root)
 
@@ -162,8 +162,8 @@ def record_ticket(root: str, state_dir: str, req: Dict[str, Any], env: Dict[str,
     if req.get("check_mode"):
         return None
     try:
-        incidents = collection.module("plugin_utils._ledger_incidents", root)
-        from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import (  # pylint: disable=import-outside-toplevel
+        incidents = collection.module("plugin_utils.store.ledger_incidents", root)
+        from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import (  # pylint: disable=import-outside-toplevel
             open_store,
         )
 

@@ -8,7 +8,7 @@ hook's environment, both were in that file in clear text, under the state direct
   (``LC_*``, ``ANSIBLE_*``, ``GPUOPS_*``, ``PG*``) and the hook config's ``pass_env``; everything else of the
   hook's environment is dropped.
 - :func:`split` -- of those, a *secret* is one whose name matches the collection's secret-key pattern
-  (``plugins/plugin_utils/_audit.py`` ``SECRET_KEY``: password, token, secret, auth, ...), one of
+  (``plugins/plugin_utils/store/audit.py`` ``SECRET_KEY``: password, token, secret, auth, ...), one of
   :data:`SECRET_NAMES` (``GPUOPS_DB_URL``), one whose value holds URL credentials (``scheme://user:pw@``), or
   one whose value contains a secret's value.
 - :func:`child_env` -- the environment ansible-runner records and starts the command with: the plain

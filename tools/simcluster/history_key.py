@@ -1,6 +1,6 @@
 """The answer key of a simulated history (issue 15), computed from the drawn rows with the contract's definitions.
 
-Written independently of the collection (it never imports plugins/plugin_utils/_sla.py or the report code), so that
+Written independently of the collection (it never imports plugins/plugin_utils/service/sla.py or the report code), so that
 a bug there cannot hide in a shared helper. Definitions (docs/simulation.md "History"):
 
 - every node period is clipped to the period [start, end);

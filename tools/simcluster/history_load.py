@@ -31,12 +31,12 @@ class HistoryError(Exception):
 def _collection():
     """(sqlalchemy, ledger_schema module, open_store, StoreError) from the collection (build/ after make setup)."""
     try:
-        import ansible_collections.gpuops.cluster.plugins.plugin_utils._db  # noqa: F401  pylint: disable=unused-import
+        import ansible_collections.gpuops.cluster.plugins.plugin_utils.store  # noqa: F401  pylint: disable=unused-import
     except ImportError:
         sys.path.insert(0, os.path.join(ROOT, "build"))
     try:
         import sqlalchemy as sa  # pylint: disable=import-outside-toplevel
-        from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import (  # pylint: disable=import-outside-toplevel
+        from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import (  # pylint: disable=import-outside-toplevel
             StoreError,
             ledger_schema,
             open_store,

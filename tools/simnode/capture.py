@@ -10,7 +10,7 @@ from simnode import render_optics
 from simnode.cli import run_tool
 from simnode.state import now_iso
 
-#: capture file -> (tool, args); the commands of plugins/module_utils/_capture.py FILES.
+#: capture file -> (tool, args); the commands of plugins/module_utils/collectors/capture.py FILES.
 COMMANDS = [
     ("nvidia-smi-q.xml", "nvidia-smi", ["-q", "-x"]),
     ("nvidia-smi-q.txt", "nvidia-smi", ["-q"]),
@@ -27,7 +27,7 @@ COMMANDS = [
     ("scontrol-show-node.txt", "scontrol", ["show", "node", None]),
 ]
 DCGM_TIMEOUT_S = 900
-#: the InfiniBand sysfs attributes as one listing (plugins/module_utils/_capture.py SYSFS_IB_FLAT)
+#: the InfiniBand sysfs attributes as one listing (plugins/module_utils/collectors/capture.py SYSFS_IB_FLAT)
 SYSFS_LISTING = "infiniband-sysfs.txt"
 
 

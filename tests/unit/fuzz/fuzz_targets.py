@@ -21,21 +21,23 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from fuzz_structured import structural
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import (
-    _capture,
-    _dcgm,
-    _ib,
-    _ipmi,
-    _kernel_events,
-    _nccl,
-    _node,
-    _nvlink,
-    _nvsmi_text,
-    _nvsmi_xml,
-    _redfish,
-    _safejson,
-    _sched_parse,
-    _slurm_parse,
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import (
+    capture as _capture,
+    dcgm as _dcgm,
+    ib as _ib,
+    kernel_events as _kernel_events,
+    nccl as _nccl,
+    node as _node,
+)
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import (
+    ipmi as _ipmi,
+    nvlink as _nvlink,
+    nvsmi_text as _nvsmi_text,
+    nvsmi_xml as _nvsmi_xml,
+    redfish as _redfish,
+    sched as _sched_parse,
+    slurm as _slurm_parse,
 )
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pipeline as _inspect
 
 REPO = Path(__file__).resolve().parents[3]
 TOOLS = str(REPO / "tools")

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit as A
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import audit as A
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))

@@ -13,8 +13,8 @@ import sqlalchemy as sa
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "tools"))
 from gpuops_runbook import hook  # noqa: E402
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger  # noqa: E402
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store  # noqa: E402
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger as _ledger  # noqa: E402
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import open_store  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 

@@ -521,7 +521,7 @@ def test_private_writes_use_the_collections_writer_and_fail_closed_without_it(tm
 
     common = collection.common()
     assert common.__name__ == "ansible_collections.gpuops.cluster.plugins.module_utils._common"
-    assert hook._audit_module(ROOT).__name__.endswith("plugin_utils._audit")
+    assert hook._audit_module(ROOT).__name__.endswith("plugin_utils.store.audit")
     old = os.umask(0o000)
     try:
         safety.write_private(str(tmp_path / "new" / "r.json"), "{}")

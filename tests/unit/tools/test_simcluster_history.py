@@ -218,7 +218,7 @@ def test_hand_history_key_equals_a_minute_by_minute_count():
 
 def test_due_times_agree_with_the_collections_sla_module():
     """Two implementations of the contract's targets (the key never imports _sla; this test compares them)."""
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _sla
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.service import sla as _sla
 
     rng = random.Random(5)
     for _n in range(3000):
@@ -230,7 +230,7 @@ def test_due_times_agree_with_the_collections_sla_module():
 
 
 def test_quarter_breaches_agree_with_the_collections_sla_module(quarter):
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _sla
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.service import sla as _sla
 
     end = quarter["meta"]["end"]
     for inc in quarter["incidents"]:
@@ -250,7 +250,7 @@ def small_history(tmp_path_factory):
 def _counts(store) -> dict:
     import sqlalchemy as sa
 
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import ledger_schema
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger_schema
 
     meta = ledger_schema.tables()
     with store.read() as conn:
@@ -266,7 +266,7 @@ def _jsonl_counts(hdir: str) -> dict:
 
 
 def test_load_row_counts_and_refuses_a_second_load(store_kw, small_history):
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import open_store
 
     store = open_store(**store_kw)
     try:
@@ -286,7 +286,7 @@ def test_load_row_counts_and_refuses_a_second_load(store_kw, small_history):
 
 
 def test_truncated_line_names_file_and_line_and_loads_nothing(store_kw, small_history, tmp_path):
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import open_store
 
     bad = str(tmp_path / "history")
     shutil.copytree(small_history, bad)
@@ -322,7 +322,7 @@ def test_load_cli_bad_input_is_one_clear_line(tmp_path, small_history):
 
 
 def test_manifest_count_mismatch_is_refused(tmp_path, small_history):
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import ledger_schema
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger_schema
 
     bad = str(tmp_path / "history")
     shutil.copytree(small_history, bad)
@@ -403,7 +403,7 @@ def test_score_function_direct():
 def test_database_error_part_way_names_the_tables_loaded(tmp_path, small_history):
     import sqlalchemy as sa
 
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import StoreError, open_store
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import StoreError, open_store
 
     with open(os.path.join(small_history, "tickets.jsonl")) as fh:
         first = json.loads(fh.readline())

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._platform import collect_platform
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.platform import check_platform
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.platform import collect_platform
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.platform.checks import check_platform
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import DEFAULT_POLICY
 
 TOOLS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tools")

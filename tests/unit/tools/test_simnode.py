@@ -451,7 +451,7 @@ def test_cli_runs_under_system_python(fastdir):
 
 
 def test_capture_directory_contents(fastdir):
-    from ansible_collections.gpuops.cluster.plugins.module_utils import _capture
+    from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import capture as _capture
 
     st = _state()
     faults.apply(st, "dcgm_hang", random.Random(0))

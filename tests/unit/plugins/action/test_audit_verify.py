@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit as A
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import audit as A
 from ansible_collections.gpuops.cluster.plugins.action import audit_verify
 
 

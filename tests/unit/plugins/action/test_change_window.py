@@ -12,7 +12,7 @@ import os
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.action import change_window
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit as A
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import audit as A
 
 WEEKEND = [{"name": "weekend", "weekly": {"days": ["sat", "sun"], "start": "02:00", "duration": "4h"}}]
 SATURDAY = "2026-12-05T02:30:00Z"

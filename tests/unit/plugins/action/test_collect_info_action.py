@@ -15,7 +15,7 @@ import pytest
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.cluster.plugins.action import collect_info as collect_action
-from ansible_collections.gpuops.cluster.plugins.module_utils import _livecapture
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import livecapture as _livecapture
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", ".."))
 CAPTURE = os.path.join(REPO, "inventories", "sim", ".sim", "captures", "gpu-node-01")

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.action import gpu_reset_record as A
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _state
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as _state
 
 BUS = "00000000:18:00.0"
 

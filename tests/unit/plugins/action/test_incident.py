@@ -8,8 +8,13 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from ansible_collections.gpuops.cluster.plugins.action import incident
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit, _ledger, _ledger_audit, _ledger_incidents
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import (
+    audit as _audit,
+    ledger as _ledger,
+    ledger_audit as _ledger_audit,
+    ledger_incidents as _ledger_incidents,
+)
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import open_store
 from ledger_reports import T0, finding, report
 
 REVIEW = {"cause": "riser fault", "fix": "riser replaced", "change_ref": "policy 2026.12-site3", "checks": "gpu.pcie"}

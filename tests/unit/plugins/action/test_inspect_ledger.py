@@ -14,8 +14,8 @@ import sqlalchemy as sa
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.cluster.plugins.action import inspect_cluster
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit, _ledger
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import audit as _audit, ledger as _ledger
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import open_store
 
 HV = {
     "ok": {"__inspect_collect": {"facts": {"schema": "gpuops.facts/v1", "mode": "live", "errors": []}}},

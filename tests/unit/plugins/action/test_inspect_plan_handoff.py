@@ -18,8 +18,11 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.action import inspect_cluster
-from ansible_collections.gpuops.cluster.plugins.module_utils import _collect
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _plan_handoff
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import collect as _collect
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import (
+    pipeline as _inspect,
+    plan_handoff as _plan_handoff,
+)
 from sim_inventory import gpu_nodes
 
 REPO = Path(__file__).resolve().parents[4]

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.action import leak_assess
-from ansible_collections.gpuops.cluster.plugins.module_utils import _bmc, _redfish
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import bmc as _bmc
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import redfish as _redfish
 
 DOMAINS = {"n1": "cdu-a", "n2": "cdu-a", "n4": "cdu-b"}
 RACKS = {"n1": "r1", "n2": "r1", "n4": "r2"}

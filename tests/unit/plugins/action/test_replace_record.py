@@ -13,8 +13,8 @@ import os
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.action import replace_parts, replace_record
-from ansible_collections.gpuops.cluster.plugins.module_utils import _nvsmi_xml
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _replace
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import nvsmi_xml as _nvsmi_xml
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.replace import parts as _replace
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 BUS = "00000000:00:0E.0"

@@ -12,7 +12,8 @@ import stat
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.action import run_outcome as A
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit, _outcome
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import outcome as _outcome
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import audit as _audit
 
 
 def _args(tmp_path, **extra):

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.action import service_report
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import open_store
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plugin_utils"))
 from service_ledger import build_ledger  # noqa: E402

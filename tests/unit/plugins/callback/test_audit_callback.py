@@ -11,7 +11,7 @@ import yaml
 from ansible import constants as C
 
 from ansible_collections.gpuops.cluster.plugins.callback import audit as audit_cb
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit as A
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import audit as A
 
 SECRET = "Bmc-Pa55word-XYZ"
 SECRET2 = "ExtraVar-S3cret-77"

@@ -30,7 +30,7 @@ from ansible_collections.gpuops.cluster.plugins.filter import (
     scontrol_nodes,
     xid_info,
 )
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _report
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import report as _report
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 FIX = os.path.join(REPO, "tests", "fixtures")

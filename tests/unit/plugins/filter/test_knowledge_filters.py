@@ -15,8 +15,8 @@ from ansible_collections.gpuops.cluster.plugins.filter import findings_by as FB
 from ansible_collections.gpuops.cluster.plugins.filter import isolation_targets as IT
 from ansible_collections.gpuops.cluster.plugins.filter import xid_info as XI
 from ansible_collections.gpuops.cluster.plugins.module_utils import _xid_catalog
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _report
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import xid as xid_checks
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import report as _report
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks import xid as xid_checks
 
 
 # ------------------------------------------------------------------------------------------------- xid_info

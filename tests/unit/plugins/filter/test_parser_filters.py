@@ -26,7 +26,14 @@ from ansible_collections.gpuops.cluster.plugins.filter import (
     nvlink,
     scontrol_nodes,
 )
-from ansible_collections.gpuops.cluster.plugins.module_utils import _bmc, _dcgm, _gpu, _ib, _kernel_events, _slurm_parse
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import (
+    bmc as _bmc,
+    dcgm as _dcgm,
+    gpu as _gpu,
+    ib as _ib,
+    kernel_events as _kernel_events,
+)
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import slurm as _slurm_parse
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._filters import looks_like_xml
 
 FIX = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures"))

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _bmc
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import bmc as _bmc
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 PASSWORD = "Hunter2-bmc-pw"

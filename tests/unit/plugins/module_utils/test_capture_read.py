@@ -23,7 +23,10 @@ import threading
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _capture, _collect
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import (
+    capture as _capture,
+    collect as _collect,
+)
 from ansible_collections.gpuops.cluster.plugins.module_utils import _common as C
 
 SECRET = "s3cr3t-h3-do-not-leak"
@@ -286,7 +289,7 @@ def test_collect_hostile_capture_refuses_each_file_and_reads_the_rest(capture, t
     outcome, detail = _in_child(
         """
         import json
-        from ansible_collections.gpuops.cluster.plugins.module_utils import _collect
+        from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import collect as _collect
         print("FACTS", json.dumps(_collect.collect_all(capture_dir=sys.argv[1]), default=str))
         """,
         capture,

@@ -1,4 +1,4 @@
-# Tests for the dcgmi diag parser (plugins/module_utils/_dcgm.py).
+# Tests for the dcgmi diag parser (plugins/module_utils/collectors/dcgm.py).
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _dcgm
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import dcgm as _dcgm
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "dcgmi-diag")

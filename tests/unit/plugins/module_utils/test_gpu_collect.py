@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._gpu import collect
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.gpu import collect
 
 FIX = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures"))
 SMI = os.path.join(FIX, "bin", "nvidia-smi")
@@ -199,7 +199,7 @@ def test_live_missing_binary(fake_smi):
 
 
 def test_internal_error_is_an_error_record(monkeypatch):
-    from ansible_collections.gpuops.cluster.plugins.module_utils import _gpu
+    from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import gpu as _gpu
 
     def boom(*_a, **_k):
         raise RuntimeError("bug")

@@ -1,4 +1,4 @@
-# Unit tests for plugins/module_utils/_ib.py (sysfs, ibstat, ibstatus, the ib collector).
+# Unit tests for plugins/module_utils/collectors/ib.py (sysfs, ibstat, ibstatus, the ib collector).
 from __future__ import annotations
 
 import errno
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _ib
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import ib as _ib
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 
 HERE = os.path.dirname(os.path.abspath(__file__))

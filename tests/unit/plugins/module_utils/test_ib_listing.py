@@ -10,8 +10,8 @@ import shutil
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _ib, _ib_sysfs
-from ansible_collections.gpuops.cluster.plugins.module_utils._ib_parse import MAX_COUNTERS, MAX_HCAS, MAX_PORTS
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import ib as _ib, ib_sysfs as _ib_sysfs
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.ib import MAX_COUNTERS, MAX_HCAS, MAX_PORTS
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 
 HERE = os.path.dirname(os.path.abspath(__file__))

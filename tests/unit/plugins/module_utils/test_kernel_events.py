@@ -1,4 +1,4 @@
-# Tests for the kernel log parser (plugins/module_utils/_kernel_events.py).
+# Tests for the kernel log parser (plugins/module_utils/collectors/kernel_events.py).
 from __future__ import annotations
 
 import collections
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _kernel_events as ke
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import kernel_events as ke
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "xid-kmsg")

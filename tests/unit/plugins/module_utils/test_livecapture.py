@@ -12,7 +12,10 @@ import stat
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _collect, _livecapture
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import (
+    collect as _collect,
+    livecapture as _livecapture,
+)
 from tool_helpers import write_tool as _tool
 
 FIX = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "fixtures"))
@@ -87,7 +90,7 @@ def test_kernel_since_and_dcgm_and_slurm_commands(tmp_path, fake_path, monkeypat
 
 
 def test_node_collector_failure_is_recorded(tmp_path, fake_path, monkeypatch):
-    from ansible_collections.gpuops.cluster.plugins.module_utils import _node
+    from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import node as _node
 
     monkeypatch.setattr(_node, "collect", lambda **kw: 1 / 0)
     res = _capture(tmp_path)
@@ -161,7 +164,7 @@ def test_capture_tree_packs_into_what_the_controller_reads(tmp_path, fake_path):
     res = _tree_capture(tmp_path, domains=["ib", "node"])
     packed = _livecapture.pack(res["tree"])
     assert packed.isascii() and len(packed) < sum(len(v) for v in res["tree"].values()) * 2
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _livetree
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import livetree as _livetree
 
     assert _livetree.unpack(packed) == res["tree"]
 

@@ -1,12 +1,12 @@
-# Unit tests for plugins/module_utils/_mlxlink.py and _ethtool_module.py (real outputs + broken variants).
+# Unit tests for plugins/module_utils/parsers/mlxlink.py and _ethtool_module.py (real outputs + broken variants).
 from __future__ import annotations
 
 import os
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _ethtool_module as E
-from ansible_collections.gpuops.cluster.plugins.module_utils import _mlxlink as M
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import ethtool as E
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import mlxlink as M
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _nccl
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import nccl as _nccl
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 
 FIX = Path(__file__).resolve().parents[3] / "fixtures" / "nccl"

@@ -1,4 +1,4 @@
-# Unit tests for plugins/module_utils/_node.py (node basics, mounts with timeouts, NVIDIA services).
+# Unit tests for plugins/module_utils/collectors/node.py (node basics, mounts with timeouts, NVIDIA services).
 from __future__ import annotations
 
 import json
@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _node, _node_parse
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import node as _node
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import node as _node_parse
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 
 REAL_STAT = shutil.which("stat")

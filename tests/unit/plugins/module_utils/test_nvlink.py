@@ -11,8 +11,8 @@ from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
-from ansible_collections.gpuops.cluster.plugins.module_utils._nvlink import merge, parse
-from ansible_collections.gpuops.cluster.plugins.module_utils._nvsmi_xml import new_record
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.nvlink import merge, parse
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.nvsmi_xml import new_record
 
 NVL = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "nvlink")
 

@@ -14,7 +14,8 @@ import time
 import pynvml
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _gpu, _nvml, _nvsmi_xml
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import gpu as _gpu, nvml as _nvml
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import nvsmi_xml as _nvsmi_xml
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 import fake_pynvml  # noqa: E402

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
-from ansible_collections.gpuops.cluster.plugins.module_utils._nvsmi_xml import parse, recovery_action
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.nvsmi_xml import parse, recovery_action
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 XML_DIR = os.path.join(FIX, "nvidia-smi-xml")

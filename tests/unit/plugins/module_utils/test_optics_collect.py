@@ -11,7 +11,11 @@ import shutil
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _ib, _ib_optics, _livecapture
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import (
+    ib as _ib,
+    ib_optics as _ib_optics,
+    livecapture as _livecapture,
+)
 from tool_helpers import write_tool as _tool
 
 FIX = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "fixtures"))

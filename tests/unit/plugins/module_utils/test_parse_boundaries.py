@@ -13,17 +13,19 @@ import shutil
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import (
-    _bmc,
-    _collect,
-    _dcgm,
-    _ib,
-    _ipmi,
-    _kernel_events,
-    _nccl,
-    _nvlink,
-    _redfish,
-    _slurm_parse,
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import (
+    bmc as _bmc,
+    collect as _collect,
+    dcgm as _dcgm,
+    ib as _ib,
+    kernel_events as _kernel_events,
+    nccl as _nccl,
+)
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import (
+    ipmi as _ipmi,
+    nvlink as _nvlink,
+    redfish as _redfish,
+    slurm as _slurm_parse,
 )
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
@@ -307,7 +309,7 @@ def test_a_100k_character_line_is_an_error_entry_not_seconds_of_regex(parse):
 def test_fabric_manager_version_of_a_long_digit_line_is_fast():
     import time
 
-    from ansible_collections.gpuops.cluster.plugins.module_utils import _node
+    from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import node as _node
 
     t0 = time.process_time()
     assert _node.parse_fm_version("version : " + "1." * 60000 + "\n") is None

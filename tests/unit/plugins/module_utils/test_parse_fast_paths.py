@@ -14,7 +14,9 @@ import re
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _common, _ib_sysfs, _nvlink, _nvsmi_xml
+from ansible_collections.gpuops.cluster.plugins.module_utils import _common
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import ib_sysfs as _ib_sysfs
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import nvlink as _nvlink, nvsmi_xml as _nvsmi_xml
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")

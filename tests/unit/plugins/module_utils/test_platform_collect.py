@@ -1,4 +1,4 @@
-# Tests for the platform collector (plugins/module_utils/_platform.py): capture directories and live runs.
+# Tests for the platform collector (plugins/module_utils/collectors/platform.py): capture directories and live runs.
 from __future__ import annotations
 
 import json
@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _platform
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import platform as _platform
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import CommandResult
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "slurm-platform")

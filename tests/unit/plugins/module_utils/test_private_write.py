@@ -16,8 +16,10 @@ import stat
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _common as C
-from ansible_collections.gpuops.cluster.plugins.module_utils import _livecapture
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _replace, _state
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import livecapture as _livecapture
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pipeline as _inspect
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.replace import parts as _replace
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as _state
 from ansible_collections.gpuops.cluster.plugins.action import onboard_stage, upgrade_report
 
 SECRET = "victim-file-content"
@@ -299,7 +301,7 @@ def test_read_tree_ships_only_plain_files(tmp_path, victim):
 
 
 def test_sysfs_capture_writes_private_files_and_never_through_a_link(tmp_path, victim):
-    from ansible_collections.gpuops.cluster.plugins.module_utils import _ib
+    from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import ib as _ib
 
     hca = tmp_path / "root" / "sys" / "class" / "infiniband" / "mlx5_0"
     hca.mkdir(parents=True)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _redfish
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import redfish as _redfish
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "redfish")

@@ -190,11 +190,11 @@ def test_depth_matches_the_reference_on_random_documents():
         if d > 70 or r < 0.3:
             return rng.choice(atoms)
         if r < 0.65:
-            return [value(d + 1) for _ in range(rng.randint(0, 3))]
+            return [value(d + 1) for _i in range(rng.randint(0, 3))]
         return {rng.choice(["k[", "{k", '\\"]', "\\"]) + str(i): value(d + 1) for i in range(rng.randint(0, 3))}
 
     seen = set()
-    for _ in range(1000):
+    for _round in range(1000):
         doc = json.dumps(value(0), ensure_ascii=rng.random() < 0.5)
         want = _reference_depth(doc)
         seen.add(want > 64)

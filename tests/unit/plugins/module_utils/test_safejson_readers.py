@@ -16,8 +16,15 @@ import zlib
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _bmc, _capture, _dcgm, _http, _platform
-from ansible_collections.gpuops.cluster.plugins.module_utils import _sched_parse, _storage_probe
+from ansible_collections.gpuops.cluster.plugins.module_utils import _http
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import (
+    bmc as _bmc,
+    capture as _capture,
+    dcgm as _dcgm,
+    platform as _platform,
+)
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import storage_probe as _storage_probe
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import sched as _sched_parse
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 
 DEEP = "[" * 100000 + "]" * 100000
@@ -98,14 +105,14 @@ def test_runner_child_result():
 
 def _deep_result():
     value = []
-    for _ in range(200):
+    for _level in range(200):
         value = [value]
     return value
 
 
 # ----------------------------------------------------------------------------------------------- controller
 def test_state_file(tmp_path):
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _state
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as _state
 
     (tmp_path / "hosts").mkdir()
     (tmp_path / "hosts" / "h1.json").write_text(DEEP)
@@ -114,7 +121,8 @@ def test_state_file(tmp_path):
 
 
 def test_guard_history(tmp_path):
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _guard, _state
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import guard as _guard
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as _state
 
     (tmp_path / "isolation").mkdir()
     (tmp_path / "isolation" / "history.json").write_text('{"entries": ' + DEEP + "}")
@@ -126,7 +134,10 @@ def test_store_row(tmp_path):
     pytest.importorskip("sqlalchemy")
     import sqlalchemy as sa
 
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _state, _state_store
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import (
+        state as _state,
+        state_store as _state_store,
+    )
 
     st = _state_store.open_state(str(tmp_path), "sqlite:///%s/s.db" % tmp_path)
     st.save_hosts({"h1": _state.empty_host_state("h1"), "h2": _state.empty_host_state("h2")})
@@ -138,7 +149,7 @@ def test_store_row(tmp_path):
 
 
 def test_slice_entry():
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _slices
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import slices as _slices
     from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 
     with pytest.raises(_safejson.JsonBudgetError):
@@ -147,7 +158,7 @@ def test_slice_entry():
 
 
 def test_plan_handoff(tmp_path):
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _plan_handoff
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import plan_handoff as _plan_handoff
 
     token = "a" * 32
     path = _plan_handoff._dir(str(tmp_path))
@@ -169,7 +180,7 @@ def test_document_filter():
 
 
 def test_audit_ledger_line(tmp_path):
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger_audit
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger_audit as _ledger_audit
 
     log = tmp_path / "audit.log"
     log.write_text("[" * 3000 + "]" * 3000 + "\n")
@@ -189,7 +200,7 @@ _SMI = '<nvidia_smi_log><driver_version>535.1</driver_version><gpu id="00000000:
 
 def test_nvsmi_xml_entities_are_never_expanded():
     """An internal entity is refused, not expanded (billion laughs on a node whose expat predates 2.4)."""
-    from ansible_collections.gpuops.cluster.plugins.module_utils import _nvsmi_xml
+    from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import nvsmi_xml as _nvsmi_xml
 
     doc = '<?xml version="1.0"?><!DOCTYPE nvidia_smi_log [<!ENTITY x "EXPANDED">]>' + _SMI % "&x;"
     with pytest.raises(ParseError, match="entities"):
@@ -203,7 +214,7 @@ def test_nvsmi_xml_entities_are_never_expanded():
 
 
 def test_nvsmi_xml_deep_nesting_is_a_parse_error_or_a_result():
-    from ansible_collections.gpuops.cluster.plugins.module_utils import _nvsmi_xml
+    from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import nvsmi_xml as _nvsmi_xml
 
     doc = _SMI % ("<a>" * 100000 + "</a>" * 100000)
     try:
@@ -216,7 +227,7 @@ def test_nvsmi_xml_deep_nesting_is_a_parse_error_or_a_result():
 def test_nvsmi_xml_lone_surrogate_is_no_exception():
     """Found by the encoding mutations of the fuzz campaign: a lone surrogate made ElementTree's encoder raise
     UnicodeEncodeError out of the parser (only ParseError may come out)."""
-    from ansible_collections.gpuops.cluster.plugins.module_utils import _nvsmi_xml
+    from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import nvsmi_xml as _nvsmi_xml
 
     res = _nvsmi_xml.parse(_SMI.replace("535.1", "535.1\ud800") % "NVIDIA H100", "x")
     assert res["gpus"][0]["name"] == "NVIDIA H100"

@@ -1,4 +1,4 @@
-# Tests for the cluster-level Slurm parsers (plugins/module_utils/_sched_parse.py) on the bed's real outputs.
+# Tests for the cluster-level Slurm parsers (plugins/module_utils/parsers/sched.py) on the bed's real outputs.
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _sched_parse as P
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import sched as P
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "slurm-platform")

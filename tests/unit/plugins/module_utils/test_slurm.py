@@ -192,7 +192,7 @@ def test_node_status_drained_draining(state, jobs, drained, draining):
 
 
 def test_parsed_capture_status_and_jobs():
-    from ansible_collections.gpuops.cluster.plugins.module_utils._slurm_parse import parse_show_job, parse_show_node
+    from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm import parse_show_job, parse_show_node
 
     node = parse_show_node(NODE_MIXED_DRAIN)[0]
     jobs = jobs_on_node(parse_show_job(JOBS), "gpu-node-01")

@@ -1,4 +1,4 @@
-# Tests for the scontrol parsers (plugins/module_utils/_slurm_parse.py).
+# Tests for the scontrol parsers (plugins/module_utils/parsers/slurm.py).
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _slurm_parse as sp
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import slurm as sp
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "scontrol-show-node")

@@ -11,7 +11,7 @@ import json
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _collect
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import collect as _collect
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
 from ansible_collections.gpuops.cluster.plugins.modules import (
     bmc_info,

@@ -73,7 +73,7 @@ def test_documentation_parses_and_lists_every_option():
 def test_return_sample_has_every_record_key():
     import yaml
 
-    from ansible_collections.gpuops.cluster.plugins.module_utils._nvsmi_xml import new_record
+    from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.nvsmi_xml import new_record
 
     sample = yaml.safe_load(gpu_info.RETURN)["gpu"]["sample"]["gpus"][0]
     rec = new_record(0)

@@ -7,7 +7,7 @@ import os
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _kernel_events
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import kernel_events as _kernel_events
 from ansible_collections.gpuops.cluster.plugins.modules import kernel_events_info
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "xid-kmsg")

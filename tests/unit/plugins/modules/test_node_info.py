@@ -7,7 +7,7 @@ import time
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _node
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import node as _node
 from ansible_collections.gpuops.cluster.plugins.modules import node_info
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks as C
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import checks as C
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy as P
 
 NOW = "2026-12-02T10:00:00Z"

@@ -3,7 +3,7 @@ tables; the figures it must give are worked out by hand in test_service_report.p
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import ledger_schema
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger_schema
 
 H = 3600.0
 D = 86400.0

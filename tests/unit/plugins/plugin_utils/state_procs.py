@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _guard, _state_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import guard as _guard
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state_store as _state_store
 
 
 def guard_cluster(n=8):

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _audit as A
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import audit as A
 
 
 def _write(tmp_path, n=5, run_id="r1"):

@@ -29,8 +29,8 @@ import pytest
 
 from ansible_collections.gpuops.cluster.plugins.action import backup, restore_drill, restore_plan
 from ansible_collections.gpuops.cluster.plugins.module_utils import _backup as N
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _backup as B
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _backup_drill as D
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import store as B
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import drill as D
 
 UTC = datetime.timezone.utc
 NOW = datetime.datetime(2026, 12, 3, 8, 0, 0, tzinfo=UTC)

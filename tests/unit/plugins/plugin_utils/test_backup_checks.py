@@ -1,13 +1,13 @@
-"""backup.failed / backup.stale (plugins/plugin_utils/_checks/backup.py) through evaluate_node."""
+"""backup.failed / backup.stale (plugins/plugin_utils/checks/backup.py) through evaluate_node."""
 
 from __future__ import annotations
 
 import datetime
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _backup as N
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _backup as B
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import evaluate_node
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.backup import with_backup_status
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import store as B
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks import evaluate_node
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks.backup import with_backup_status
 
 NOW = datetime.datetime(2026, 12, 3, 8, 0, 0, tzinfo=datetime.timezone.utc)
 

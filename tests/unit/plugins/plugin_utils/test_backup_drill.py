@@ -1,12 +1,12 @@
-"""Restore drills (plugins/plugin_utils/_backup_drill.py): sample, scratch restore, RTO/RPO, report."""
+"""Restore drills (plugins/plugin_utils/backup/drill.py): sample, scratch restore, RTO/RPO, report."""
 
 from __future__ import annotations
 
 import datetime
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _backup as N
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _backup as B
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _backup_drill as D
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import store as B
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import drill as D
 
 NOW = datetime.datetime(2026, 12, 3, 8, 0, 0, tzinfo=datetime.timezone.utc)
 POLICY = {"rto_minutes": 30, "rpo_hours": 24}

@@ -1,4 +1,4 @@
-"""The backup store (plugins/plugin_utils/_backup.py): objects, signed manifests, verify, tamper, retention, off-site.
+"""The backup store (plugins/plugin_utils/backup/store.py): objects, signed manifests, verify, tamper, retention, off-site.
 
 The boundaries of issue 35 (signatures, sources, limits, secrets) are in test_backup_boundaries.py."""
 
@@ -14,7 +14,7 @@ import stat
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _backup as N
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _backup as B
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import store as B
 
 UTC = datetime.timezone.utc
 NOW = datetime.datetime(2026, 12, 3, 8, 0, 0, tzinfo=UTC)

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Health checks (plugin_utils/_checks): the entry point, the registry vs docs/checks.md, robustness."""
+"""Health checks (plugin_utils/checks): the entry point, the registry vs docs/checks.md, robustness."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks as C
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import checks as C
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy as P
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _state as S
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._cluster import node_status
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as S
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect.cluster import node_status
 from checks_helpers import HOST, NOW, PROFILE, facts, gpu, only, run, xid
 
 

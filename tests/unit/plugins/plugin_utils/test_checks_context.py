@@ -10,7 +10,7 @@ import datetime
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy as P
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import bmc, context, xid
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks import bmc, context, xid
 from checks_helpers import BUS, HOST, gpu
 
 NOW = datetime.datetime(2026, 12, 2, 10, 0, tzinfo=datetime.timezone.utc)

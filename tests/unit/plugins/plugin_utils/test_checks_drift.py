@@ -8,8 +8,8 @@ from __future__ import annotations
 import copy
 
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks as C
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _state as S
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import checks as C
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as S
 from checks_helpers import HOST, NOW, facts, gpu, run
 
 

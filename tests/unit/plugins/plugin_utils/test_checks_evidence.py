@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._kernel_log import parse_kernel_log
-from ansible_collections.gpuops.cluster.plugins.module_utils._slurm_parse import parse_show_node
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.kernel_log import parse_kernel_log
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm import parse_show_node
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy as P
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.xid import xid_row
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._slurm_reasons import interpret_reason, known_keys
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks.xid import xid_row
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.platform.slurm_reasons import interpret_reason, known_keys
 from checks_helpers import BUS, HOST, PROFILE, facts, gpu, only, run, xid
 
 FIX = Path(__file__).resolve().parents[3] / "fixtures"

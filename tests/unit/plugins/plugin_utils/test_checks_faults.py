@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _state as S
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._cluster import node_status
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as S
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect.cluster import node_status
 from checks_helpers import BUS, HOST, facts, gpu, only, run, xid
 
 

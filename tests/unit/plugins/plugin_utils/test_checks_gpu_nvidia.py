@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _nvsmi_xml
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import nvsmi_xml as _nvsmi_xml
 from checks_helpers import facts, gpu, only, run, xid
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "nvidia-smi-xml")

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._cluster import node_status
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect.cluster import node_status
 from checks_helpers import PROFILE, facts, only, run
 
 

@@ -10,7 +10,7 @@ import os
 
 from checks_helpers import facts, gpu, only, port, run
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _ib_optics as O
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import ib_optics as O
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy as P
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -1,4 +1,4 @@
-# Tests for the platform checks (plugins/plugin_utils/_checks/platform*.py) and their place in the report.
+# Tests for the platform checks (plugins/plugin_utils/checks/platform*.py) and their place in the report.
 from __future__ import annotations
 
 import copy
@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _platform_plan, _report
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.platform import check_platform
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks.platform_jobs import percentile, platform_summary
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pipeline as _inspect, report as _report
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.platform import plan as _platform_plan
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.platform.checks import check_platform
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.platform.jobs import percentile, platform_summary
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import DEFAULT_POLICY, PolicyError, merge_policy
 
 NOW = 1796205600.0
@@ -253,9 +254,9 @@ def test_a_garbled_storage_capture_is_one_collector_error(tmp_path):
     """The storage collector's errors reach the platform facts once (domain storage): one finding, not two."""
     import datetime
 
-    from ansible_collections.gpuops.cluster.plugins.module_utils import _platform
+    from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import platform as _platform
     from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import platform as platform_checks
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.platform import checks as platform_checks
 
     (tmp_path / "lfs-df.txt").write_text("garbage \x00\x01 not lfs\n")
     facts = _platform.collect_platform(capture_dir=str(tmp_path))

@@ -13,9 +13,9 @@ import os
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._kernel_log import parse_kernel_log
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _state as S
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import xid_decode
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.kernel_log import parse_kernel_log
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as S
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks import xid_decode
 from checks_helpers import BUS, HOST, facts, only, run, xid
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "xid-kmsg")

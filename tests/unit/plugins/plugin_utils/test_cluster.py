@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _cluster as K
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import cluster as K
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy as P
 
 NOW = "2026-12-02T10:00:00Z"

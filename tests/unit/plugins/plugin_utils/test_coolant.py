@@ -11,9 +11,12 @@ import copy
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _bmc, _ipmi, _redfish
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import bmc as _bmc
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import ipmi as _ipmi, redfish as _redfish
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _leak, _policy
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import checks as _checks
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.leak import response as _leak
 
 INV = {"n1": {"gpuops_leak_domain": "cdu-a"}, "n2": {"gpuops_leak_domain": "cdu-a"}, "n3": {"gpuops_leak_domain": "b"}}
 NOW = 1_764_669_600.0

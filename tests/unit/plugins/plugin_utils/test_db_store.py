@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The store foundation (plugin_utils/_db, docs/store.md) on both backends: embedded SQLite and a real PostgreSQL."""
+"""The store foundation (plugin_utils/store, docs/store.md) on both backends: embedded SQLite and a real PostgreSQL."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import stat
 import pytest
 import sqlalchemy as sa
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import StoreError, open_store, store_url
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import engine as db_engine
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import StoreError, open_store, store_url
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import engine as db_engine
 
 
 def test_a_new_store_is_migrated_to_the_collections_heads(store_kw):

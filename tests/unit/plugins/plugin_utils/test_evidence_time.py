@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _evidence_time as E
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import collect_all
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import UTC, parse_time
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _report
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import evaluate_node
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pipeline as _inspect, report as _report
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks import evaluate_node
 
 ROOT = Path(__file__).resolve().parents[4]
 FIX = ROOT / "tests" / "fixtures"

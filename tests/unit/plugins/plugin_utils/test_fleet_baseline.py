@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _collect
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks as C
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import collect as _collect
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import checks as C
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import fleet as _fleet
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pipeline as _inspect
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy as P
 from sim_inventory import gpu_nodes
 

@@ -3,8 +3,11 @@ their spread, hardware per class, and with a store the open incidents and the re
 
 from __future__ import annotations
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _fleet_summary, _report
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import (
+    fleet_summary as _fleet_summary,
+    report as _report,
+)
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import open_store
 
 from service_ledger import E, S, build_ledger, insert  # noqa: E402
 

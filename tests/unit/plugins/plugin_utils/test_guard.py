@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Unit tests for the isolation blast-radius guard (plugins/plugin_utils/_guard.py)."""
+"""Unit tests for the isolation blast-radius guard (plugins/plugin_utils/change/guard.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpuops.cluster.plugins.action import isolation_guard
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _guard
-from ansible_collections.gpuops.cluster.plugins.module_utils._slurm_parse import parse_show_node
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import guard as _guard
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm import parse_show_node
 
 NOW = 1_800_000_000.0
 

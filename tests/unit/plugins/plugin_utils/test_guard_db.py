@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The isolation guard on the shared state's database backend (plugins/plugin_utils/_state_store.py): the cap holds
+"""The isolation guard on the shared state's database backend (plugins/plugin_utils/store/state_store.py): the cap holds
 across processes (execution nodes) on one database, and claims, releases and expiry answer exactly as the file
 backend does (docs/isolation.md "Several controllers")."""
 
@@ -10,8 +10,9 @@ import multiprocessing
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.action import isolation_guard
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _guard, _state_store
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._state import StateError
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import guard as _guard
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state_store as _state_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store.state import StateError
 
 import state_procs
 

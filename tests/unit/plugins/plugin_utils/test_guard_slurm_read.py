@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.action import isolation_guard as A
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import engine
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import engine
 
 IDLE = "\n".join("NodeName=gpu-node-%02d State=IDLE Partitions=gpu" % i for i in range(1, 9))
 

@@ -20,8 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _collect, _livecapture
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _inspect, _pool
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import (
+    collect as _collect,
+    livecapture as _livecapture,
+)
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import checks as _checks
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pipeline as _inspect, pool as _pool
 from sim_inventory import gpu_nodes
 
 REPO = Path(__file__).resolve().parents[4]

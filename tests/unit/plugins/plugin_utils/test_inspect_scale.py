@@ -18,8 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _facts_cache, _fleet_summary, _inspect, _ledger
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _pool, _report, _state
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import (
+    facts_cache as _facts_cache,
+    fleet_summary as _fleet_summary,
+    pipeline as _inspect,
+)
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger as _ledger
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pool as _pool, report as _report
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as _state
 from sim_inventory import gpu_nodes
 
 REPO = Path(__file__).resolve().parents[4]

@@ -17,8 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _facts_cache, _json, _state
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import collect_all
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _json
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import facts_cache as _facts_cache
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as _state
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "tools"))
 

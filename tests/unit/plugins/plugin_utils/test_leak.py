@@ -1,4 +1,4 @@
-"""Leak detection, scope and run result (plugins/plugin_utils/_leak.py)."""
+"""Leak detection, scope and run result (plugins/plugin_utils/leak/response.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _bmc, _ipmi, _redfish
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import bmc as _bmc
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import ipmi as _ipmi, redfish as _redfish
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _leak
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.leak import response as _leak
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The write side of the service ledger (plugin_utils/_ledger, docs/service.md) on SQLite and PostgreSQL."""
+"""The write side of the service ledger (plugin_utils/store/ledger, docs/service.md) on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 import pytest
 import sqlalchemy as sa
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger as _ledger
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import open_store
 from ledger_reports import T0, finding, report
 
 HOUR = 3600.0

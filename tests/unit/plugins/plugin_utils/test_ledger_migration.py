@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import engine as db_engine
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger as _ledger
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import engine as db_engine
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import open_store
 from ledger_reports import T0, finding, report
 from store_revisions import upgrade_to
 

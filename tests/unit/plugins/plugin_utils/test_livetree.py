@@ -14,8 +14,16 @@ import zlib
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _collect, _evidence_time, _livecapture
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _checks, _inspect, _livetree
+from ansible_collections.gpuops.cluster.plugins.module_utils import _evidence_time
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import (
+    collect as _collect,
+    livecapture as _livecapture,
+)
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import checks as _checks
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import (
+    livetree as _livetree,
+    pipeline as _inspect,
+)
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", ".."))
 CAPTURES = os.path.join(REPO, "inventories", "sim", ".sim", "captures")

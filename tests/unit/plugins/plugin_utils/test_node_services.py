@@ -25,8 +25,8 @@ import sys
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _node
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _shcapture
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import node as _node
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import shcapture as _shcapture
 from checks_helpers import PROFILE, facts, only, run
 
 NOBODY = 65534
@@ -273,7 +273,7 @@ started $!
 # root's: the fake daemon as the test bed runs it (argv[0] the daemon's path), only when asked
 if [ "$ROOTS" = 1 ]; then bash -c 'exec -a /usr/bin/nv-fabricmanager /run/x/nv-fabricmanager 600' & started $!; fi
 /bin/sh -c '/bin/sh && sleep 0' <"$SCRIPT" >"$OUT/shell.txt"
-"$PY" -c 'import json; from ansible_collections.gpuops.cluster.plugins.module_utils import _node
+"$PY" -c 'import json; from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import node as _node
 print(json.dumps(_node.collect(timeout=10)["services"]))' >"$OUT/live.json"
 """
 

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _collect, _nccl
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import collect as _collect, nccl as _nccl
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import (
-    _onboard_burnin,
-    _onboard_checks,
-    _onboard_record,
-    _onboard_render,
-    _onboard_stage,
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.onboard import (
+    burnin as _onboard_burnin,
+    checks as _onboard_checks,
+    record as _onboard_record,
+    render as _onboard_render,
+    stage as _onboard_stage,
 )
 
 REPO = Path(__file__).resolve().parents[4]
@@ -285,7 +285,7 @@ def test_garbage_inputs_never_raise():
 
 def test_golden_baseline_is_read_by_later_inspections(healthy, tmp_path):
     """Stage 5 through the module's own code path, then a plain inspection with the same state dir: drift."""
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pipeline as _inspect
 
     state, facts, tmp = healthy
     p = {"stage": "baseline", "problems": None, "facts": facts, "state_dir": str(tmp_path), "host": "gpu-node-01"}

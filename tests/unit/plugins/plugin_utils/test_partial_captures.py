@@ -17,8 +17,8 @@ import sys
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._collect import collect_all
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import evaluate_node
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import collect_all
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks import evaluate_node
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "tools"))
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _planner as P
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import planner as P
 
 
 def cluster(n=40, racks=8, partition="gpu", state="idle", dur=1800):

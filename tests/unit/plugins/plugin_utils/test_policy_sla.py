@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy, _sla
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.service import sla as _sla
 
 
 def test_the_default_policy_carries_the_contract_targets():

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _report
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import report as _report
 
 
 @pytest.mark.parametrize(

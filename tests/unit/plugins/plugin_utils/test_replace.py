@@ -1,4 +1,4 @@
-"""Part inventories, replacement verification, evidence manifest and the record (plugins/plugin_utils/_replace.py)."""
+"""Part inventories, replacement verification, evidence manifest and the record (plugins/plugin_utils/replace/parts.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _ipmi, _nvsmi_xml, _redfish
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import (
+    ipmi as _ipmi,
+    nvsmi_xml as _nvsmi_xml,
+    redfish as _redfish,
+)
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _replace
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.replace import parts as _replace
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The report writers (plugin_utils/_report.py, _inspect.write_reports): report.json and gpuops.prom as
+"""The report writers (plugin_utils/inspect/report.py, _inspect.write_reports): report.json and gpuops.prom as
 interfaces, report.md and report.html from Jinja2 templates a site can override, hostile evidence escaped."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _report
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pipeline as _inspect, report as _report
 
 HOSTILE = "<script>alert('x')</script> & \"quoted\" |pipe|\nsecond line"
 

@@ -17,7 +17,7 @@ import pytest
 from headless_chromium import Browser
 from runbook_oracle import assert_resolves
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _report
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import report as _report
 
 SHOTS = os.path.join(_report._runbooks.COLLECTION_ROOT, "tests", "output", "report-browser")
 BASE = _report.DEFAULT_RUNBOOK_BASE

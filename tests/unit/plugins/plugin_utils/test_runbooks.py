@@ -14,7 +14,7 @@ import pytest
 from runbook_oracle import assert_resolves, github_anchors
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _runbooks
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._checks import CHECKS
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks import CHECKS
 
 ROOT = _runbooks.COLLECTION_ROOT
 RUNBOOKS = os.path.join(ROOT, "runbooks")

@@ -15,15 +15,13 @@ import os
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import (
-    _audit,
-    _health_check,
-    _leak,
-    _onboard_record,
-    _outcome,
-    _replace,
-    _upgrade_report,
-)
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import outcome as _outcome
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.health_check import program as _health_check
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.leak import response as _leak
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.onboard import record as _onboard_record
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.replace import parts as _replace
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import audit as _audit
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.upgrade import report as _upgrade_report
 
 DEEP = "[" * 100000 + "]" * 100000
 

@@ -10,9 +10,9 @@ import uuid
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _service_report as sr
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _service_report_render as render
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.service import report as sr
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.service import report_render as render
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import open_store
 
 from service_ledger import D, E, H, HOSTILE, S, build_ledger, insert, period_row  # noqa: E402
 

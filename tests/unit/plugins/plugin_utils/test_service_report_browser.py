@@ -16,10 +16,10 @@ import pytest
 from headless_chromium import Browser
 from PIL import Image
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _report
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _service_report as sr
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _service_report_render as render
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import report as _report
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.service import report as sr
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.service import report_render as render
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import open_store
 
 from service_ledger import D, E, build_ledger  # noqa: E402
 

@@ -19,7 +19,11 @@ from unittest import mock
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _livetree, _shanswer, _shcapture
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import (
+    livetree as _livetree,
+    shanswer as _shanswer,
+    shcapture as _shcapture,
+)
 
 TOKEN = "0123456789abcdef0123456789abcdef"
 M = "@@gpuops:%s " % TOKEN
@@ -164,7 +168,7 @@ def test_the_node_cuts_its_own_answer_one_byte_past_the_cap(tmp_path, monkeypatc
     sent = {}
 
     def connection(cmd, sudoable=True, in_data=None, **_kw):
-        proc = subprocess.run(["/bin/sh", "-c", cmd + " && sleep 0"], input=in_data, capture_output=True, timeout=60)
+        proc = subprocess.run(["/bin/sh", "-c", cmd + " && sleep 0"], input=in_data, capture_output=True, timeout=60, check=False)
         sent["stdout"] = proc.stdout
         return {"rc": proc.returncode, "stdout": proc.stdout.decode(), "stderr": proc.stderr.decode()}
 

@@ -16,8 +16,11 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _livecapture
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _livetree, _shcapture
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import livecapture as _livecapture
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import (
+    livetree as _livetree,
+    shcapture as _shcapture,
+)
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", ".."))
 CAPTURE = os.path.join(REPO, "inventories", "sim", ".sim", "captures", "gpu-node-01")

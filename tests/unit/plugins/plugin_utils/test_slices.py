@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Sliced inspections' store (plugin_utils/_slices, docs/scale-out.md) on both backends."""
+"""Sliced inspections' store (plugin_utils/inspect/slices, docs/scale-out.md) on both backends."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import textwrap
 import pytest
 import sqlalchemy as sa
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _slices
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pipeline as _inspect, slices as _slices
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import open_store
 
 
 def _node(host, status="healthy", rack="r1"):
@@ -104,8 +104,8 @@ def test_old_groups_are_pruned(store_kw):
 _WRITER = textwrap.dedent(
     """
     import json, os, sys, time
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _slices
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import slices as _slices
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import open_store
     kw, slice_id, n = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     store = open_store(**kw)
     node = {"status": "healthy", "findings": [], "facts": {"pad": "x" * 2000}}

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _state as S
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as S
 
 
 def test_missing_file_and_missing_dir_give_empty_state(tmp_path):

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The shared state's host documents behind one interface (plugins/plugin_utils/_state_store.py): the file default
+"""The shared state's host documents behind one interface (plugins/plugin_utils/store/state_store.py): the file default
 and the database on SQLite and PostgreSQL answer alike; read-modify-write holds across processes; a batch killed
 half-way leaves nothing half-written and the next run completes (docs/state.md "Backends")."""
 
@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.action import gpu_reset_record
-from ansible_collections.gpuops.cluster.plugins.module_utils import _collect
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _inspect, _onboard_stage, _state, _state_store
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import collect as _collect
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pipeline as _inspect
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.onboard import stage as _onboard_stage
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as _state, state_store as _state_store
 
 import state_procs
 
@@ -228,7 +230,7 @@ def test_the_file_state_moves_into_the_database_once(db_kw, run_action):
     """gpuops.cluster.state_import: host documents and the guard's claims, check mode first, then for real; a
     second run changes nothing; a host the database already has is kept unless overwrite."""
     from ansible_collections.gpuops.cluster.plugins.action import state_import
-    from ansible_collections.gpuops.cluster.plugins.plugin_utils import _guard
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import guard as _guard
 
     files = _state_store.open_state(state_dir=db_kw["state_dir"])
     files.save_hosts({"gpu-node-01": {"boot_id": "f1"}, "gpu-node-02": {"boot_id": "f2"}})

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _ledger, _policy, _slices
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import engine as db_engine
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._db import open_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import slices as _slices
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger as _ledger
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import engine as db_engine
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import open_store
 from ledger_reports import T0, report
 from store_revisions import upgrade_to
 

@@ -14,11 +14,15 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _ib, _nvsmi_xml, _redfish
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import ib as _ib
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import (
+    nvsmi_xml as _nvsmi_xml,
+    redfish as _redfish,
+)
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _planner
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _upgrade as U
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _upgrade_report as R
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import planner as _planner
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.upgrade import plan as U
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.upgrade import report as R
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 FIX = os.path.join(ROOT, "tests", "fixtures")

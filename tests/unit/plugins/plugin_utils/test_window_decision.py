@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The change-window decision (plugin_utils/_change_window.decide) as a plain function: allowed in a window,
+"""The change-window decision (plugin_utils/change/change_window.decide) as a plain function: allowed in a window,
 refused outside it, emergency override, corrective work, check mode, the clock override and the audit opt-out.
 (Moved from tests/integration/test_change_guard.py, which keeps the real playbook runs.)"""
 
@@ -12,8 +12,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _windows as W
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._change_window import (
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import windows as W
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change.change_window import (
     audit_marker,
     decide,
     opt_out_record,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _windows as W
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import windows as W
 
 BERLIN_WEEKEND = {
     "name": "weekend-night",

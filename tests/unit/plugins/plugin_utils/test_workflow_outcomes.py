@@ -10,8 +10,11 @@ import json
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _leak, _outcome, _replace, _upgrade_report
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _onboard_stage
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import outcome as _outcome
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.leak import response as _leak
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.replace import parts as _replace
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.upgrade import report as _upgrade_report
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.onboard import stage as _onboard_stage
 
 META = {"ticket": "T-1", "change_id": "CHG-1", "requested_state": "x", "check_mode": False, "started": "", "finished": ""}
 

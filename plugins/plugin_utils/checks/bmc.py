@@ -1,0 +1,178 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""BMC checks: sensors (leak and coolant apart), SEL, Redfish health and leak detectors."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, Dict, Tuple
+
+from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks.context import (
+    Ctx,
+    as_dict,
+    as_list,
+    as_str,
+    sev_action,
+)
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import severity_rank
+
+
+_LIQUID_LEVEL = {"critical": "Critical", "non_recoverable": "Critical", "non_critical": "Warning"}
+
+
+def check_bmc(ctx: Ctx, facts: Dict[str, Any]) -> None:
+    bmc = as_dict(facts.get("bmc"))
+    if not bmc:
+        return
+    th = ctx.policy["thresholds"]["bmc"]
+    for s in as_list(bmc.get("sensors")):
+        if isinstance(s, dict):
+            check_sensor(ctx, s, th)
+    check_sel(ctx, bmc, th)
+    check_redfish(ctx, as_dict(bmc.get("redfish")), th)
+
+
+def check_sensor(ctx: Ctx, s: Dict[str, Any], th: Dict[str, Any]) -> None:
+    """One BMC sensor: leak and coolant sensors by their own tables, the others by status and failure states."""
+    name, status, typ = s.get("name"), s.get("status"), s.get("type")
+    comp = "bmc/%s" % name
+    ev = {k: s.get(k) for k in ("type", "reading", "unit", "status", "states")}
+    if typ in ("coolant", "leak"):
+        _check_liquid(ctx, s, th, comp, ev)
+        return
+    typed = sev_action(as_dict(th["sensor_type_status"].get(as_str(typ))), status)
+    sa = typed or sev_action(th["sensor_status"], status)
+    fail_states = [st.lower() for st in th["failure_states"]]
+    bad = [str(st) for st in as_list(s.get("states")) if str(st).lower() in fail_states]
+    if bad:  # an asserted failure state counts even when the status column says ok (a failed PSU can)
+        fs = ("P2", "replace") if typ == "power_supply" else ("P2", "monitor")
+        if sa is None or severity_rank(sa[0]) > severity_rank(fs[0]):
+            sa = fs
+        ctx.add(
+            "bmc.sensor",
+            sa[0],
+            comp,
+            bad[0],
+            "BMC sensor %s: %s" % (name, ", ".join(bad)),
+            sa[1],
+            "thresholds.bmc.failure_states (asserted failure state)",
+            evidence=ev,
+        )
+    elif sa:
+        ctx.add(
+            "bmc.sensor",
+            sa[0],
+            comp,
+            status,
+            "BMC sensor %s: %s (reading %s %s)" % (name, status, s.get("reading"), s.get("unit") or ""),
+            sa[1],
+            "thresholds.bmc.%s[%s]" % ("sensor_type_status.%s" % typ if typed else "sensor_status", status),
+            evidence=ev,
+        )
+
+
+def _check_liquid(ctx: Ctx, s: Dict[str, Any], th: Dict[str, Any], comp: str, ev: Dict[str, Any]) -> None:
+    """A leak sensor (bmc.leak, the power-off path) or a coolant sensor (bmc.coolant: flow, pressure, level,
+    temperature: a cooling fault, isolate or monitor, never the leak power-off; the policy refuses
+    emergency_shutdown there)."""
+    name, status, typ = s.get("name"), s.get("status"), s.get("type")
+    level = _LIQUID_LEVEL.get(as_str(status))
+    sa = sev_action(th[typ], level)
+    if not sa:
+        return
+    if typ == "coolant":
+        message = "coolant sensor %s: %s (reading %s %s)" % (name, status, s.get("reading"), s.get("unit") or "")
+    else:
+        message = "leak sensor %s: %s (%s)" % (
+            name,
+            status,
+            ", ".join(map(str, as_list(s.get("states")))) or s.get("reading"),
+        )
+    ctx.add("bmc.%s" % typ, sa[0], comp, level, message, sa[1], "thresholds.bmc.%s[%s]" % (typ, level), evidence=ev)
+
+
+def check_sel(ctx: Ctx, bmc: Dict[str, Any], th: Dict[str, Any]) -> None:
+    # SEL: asserted critical entries in the lookback that no later deassertion closed
+    lookback = ctx.ref - datetime.timedelta(hours=th["sel_lookback_hours"])
+    open_: Dict[Tuple[str, str], Dict[str, Any]] = {}
+    for e in as_list(bmc.get("sel")):
+        if not isinstance(e, dict):
+            continue
+        key = (str(e.get("sensor")), str(e.get("event")))
+        if str(e.get("direction") or "").lower() == "deasserted":
+            open_.pop(key, None)
+            continue
+        ts = parse_time(e.get("time"))
+        if ts is None or ts < lookback:
+            continue
+        sev = {"critical": "P2", "non_recoverable": "P2", "warning": "P3", "non_critical": "P3"}.get(
+            str(e.get("severity") or "").lower()
+        )
+        if sev:
+            cur = open_.setdefault(key, {"entry": e, "count": 0, "severity": sev})
+            cur["count"] += 1
+    for (sensor, event), o in sorted(open_.items()):
+        e = o["entry"]
+        ctx.add(
+            "bmc.sel",
+            o["severity"],
+            "bmc",
+            "%s: %s" % (sensor, event),
+            "SEL: %s %s (%s, %d entr%s)"
+            % (sensor, event, e.get("time"), o["count"], "y" if o["count"] == 1 else "ies"),
+            "monitor",
+            "bmc.sel: asserted %s entry within %sh" % (e.get("severity"), th["sel_lookback_hours"]),
+            evidence={"id": e.get("id"), "sensor_type": e.get("sensor_type"), "time": e.get("time")},
+        )
+
+
+def check_redfish(ctx: Ctx, rf: Dict[str, Any], th: Dict[str, Any]) -> None:
+    for kind in ("systems", "chassis", "managers"):
+        for r in as_list(rf.get(kind)):
+            if not isinstance(r, dict):
+                continue
+            h = r.get("health_rollup") or r.get("health")
+            sa = sev_action(th["health"], h)
+            if sa:
+                ctx.add(
+                    "bmc.health",
+                    sa[0],
+                    "bmc",
+                    "%s:%s" % (kind, r.get("id")),
+                    "Redfish %s %s health %s" % (kind, r.get("id"), h),
+                    sa[1],
+                    "thresholds.bmc.health[%s]" % h,
+                    evidence={"health": h, "id": r.get("id")},
+                )
+    for kind, sev, action in (("psus", "P2", "replace"), ("memory", "P1", "replace")):
+        for r in as_list(rf.get(kind)):
+            if isinstance(r, dict) and r.get("health") == "Critical":
+                name = r.get("name") or r.get("id")
+                ctx.add(
+                    "bmc.health",
+                    sev,
+                    "bmc/%s" % name,
+                    kind,
+                    "Redfish %s %s health Critical" % (kind, name),
+                    action,
+                    "bmc.health: %s Critical" % kind,
+                    evidence={"serial": r.get("serial"), "health": "Critical"},
+                )
+    for d in as_list(rf.get("leak_detectors")):
+        if not isinstance(d, dict):
+            continue
+        st = d.get("state") if as_str(d.get("state")) in th["leak"] else d.get("health")
+        sa = sev_action(th["leak"], st)
+        if sa:
+            ctx.add(
+                "bmc.leak",
+                sa[0],
+                "bmc/%s" % d.get("name"),
+                st,
+                "leak detector %s: %s" % (d.get("name"), st),
+                sa[1],
+                "thresholds.bmc.leak[%s]" % st,
+                evidence={"state": d.get("state"), "health": d.get("health")},
+            )

@@ -1,0 +1,252 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""GPU interconnect checks: PCIe (generation, width, replay rate), NVLink (links, error rates), fabric."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks.context import (
+    Ctx,
+    RateWindow,
+    as_dict,
+    as_list,
+    as_num,
+    gpu_comp,
+    gpu_label,
+)
+
+
+def _under_load(ctx: Ctx, g: Dict[str, Any]) -> bool:
+    if "gpu_idle" in as_list(as_dict(g.get("throttle")).get("active")):
+        return False
+    util = as_num(as_dict(g.get("utilization")).get("gpu_pct"))
+    return util is not None and util >= ctx.policy["thresholds"]["pcie"]["load_utilization_pct"]
+
+
+def check_pcie(ctx: Ctx, g: Dict[str, Any], profile: Optional[Dict[str, Any]], window: RateWindow) -> None:
+    """Link generation and width against the profile; the replay-counter rate over ``window``."""
+    prev, cur, interval = window
+    p = as_dict(g.get("pcie"))
+    add_bus = ctx.for_gpu(g, serial=False)
+    gen, width = as_num(p.get("gen_current")), as_num(p.get("width_current"))
+    want_gen = (profile or {}).get("pcie_gen") or as_num(p.get("gen_max"))
+    if gen is not None and want_gen and gen < want_gen and _under_load(ctx, g):
+        add_bus(
+            "gpu.pcie",
+            "P2",
+            "gen",
+            "%s: PCIe Gen%d under load, expected Gen%d" % (gpu_label(g), gen, want_gen),
+            "reseat",
+            "gpu.pcie: link generation below %s while under load (idle downshift is power saving)"
+            % ("profile pcie_gen" if (profile or {}).get("pcie_gen") else "gen_max"),
+            evidence=p,
+        )
+    want_w = (profile or {}).get("pcie_width")
+    if want_w and width is not None and width < want_w:
+        add_bus(
+            "gpu.pcie",
+            "P2",
+            "width",
+            "%s: PCIe x%d, expected x%d" % (gpu_label(g), width, want_w),
+            "reseat",
+            "gpu.pcie: width below profile pcie_width",
+            evidence=p,
+        )
+    replay = as_num(p.get("replay_counter"))
+    cur["pcie_replay"] = replay
+    th = ctx.policy["thresholds"]["pcie"]
+    prev_replay = as_num(prev.get("pcie_replay"))
+    if replay is None or prev_replay is None or interval is None or interval < th["min_interval_s"]:
+        return
+    delta = replay - prev_replay
+    lanes = width or as_num(p.get("width_max")) or 16
+    per_lane = th["replay_per_lane_per_minute"].get(str(int(gen or as_num(p.get("gen_max")) or 4)))
+    if delta <= 0 or per_lane is None:
+        return
+    per_min = delta / (interval / 60.0)
+    limit = per_lane * lanes
+    if per_min > limit:
+        add_bus(
+            "gpu.pcie",
+            "P2",
+            "replay",
+            "%s: PCIe replays at %.2f/min (limit %.2f)" % (gpu_label(g), per_min, limit),
+            "monitor",
+            "gpu.pcie: replay rate > DCGM limit (BER 1e-12 x line rate, per lane per minute)",
+            evidence={"delta": delta, "interval_s": interval, "limit_per_min": limit},
+        )
+
+
+def check_nvlink(ctx: Ctx, g: Dict[str, Any], profile: Optional[Dict[str, Any]], window: RateWindow) -> None:
+    """Links down or missing against the profile; error-counter rates over ``window``."""
+    prev, cur, interval = window
+    nv = g.get("nvlink")
+    if not isinstance(nv, dict):
+        return
+    links = [lk for lk in as_list(nv.get("links")) if isinstance(lk, dict)]
+    add = ctx.for_gpu(g)
+    want = (profile or {}).get("nvlinks_per_gpu")
+    up = [lk.get("link") for lk in links if lk.get("state") == "up"]
+    down = [lk for lk in links if lk.get("state") != "up"]
+    # A link the tool lists as not up is evidence when the profile expects NVLinks, or when other links of the
+    # same GPU are up (a GPU without NVLink lists none). Unknown hardware gets no "missing" alarm.
+    if want or up:
+        for lk in down:
+            ctx.for_gpu(g, "/nvlink%s" % lk.get("link"))(
+                "gpu.nvlink",
+                "P1",
+                "down",
+                "%s NVLink %s is %s (%d of %s links up)"
+                % (gpu_label(g), lk.get("link"), lk.get("state") or "not reported", len(up), want or len(links)),
+                "reset_gpu",
+                "gpu.nvlink: link not up (NVIDIA Xid 136 link training: RESET_GPU; repeated: reseat/RMA)",
+                evidence={"state": lk.get("state"), "up": len(up), "expected": want},
+            )
+    if want and len(links) < want:
+        add(
+            "gpu.nvlink",
+            "P1",
+            "missing",
+            "%s: %d of %d NVLinks reported" % (gpu_label(g), len(links), want),
+            "reset_gpu",
+            "gpu.nvlink: profile nvlinks_per_gpu=%d" % want,
+            evidence={"listed": len(links), "up": len(up), "expected": want},
+        )
+    cur_err: Dict[str, Any] = {}
+    prev_err = as_dict(prev.get("nvlink"))
+    for lk in links:
+        e = as_dict(lk.get("errors"))
+        key = str(lk.get("link"))
+        cur_err[key] = e
+        pe = as_dict(prev_err.get(key))
+        if pe and interval is not None and interval > 0:
+            _nvlink_counters(ctx, g, key, _deltas(e, pe), interval)
+    cur["nvlink"] = cur_err
+
+
+def _deltas(e: Dict[str, Any], pe: Dict[str, Any]) -> Dict[str, float]:
+    out: Dict[str, float] = {}
+    for name in ("replay", "recovery", "crc_flit", "crc_data"):
+        a, b = as_num(e.get(name)), as_num(pe.get(name))
+        if a is not None and b is not None:
+            out[name] = a - b
+    return {} if any(v < 0 for v in out.values()) else out  # counters reset (driver reload): new baseline
+
+
+def _nvlink_counters(ctx: Ctx, g: Dict[str, Any], key: str, deltas: Dict[str, float], interval: float) -> None:
+    """DCGM's NVLink health watch on two readings: any recovery (the link retrained; DCGM fails the GPU), any
+    replay (a flit retransmitted; DCGM fails on >= 1, we alarm P2: the data arrived), CRC errors at the DCGM limit
+    (100/s) for one minute's worth (two readings cannot show which minute they fell in: a burst is not averaged
+    away over a long interval)."""
+    th = ctx.policy["thresholds"]["nvlink"]
+    add_link = ctx.for_gpu(g, "/nvlink%s" % key, serial=False)
+    evidence = {"deltas": deltas, "interval_s": interval}
+    crc = deltas.get("crc_flit", 0) + deltas.get("crc_data", 0)
+    burst = th["crc_per_second"] * th["crc_window_s"]
+    if interval >= th["min_interval_s"] and crc >= burst:
+        add_link(
+            "gpu.nvlink",
+            "P2",
+            "crc",
+            "%s NVLink %s: %d CRC errors in %ds (%.1f/s on average)"
+            % (gpu_label(g), key, crc, interval, crc / interval),
+            "monitor",
+            "gpu.nvlink: CRC errors >= %s/s x %ss since the last reading (DCGM NVLink CRC limit, per minute)"
+            % (th["crc_per_second"], th["crc_window_s"]),
+            evidence=evidence,
+        )
+    if deltas.get("recovery", 0) >= th["recovery_delta"]:
+        add_link(
+            "gpu.nvlink",
+            "P1",
+            "recovery",
+            "%s NVLink %s: %d link recoveries since the last reading" % (gpu_label(g), key, deltas["recovery"]),
+            "reset_gpu",
+            "gpu.nvlink: recovery delta >= %s (DCGM NVLink error limit 1: the health watch fails the GPU)"
+            % th["recovery_delta"],
+            evidence=evidence,
+        )
+    if deltas.get("replay", 0) >= th["replay_delta"]:
+        add_link(
+            "gpu.nvlink",
+            "P2",
+            "replay",
+            "%s NVLink %s: %d replays since the last reading" % (gpu_label(g), key, deltas["replay"]),
+            "monitor",
+            "gpu.nvlink: replay delta >= %s (DCGM NVLink error limit 1; retransmitted, no data lost: P2)"
+            % th["replay_delta"],
+            evidence=evidence,
+        )
+
+
+def check_fabric(ctx: Ctx, g: Dict[str, Any]) -> None:
+    fab = g.get("fabric")
+    if not isinstance(fab, dict):
+        return
+    th = ctx.policy["thresholds"]["fabric"]
+    state, status = fab.get("state"), fab.get("status")
+    comp = gpu_comp(g)
+    if state is not None and state not in th["ok_states"]:
+        pending = state in th["pending_states"]
+        ctx.add(
+            "gpu.fabric",
+            "P2" if pending else "P1",
+            comp,
+            "state",
+            "%s: NVLink fabric state '%s' (status %s)" % (gpu_label(g), state, status),
+            "monitor" if pending else "isolate",
+            "gpu.fabric: state not in %s (check nvidia-fabricmanager / NVSwitch)" % th["ok_states"],
+            evidence=fab,
+        )
+    elif status is not None and status not in th["ok_status"]:
+        ctx.add(
+            "gpu.fabric",
+            "P1",
+            comp,
+            "status",
+            "%s: NVLink fabric status '%s'" % (gpu_label(g), status),
+            "isolate",
+            "gpu.fabric: status not in %s" % th["ok_status"],
+            evidence=fab,
+        )
+
+
+def check_nvlink_speed(ctx: Ctx, gpus: List[Dict[str, Any]]) -> None:
+    """Up links slower than the board's NVLink speed (``thresholds.nvlink_speed``): P2 per GPU (issue 20).
+
+    Expected: the policy's per-model speed (longest model-name match), else the fastest up link of the node (a
+    downshifted link trains below its siblings). A link without a speed (down, ``<inactive>``) is check_nvlink's.
+    """
+    th = ctx.policy["thresholds"].get("nvlink_speed")
+    if not isinstance(th, dict):
+        return
+    speeds = {}
+    for g in gpus:
+        links = [lk for lk in as_list(as_dict(g.get("nvlink")).get("links")) if isinstance(lk, dict)]
+        speeds[id(g)] = [(lk.get("link"), as_num(lk.get("speed_gbps"))) for lk in links if lk.get("state") == "up"]
+    seen = [s for v in speeds.values() for _link, s in v if s]
+    models = sorted(as_dict(th.get("expected_gbps")).items(), key=lambda kv: -len(str(kv[0])))
+    for g in gpus:
+        name = str(g.get("name") or "")
+        expected = next((as_num(v) for k, v in models if str(k) and str(k).upper() in name.upper()), None)
+        basis = "policy thresholds.nvlink_speed.expected_gbps for %s" % name if expected else "fastest link on the node"
+        expected = expected or (max(seen) if seen else None)
+        if not expected:
+            continue
+        floor = expected * (1.0 - float(th.get("tolerance_pct", 2.0)) / 100.0)
+        slow = [(link, s) for link, s in speeds[id(g)] if s is not None and s < floor]
+        if not slow:
+            continue
+        f = th["finding"]
+        ctx.for_gpu(g)(
+            "gpu.nvlink",
+            f["severity"],
+            "speed",
+            "%s: %d NVLink(s) below %.3f GB/s: %s"
+            % (gpu_label(g), len(slow), expected, ", ".join("link %s at %g" % (lk, s) for lk, s in slow[:8])),
+            f["action"],
+            "gpu.nvlink speed: up link below the expected per-link speed (%s) - 2%% tolerance" % basis,
+            evidence={"expected_gbps": expected, "slow_links": [{"link": lk, "gbps": s} for lk, s in slow]},
+        )

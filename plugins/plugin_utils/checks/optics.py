@@ -1,0 +1,399 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Optics and link quality: ``ib.optics`` (module DOM against its thresholds, attenuation trend), ``ib.ber``
+(mlxlink BER / symbol errors) and ``ib.congestion`` (RoCE PFC pause and ECN/CNP rates).
+
+Evidence: ``facts.ib.optics`` and ``facts.ib.netdev_counters`` (``_ib_optics``), the RoCE ports' RDMA
+``hw_counters`` (``ib.hcas[].ports[].counters``). Sentinels (``N/A``, ``0 [0..0]``, ``15E-255``, -40 dBm / ``-inf``)
+and "not supported" answers are not faults. Thresholds: ``thresholds.optics`` (docs/checks.md). State (Rx power
+history, congestion counter readings) lives under ``hs["optics"]``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks.context import (
+    Ctx,
+    as_dict,
+    as_list,
+    as_num,
+    collected_epoch,
+    rate_base,
+)
+
+_LEVELS = {"warning": 1, "alarm": 2}
+_PAUSE = re.compile(r"^(?:(?:rx|tx)_prio[0-7]_pause|(?:rx|tx)_pause_ctrl_phy)$")
+_CNP = ("np_cnp_sent", "rp_cnp_handled")
+_ECN = ("np_ecn_marked_roce_packets",)
+
+
+def _records(facts: Dict[str, Any]) -> List[Dict[str, Any]]:
+    ib = as_dict(facts.get("ib"))
+    return [r for r in as_list(ib.get("optics")) if isinstance(r, dict) and isinstance(r.get("component"), str)]
+
+
+def _bands(th: Dict[str, Any], margin: float, has_warning: bool) -> Dict[str, Optional[float]]:
+    """low/high alarm and warning levels of one quantity; the warning band from ``margin`` when not printed."""
+    lo_a, hi_a = as_num(th.get("low_alarm")), as_num(th.get("high_alarm"))
+    if lo_a is not None and hi_a is not None and lo_a >= hi_a:
+        lo_a = hi_a = None  # an empty threshold page (0..0, -inf..-inf): no thresholds
+    lo_w, hi_w = (as_num(th.get("low_warning")), as_num(th.get("high_warning"))) if has_warning else (None, None)
+    if lo_w is not None and hi_w is not None and lo_w >= hi_w:
+        lo_w = hi_w = None
+    if lo_w is None and lo_a is not None:
+        lo_w = lo_a + margin
+    if hi_w is None and hi_a is not None:
+        hi_w = hi_a - margin
+    return {"low_alarm": lo_a, "high_alarm": hi_a, "low_warning": lo_w, "high_warning": hi_w}
+
+
+def _level(v: float, b: Dict[str, Optional[float]], low_side: bool = True) -> Tuple[Optional[str], Optional[str]]:
+    """(level, bound name) of a reading past a band: ``alarm``/``warning`` or (None, None)."""
+    for level in ("alarm", "warning"):
+        hi = b["high_%s" % level]
+        lo = b["low_%s" % level] if low_side else None
+        if hi is not None and v > hi:
+            return level, "high_%s" % level
+        if lo is not None and v < lo:
+            return level, "low_%s" % level
+    return None, None
+
+
+def _worst_lane(values: List[Any], b: Dict[str, Optional[float]], floor: Optional[float], low_side: bool):
+    worst = None
+    for lane, raw in enumerate(values, 1):
+        v = as_num(raw)
+        if v is None or (floor is not None and v <= floor):
+            continue  # not reported / no light: a sentinel, not a reading
+        level, bound = _level(v, b, low_side)
+        if level and (worst is None or _LEVELS[level] > _LEVELS[worst[0]]):
+            worst = (level, bound, lane, v)
+    return worst
+
+
+def _module_label(mod: Dict[str, Any]) -> str:
+    parts = [str(mod[k]) for k in ("vendor", "part_number") if mod.get(k)]
+    if mod.get("serial"):
+        parts.append("SN %s" % mod["serial"])
+    return " ".join(parts) or "module"
+
+
+def _flag_level(mod: Dict[str, Any], quantity: str) -> Optional[Tuple[str, str, Any]]:
+    best = None
+    for f in as_list(mod.get("flags_on")):
+        if not isinstance(f, dict) or f.get("quantity") != quantity:
+            continue
+        level = "alarm" if str(f.get("level", "")).endswith("alarm") else "warning"
+        if best is None or _LEVELS[level] > _LEVELS[best[0]]:
+            best = (level, str(f.get("level")), f.get("lane"))
+    return best
+
+
+def _check_module(ctx: Ctx, rec: Dict[str, Any], mod: Dict[str, Any], th: Dict[str, Any]) -> None:
+    comp = rec["component"]
+    has_warning = bool(mod.get("warning_thresholds"))
+    ths = as_dict(mod.get("thresholds"))
+    checks = (
+        (
+            "rx_power",
+            "Rx power",
+            "dBm",
+            as_list(mod.get("rx_power_dbm")),
+            ths.get("rx_power_dbm"),
+            float(th["rx_warning_margin_db"]),
+            th["no_light_dbm"],
+            True,
+        ),
+        (
+            "temperature",
+            "temperature",
+            "C",
+            [mod.get("temperature_c")],
+            ths.get("temperature_c"),
+            float(th["temperature_warning_margin_c"]),
+            None,
+            False,
+        ),
+    )
+    for code, what, unit, values, qth, margin, floor, low_side in checks:
+        bands = _bands(as_dict(qth), margin, has_warning)
+        worst = _worst_lane(values, bands, floor, low_side) if qth else None
+        flag = _flag_level(mod, "%s_%s" % (code, "dbm" if code == "rx_power" else "c"))
+        if worst is None and flag is None:
+            continue
+        if worst is not None and (flag is None or _LEVELS[worst[0]] >= _LEVELS[flag[0]]):
+            level, bound, lane, v = worst
+            lane_s = " lane %d" % lane if code == "rx_power" else ""
+            detail = "%s%s %.2f %s past the %s level %.2f %s" % (
+                what,
+                lane_s,
+                v,
+                unit,
+                bound.replace("_", " "),
+                bands[bound],
+                unit,
+            )
+        else:
+            level, bound, lane = flag  # type: ignore[misc]
+            v = None
+            detail = "the module raised its %s %s flag%s" % (
+                what,
+                bound.replace("_", " "),
+                " (lane %s)" % lane if lane else "",
+            )
+        rule = th[level]
+        ctx.add(
+            "ib.optics",
+            rule["severity"],
+            comp,
+            code,
+            "%s transceiver %s: %s: clean the fibre ends and reseat the transceiver"
+            % (comp, _module_label(mod), detail),
+            rule["action"],
+            "ib.optics: %s past the module's %s threshold (%s: %s)"
+            % (
+                what,
+                level,
+                "module thresholds"
+                if has_warning or level == "alarm"
+                else "alarm threshold inside thresholds.optics margin",
+                rec.get("source"),
+            ),
+            evidence={
+                "lane": lane,
+                "value": v,
+                "thresholds": bands,
+                "tool": rec.get("tool"),
+                "source": rec.get("source"),
+                "module": {k: mod.get(k) for k in ("identifier", "vendor", "part_number", "serial")},
+            },
+        )
+
+
+def _check_ber(ctx: Ctx, rec: Dict[str, Any], phy: Dict[str, Any], th: Dict[str, Any]) -> None:
+    if rec.get("state") and str(rec.get("state")).lower() != "active":
+        return  # counters of a link that is down say nothing about its quality (ib.port_state reports it)
+    comp = rec["component"]
+    b = th["ber"]
+    eff, sym_ber, raw = as_num(phy.get("effective_ber")), as_num(phy.get("symbol_ber")), as_num(phy.get("raw_ber"))
+    sym, minutes = as_num(phy.get("symbol_errors")), as_num(phy.get("time_since_clear_min"))
+    ev = {
+        k: phy.get(k)
+        for k in (
+            "effective_ber",
+            "raw_ber",
+            "symbol_ber",
+            "symbol_errors",
+            "effective_errors",
+            "fec_corrected",
+            "fec_uncorrectable",
+            "time_since_clear_min",
+            "link_down",
+        )
+    }
+    ev.update(source=rec.get("source"), fec=rec.get("fec"))
+    fails = []
+    if eff is not None and eff > b["effective_ber_max"]:
+        fails.append("effective (post-FEC) BER %.0e > %.0e" % (eff, b["effective_ber_max"]))
+    if sym_ber is not None and sym_ber > b["symbol_ber_max"]:
+        fails.append("symbol BER %.0e > %.0e" % (sym_ber, b["symbol_ber_max"]))
+    if sym and minutes and minutes >= b["min_minutes_since_clear"]:
+        per_hour = sym / (minutes / 60.0)
+        ev["symbol_errors_per_hour"] = per_hour
+        if per_hour >= b["symbol_errors_per_hour"]:
+            fails.append("%d symbol errors in %.0f min (%.1f/h)" % (sym, minutes, per_hour))
+    if fails:
+        ctx.add(
+            "ib.ber",
+            b["fail"]["severity"],
+            comp,
+            "ber",
+            "%s link errors FEC did not correct: %s: clean and reseat the cable/transceiver" % (comp, "; ".join(fails)),
+            b["fail"]["action"],
+            "ib.ber: post-FEC BER above %.0e (ibdiagnet threshold) or symbol errors >= %s/h"
+            % (b["effective_ber_max"], b["symbol_errors_per_hour"]),
+            evidence=ev,
+        )
+    elif raw is not None and raw >= b["raw_ber_advice"]:
+        ctx.add(
+            "ib.ber",
+            b["advice"]["severity"],
+            comp,
+            "raw_ber",
+            "%s raw (pre-FEC) BER %.0e >= %.0e while FEC still corrects every error (effective BER %s): "
+            "clean/reseat at the next maintenance window"
+            % (comp, raw, b["raw_ber_advice"], "%.0e" % eff if eff else "~0"),
+            b["advice"]["action"],
+            "ib.ber: raw BER high, effective BER clean (advice only)",
+            evidence=ev,
+        )
+
+
+def _slope(points: List[Tuple[float, float]]) -> Optional[float]:
+    """Least-squares slope (units per second) of (t, v) points; None with fewer than two distinct times."""
+    n = len(points)
+    if n < 2:
+        return None
+    mt = sum(t for t, _v in points) / n
+    mv = sum(v for _t, v in points) / n
+    den = sum((t - mt) ** 2 for t, _v in points)
+    if den <= 0:
+        return None
+    return sum((t - mt) * (v - mv) for t, v in points) / den
+
+
+def _check_trend(
+    ctx: Ctx, rec: Dict[str, Any], mod: Dict[str, Any], t: float, hist: Dict[str, Any], th: Dict[str, Any]
+) -> None:
+    comp = rec["component"]
+    a = th["attenuation"]
+    floor = th["no_light_dbm"]
+    lanes = [as_num(v) for v in as_list(mod.get("rx_power_dbm"))]
+    lanes = [v if v is not None and v > floor else None for v in lanes]
+    old = [p for p in as_list(hist.get(comp)) if isinstance(p, list) and len(p) == 2 and as_num(p[0]) is not None]
+    period = float(a["period_days"]) * 86400.0
+    kept = [p for p in old if t - period * 2 <= float(p[0]) < t]
+    if any(v is not None for v in lanes):
+        kept.append([t, lanes])
+    hist[comp] = kept[-int(a["max_readings"]) :]
+    window = [p for p in hist[comp] if float(p[0]) >= t - period]
+    worst = None
+    for lane in range(len(lanes)):
+        pts = [(float(p[0]), as_num(p[1][lane])) for p in window if isinstance(p[1], list) and lane < len(p[1])]
+        pts = [(pt, v) for pt, v in pts if v is not None]
+        if len(pts) < 2:
+            continue
+        span = pts[-1][0] - pts[0][0]
+        s = _slope(pts)
+        if s is None or span < float(a["min_span_hours"]) * 3600.0:
+            continue
+        drop = -s * span
+        if drop >= float(a["drop_db"]) and (worst is None or drop > worst[1]):
+            worst = (lane + 1, drop, s * 86400.0, span / 86400.0, pts[0][1], pts[-1][1])
+    if worst is None:
+        return
+    lane, drop, per_day, days, first, last = worst
+    f = a["finding"]
+    ctx.add(
+        "ib.optics",
+        f["severity"],
+        comp,
+        "attenuation",
+        "%s Rx power lane %d falling %.2f dB/day: -%.1f dB over %.1f days (%.2f -> %.2f dBm): plan a clean/"
+        "reseat before it reaches the module's warning level" % (comp, lane, per_day, drop, days, first, last),
+        f["action"],
+        "ib.optics attenuation: Rx power down >= %s dB within %s days (least-squares slope)"
+        % (a["drop_db"], a["period_days"]),
+        evidence={
+            "lane": lane,
+            "slope_db_per_day": round(per_day, 4),
+            "drop_db": round(drop, 3),
+            "span_days": round(days, 3),
+            "first_dbm": first,
+            "last_dbm": last,
+            "readings": len(window),
+        },
+    )
+
+
+def _congestion_rates(name: str, counters: Dict[str, Any], prev: Dict[str, Any], interval: float) -> Dict[str, float]:
+    pc = as_dict(prev.get("counters"))
+    out: Dict[str, float] = {}
+    for key, val in counters.items():
+        a, b = as_num(val), as_num(pc.get(key))
+        if a is None or b is None:
+            continue
+        if a < b:
+            return {}  # counters cleared: no rate this time
+        out[key] = (a - b) / interval
+    return out
+
+
+def _congestion_one(
+    ctx: Ctx, comp: str, counters: Dict[str, Any], when: Tuple[float, Optional[str]], store: Dict[str, Any], source: str
+) -> None:
+    t, boot = when
+    c = ctx.policy["thresholds"]["optics"]["congestion"]
+    prev = as_dict(store.get(comp))
+    cur = {"collected_at": t, "boot_id": boot, "counters": counters}
+    interval = rate_base(prev, boot, t)
+    if interval is None:
+        store[comp] = cur
+        return
+    if interval < float(c["min_interval_s"]):
+        return  # keep the older reading until the interval is long enough for a rate
+    rates = _congestion_rates(comp, counters, prev, interval)
+    store[comp] = cur
+    groups = (
+        ("pfc_pause", [k for k in rates if _PAUSE.match(k)], c["pfc_pause_per_s"], "PFC pause frames"),
+        ("cnp", [k for k in rates if k in _CNP], c["cnp_per_s"], "CNPs (DCQCN)"),
+        ("ecn_marked", [k for k in rates if k in _ECN], c["ecn_marked_per_s"], "ECN-marked RoCE packets"),
+    )
+    for code, keys, limit, what in groups:
+        rate = sum(rates[k] for k in keys)
+        if not keys or rate < float(limit):
+            continue
+        f = c["finding"]
+        top = sorted(keys, key=lambda k: -rates[k])[:4]
+        ctx.add(
+            "ib.congestion",
+            f["severity"],
+            comp,
+            code,
+            "%s: %.0f %s/s over %.0f s (threshold %s/s): RoCE congestion; check the PFC/ECN configuration "
+            "and the switch port" % (comp, rate, what, interval, limit),
+            f["action"],
+            "ib.congestion: thresholds.optics.congestion.%s_per_s" % code,
+            evidence={
+                "per_second": round(rate, 1),
+                "interval_s": interval,
+                "source": source,
+                "counters": {k: round(rates[k], 1) for k in top},
+            },
+        )
+
+
+def check_congestion(ctx: Ctx, facts: Dict[str, Any], store: Dict[str, Any], t: Optional[float]) -> None:
+    ib = as_dict(facts.get("ib"))
+    if t is None:
+        return
+    boot = ib.get("boot_id") or facts.get("boot_id")
+    for hca in as_list(ib.get("hcas")):
+        for p in as_list(as_dict(hca).get("ports")):
+            if not isinstance(p, dict) or p.get("link_layer") != "Ethernet":
+                continue
+            cnt = {k: v for k, v in as_dict(p.get("counters")).items() if k in _CNP or k in _ECN}
+            if cnt:
+                comp = "%s/%s" % (hca.get("name"), p.get("port"))
+                _congestion_one(ctx, comp, cnt, (t, boot), store, "sysfs hw_counters")
+    for ifname, entry in sorted(as_dict(ib.get("netdev_counters")).items()):
+        cnt = {k: v for k, v in as_dict(as_dict(entry).get("counters")).items() if _PAUSE.match(str(k))}
+        if cnt:
+            _congestion_one(ctx, "net:%s" % ifname, cnt, (t, boot), store, str(as_dict(entry).get("source")))
+
+
+def check_optics(ctx: Ctx, facts: Dict[str, Any], hs: Dict[str, Any]) -> None:
+    """Entry point (run.py): ib.optics, ib.ber and ib.congestion over one node's facts; updates ``hs["optics"]``."""
+    th = ctx.policy["thresholds"]["optics"]
+    ib = as_dict(facts.get("ib"))
+    t = as_num(ib.get("collected_at"))
+    if t is None:
+        t = collected_epoch(facts)
+    state = as_dict(hs.get("optics"))
+    hist = dict(as_dict(state.get("rx_history")))
+    store = dict(as_dict(state.get("congestion")))
+    for rec in _records(facts):
+        if rec.get("unsupported"):
+            continue
+        mod = rec.get("module")
+        if isinstance(mod, dict) and mod.get("ddm"):
+            _check_module(ctx, rec, mod, th)
+            if t is not None:
+                _check_trend(ctx, rec, mod, t, hist, th)
+        if isinstance(rec.get("phy"), dict):
+            _check_ber(ctx, rec, rec["phy"], th)
+    check_congestion(ctx, facts, store, t)
+    hs["optics"] = {"rx_history": hist, "congestion": store}
