@@ -31,26 +31,45 @@ OLD = {"driver": "535.161.08", "vbios": "96.00.74.00.0D", "hca_fw": "28.39.1002"
 SSH_ARGS = "-C -o ControlMaster=auto -o ControlPersist=60s -o ServerAliveInterval=2 -o ServerAliveCountMax=3"
 
 
+#: the packages every test starts from (the simulator's reset() puts the driver back to 535 but leaves packages)
+BASELINE = (
+    "apt-get -qq update >/dev/null 2>&1 && apt-get install -qq -y --allow-downgrades"
+    " nvidia-driver-535 nvidia-fabricmanager-535 >/dev/null 2>&1"
+)
+
+
+def _on_hosts(testbed, hosts, script):
+    procs = [subprocess.Popen(["bash", str(ROOT / "tests/testbed/testbed.sh"), "node", h, "sh", "-c", script],
+                              env=testbed.env) for h in hosts]  # fmt: skip
+    assert [p.wait(timeout=120) for p in procs] == [0] * len(hosts)
+
+
 @pytest.fixture(scope="module")
-def bed(testbed):
+def bed_nodes(testbed):
     hosts = testbed.nodes[:3]
     # the node's /root overlays the host's: its .bashrc runs `pyenv rehash` in every ssh session, and a reboot
     # that kills one mid-rehash leaves /root/.pyenv/shims/.pyenv-shim behind, hanging every later session
     script = (
         "rm -f /root/.pyenv/shims/.pyenv-shim; echo '# gpuops test bed node' > /root/.bashrc;"
         " for t in mlxfwmanager nvfwupd; do printf '#!/bin/sh\\nexec /usr/bin/python3 %s/%%s \"$@\"\\n' $t > /usr/local/bin/$t;"
-        " chmod 755 /usr/local/bin/$t; done;"
-        " apt-get -qq update >/dev/null 2>&1 && apt-get install -qq -y --allow-downgrades"
-        " nvidia-driver-535 nvidia-fabricmanager-535 >/dev/null 2>&1" % FAKES
+        " chmod 755 /usr/local/bin/$t; done" % FAKES
     )
-    procs = [subprocess.Popen(["bash", str(ROOT / "tests/testbed/testbed.sh"), "node", h, "sh", "-c", script],
-                              env=testbed.env) for h in hosts]  # fmt: skip
-    assert [p.wait(timeout=120) for p in procs] == [0] * len(hosts)
-    testbed.reset()
+    _on_hosts(testbed, hosts, script)
     yield testbed, hosts
     for h in testbed.nodes:
         for f in ("fault-mlxfwmanager", "fault-nvfwupd"):
             (testbed.node_dir(h) / f).unlink(missing_ok=True)
+
+
+@pytest.fixture
+def bed(bed_nodes):
+    """The three nodes on the 535 driver and fabric manager packages, before every test: a rollout before it
+    left the 550 packages installed, and with the simulator reset to driver 535 the fabric manager the node runs
+    (550) is a P1 mismatch that the health gate rightly refuses (the tests after the clean rollout failed there)."""
+    testbed, hosts = bed_nodes
+    _on_hosts(testbed, hosts, BASELINE)
+    testbed.reset()
+    return testbed, hosts
 
 
 def write_windows(path, open_now=True):
