@@ -20,6 +20,8 @@ import time
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow, utcnow_iso
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import store as _backup
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import objects as _backup_objects
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import secrets as _backup_secrets
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import outcome as _outcome
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy_defaults import DEFAULT_POLICY
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError, plain
@@ -38,7 +40,7 @@ class ActionModule(ControllerAction):
         "change_id": {"type": "str", "default": ""},
         "ticket": {"type": "str", "default": ""},
         "workflow": {"type": "str", "default": "backup"},
-        "fail_on": {"type": "list", "elements": "str", "default": list(_backup.FAIL_KINDS)},
+        "fail_on": {"type": "list", "elements": "str", "default": list(_backup_objects.FAIL_KINDS)},
         "offsite": {"type": "path"},
         "keep_count": {"type": "int"},
         "keep_days": {"type": "float"},
@@ -46,9 +48,9 @@ class ActionModule(ControllerAction):
         "extra_paths": {"type": "list", "elements": "str", "default": []},
         "signing_key": {"type": "str", "no_log": True},
         "key_file": {"type": "path"},
-        "max_entry_bytes": {"type": "int", "default": _backup.LIMITS["entry_bytes"]},
-        "max_snapshot_bytes": {"type": "int", "default": _backup.LIMITS["snapshot_bytes"]},
-        "max_entries": {"type": "int", "default": _backup.LIMITS["entries"]},
+        "max_entry_bytes": {"type": "int", "default": _backup_objects.LIMITS["entry_bytes"]},
+        "max_snapshot_bytes": {"type": "int", "default": _backup_objects.LIMITS["snapshot_bytes"]},
+        "max_entries": {"type": "int", "default": _backup_objects.LIMITS["entries"]},
     }
 
     def step(self, args, check_mode, task_vars):
@@ -62,26 +64,28 @@ class ActionModule(ControllerAction):
             outside = [args["state_dir"], args["offsite"]]
             try:
                 key = signing_key(self, args, task_vars, create=not check_mode, outside=outside)
-            except _backup.BackupError:
+            except _backup_objects.BackupError:
                 if not check_mode:
                     raise
                 key = None  # check mode writes nothing: no key needed (none is created)
             state = []
             if args["include_state"] and args["state_dir"] and os.path.isdir(args["state_dir"]):
-                state = _backup.state_entries(args["state_dir"], bdir, skip_dirs=[d for d in [args["offsite"]] if d])
+                state = _backup_secrets.state_entries(
+                    args["state_dir"], bdir, skip_dirs=[d for d in [args["offsite"]] if d]
+                )
             if not entries and not state:
-                raise _backup.BackupError("nothing to back up for %s (no entries)" % node)
-            rules = _backup.restore_rules(args["sources"], args["extra_paths"], limits)
+                raise _backup_objects.BackupError("nothing to back up for %s (no entries)" % node)
+            rules = _backup_objects.restore_rules(args["sources"], args["extra_paths"], limits)
             prepared = _backup.prepare(node, entries, state, rules, secrets_of(self, task_vars, key))
             manifest = _backup.write_snapshot(bdir, node, prepared, meta, key=key, check_mode=check_mode, now=utcnow())
             bad = [e for e in manifest["errors"] if e.get("kind") in args["fail_on"]]
             if bad:
                 what = "; ".join("%s (%s)" % (e["file"], e["error"]) for e in bad[:5])
-                raise _backup.BackupError("could not read %s" % what)
+                raise _backup_objects.BackupError("could not read %s" % what)
             verified = {"ok": None, "problems": []} if check_mode else _backup.verify(bdir, manifest["id"], key)
             if verified["ok"] is False:
-                raise _backup.BackupError(_backup.refusal(verified))
-        except (_backup.BackupError, OSError) as exc:
+                raise _backup_objects.BackupError(_backup.refusal(verified))
+        except (_backup_objects.BackupError, OSError) as exc:
             msg = "backup of %s failed, the change is refused: %s" % (node, exc)
             self._record(args, check_mode, {"ok": False, "error": msg, "time": utcnow_iso()}, None)
             raise StepError(msg, node=node, backup_ok=False) from None
@@ -92,7 +96,7 @@ class ActionModule(ControllerAction):
             "changed": not check_mode,
             "backup_ok": True,
             "snapshot_id": sid,
-            "manifest": os.path.join(_backup.snapshot_dir(bdir, sid), "manifest.json"),
+            "manifest": os.path.join(_backup_objects.snapshot_dir(bdir, sid), "manifest.json"),
             "files": len(manifest["files"]),
             "bytes": manifest["total_bytes"],
             "stored_bytes": manifest["stored_bytes"],
@@ -119,7 +123,7 @@ class ActionModule(ControllerAction):
         if args["offsite"]:
             try:
                 res = _backup.copy_offsite(bdir, args["offsite"], sid, key)
-            except (_backup.BackupError, OSError) as exc:
+            except (_backup_objects.BackupError, OSError) as exc:
                 res = {"dest": args["offsite"], "id": sid, "ok": False, "copied": 0,
                        "problems": [{"file": "manifest.json", "problem": str(exc)}]}  # fmt: skip
             out["offsite"] = res

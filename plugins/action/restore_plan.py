@@ -19,7 +19,9 @@ import shutil
 import tempfile
 import time
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import store as _backup
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import objects as _backup_objects
+
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import restore as _backup_restore
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup.gather import signing_key, templated_var
 
@@ -36,9 +38,9 @@ class ActionModule(ControllerAction):
         "key_file": {"type": "path"},
         "stage": {"type": "bool", "default": True},
         "sign_unsigned": {"type": "bool", "default": False},
-        "max_entry_bytes": {"type": "int", "default": _backup.LIMITS["entry_bytes"]},
-        "max_snapshot_bytes": {"type": "int", "default": _backup.LIMITS["snapshot_bytes"]},
-        "max_entries": {"type": "int", "default": _backup.LIMITS["entries"]},
+        "max_entry_bytes": {"type": "int", "default": _backup_objects.LIMITS["entry_bytes"]},
+        "max_snapshot_bytes": {"type": "int", "default": _backup_objects.LIMITS["snapshot_bytes"]},
+        "max_entries": {"type": "int", "default": _backup_objects.LIMITS["entries"]},
     }
 
     def step(self, args, check_mode, task_vars):
@@ -51,13 +53,15 @@ class ActionModule(ControllerAction):
             key = signing_key(self, args, task_vars, create=False)
             limits = {"entry_bytes": args["max_entry_bytes"], "snapshot_bytes": args["max_snapshot_bytes"],
                       "entries": args["max_entries"]}  # fmt: skip
-            rules = _backup.restore_rules(args["sources"], extra, limits)
-            plan = _backup.restore_plan(args["backup_dir"], args["snapshot_id"], args["node"], key=key, rules=rules,
-                                        stage_dir=stage, accept_unsigned=args["sign_unsigned"])  # fmt: skip
+            rules = _backup_objects.restore_rules(args["sources"], extra, limits)
+            plan = _backup_restore.restore_plan(
+                args["backup_dir"], args["snapshot_id"], args["node"], key=key, rules=rules, stage_dir=stage,
+                accept_unsigned=args["sign_unsigned"],
+            )  # fmt: skip
             if plan["unsigned"] and not check_mode:
-                _backup.sign_legacy(args["backup_dir"], args["snapshot_id"], key)
+                _backup_restore.sign_legacy(args["backup_dir"], args["snapshot_id"], key)
                 plan["signed_now"] = key.key_id
-        except (_backup.BackupError, OSError) as exc:
+        except (_backup_objects.BackupError, OSError) as exc:
             if stage:
                 shutil.rmtree(stage, ignore_errors=True)
             raise StepError("restore refused: %s" % exc, refused=True) from None

@@ -21,6 +21,9 @@ from typing import Any, Dict, List, Optional
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, parse_time
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import store as _backup
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import keys as _backup_keys
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import objects as _backup_objects
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import restore as _backup_restore
 
 SCHEMA = "gpuops.backup-drill/v1"
 
@@ -36,9 +39,9 @@ def sample(snaps: List[Dict[str, Any]], nodes: Optional[List[str]], count: int) 
     return picked[: max(count, 0)]
 
 
-def restore_one(backup_dir: str, snap_id: str, scratch: str, key: _backup.SigningKey,
+def restore_one(backup_dir: str, snap_id: str, scratch: str, key: _backup_keys.SigningKey,
                 rules: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:  # fmt: skip
-    """Verify (signature, every object), check what a restore would write (``rules``: ``_backup.restore_rules``; a
+    """Verify (signature, every object), check what a restore would write (``rules``: ``_backup_objects.restore_rules``; a
     snapshot the restore would refuse fails the drill), restore every file of the snapshot under
     ``scratch/<id>/`` and re-hash what was written."""
     t0 = time.monotonic()
@@ -49,7 +52,7 @@ def restore_one(backup_dir: str, snap_id: str, scratch: str, key: _backup.Signin
         res["seconds"] = round(time.monotonic() - t0, 3)
         return res
     m = _backup.load_manifest(backup_dir, snap_id, key)
-    res["problems"] = _backup.plan_problems(m, rules)
+    res["problems"] = _backup_restore.plan_problems(m, rules)
     root = ensure_private_dir(os.path.join(scratch, snap_id))
     for f in m["files"]:
         target = os.path.join(root, f["file"])
@@ -57,12 +60,12 @@ def restore_one(backup_dir: str, snap_id: str, scratch: str, key: _backup.Signin
             res["problems"].append({"file": f["file"], "problem": "outside the scratch directory"})
             continue
         try:
-            data = _backup.read_object(backup_dir, f["sha256"], max(f.get("size") or 0, 0))
-        except (_backup.BackupError, OSError) as exc:
+            data = _backup_objects.read_object(backup_dir, f["sha256"], max(f.get("size") or 0, 0))
+        except (_backup_objects.BackupError, OSError) as exc:
             res["problems"].append({"file": f["file"], "problem": str(exc)})
             continue
         write_private_atomic(target, data)
-        sha, size = _backup.sha256_file(target)
+        sha, size = _backup_objects.sha256_file(target)
         if sha != f["sha256"] or size != f["size"]:
             res["problems"].append({"file": f["file"], "problem": "restored copy differs (%s, %d bytes)" % (sha, size)})
         res["files"] += 1
@@ -81,7 +84,7 @@ def run(  # noqa: PLR0913 - the drill's inputs: store, scratch, policy, time, se
     count: int = 3,
     keep_scratch: bool = False,
     *,
-    key: _backup.SigningKey,
+    key: _backup_keys.SigningKey,
     rules: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """The drill report: per snapshot restored (files, bytes, seconds, data age), against RTO/RPO."""

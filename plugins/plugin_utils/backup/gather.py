@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import store as _backup
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import keys as _backup_keys
+
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import objects as _backup_objects
+
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import secrets as _backup_secrets
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 
 
-#: Variables templated for :func:`_backup.configured_secrets` (their values may be templates or vault strings).
+#: Variables templated for :func:`_backup_secrets.configured_secrets` (their values may be templates or vault strings).
 SECRET_VARS = ("gpuops_bmc_password", "backup_bmc_password", "gpuops_db_url", "ansible_password", "ansible_ssh_pass",
                "ansible_become_password", "ansible_become_pass")  # fmt: skip
 #: Task vars never searched for secret values (huge, or copies of the rest).
@@ -34,8 +38,8 @@ def templated_var(action, task_vars, name):
 def signing_key(action, args, task_vars, create, outside=()):
     """The backup signing key of a step: option ``signing_key``, else the variable ``gpuops_backup_signing_key``,
     else the key file (``key_file``, ``GPUOPS_BACKUP_KEY_FILE``, ``~/.config/gpuops/backup.key``)."""
-    value = args.get("signing_key") or templated_var(action, task_vars, _backup.KEY_VAR)
-    return _backup.resolve_key(value, args.get("key_file"), args["backup_dir"], create, outside)
+    value = args.get("signing_key") or templated_var(action, task_vars, _backup_objects.KEY_VAR)
+    return _backup_keys.resolve_key(value, args.get("key_file"), args["backup_dir"], create, outside)
 
 
 def secrets_of(action, task_vars, key):
@@ -43,4 +47,4 @@ def secrets_of(action, task_vars, key):
     named = {n: templated_var(action, task_vars, n) for n in SECRET_VARS}
     rest = {k: plain(v) for k, v in task_vars.items() if k not in _SKIP_VARS and k not in named}
     extra = [("the backup signing key", key.secret_text())] if key is not None else []
-    return _backup.configured_secrets(os.environ, dict(rest, **{k: v for k, v in named.items() if v}), extra)
+    return _backup_secrets.configured_secrets(os.environ, dict(rest, **{k: v for k, v in named.items() if v}), extra)

@@ -30,11 +30,15 @@ import pytest
 from ansible_collections.gpuops.cluster.plugins.action import backup, restore_drill, restore_plan
 from ansible_collections.gpuops.cluster.plugins.module_utils import _backup as N
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import store as B
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import keys as B_keys
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import objects as B_objects
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import restore as B_restore
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import secrets as B_secrets
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import drill as D
 
 UTC = datetime.timezone.utc
 NOW = datetime.datetime(2026, 12, 3, 8, 0, 0, tzinfo=UTC)
-KEY = B.SigningKey(b"test-signing-key-0123456789abcdef", "test")
+KEY = B_keys.SigningKey(b"test-signing-key-0123456789abcdef", "test")
 BMC_PW = "Planted-BMC-S3cret-pw"
 DB_PW = "Planted-DB-S3cret-pw"
 DB_URL = "postgresql://gpuops:%s@db01/gpuops" % DB_PW
@@ -94,8 +98,8 @@ def test_the_issue_attack_a_rewritten_manifest_with_its_sha256_recomputed_is_ref
     m = snap(bdir)
     rewrite(bdir, m["id"], add_root_files(bdir, json.loads(manifest_path(bdir, m["id"]).read_text())))
     stage = tmp_path / "stage"
-    with pytest.raises(B.BackupError, match="not authentic: manifest.sig does not match manifest.json") as exc:
-        B.restore_plan(str(bdir), m["id"], "gpu-node-01", key=KEY, stage_dir=str(stage))
+    with pytest.raises(B_objects.BackupError, match="not authentic: manifest.sig does not match manifest.json") as exc:
+        B_restore.restore_plan(str(bdir), m["id"], "gpu-node-01", key=KEY, stage_dir=str(stage))
     assert "authorized_keys" not in str(exc.value) and not stage.exists()  # nothing planned, nothing staged
     res = B.verify(str(bdir), m["id"], KEY)
     assert res["ok"] is False and "not authentic" in res["problems"][0]["problem"]
@@ -123,25 +127,26 @@ def test_dropping_the_signature_and_claiming_v1_is_refused_as_unsigned(tmp_path)
     rewrite(bdir, m["id"], doc)
     os.unlink(bdir / "snapshots" / m["id"] / "manifest.sig")
     with pytest.raises(
-        B.UnsignedSnapshot, match="is unsigned .*Take a new snapshot: ansible-playbook gpuops.cluster.backup"
+        B_objects.UnsignedSnapshot, match="is unsigned .*Take a new snapshot: ansible-playbook gpuops.cluster.backup"
     ):
-        B.restore_plan(str(bdir), m["id"], "gpu-node-01", key=KEY)
+        B_restore.restore_plan(str(bdir), m["id"], "gpu-node-01", key=KEY)
     # a v2 manifest without its signature is not authentic
-    doc["schema"] = B.SCHEMA
+    doc["schema"] = B_objects.SCHEMA
     rewrite(bdir, m["id"], doc)
-    with pytest.raises(B.BackupError, match="not authentic: manifest.sig is missing"):
-        B.restore_plan(str(bdir), m["id"], "gpu-node-01", key=KEY)
+    with pytest.raises(B_objects.BackupError, match="not authentic: manifest.sig is missing"):
+        B_restore.restore_plan(str(bdir), m["id"], "gpu-node-01", key=KEY)
 
 
 def test_a_snapshot_signed_with_another_key_is_refused_naming_both_keys(tmp_path):
     bdir = tmp_path / "b"
     m = snap(bdir)
-    theirs = B.SigningKey(b"an-attacker-key-0123456789abcdef!!", "attacker")
+    theirs = B_keys.SigningKey(b"an-attacker-key-0123456789abcdef!!", "attacker")
     rewrite(bdir, m["id"], add_root_files(bdir, json.loads(manifest_path(bdir, m["id"]).read_text())), sign=theirs)
     with pytest.raises(
-        B.BackupError, match="signed with key %s, and this controller's key .* is %s" % (theirs.key_id, KEY.key_id)
+        B_objects.BackupError,
+        match="signed with key %s, and this controller's key .* is %s" % (theirs.key_id, KEY.key_id),
     ):
-        B.restore_plan(str(bdir), m["id"], "gpu-node-01", key=KEY)
+        B_restore.restore_plan(str(bdir), m["id"], "gpu-node-01", key=KEY)
 
 
 def test_a_correctly_signed_snapshot_with_a_path_outside_the_sources_is_refused(tmp_path):
@@ -152,8 +157,8 @@ def test_a_correctly_signed_snapshot_with_a_path_outside_the_sources_is_refused(
     assert B.verify(str(bdir), m["id"], KEY)["ok"]  # authentic: the signature is right
     stage = tmp_path / "stage"
     stage.mkdir()
-    with pytest.raises(B.BackupError) as exc:
-        B.restore_plan(str(bdir), m["id"], "gpu-node-01", key=KEY, stage_dir=str(stage))
+    with pytest.raises(B_objects.BackupError) as exc:
+        B_restore.restore_plan(str(bdir), m["id"], "gpu-node-01", key=KEY, stage_dir=str(stage))
     msg = str(exc.value)
     assert msg.startswith("snapshot %s is refused, nothing is restored" % m["id"])
     assert (
@@ -163,9 +168,9 @@ def test_a_correctly_signed_snapshot_with_a_path_outside_the_sources_is_refused(
     assert "files/usr/local/bin/rootsh (mode 4755 sets setuid/setgid/sticky bits" in msg
     assert os.listdir(stage) == []
     # an operator who configured the path (gpuops_backup_extra_paths) may restore it: sources decide, not the snapshot
-    rules = B.restore_rules(extra_paths=["/root/.ssh/authorized_keys"])
-    with pytest.raises(B.BackupError) as exc:
-        B.restore_plan(str(bdir), m["id"], "gpu-node-01", key=KEY, rules=rules)
+    rules = B_objects.restore_rules(extra_paths=["/root/.ssh/authorized_keys"])
+    with pytest.raises(B_objects.BackupError) as exc:
+        B_restore.restore_plan(str(bdir), m["id"], "gpu-node-01", key=KEY, rules=rules)
     assert "authorized_keys" not in str(exc.value) and "rootsh" in str(exc.value)
 
 
@@ -193,8 +198,8 @@ def test_signed_records_a_restore_must_not_write_are_refused(tmp_path, change, p
     doc = json.loads(manifest_path(bdir, m["id"]).read_text())
     doc["files"][0].update(change)
     rewrite(bdir, m["id"], doc, sign=KEY)
-    with pytest.raises(B.BackupError, match="is refused, nothing is restored") as exc:
-        B.restore_plan(str(bdir), m["id"], "gpu-node-01", key=KEY)
+    with pytest.raises(B_objects.BackupError, match="is refused, nothing is restored") as exc:
+        B_restore.restore_plan(str(bdir), m["id"], "gpu-node-01", key=KEY)
     assert problem in str(exc.value)
 
 
@@ -202,7 +207,7 @@ def test_numeric_owners_are_restored_as_captured(tmp_path):
     e = entry("/etc/slurm/gres.conf", b"x\n", owner=None)
     e.update(uid=4242, gid=4243, group=None)
     m = snap(tmp_path / "b", entries=[e])
-    f = B.restore_plan(str(tmp_path / "b"), m["id"], key=KEY)["files"][0]
+    f = B_restore.restore_plan(str(tmp_path / "b"), m["id"], key=KEY)["files"][0]
     assert (f["owner"], f["group"], f["mode"]) == ("4242", "4243", "0644")
 
 
@@ -237,41 +242,41 @@ def test_the_node_reads_links_and_setuid_files_as_evidence_only(tmp_path):
 def test_a_hostile_node_cannot_store_what_a_restore_must_not_write(tmp_path, change, problem):
     e = entry("/etc/slurm/gres.conf", b"x\n")
     e.update(change)
-    with pytest.raises(B.BackupError, match="gpu-node-01") as exc:
+    with pytest.raises(B_objects.BackupError, match="gpu-node-01") as exc:
         snap(tmp_path / "b", entries=[e])
     assert problem in str(exc.value) and not (tmp_path / "b" / "objects").exists()
 
 
 # ---- the key -------------------------------------------------------------------------------------------------------
 def test_the_key_file_is_created_once_private_and_outside_the_store(tmp_path, key_file):
-    k1 = B.resolve_key(None, None, str(tmp_path / "b"), create=True)
+    k1 = B_keys.resolve_key(None, None, str(tmp_path / "b"), create=True)
     assert key_file.is_file() and stat.S_IMODE(key_file.stat().st_mode) == 0o600
-    k2 = B.resolve_key(None, None, str(tmp_path / "b"), create=False)
+    k2 = B_keys.resolve_key(None, None, str(tmp_path / "b"), create=False)
     assert k1.key_id == k2.key_id and k1.secret_text() not in repr(k1)
     key_file.chmod(0o644)
-    with pytest.raises(B.BackupError, match=r"accessible to others \(mode 0644\): chmod 600"):
-        B.load_key(key_file=str(key_file))
+    with pytest.raises(B_objects.BackupError, match=r"accessible to others \(mode 0644\): chmod 600"):
+        B_keys.load_key(key_file=str(key_file))
     key_file.chmod(0o600)
-    with pytest.raises(B.BackupError, match="must live outside the store: .* is inside"):
-        B.resolve_key(None, None, str(key_file.parent), create=False)
-    with pytest.raises(B.BackupError, match="must live outside the store"):
-        B.load_key(key_file=str(key_file), outside=[str(tmp_path)])
+    with pytest.raises(B_objects.BackupError, match="must live outside the store: .* is inside"):
+        B_keys.resolve_key(None, None, str(key_file.parent), create=False)
+    with pytest.raises(B_objects.BackupError, match="must live outside the store"):
+        B_keys.load_key(key_file=str(key_file), outside=[str(tmp_path)])
     link = tmp_path / "link.key"
     link.symlink_to(key_file)
-    with pytest.raises(B.BackupError, match="symbolic link"):
-        B.load_key(key_file=str(link))
-    with pytest.raises(B.BackupError, match="too short"):
-        B.load_key("short-key")
-    assert B.load_key("v" * 40).origin == B.KEY_VAR
+    with pytest.raises(B_objects.BackupError, match="symbolic link"):
+        B_keys.load_key(key_file=str(link))
+    with pytest.raises(B_objects.BackupError, match="too short"):
+        B_keys.load_key("short-key")
+    assert B_keys.load_key("v" * 40).origin == B_objects.KEY_VAR
 
 
 def test_a_missing_key_is_not_recreated_for_a_store_signed_with_another(tmp_path, key_file):
     snap(tmp_path / "b")
-    with pytest.raises(B.BackupError, match="holds snapshots signed with key %s .*no key at" % KEY.key_id):
-        B.resolve_key(None, None, str(tmp_path / "b"), create=True)
+    with pytest.raises(B_objects.BackupError, match="holds snapshots signed with key %s .*no key at" % KEY.key_id):
+        B_keys.resolve_key(None, None, str(tmp_path / "b"), create=True)
     assert not key_file.exists()
-    with pytest.raises(B.BackupError, match="no backup signing key: set gpuops_backup_signing_key"):
-        B.resolve_key(None, None, str(tmp_path / "b"), create=False)
+    with pytest.raises(B_objects.BackupError, match="no backup signing key: set gpuops_backup_signing_key"):
+        B_keys.resolve_key(None, None, str(tmp_path / "b"), create=False)
 
 
 def test_the_key_from_a_vault_variable(run_action, tmp_path, key_file):
@@ -279,7 +284,7 @@ def test_the_key_from_a_vault_variable(run_action, tmp_path, key_file):
     tv = {"gpuops_backup_signing_key": "k" * 40}
     entries = [entry("/etc/slurm/gres.conf", b"NodeName=n1 Name=gpu\n")]
     out = run_action(backup, {"node": "n1", "entries": entries, "backup_dir": str(tmp_path / "b")}, task_vars=tv)
-    assert out["verified"] is True and out["signed_by"] == B.load_key("k" * 40).key_id and not key_file.exists()
+    assert out["verified"] is True and out["signed_by"] == B_keys.load_key("k" * 40).key_id and not key_file.exists()
     args = {"backup_dir": str(tmp_path / "b"), "snapshot_id": out["snapshot_id"], "node": "n1", "stage": False}
     assert run_action(restore_plan, args, task_vars=tv)["verified"]["ok"] is True
     refused = run_action(restore_plan, args, task_vars={"gpuops_backup_signing_key": "z" * 40})
@@ -308,7 +313,7 @@ def legacy(bdir, sid="20261101T000000000000Z-n1", files=None):
 def test_an_unsigned_legacy_snapshot_is_refused_then_signed_on_request(run_action, tmp_path, key_file):
     bdir = tmp_path / "b"
     sid = legacy(bdir)
-    B.resolve_key(None, None, str(tmp_path / "other"), create=True)
+    B_keys.resolve_key(None, None, str(tmp_path / "other"), create=True)
     args = {"backup_dir": str(bdir), "snapshot_id": sid, "node": "n1"}
     out = run_action(restore_plan, args)
     assert out["failed"] and "is unsigned (gpuops.backup/v1" in out["msg"]
@@ -318,16 +323,16 @@ def test_an_unsigned_legacy_snapshot_is_refused_then_signed_on_request(run_actio
     assert dry["unsigned"] is True and [f["path"] for f in dry["files"]] == ["/etc/slurm/gres.conf"]
     assert not (bdir / "snapshots" / sid / "manifest.sig").exists()
     signed = run_action(restore_plan, dict(args, sign_unsigned=True))
-    assert signed["changed"] is True and signed["signed_now"] == B.load_key().key_id
+    assert signed["changed"] is True and signed["signed_now"] == B_keys.load_key().key_id
     assert run_action(restore_plan, args)["verified"]["ok"] is True
     # listed as signed now; the drill restores it
-    assert [s["signed"] for s in B.list_snapshots(str(bdir), key=B.load_key())] == [True]
+    assert [s["signed"] for s in B.list_snapshots(str(bdir), key=B_keys.load_key())] == [True]
 
 
 def test_a_legacy_snapshot_that_a_restore_must_not_write_is_never_signed(run_action, tmp_path, key_file):
     bdir = tmp_path / "b"
     sid = legacy(bdir, files=[("/usr/local/bin/rootsh", "4755", b"#!/bin/sh\n")])
-    B.resolve_key(None, None, str(tmp_path / "other"), create=True)
+    B_keys.resolve_key(None, None, str(tmp_path / "other"), create=True)
     out = run_action(restore_plan, {"backup_dir": str(bdir), "snapshot_id": sid, "sign_unsigned": True})
     assert out["failed"] and "is refused, nothing is restored" in out["msg"] and "rootsh" in out["msg"]
     assert not (bdir / "snapshots" / sid / "manifest.sig").exists()
@@ -377,7 +382,7 @@ def test_3000_entries_are_refused_naming_the_node_and_the_first_beyond_the_limit
 def test_many_small_entries_over_the_snapshot_total_are_refused(tmp_path):
     entries = [entry("/etc/modprobe.d/nvidia-%d.conf" % i, bytes([65 + i]) * (7 << 20)) for i in range(10)]
     with pytest.raises(
-        B.BackupError,
+        B_objects.BackupError,
         match=r"gpu-node-01 returned more than the controller's limit of 67108864 bytes "
         r"per snapshot \(backup_max_snapshot_bytes\), reached at files/etc/modprobe.d/nvidia-9.conf",
     ):
@@ -386,11 +391,11 @@ def test_many_small_entries_over_the_snapshot_total_are_refused(tmp_path):
 
 def test_limits_can_be_raised_and_the_restore_bounds_them_too(tmp_path):
     e = entry("/etc/slurm/slurm.conf", b"#" * (9 << 20))
-    rules = B.restore_rules(limits={"entry_bytes": 16 << 20})
+    rules = B_objects.restore_rules(limits={"entry_bytes": 16 << 20})
     m = B.write_snapshot(str(tmp_path / "b"), "n1", B.prepare("n1", [e], rules=rules), {}, key=KEY)
-    with pytest.raises(B.BackupError, match="more than the limit of 8388608 per entry"):
-        B.restore_plan(str(tmp_path / "b"), m["id"], key=KEY)
-    assert B.restore_plan(str(tmp_path / "b"), m["id"], key=KEY, rules=rules)["files"][0]["size"] == 9 << 20
+    with pytest.raises(B_objects.BackupError, match="more than the limit of 8388608 per entry"):
+        B_restore.restore_plan(str(tmp_path / "b"), m["id"], key=KEY)
+    assert B_restore.restore_plan(str(tmp_path / "b"), m["id"], key=KEY, rules=rules)["files"][0]["size"] == 9 << 20
 
 
 def test_the_node_itself_returns_one_error_for_a_glob_of_3000_files(tmp_path):
@@ -484,12 +489,12 @@ def test_configured_secrets_come_from_the_environment_variables_and_the_key():
     tv = {"gpuops_bmc_password": "Var-S3cret-pw", "backup_bmc": {"url": "https://bmc", "auth": "basic"},
           "gpuops_pin_version": "535.104.05", "nested": {"api_key": "Nested-api-key"},
           "backup_bmc_password": "{{ gpuops_bmc_password }}"}  # fmt: skip
-    got = dict((v, w) for w, v in B.configured_secrets(env, tv, [("the backup signing key", "K" * 40)]))
+    got = dict((v, w) for w, v in B_secrets.configured_secrets(env, tv, [("the backup signing key", "K" * 40)]))
     assert got == {BMC_PW: "GPUOPS_BMC_PASSWORD", DB_PW: "the password in GPUOPS_DB_URL",
                    "Var-S3cret-pw": "gpuops_bmc_password", "Nested-api-key": "nested.api_key",
                    "K" * 40: "the backup signing key"}  # fmt: skip
-    assert B.secret_in(b'{"x": "%s"}' % json.dumps('p"w-S3cret')[1:-1].encode(), [("X", 'p"w-S3cret')]) == "X"
-    assert B.secret_in(b"postgresql://u:p%40ss-S3cret@h", [("X", "p@ss-S3cret")]) == "X"
+    assert B_secrets.secret_in(b'{"x": "%s"}' % json.dumps('p"w-S3cret')[1:-1].encode(), [("X", 'p"w-S3cret')]) == "X"
+    assert B_secrets.secret_in(b"postgresql://u:p%40ss-S3cret@h", [("X", "p@ss-S3cret")]) == "X"
 
 
 @pytest.mark.parametrize(
@@ -503,7 +508,7 @@ def test_configured_secrets_come_from_the_environment_variables_and_the_key():
     ],
 )
 def test_masked_values_and_words_are_not_secret_patterns(text):
-    assert B.secret_pattern("audit/audit.log", text) is None
+    assert B_secrets.secret_pattern("audit/audit.log", text) is None
 
 
 def test_the_drill_still_restores_a_signed_snapshot_and_fails_one_the_restore_would_refuse(run_action, tmp_path):
@@ -513,7 +518,7 @@ def test_the_drill_still_restores_a_signed_snapshot_and_fails_one_the_restore_wo
     rep = run_action(restore_drill, args)
     assert rep["ok"] is True and rep["report"]["restores"][0]["id"] == out["snapshot_id"], rep.get("msg")
     # signed with the controller's key, but writing outside the sources: the drill fails like the restore would
-    key = B.load_key()
+    key = B_keys.load_key()
     bdir = tmp_path / "b"
     rewrite(bdir, out["snapshot_id"], add_root_files(bdir, json.loads(manifest_path(bdir, out["snapshot_id"]).read_text())),
             sign=key)  # fmt: skip

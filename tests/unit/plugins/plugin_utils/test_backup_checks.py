@@ -6,13 +6,14 @@ import datetime
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _backup as N
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import store as B
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import keys as B_keys
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks import evaluate_node
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks.backup import with_backup_status
 
 NOW = datetime.datetime(2026, 12, 3, 8, 0, 0, tzinfo=datetime.timezone.utc)
 
 
-KEY = B.SigningKey(b"test-signing-key-0123456789abcdef", "test")
+KEY = B_keys.SigningKey(b"test-signing-key-0123456789abcdef", "test")
 
 
 def _snap(bdir, node, hours_ago):

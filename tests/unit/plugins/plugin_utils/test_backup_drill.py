@@ -6,15 +6,18 @@ import datetime
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _backup as N
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import store as B
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import keys as B_keys
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import drill as D
 
 NOW = datetime.datetime(2026, 12, 3, 8, 0, 0, tzinfo=datetime.timezone.utc)
 POLICY = {"rto_minutes": 30, "rpo_hours": 24}
-KEY = B.SigningKey(b"test-signing-key-0123456789abcdef", "test")
+KEY = B_keys.SigningKey(b"test-signing-key-0123456789abcdef", "test")
 
 
 def _snap(bdir, node, hours_ago, data=b"x\n"):
-    e = N.with_content(N._entry("files/etc/slurm/gres.conf", "/etc/slurm/gres.conf", "file", True, "/etc/slurm/gres.conf"), data)
+    e = N.with_content(
+        N._entry("files/etc/slurm/gres.conf", "/etc/slurm/gres.conf", "file", True, "/etc/slurm/gres.conf"), data
+    )
     e.update(mode="0644", uid=0, gid=0, owner="root", group="root")
     return B.write_snapshot(str(bdir), node, [e], {}, key=KEY, now=NOW - datetime.timedelta(hours=hours_ago))
 

@@ -15,11 +15,15 @@ import pytest
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _backup as N
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import store as B
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import keys as B_keys
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import objects as B_objects
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import restore as B_restore
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import secrets as B_secrets
 
 UTC = datetime.timezone.utc
 NOW = datetime.datetime(2026, 12, 3, 8, 0, 0, tzinfo=UTC)
 GRES = b"NodeName=gpu-node-[01-08] Name=gpu Type=h100 File=/dev/nvidia[0-7]\n"
-KEY = B.SigningKey(b"test-signing-key-0123456789abcdef", "test")
+KEY = B_keys.SigningKey(b"test-signing-key-0123456789abcdef", "test")
 
 
 def entry(name, data, path=None, **kw):
@@ -32,7 +36,9 @@ def snap(tmp_path, node="gpu-node-01", now=NOW, extra=(), gres=GRES):
     entries = [entry("files/etc/slurm/gres.conf", gres, "/etc/slurm/gres.conf"),
                entry("files/etc/modprobe.d/nvidia.conf", b"options nvidia NVreg_RestrictProfilingToAdminUsers=0\n",
                      "/etc/modprobe.d/nvidia.conf")] + list(extra)  # fmt: skip
-    return B.write_snapshot(str(tmp_path), node, entries, {"change_id": "CHG-1", "workflow": "upgrade"}, key=KEY, now=now)
+    return B.write_snapshot(
+        str(tmp_path), node, entries, {"change_id": "CHG-1", "workflow": "upgrade"}, key=KEY, now=now
+    )
 
 
 def test_snapshot_is_content_addressed_private_and_verifies(tmp_path):
@@ -63,39 +69,39 @@ def test_tampered_object_is_refused_naming_the_file(tmp_path):
     (tmp_path / "objects" / sha).write_bytes(GRES + b"# evil\n")
     res = B.verify(str(tmp_path), m["id"], KEY)
     assert not res["ok"] and res["problems"][0]["file"] == "files/etc/slurm/gres.conf"
-    with pytest.raises(B.BackupError, match=r"does not verify: files/etc/slurm/gres.conf \(checksum mismatch"):
-        B.restore_plan(str(tmp_path), m["id"], "gpu-node-01", key=KEY)
+    with pytest.raises(B_objects.BackupError, match=r"does not verify: files/etc/slurm/gres.conf \(checksum mismatch"):
+        B_restore.restore_plan(str(tmp_path), m["id"], "gpu-node-01", key=KEY)
 
 
 def test_missing_object_and_missing_or_edited_manifest_are_refused(tmp_path):
     m = snap(tmp_path)
     os.unlink(tmp_path / "objects" / hashlib.sha256(GRES).hexdigest())
-    with pytest.raises(B.BackupError, match="gres.conf .object [0-9a-f]+ is missing"):
-        B.restore_plan(str(tmp_path), m["id"], key=KEY)
+    with pytest.raises(B_objects.BackupError, match="gres.conf .object [0-9a-f]+ is missing"):
+        B_restore.restore_plan(str(tmp_path), m["id"], key=KEY)
     m2 = snap(tmp_path, now=NOW + datetime.timedelta(seconds=5))
     p = tmp_path / "snapshots" / m2["id"] / "manifest.json"
     doc = json.loads(p.read_text())
     doc["files"][0]["path"] = "/etc/shadow"
     p.write_text(json.dumps(doc))
-    with pytest.raises(B.BackupError, match="tampered: .*manifest.json does not match manifest.sha256"):
-        B.restore_plan(str(tmp_path), m2["id"], key=KEY)
+    with pytest.raises(B_objects.BackupError, match="tampered: .*manifest.json does not match manifest.sha256"):
+        B_restore.restore_plan(str(tmp_path), m2["id"], key=KEY)
     os.unlink(tmp_path / "snapshots" / m2["id"] / "manifest.sha256")
-    with pytest.raises(B.BackupError, match="incomplete: .*manifest.sha256 is missing"):
+    with pytest.raises(B_objects.BackupError, match="incomplete: .*manifest.sha256 is missing"):
         B.load_manifest(str(tmp_path), m2["id"])
 
 
 def test_restore_plan_lists_restorable_files_of_its_node_only(tmp_path):
     cmd = N.with_content(N._entry("commands/packages.txt", "command: dpkg-query", "command", False), b"x\n")
     m = snap(tmp_path, extra=[cmd, entry("files/proc/cmdline", b"ro quiet\n", "/proc/cmdline", restore=False)])
-    plan = B.restore_plan(str(tmp_path), m["id"], "gpu-node-01", key=KEY, stage_dir=str(tmp_path / "stage"))
+    plan = B_restore.restore_plan(str(tmp_path), m["id"], "gpu-node-01", key=KEY, stage_dir=str(tmp_path / "stage"))
     assert sorted(f["path"] for f in plan["files"]) == ["/etc/modprobe.d/nvidia.conf", "/etc/slurm/gres.conf"]
     gres = [f for f in plan["files"] if f["path"] == "/etc/slurm/gres.conf"][0]
     assert (gres["owner"], gres["group"], gres["mode"]) == ("root", "root", "0644")
     # the plan names a private staged copy of each verified object, not the store's object
     assert open(gres["object"], "rb").read() == GRES and gres["object"].startswith(str(tmp_path / "stage"))
     assert stat.S_IMODE(os.stat(gres["object"]).st_mode) == 0o600
-    with pytest.raises(B.BackupError, match="of node gpu-node-01, not gpu-node-02"):
-        B.restore_plan(str(tmp_path), m["id"], "gpu-node-02", key=KEY)
+    with pytest.raises(B_objects.BackupError, match="of node gpu-node-01, not gpu-node-02"):
+        B_restore.restore_plan(str(tmp_path), m["id"], "gpu-node-02", key=KEY)
 
 
 def test_absent_and_error_entries_are_recorded(tmp_path):
@@ -108,16 +114,16 @@ def test_absent_and_error_entries_are_recorded(tmp_path):
 
 @pytest.mark.parametrize("bad", ["../x", "files/../../etc", ""])
 def test_bad_entry_names_and_nodes_are_refused(tmp_path, bad):
-    with pytest.raises(B.BackupError):
+    with pytest.raises(B_objects.BackupError):
         B.write_snapshot(str(tmp_path), "n1", [entry(bad or "", b"x", "/x")], {}, key=KEY)
-    with pytest.raises(B.BackupError, match="invalid node"):
+    with pytest.raises(B_objects.BackupError, match="invalid node"):
         B.write_snapshot(str(tmp_path), "../n1", [entry("files/x", b"x", "/x")], {}, key=KEY)
 
 
 def test_content_that_does_not_match_the_node_sha_is_refused(tmp_path):
     e = entry("files/etc/slurm/gres.conf", b"abc", "/etc/slurm/gres.conf")
     e["content"] = base64.b64encode(b"abd").decode()
-    with pytest.raises(B.BackupError, match="does not match the sha256 read on the node"):
+    with pytest.raises(B_objects.BackupError, match="does not match the sha256 read on the node"):
         B.write_snapshot(str(tmp_path), "n1", [e], {}, key=KEY)
 
 
@@ -125,7 +131,7 @@ def test_check_mode_writes_nothing(tmp_path):
     entries = [entry("files/etc/slurm/gres.conf", b"abc", "/etc/slurm/gres.conf")]
     m = B.write_snapshot(str(tmp_path / "b"), "n1", entries, {}, key=None, check_mode=True, now=NOW)
     assert m["files"] and not (tmp_path / "b").exists()
-    with pytest.raises(B.BackupError, match="only signed"):
+    with pytest.raises(B_objects.BackupError, match="only signed"):
         B.write_snapshot(str(tmp_path / "b"), "n1", entries, {}, key=None, now=NOW)
 
 
@@ -174,7 +180,7 @@ def test_state_entries_skip_the_backups_and_locks(tmp_path):
     (tmp_path / "locks").mkdir()
     (tmp_path / "locks" / "x.lock").write_text("")
     snap(tmp_path / "backups")
-    names = [e["name"] for e in B.state_entries(str(tmp_path), str(tmp_path / "backups"))]
+    names = [e["name"] for e in B_secrets.state_entries(str(tmp_path), str(tmp_path / "backups"))]
     assert names == ["controller/state/audit/audit.log"]
 
 
