@@ -9,6 +9,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/common.sh
 . "$HERE/lib/common.sh"
 cd "$REPO"
+# the backup signing key of the tests that back up: the build dir's, never the operator's ~/.config/gpuops/backup.key
+export GPUOPS_BACKUP_KEY_FILE=${GPUOPS_BACKUP_KEY_FILE:-$REPO/build/test-backup-key/backup.key}
 export GPUOPS_TB=$TB
 
 declare -a STAGES=()

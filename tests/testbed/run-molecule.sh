@@ -11,6 +11,9 @@ shift
 logs=build/molecule
 mkdir -p "$logs"
 chmod 0700 "$logs"
+# the backup signing key of the scenarios that back up (upgrade, backup): the build dir's, never the operator's
+# ~/.config/gpuops/backup.key (docs/backup.md "Signed snapshots")
+export GPUOPS_BACKUP_KEY_FILE=${GPUOPS_BACKUP_KEY_FILE:-$PWD/build/test-backup-key/backup.key}
 declare -a summary=() failed=()
 for s in "$@"; do
   case $s in
