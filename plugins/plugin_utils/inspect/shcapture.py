@@ -53,10 +53,8 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect.shanswer im
     quote,
     section_result,
 )
-from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect.shnode import ReplayIO  # noqa: F401
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect.shnode import ReplayIO
 
-#: the name the capture used before the answer's reading moved to ``_shanswer``
-_result = section_result
 
 #: a journalctl --since value: a time ("2026-12-02 10:00:00"), relative ("-1h", "yesterday") or epoch ("@1733133600")
 KERNEL_SINCE = re.compile(r"[-@0-9A-Za-z][0-9A-Za-z :.+-]{0,63}")
@@ -261,7 +259,7 @@ def to_tree(stdout: str, token: str, options: Dict[str, Any]) -> Dict[str, str]:
         if not NAME.fullmatch(name) or ".." in name:  # as _livetree.check_tree will require
             meta.setdefault("errors", []).append("a section name that is no capture file name: %r" % name[:80])
             continue
-        res = _result(argvs.get(name, [name.split("-", 1)[0]]), section, out)
+        res = section_result(argvs.get(name, [name.split("-", 1)[0]]), section, out)
         meta["files"][name] = res.to_dict()
         if res.error and res.rc is None and not res.stdout and not res.stderr:
             continue  # not found: recorded, nothing to put
