@@ -18,6 +18,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
+from hook_cases import payload, resolve_errors  # noqa: E402
+
 from gpuops_runbook import catalog, cli, hook, safety  # noqa: E402
 
 CATALOG = os.path.join(ROOT, "runbooks", "catalog.yml")
@@ -35,16 +37,8 @@ def data():
     return catalog.load(CATALOG)
 
 
-def payload(**kw):
-    p = {"ticket": "OPS-7", "runbook": "gpu_fell_off_bus", "nodes": ["gpu-node-02"], "requester": "alice"}
-    p.update(kw)
-    return {k: v for k, v in p.items() if v is not None}
-
-
 def errors_of(data, p, hosts=None):
-    with pytest.raises(hook.PayloadError) as exc:
-        hook.resolve(p, data, HOSTS if hosts is None else hosts, POLICY)
-    return exc.value
+    return resolve_errors(data, p, HOSTS if hosts is None else hosts, POLICY)
 
 
 # ------------------------------------------------------------------------------------------------ validation
