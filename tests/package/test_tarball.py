@@ -48,6 +48,7 @@ SHIPPED_TOP = {
 NOT_SHIPPED_DIRS = (
     "tests/testbed/", "tests/unit/", "tests/integration/", "tests/fixtures/", "tests/fuzz/", "tests/package/",
     "tests/output/", "molecule/", "tools/", "bench/", ".ci/", "build/", "reports/", "inventories/sim/", ".git/",
+    "state/", "captures/",
 )  # fmt: skip
 NOT_SHIPPED_FILES = {
     "Makefile", "ansible.cfg", "requirements-dev.txt", "pyproject.toml", ".ansible-lint", ".yamllint", ".gitignore",
@@ -352,3 +353,53 @@ def test_nothing_was_written_into_the_installed_collection(installed):
     """Last: the runs above left the installed files exactly as shipped (no bytecode, state or reports in them)."""
     proc = run(_galaxy("verify", "--offline", FQCN), installed["cwd"], installed["env"], ok=False)
     assert proc.returncode == 0 and "modified content" not in proc.stdout, proc.stdout[-3000:]
+
+
+def _doc_figures():
+    """docs/install.md's "About N files: a X MB tarball, Y MB unpacked"."""
+    text = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    m = re.search(r"About ([\d,]+) files: a ([\d.]+) MB tarball, ([\d.]+) MB unpacked", text)
+    assert m, "docs/install.md no longer states the tarball's file count and sizes"
+    return int(m.group(1).replace(",", "")), float(m.group(2)) * 1e6, float(m.group(3)) * 1e6
+
+
+def test_install_doc_states_the_real_size_and_file_count(dist):
+    """The figures docs/install.md gives are the real build's, within 3 % (issue 41: they were wrong)."""
+    files = [m for m in _members(dist).values() if m.isfile()]
+    real = (len(files), dist.stat().st_size, sum(m.size for m in files))
+    doc = _doc_figures()
+    for what, d, r in zip(("files", "tarball bytes", "unpacked bytes"), doc, real):
+        assert abs(d - r) <= 0.03 * r, "docs/install.md says %s %s, the build has %s" % (what, d, r)
+
+
+def test_runtime_directories_never_ship(tmp_path, package_home):
+    """A checkout's state/ (the default state dir: audit log, ledger, backups), captures/ and reports/ are left
+    out by galaxy.yml's build_ignore: a real `ansible-galaxy collection build` of a small tree holding them."""
+    tree = tmp_path / "src"
+    for rel in ("state/audit/audit.log", "state/backups/objects/ab", "captures/gpu-node-07/x/nvidia-smi.xml",
+                "reports/report.json", ".sim/captures/n/meta.json", "plugins/README.md", "docs/x.md"):  # fmt: skip
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text("x\n", encoding="utf-8")
+    shutil.copy(ROOT / "galaxy.yml", tree / "galaxy.yml")
+    for name in ("README.md", "LICENSE"):
+        shutil.copy(ROOT / name, tree / name)
+    out = tmp_path / "dist"
+    run(_galaxy("build", tree, "--output-path", out), tmp_path, clean_env(package_home))
+    names = set(_members(out / TARBALL))
+    leaked = sorted(n for n in names if n.split("/")[0] in ("state", "captures", "reports", ".sim"))
+    assert not leaked, leaked
+    assert "plugins/README.md" in names and "docs/x.md" in names
+
+
+def test_install_with_p_inside_the_checkout_works_as_documented(tmp_path, package_home, dist):
+    """docs/install.md's command for `-p` inside a checkout installs there (a plain `-p` under this checkout's
+    ansible.cfg finds build/'s link and says "Nothing to do")."""
+    text = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    assert "ANSIBLE_COLLECTIONS_PATH=./collections ansible-galaxy collection install --offline -p ./collections" in text
+    env = clean_env(package_home, extra={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")})
+    plain = run(_galaxy("install", "--offline", "--no-deps", "-p", tmp_path / "plain", dist), ROOT, env)
+    assert "Nothing to do" in plain.stdout  # the trap the doc describes (build/ is on the configured path)
+    coll = tmp_path / "collections"
+    env["ANSIBLE_COLLECTIONS_PATH"] = str(coll)
+    run(_galaxy("install", "--offline", "--no-deps", "-p", coll, dist), ROOT, env)
+    assert (coll / "ansible_collections" / "gpuops" / "cluster" / "MANIFEST.json").is_file()
