@@ -110,7 +110,7 @@ def new_record(index: Optional[int] = None) -> Dict[str, Any]:
             "failure": None,
             "histogram": {"max": None, "high": None, "partial": None, "low": None, "none": None},
         },
-        "throttle": {"active": [], "raw": {}},
+        "throttle": {"active": [], "raw": {}, "counters_us": None},
         "pcie": {
             "gen_current": None,
             "gen_max": None,
@@ -121,6 +121,7 @@ def new_record(index: Optional[int] = None) -> Dict[str, Any]:
             "replay_counter": None,
         },
         "nvlink": None,
+        "c2c": None,
         "fabric": None,
         "reset_status": {"reset_required": None, "drain_and_reset_recommended": None},
         "recovery_action": None,
@@ -308,6 +309,66 @@ def _throttle(th: Dict[str, Any], f: Dict[str, Any]) -> None:
                     th["active"].append(name)
 
 
+#: cumulative clock event counters (R590+ XML/text, NVML FI 74/76/269/270/271): XML leaf suffix -> normalized name
+THROTTLE_COUNTERS = {
+    "sw_power_cap": "sw_power_cap",
+    "sync_boost": "sync_boost",
+    "sw_therm_slowdown": "sw_thermal_slowdown",
+    "hw_therm_slowdown": "hw_thermal_slowdown",
+    "hw_power_brake": "hw_power_brake_slowdown",
+}
+#: fabric health rows (nvidia-smi ``Fabric > Health``; NVML healthMask 2-bit fields) -> normalized name
+FABRIC_HEALTH = {
+    "bandwidth": "degraded_bandwidth",
+    "route_recovery_in_progress": "route_recovery",
+    "route_unhealthy": "route_unhealthy",
+    "access_timeout_recovery": "access_timeout_recovery",
+}
+#: values printed for a set / clear fabric health flag ("Degraded" / "Full" for the bandwidth row)
+_FLAG_SET = frozenset(("true", "yes", "degraded"))
+_FLAG_CLEAR = frozenset(("false", "no", "full"))
+
+
+def _flag(value: Any) -> Optional[bool]:
+    if isinstance(value, bool):
+        return value
+    v = clean(value)
+    if v is None:
+        return None
+    s = str(v).strip().lower()
+    return True if s in _FLAG_SET else (False if s in _FLAG_CLEAR else None)
+
+
+def _fabric(g: Callable[[str], Any]) -> Optional[Dict[str, Any]]:
+    """NVLink fabric state with its health flags (NVL72 / NVSwitch systems); None when nothing is reported."""
+    fab: Dict[str, Any] = {
+        "state": clean(g("fabric/state")),
+        "status": clean(g("fabric/status")),
+        "clique_id": clean(g("fabric/cliqueId")),
+        "cluster_uuid": clean(g("fabric/clusterUuid")),
+    }
+    if not any(v is not None for v in fab.values()):
+        return None
+    health: Dict[str, Any] = {name: _flag(g("fabric/health/" + leaf)) for leaf, name in FABRIC_HEALTH.items()}
+    summary = clean(g("fabric/health/summary"))
+    health["summary"] = str(summary).strip().lower().replace(" ", "_") if summary is not None else None
+    conf = g("fabric/health/incorrect_configuration")
+    conf = clean(conf) if not (isinstance(conf, str) and conf.strip().lower() == "none") else "none"
+    health["incorrect_configuration"] = str(conf).strip().lower().replace(" ", "_") if conf is not None else None
+    fab["health"] = health
+    return fab
+
+
+def _throttle_counters(f: Dict[str, Any]) -> Optional[Dict[str, int]]:
+    """Cumulative clock event time in microseconds (``"4251825415 us"``); None when the driver prints none."""
+    out: Dict[str, int] = {}
+    for leaf, name in THROTTLE_COUNTERS.items():
+        v = to_int(f.get("clocks_event_reasons_counters/clocks_event_reasons_counters_" + leaf))
+        if v is not None:
+            out[name] = v
+    return out or None
+
+
 def _pcie(pc: Dict[str, Any], g: Callable[[str], Any]) -> None:
     lp = "pci/pci_gpu_link_info/"
     pc["gen_current"] = to_int(g(lp + "pcie_gen/current_link_gen"))
@@ -378,16 +439,12 @@ def record_from_fields(
     _pages(rec["retired_pages"], rec["remapped_rows"], g)
 
     _throttle(rec["throttle"], f)
+    rec["throttle"]["counters_us"] = _throttle_counters(f)
 
     _pcie(rec["pcie"], g)
 
-    fab = {
-        "state": clean(g("fabric/state")),
-        "status": clean(g("fabric/status")),
-        "clique_id": clean(g("fabric/cliqueId")),
-        "cluster_uuid": clean(g("fabric/clusterUuid")),
-    }
-    rec["fabric"] = fab if any(v is not None for v in fab.values()) else None
+    rec["fabric"] = _fabric(g)
+    rec["c2c"] = f.get("c2c") if isinstance(f.get("c2c"), dict) else None
     rec["reset_status"] = {
         "reset_required": _bool_or_none(g("gpu_reset_status/reset_required")),
         "drain_and_reset_recommended": _bool_or_none(g("gpu_reset_status/drain_and_reset_recommended")),

@@ -15,10 +15,10 @@ Runs on managed nodes (Python 3.8+). No Ansible imports.
 
 from __future__ import annotations
 
-import ctypes
 from typing import Any, Callable, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import error_record
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import nvml_fields as _fields
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.nvsmi_xml import (
     DOMAIN,
     empty_result,
@@ -179,7 +179,7 @@ def _usage(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:
 
 
 def _ecc(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:
-    """ECC mode and counts."""
+    """ECC mode and counts: totals, by location (SRAM/DRAM), the SRAM status and the repair flags."""
     ecc = r("nvmlDeviceGetEccMode", h)
     if ecc:
         f["ecc_mode/current_ecc"] = _enabled(ecc[0])
@@ -192,6 +192,9 @@ def _ecc(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:
             f["ecc_errors/%s/%s" % (scope, kind)] = r(
                 "nvmlDeviceGetTotalEccErrors", h, _const(nv, etype), _const(nv, counter)
             )
+    _fields.ecc_locations(f, r, nv, h)
+    _fields.sram_status(f, r, nv, h)
+    _fields.repair(f, r, nv, h)
 
 
 def _retired(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:
@@ -225,6 +228,7 @@ def _reasons(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:
     if mask is not None:
         for bit, name in _REASON_BITS:
             f["clocks_event_reasons/clocks_event_reason_" + name] = "Active" if int(mask) & bit else "Not Active"
+    _fields.throttle_counters(f, r, h)
 
 
 def _pcie(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:
@@ -262,27 +266,30 @@ def _device_fields(r: _Reader, nv: Any, h: Any) -> Dict[str, Any]:
     ):
         part(f, r, nv, h)
     f.update(_fabric(r, nv, h))
+    c2c = _fields.c2c(r, h)
+    if c2c is not None:
+        f["c2c"] = c2c
     return f
 
 
 def _fabric(r: _Reader, nv: Any, h: Any) -> Dict[str, Any]:
-    struct = getattr(nv, "c_nvmlGpuFabricInfo_t", None)
-    if struct is None:
-        return {}
-    info = struct()
-    if r("nvmlDeviceGetGpuFabricInfo", h, ctypes.byref(info)) is None:
+    """The Fabric section: state, status, clique, cluster UUID and (v2/v3 struct) the health rows."""
+    info = _fields.fabric_struct(r, nv, h)
+    if info is None:
         return {}
     state = _FABRIC_STATES.get(int(info.state))
     if state is None:
         return {}
     raw = bytes(bytearray(info.clusterUuid))
     uuid = raw.hex()
-    return {
+    out = {
         "fabric/state": state,
         "fabric/status": "Success" if int(info.status) == 0 else "Error %d" % int(info.status),
         "fabric/cliqueId": str(int(info.cliqueId)),
         "fabric/clusterUuid": "%s-%s-%s-%s-%s" % (uuid[:8], uuid[8:12], uuid[12:16], uuid[16:20], uuid[20:]),
     }
+    _fields.fabric_health(out, info)
+    return out
 
 
 def _nvlink(r: _Reader, nv: Any, h: Any) -> Optional[Dict[str, Any]]:
@@ -312,6 +319,7 @@ def _nvlink(r: _Reader, nv: Any, h: Any) -> Optional[Dict[str, Any]]:
         )
     if not links:
         return None
+    _fields.nvlink5(r, h, links)
     return {"links": links, "error": None}
 
 

@@ -49,7 +49,41 @@ COUNTERS = {
     "crc flit error": "crc_flit",
     "crc data errors": "crc_data",
     "crc data error": "crc_data",
+    # NVLink5 (Blackwell, R570+): the names ``nvidia-smi nvlink -e`` prints (driver 595.91.07, B300), the same
+    # counters as NVML field ids 206-215, 219, 221 (gpu-knowledge-2026.md 3.1); no replay/recovery/CRC any more
+    "malformed packet errors": "malformed",
+    "buffer overrun errors": "buffer_overrun",
+    "rx errors": "rx_errors",
+    "rx remote errors": "rx_remote",
+    "rx general errors": "rx_general",
+    "local link integrity errors": "integrity",
+    "tx discards": "tx_discards",
+    "link recovery successful events": "recovery_successful",
+    "link recovery failed events": "recovery_failed",
+    "total link recovery events": "recovery_total",
+    "effective errors": "effective_errors",
+    "symbol errors": "symbol_errors",
+    "effective ber": "effective_ber",
+    "symbol ber": "symbol_ber",
 }
+#: counters printed as a bit error rate (``15e-255``: NVIDIA's floor, read as zero): a float, not a count
+BER_COUNTERS = frozenset(("effective_ber", "symbol_ber"))
+_BER_RE = re.compile(r"^\s*([0-9]{1,3}(?:\.[0-9]{1,6})?)\s*[eE]\s*([-+]?[0-9]{1,3})\s*$")
+
+
+def ber_value(value: Any) -> Optional[float]:
+    """``15e-255`` / ``1.5E-9`` -> float; 15E-255 (NVIDIA's "zero") -> 0.0; N/A -> None; else ParseError."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    m = _BER_RE.match(str(value))
+    if m is None:
+        if clean(value) is None:
+            return None
+        raise ParseError("BER value %r is not a number" % str(value).strip()[:40])
+    mantissa, exponent = float(m.group(1)), int(m.group(2))
+    if exponent <= -255:
+        return 0.0
+    return mantissa * 10.0**exponent
 
 
 def _gpu(out: Dict[int, Dict[str, Any]], index: int, name: Optional[str], uuid: Optional[str]) -> Dict[str, Any]:
@@ -168,7 +202,8 @@ def _line(out: Dict[int, Dict[str, Any]], state: Dict[str, Any], line: str) -> N
     upper = rest.upper()
     if sep and name.strip() and not upper.endswith("GB/S"):
         lk = _link(cur, link)
-        lk["errors"][_counter_key(name)] = _count(value)
+        key = _counter_key(name)
+        lk["errors"][key] = ber_value(value) if key in BER_COUNTERS else _count(value)
         return
     lk = _link(cur, link)
     if "GB/S" in upper:

@@ -103,6 +103,8 @@ SECTIONS: Dict[Tuple[str, str], str] = {
     ("", "Clocks"): "clocks",
     ("", "Max Clocks"): "max_clocks",
     ("", "Fabric"): "fabric",
+    ("fabric", "Health"): "fabric/health",
+    ("", "Clocks Event Reasons Counters"): "clocks_event_reasons_counters",
     ("", "Processes"): "processes",
 }
 
@@ -166,7 +168,23 @@ KEYS: Dict[Tuple[str, str], str] = {
     ("fabric", "Status"): "fabric/status",
     ("fabric", "CliqueId"): "fabric/cliqueId",
     ("fabric", "ClusterUUID"): "fabric/clusterUuid",
+    ("fabric/health", "Summary"): "fabric/health/summary",
+    ("fabric/health", "Bandwidth"): "fabric/health/bandwidth",
+    ("fabric/health", "Route Recovery in progress"): "fabric/health/route_recovery_in_progress",
+    ("fabric/health", "Route Unhealthy"): "fabric/health/route_unhealthy",
+    ("fabric/health", "Access Timeout Recovery"): "fabric/health/access_timeout_recovery",
+    ("fabric/health", "Incorrect Configuration"): "fabric/health/incorrect_configuration",
 }
+#: ``Clocks Event Reasons Counters`` rows (R590+, microseconds) -> the XML leaf suffix
+_THROTTLE_COUNTER_KEYS = {
+    "SW Power Capping": "sw_power_cap",
+    "Sync Boost": "sync_boost",
+    "SW Thermal Slowdown": "sw_therm_slowdown",
+    "HW Thermal Slowdown": "hw_therm_slowdown",
+    "HW Power Braking": "hw_power_brake",
+}
+for _k, _v in _THROTTLE_COUNTER_KEYS.items():
+    KEYS[("clocks_event_reasons_counters", _k)] = "clocks_event_reasons_counters/clocks_event_reasons_counters_" + _v
 for _k, _v in _THROTTLE_KEYS.items():
     KEYS[("clocks_event_reasons", _k)] = "clocks_event_reasons/clocks_event_reason_" + _v
     KEYS[("clocks_throttle_reasons", _k)] = "clocks_throttle_reasons/clocks_throttle_reason_" + _v

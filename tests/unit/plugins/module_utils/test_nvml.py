@@ -154,6 +154,15 @@ def test_nvlink_fabric_recovery_processes_and_throttle_bits():
         "status": "Success",
         "clique_id": "7",
         "cluster_uuid": "12345678-9abc-def0-1234-56789abcdef0",
+        # the v1 struct this fake offers has no health mask: every health row unknown, never "healthy"
+        "health": {
+            "degraded_bandwidth": None,
+            "route_recovery": None,
+            "route_unhealthy": None,
+            "access_timeout_recovery": None,
+            "summary": None,
+            "incorrect_configuration": None,
+        },
     }
     assert g["recovery_action"] == "drain_and_reset"
     assert g["throttle"]["active"] == ["hw_slowdown", "hw_power_brake_slowdown"]
