@@ -5,16 +5,20 @@
 
 Each parser takes the tool's output (text, or the decoded ``--json`` document) and returns plain data, or raises
 ``_common.ParseError`` for output it cannot read (empty, truncated before the first record, not JSON, JSON
-without the expected list). Formats (docs/capture.md "Cluster capture directory"):
+without the expected list). The text parsers take an ``errors`` list: a malformed row costs that row (a ``parse``
+entry there), never the file. Forms (docs/capture.md "Cluster capture directory", cluster-formats.md 1-4):
 
-- ``scontrol ping``: ``Slurmctld(primary) at HOST is UP|DOWN`` per controller (backup, backup1...), or the
-  older one-line ``Slurmctld(primary/backup) at H1/H2 are UP/DOWN``.
-- ``sdiag``: the text report (Slurm 20.11-24.x); RPC tables by message type and by user.
-- ``squeue --json`` (Slurm 21.08+: ``job_state`` a string in 22.05, a list from 23.02; times an integer or
-  ``{"set", "infinite", "number"}`` from 23.11) or ``squeue -h -o '%i|%P|%u|%T|%r|%V|%S|%D|%b|%N'``.
-- ``sinfo -N -h -O 'NodeList:|,Partition:|,StateLong:|,Gres:|,GresUsed:|,Reason:'``.
-- ``sacct --json -a -X`` (``state.current`` a string or a list) or
-  ``sacct -a -X -P -n -o JobID,Partition,User,State,ExitCode,NodeList,Submit,Start,End``.
+- ``scontrol ping``: ``Slurmctld(primary) at HOST is UP|DOWN`` per controller (18.08+: backup, backup1...), the
+  17.11 one-line ``Slurmctld(primary/backup) at H1/H2 are UP/DOWN``, the root-only ``RESTORE SLURMCTLD`` banner,
+  and ``--json`` (``pings[]``).
+- ``sdiag``: the text report of Slurm 17.02-26.05 (with or without the ``(epoch)`` after the dates, the
+  ``RPC queue enabled`` columns, the backfill WARNING title, 80-column cuts), and ``--json`` (23.02 plain
+  numbers, 24.05+ ``{set, infinite, number}``).
+- ``squeue``: ``--json`` (``job_state`` a string or a list) or any text form of ``slurm_cli.squeue``.
+- ``sinfo``: every form of ``slurm_cli.sinfo`` (default, -N, -N -l, -R, -l, -h, -o/-O with a header, --json,
+  the collection's ``-N -h -O`` format).
+- ``sacct``: ``--json`` (``state.current`` a string or a list; steps folded) or every text form of
+  ``slurm_cli.sacct`` (default fixed width, -p/-P with a header, -n with a declared format, the collection's).
 
 Runs on managed nodes (Python 3.8+) and on the controller. No Ansible imports.
 """
@@ -26,8 +30,14 @@ from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
-from ansible_collections.gpuops.cluster.plugins.module_utils._slurm import expand_hostlist
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm_cli import (
+    hostlist,
+    sacct,
+    sinfo,
+    squeue,
+    states,
+)
 
 SQUEUE_FORMAT = "%i|%P|%u|%T|%r|%V|%S|%D|%b|%N"
 SINFO_FORMAT = "NodeList:|,Partition:|,StateLong:|,Gres:|,GresUsed:|,Reason:"
@@ -35,7 +45,6 @@ SACCT_FIELDS = "JobID,Partition,User,State,ExitCode,NodeList,Submit,Start,End"
 
 _PING = re.compile(r"Slurmctld\(([A-Za-z0-9]+)\) at (\S+) is (UP|DOWN)")
 _PING_OLD = re.compile(r"Slurmctld\(primary/backup\) at (\S+)/(\S+) are (UP|DOWN)/(UP|DOWN)")
-_GPU = re.compile(r"(?:^|[,/:])gpu(?::[A-Za-z0-9_.-]+)?[:=]([0-9]+)")
 _RPC_TYPE = re.compile(r"^\s*(\S+)\s*\(\s*(\d+)\)\s+count:(\d+)\s+ave_time:(\d+)\s+total_time:(\d+)")
 _SDIAG_KEYS = {
     "Server thread count": "server_thread_count",
@@ -102,12 +111,10 @@ def _state(value: Any) -> str:
 
 def gpus_of(tres: Any) -> int:
     """GPUs in a TRES/GRES string (``gres:gpu:4``, ``gres/gpu=4``, ``gpu:h100:8(IDX:0-7)``); 0 when none."""
-    if not isinstance(tres, str):
-        return 0
-    return sum(int(m.group(1)) for m in _GPU.finditer(tres.split("(")[0] if "(IDX" in tres else tres))
+    return sinfo.gpus_of(tres)
 
 
-def _load_json(obj: Any, parser: str, source: Optional[str]) -> Dict[str, Any]:
+def _load_json(obj: Any, parser: str, source: Optional[str], key: str = "jobs") -> Dict[str, Any]:
     if isinstance(obj, (str, bytes)):
         try:
             obj = _safejson.loads(obj, what="%s JSON" % parser)
@@ -115,13 +122,15 @@ def _load_json(obj: Any, parser: str, source: Optional[str]) -> Dict[str, Any]:
             raise ParseError(str(exc), parser, source) from None
         except ValueError as exc:
             raise ParseError("not JSON (truncated?): %s" % exc, parser, source) from None
-    if not isinstance(obj, dict) or not isinstance(obj.get("jobs"), list):
-        raise ParseError("no 'jobs' list in the document", parser, source)
+    if not isinstance(obj, dict) or not isinstance(obj.get(key), (list, dict)):
+        raise ParseError("no '%s' in the document" % key, parser, source)
     return obj
 
 
 def parse_ping(text: str, source: Optional[str] = None) -> List[Dict[str, Any]]:
     """``[{"role": "primary", "host": "tb-head", "state": "UP"}, ...]`` (roles: primary, backup, backup1...)."""
+    if isinstance(text, str) and text.lstrip().startswith("{"):
+        return parse_ping_json(text, source)
     out: List[Dict[str, Any]] = []
     for m in _PING_OLD.finditer(text or ""):
         out.append({"role": "primary", "host": m.group(1), "state": m.group(3)})
@@ -130,6 +139,24 @@ def parse_ping(text: str, source: Optional[str] = None) -> List[Dict[str, Any]]:
         out = [{"role": m.group(1), "host": m.group(2), "state": m.group(3)} for m in _PING.finditer(text or "")]
     if not out:
         raise ParseError("no 'Slurmctld(...) at HOST is UP|DOWN' line", "scontrol-ping", source)
+    return out
+
+
+def parse_ping_json(obj: Any, source: Optional[str] = None) -> List[Dict[str, Any]]:
+    """``scontrol ping --json``: ``pings[]`` with ``hostname``, ``pinged`` ("UP"/"DOWN", deprecated 24.11) or
+    ``responding`` (bool), ``mode`` (primary/backup) or ``primary`` (bool) [SL-src, SL-log]."""
+    doc = _load_json(obj, "scontrol-ping", source, "pings")
+    out = []
+    for i, p in enumerate(doc["pings"] if isinstance(doc["pings"], list) else []):
+        if not isinstance(p, dict):
+            continue
+        up = (
+            p.get("responding") if isinstance(p.get("responding"), bool) else str(p.get("pinged") or "").upper() == "UP"
+        )
+        role = str(p.get("mode") or "").lower() or ("primary" if p.get("primary") or i == 0 else "backup")
+        out.append({"role": role, "host": p.get("hostname"), "state": "UP" if up else "DOWN"})
+    if not out:
+        raise ParseError("no controller in 'pings'", "scontrol-ping", source)
     return out
 
 
@@ -168,6 +195,8 @@ def parse_sdiag(text: str, source: Optional[str] = None) -> Dict[str, Any]:
     ``rpc_types``/``rpc_users``: ``[{"name", "id", "count", "ave_time", "total_time"}]`` (times in microseconds).
     Raises ParseError without ``Server thread count`` (not sdiag output, or cut before it).
     """
+    if isinstance(text, str) and text.lstrip().startswith("{"):
+        return parse_sdiag_json(text, source)
     out: Dict[str, Any] = {"main": {}, "backfill": {}, "rpc_types": [], "rpc_users": [], "truncated": False}
     section: Optional[str] = None
     for line in (text or "").splitlines():
@@ -201,11 +230,63 @@ def parse_sdiag(text: str, source: Optional[str] = None) -> Dict[str, Any]:
     return out
 
 
+_SDIAG_JSON = {
+    "server_thread_count": "server_thread_count",
+    "agent_queue_size": "agent_queue_size",
+    "agent_count": "agent_count",
+    "agent_thread_count": "agent_thread_count",
+    "dbd_agent_queue_size": "dbd_agent_queue_size",
+    "jobs_submitted": "jobs_submitted",
+    "jobs_started": "jobs_started",
+    "jobs_completed": "jobs_completed",
+    "jobs_canceled": "jobs_canceled",
+    "jobs_failed": "jobs_failed",
+    "jobs_pending": "jobs_pending",
+    "jobs_running": "jobs_running",
+}
+
+
+def parse_sdiag_json(obj: Any, source: Optional[str] = None) -> Dict[str, Any]:
+    """``sdiag --json`` (23.02+): ``statistics`` counters and RPC tables; numbers plain (23.02) or
+    ``{set, infinite, number}`` (24.05+) [RV sdiag.json, sdiag_2405.json]. The same shape as parse_sdiag."""
+    doc = _load_json(obj, "sdiag-json", source, "statistics")
+    st = doc["statistics"] if isinstance(doc["statistics"], dict) else {}
+    out: Dict[str, Any] = {"main": {}, "backfill": {}, "rpc_types": [], "rpc_users": [], "truncated": False}
+    for key, name in _SDIAG_JSON.items():
+        n = _num(st.get(key))
+        if n is not None:
+            out[name] = int(n)
+    if "server_thread_count" not in out:
+        raise ParseError("no 'server_thread_count' in 'statistics'", "sdiag-json", source)
+    for key, name in (("schedule_cycle_last", "last_cycle"), ("schedule_cycle_max", "max_cycle")):
+        if _num(st.get(key)) is not None:
+            out["main"][name] = int(_num(st.get(key)) or 0)
+    for table_key, out_key, name_key in (
+        ("rpcs_by_message_type", "rpc_types", "message_type"),
+        ("rpcs_by_user", "rpc_users", "user"),
+    ):
+        for r in st.get(table_key) or []:
+            if isinstance(r, dict):
+                out[out_key].append(
+                    {
+                        "name": str(r.get(name_key) or r.get("type_id") or r.get("user_id") or "?"),
+                        "id": int(_num(r.get("type_id") if "type_id" in r else r.get("user_id")) or 0),
+                        "count": int(_num(r.get("count")) or 0),
+                        "ave_time": int(_num(r.get("average_time")) or 0),
+                        "total_time": int(_num(r.get("total_time")) or 0),
+                    }
+                )
+    return out
+
+
 def _hosts(value: Any) -> List[str]:
     """A node list; sacct's ``None assigned`` (a job that never ran) is none."""
-    if not isinstance(value, str) or value.strip() in ("", "None assigned", "(null)"):
+    if not isinstance(value, str):
         return []
-    return expand_hostlist(value)
+    try:
+        return hostlist.expand(value)
+    except hostlist.HostlistError:
+        return []  # a node list Slurm never prints: no nodes rather than made-up ones
 
 
 def _job(job_id: Any, **fields: Any) -> Dict[str, Any]:
@@ -248,69 +329,21 @@ def parse_squeue_json(obj: Any, source: Optional[str] = None) -> List[Dict[str, 
     return out
 
 
-def parse_squeue_text(text: str, source: Optional[str] = None) -> List[Dict[str, Any]]:
-    """The same as :func:`parse_squeue_json` from ``squeue -h -o SQUEUE_FORMAT`` (``|``-separated)."""
-    out = []
-    for n, line in enumerate((text or "").splitlines(), 1):
-        if not line.strip():
-            continue
-        f = line.split("|")
-        if len(f) != 10 or not re.match(r"^[0-9_\[\]+-]+$", f[0]):
-            raise ParseError("expected 10 '|'-separated fields (%s)" % SQUEUE_FORMAT, "squeue", source, n)
-        state = f[3].upper()
-        if state not in ("PENDING", "RUNNING"):
-            continue
-        count = int(f[7]) if f[7].isdigit() else 1
-        per_node = gpus_of(f[8])
-        out.append(
-            _job(
-                f[0],
-                partition=f[1],
-                user=f[2],
-                state=state,
-                reason=f[4] or "None",
-                submit=_epoch(f[5]),
-                start=_epoch(f[6]) if state == "RUNNING" else None,
-                node_count=count,
-                gpus_per_node=per_node,
-                gpus=per_node * count,
-                nodes=_hosts(f[9]),
-            )
-        )
-    return out
+def parse_squeue_text(
+    text: str, source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
+) -> List[Dict[str, Any]]:
+    """The same as :func:`parse_squeue_json` from any text form of ``slurm_cli.squeue`` (its own format, the
+    default, ``-l``, ``-o``/``-O`` with a header)."""
+    return squeue.parse(text, source, errors)
 
 
-def parse_sinfo(text: str, source: Optional[str] = None) -> List[Dict[str, Any]]:
-    """``sinfo -N -h -O SINFO_FORMAT``: one entry per node ``{name, partitions, state, flags, gpus, gpus_alloc,
-    reason}``; a node in several partitions appears once. ``state`` is the long state without its flag suffix
-    (``*`` not responding, ``~`` powered off, ...), listed in ``flags``."""
-    nodes: Dict[str, Dict[str, Any]] = {}
-    for n, line in enumerate((text or "").splitlines(), 1):
-        if not line.strip():
-            continue
-        f = line.split("|")
-        if len(f) < 6 or not f[0].strip():
-            raise ParseError("expected 6 '|'-separated fields (%s)" % SINFO_FORMAT, "sinfo", source, n)
-        name, part, state = f[0].strip(), f[1].strip().rstrip("*"), f[2].strip().lower()
-        flags = [c for c in state if c in "*~#!%$@^-+"]
-        reason = "|".join(f[5:]).strip()
-        node = nodes.setdefault(
-            name,
-            {
-                "name": name,
-                "partitions": [],
-                "state": state.rstrip("*~#!%$@^-+"),
-                "flags": flags,
-                "gpus": gpus_of(f[3]),
-                "gpus_alloc": gpus_of(f[4]),
-                "reason": None if reason in ("", "none", "(null)") else reason,
-            },
-        )
-        if part and part not in node["partitions"]:
-            node["partitions"].append(part)
-    if not nodes:
-        raise ParseError("no node lines", "sinfo", source)
-    return list(nodes.values())
+def parse_sinfo(
+    text: str, source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
+) -> List[Dict[str, Any]]:
+    """One entry per node ``{name, partitions, state, flags, state_flags, gpus, gpus_alloc, reason, ...}`` from any
+    form of ``slurm_cli.sinfo``; a node in several partitions appears once. ``state`` is the long state without
+    its flag suffix (``*`` not responding, ``~`` powered off, ...), listed in ``flags``."""
+    return sinfo.parse(text, source, errors)
 
 
 def parse_sacct_json(obj: Any, source: Optional[str] = None) -> List[Dict[str, Any]]:
@@ -323,48 +356,39 @@ def parse_sacct_json(obj: Any, source: Optional[str] = None) -> List[Dict[str, A
             raise ParseError("a job without job_id", "sacct-json", source)
         t = j.get("time") if isinstance(j.get("time"), dict) else {}
         ec = j.get("exit_code") if isinstance(j.get("exit_code"), dict) else {}
+        state = _state(j.get("state"))
+        steps = []
+        for st in j.get("steps") or []:
+            if isinstance(st, dict):
+                sid = st.get("step") if isinstance(st.get("step"), dict) else {}
+                steps.append({"step": str(sid.get("name") or sid.get("id") or "?"), "state": _state(st.get("state"))})
         out.append(
             _job(
                 j["job_id"],
                 partition=str(j.get("partition") or ""),
                 user=str(j.get("user") or ""),
-                state=_state(j.get("state")),
+                state=state,
                 exit_code=int(_num(ec.get("return_code")) or 0),
                 nodes=_hosts(j.get("nodes")),
+                failed_node=str(j.get("failed_node") or "") or None,
                 submit=_epoch(t.get("submission")),
                 start=_epoch(t.get("start")),
                 end=_epoch(t.get("end")),
                 restarts=int(_num(j.get("restart_cnt")) or 0),
+                cause=states.job_state(state)["cause"],
+                cut=[],
+                steps=steps,
             )
         )
     return out
 
 
-def parse_sacct_text(text: str, source: Optional[str] = None) -> List[Dict[str, Any]]:
-    """The same as :func:`parse_sacct_json` from ``sacct -a -X -P -n -o SACCT_FIELDS``."""
-    out = []
-    for n, line in enumerate((text or "").splitlines(), 1):
-        if not line.strip():
-            continue
-        f = line.split("|")
-        if len(f) != 9 or not re.match(r"^[0-9_\[\]+.-]+$", f[0]):
-            raise ParseError("expected 9 '|'-separated fields (%s)" % SACCT_FIELDS, "sacct", source, n)
-        code = f[4].split(":")[0]
-        out.append(
-            _job(
-                f[0],
-                partition=f[1],
-                user=f[2],
-                state=f[3].split(" ")[0].upper(),
-                exit_code=int(code) if code.isdigit() else 0,
-                nodes=_hosts(f[5]),
-                submit=_epoch(f[6]),
-                start=_epoch(f[7]),
-                end=_epoch(f[8]),
-                restarts=0,
-            )
-        )
-    return out
+def parse_sacct_text(
+    text: str, source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
+) -> List[Dict[str, Any]]:
+    """The same as :func:`parse_sacct_json` from any text form of ``slurm_cli.sacct`` (steps folded into their
+    job, cut values marked, ``cause`` node / user / admin / scheduler)."""
+    return sacct.parse(text, source, errors)
 
 
 def accounting_error(text: str) -> Optional[str]:

@@ -1,0 +1,297 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""``sinfo`` in the forms operators capture it (cluster-formats.md section 1), read into one node list.
+
+Accepted (``FORMS``): the default (``PARTITION AVAIL TIMELIMIT NODES STATE NODELIST``, one row per partition and
+state with a folded host list), ``-N``, ``-N -l`` (after its date line), ``-R`` and ``-R -l``, ``-l``, the ``-h``
+form of each of these built-ins, any ``-o '%...'`` / ``-O 'Field:...'`` output **with its header** (whitespace
+aligned or delimited by ``|``: the column names decide meaning; it needs a node list and a state or reason
+column), ``--json`` (21.08/22.05 ``nodes`` and 23.02+ ``sinfo`` layouts), and the collection's own
+``-N -h -O 'NodeList:|,Partition:|,StateLong:|,Gres:|,GresUsed:|,Reason:'``. A headerless custom format is
+refused with an error that names these forms.
+
+``parse(text, source, errors)`` -> ``[{name, partitions, state, flags, state_flags, gpus, gpus_alloc, reason,
+reason_user, reason_time}]``, one per node (expanded from host lists; a node in several partitions once).
+``state`` is the long state word (states.node_state); ``None`` with ``unavailable: True`` for a node that
+``sinfo -R`` lists without a state (down, drained, fail or failing). One bad row costs that row: a ``parse``
+entry in ``errors``. Pure; Python 3.8+.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm_cli import hostlist, states, table
+
+PARSER = "sinfo"
+DOMAIN = "scheduler"
+OWN_FORMAT = "NodeList:|,Partition:|,StateLong:|,Gres:|,GresUsed:|,Reason:"
+FORMS = (
+    "sinfo, sinfo -N, sinfo -N -l, sinfo -R, sinfo -l (each with or without -h), "
+    "sinfo -o/-O with its header (a node list and a state or reason column), sinfo --json, "
+    "sinfo -N -h -O '%s'" % OWN_FORMAT
+)
+#: column names (sinfo's headers for -o %x and -O Field, and the -O field names themselves) -> meaning
+COLUMNS = {
+    "NODELIST": "nodes",
+    "HOSTNAMES": "nodes",
+    "NODEHOST": "nodes",
+    "NODE_NAME": "nodes",
+    "PARTITION": "partition",
+    "STATE": "state",
+    "STATELONG": "state",
+    "STATECOMPACT": "state",
+    "STATECOMPLETE": "state",
+    "REASON": "reason",
+    "USER": "user",
+    "TIMESTAMP": "time",
+    "GRES": "gres",
+    "GRES_USED": "gres_used",
+    "GRESUSED": "gres_used",
+    "NODES": "count",
+    "AVAIL": "avail",
+}
+_EMPTY = ("", "none", "(null)", "unknown", "n/a")
+_DATE = re.compile(r"^[A-Za-z]{3} [A-Za-z]{3} +\d{1,2} \d\d:\d\d:\d\d \d{4}$")
+_AVAIL = ("up", "down", "drain", "inact", "n/a")
+_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|Unknown|None)$")
+_GPU = re.compile(r"(?:^|[,/:])gpu(?::[A-Za-z0-9_.-]+)?[:=]([0-9]+)")
+
+
+def gpus_of(tres: Any) -> int:
+    """GPUs in a GRES/TRES string (``gpu:h100:8(S:0-1)``, ``gres/gpu=4``); 0 when none."""
+    if not isinstance(tres, str):
+        return 0
+    return sum(int(m.group(1)) for m in _GPU.finditer(re.sub(r"\([^)]*\)", "", tres)))
+
+
+def _value(v: Optional[str]) -> Optional[str]:
+    v = (v or "").strip()
+    return None if v.lower() in _EMPTY else v
+
+
+class _Nodes:
+    def __init__(self) -> None:
+        self.by_name: Dict[str, Dict[str, Any]] = {}
+
+    def add(self, row: Dict[str, Optional[str]]) -> None:
+        """One row (meaning -> text) for every node of its host list."""
+        names = hostlist.expand(row.get("nodes"))
+        if not names:
+            if (row.get("count") or "").strip() in ("0", ""):
+                return  # sinfo's "0 n/a" row of an empty partition/state
+            raise ParseError("no node list", PARSER)
+        st: Dict[str, Any] = {"state": None, "flags": [], "state_flags": []}
+        if row.get("state"):
+            try:
+                st = states.node_state(row["state"])
+            except states.StateError as exc:
+                raise ParseError(str(exc), PARSER) from None
+        elif not row.get("reason"):
+            raise ParseError("neither a state nor a reason", PARSER)
+        part = (row.get("partition") or "").strip().rstrip("*")
+        for name in names:
+            node = self.by_name.get(name)
+            if node is None:
+                node = self.by_name[name] = {
+                    "name": name,
+                    "partitions": [],
+                    "state": st["state"],
+                    "flags": list(st["flags"]),
+                    "state_flags": list(st["state_flags"]),
+                    "gpus": gpus_of(row.get("gres")),
+                    "gpus_alloc": gpus_of(row.get("gres_used")),
+                    "reason": _value(row.get("reason")),
+                    "reason_user": _value(row.get("user")),
+                    "reason_time": _value(row.get("time")),
+                }
+                if node["state"] is None:
+                    node["unavailable"] = True  # listed by sinfo -R: down, drained, fail or failing
+            elif node["state"] is None and st["state"] is not None:
+                node.update(state=st["state"], flags=list(st["flags"]), state_flags=list(st["state_flags"]))
+                node.pop("unavailable", None)
+            if node["reason"] is None and _value(row.get("reason")):
+                node["reason"] = _value(row.get("reason"))
+            if part and part not in node["partitions"]:
+                node["partitions"].append(part)
+
+
+def _meaning(row: Dict[str, str]) -> Dict[str, Optional[str]]:
+    out: Dict[str, Optional[str]] = {}
+    for col, v in row.items():
+        key = COLUMNS.get(col)
+        if key and key not in out:
+            out[key] = v
+    return out
+
+
+def _header(line: str) -> Optional[Tuple[str, List[str]]]:
+    """(delimiter or '', column names) when ``line`` is a sinfo header naming the columns this parser needs."""
+    delim = "|" if "|" in line else ""
+    cols = [table.norm(c) for c in (line.split("|") if delim else line.split())]
+    keys = {COLUMNS.get(c) for c in cols}
+    if "nodes" in keys and ("state" in keys or "reason" in keys):
+        return delim, cols
+    return None
+
+
+# headerless built-ins: (name, test on the words, words -> meaning)
+def _h_default(w: List[str]) -> Optional[Dict[str, Optional[str]]]:
+    if len(w) in (5, 6) and w[1] in _AVAIL and w[3].isdigit():
+        return {"partition": w[0], "avail": w[1], "count": w[3], "state": w[4], "nodes": w[5] if len(w) == 6 else ""}
+    return None
+
+
+def _h_nodes(w: List[str]) -> Optional[Dict[str, Optional[str]]]:
+    if len(w) == 4 and w[1].isdigit():
+        return {"nodes": w[0], "count": w[1], "partition": w[2], "state": w[3]}
+    if len(w) >= 11 and w[1].isdigit() and w[4].isdigit() and re.match(r"^\d+:\d+:\d+$", w[5]):
+        return {"nodes": w[0], "count": w[1], "partition": w[2], "state": w[3], "reason": " ".join(w[10:])}
+    return None
+
+
+def _h_reasons(w: List[str], line: str) -> Optional[Dict[str, Optional[str]]]:
+    if len(w) >= 4 and _TIME.match(w[-2]):  # -R: %20E %9u %19H %N
+        return {"reason": line[:20].strip() or " ".join(w[:-3]), "user": w[-3], "time": w[-2], "nodes": w[-1]}
+    if len(w) >= 5 and _TIME.match(w[-3]):  # -R -l: %20E %12U %19H %6t %N
+        return {"reason": line[:20].strip(), "user": w[-4], "time": w[-3], "state": w[-2], "nodes": w[-1]}
+    return None
+
+
+def _h_own(line: str) -> Optional[Dict[str, Optional[str]]]:
+    f = line.split("|")
+    if len(f) < 6 or not f[0].strip():
+        return None
+    return {"nodes": f[0], "partition": f[1], "state": f[2], "gres": f[3], "gres_used": f[4], "reason": "|".join(f[5:])}
+
+
+def _headerless(line: str) -> Optional[Dict[str, Optional[str]]]:
+    if "|" in line:
+        return _h_own(line)
+    w = line.split()
+    return _h_default(w) or _h_nodes(w) or _h_reasons(w, line)
+
+
+def refused(what: str, source: Optional[str], line: Optional[int] = None) -> ParseError:
+    return ParseError("%s; readable forms: %s" % (what, FORMS), PARSER, source, line)
+
+
+def parse(
+    text: str, source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
+) -> List[Dict[str, Any]]:
+    """The nodes of any accepted sinfo output (see the module doc). Raises ParseError when nothing can be read."""
+    if not isinstance(text, str):
+        raise ParseError("sinfo output is not text", PARSER, source)
+    if text.lstrip().startswith("{"):
+        return parse_json(text, source)
+    lines = [(n, ln.rstrip("\r\n")) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()]
+    if lines and _DATE.match(lines[0][1].strip()):
+        lines = lines[1:]  # -l / -N -l / -i print the date first (strftime "%a %b %d %T %Y")
+    if not lines:
+        raise ParseError("no node lines", PARSER, source)
+    nodes = _Nodes()
+    records = Records(PARSER, source, DOMAIN, errors)
+    head = _header(lines[0][1])
+    if head is not None:
+        delim = head[0]
+        reader: Any = (
+            table.Delimited(lines[0][1], delim, "REASON") if delim else table.Aligned(lines[0][1], ("REASON",))
+        )
+        body = lines[1:]
+    else:
+        if _headerless(lines[0][1]) is None:
+            raise refused(
+                "a headerless sinfo format that cannot be decoded (the column names are in the header: capture "
+                "without -h, or with the collection's format)",
+                source,
+                lines[0][0],
+            )
+        reader, body = None, lines
+    for n, line in body:
+        with records.at(n):
+            if records.too_long(line, n):
+                continue
+            if reader is not None:
+                try:
+                    row = _meaning(reader.row(line)[0])
+                except ValueError as exc:
+                    raise ParseError(str(exc), PARSER, source, n) from None
+            else:
+                row = _headerless(line)
+                if row is None:
+                    raise ParseError("not a row of this sinfo form: %r" % line[:120], PARSER, source, n)
+            nodes.add(row)
+    if not nodes.by_name and not records.count:
+        if head is not None:
+            return []  # a header only: sinfo -R with no unavailable node
+        raise ParseError("no node lines", PARSER, source)
+    return records.finish(list(nodes.by_name.values()))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# --json
+
+
+def _names(value: Any) -> List[str]:
+    if isinstance(value, list):
+        out: List[str] = []
+        for v in value:
+            out += hostlist.expand(str(v))
+        return out
+    if isinstance(value, str):
+        return hostlist.expand(value)
+    return []
+
+
+def parse_json(obj: Any, source: Optional[str] = None) -> List[Dict[str, Any]]:
+    """``sinfo --json``: 21.08/22.05 ``{"nodes": [...]}`` (also ``scontrol show node --json``) or 23.02+
+    ``{"sinfo": [{"node": {"state": [...]}, "nodes": {"nodes": [...]}, "reason": {...}, "partition": {...}}]}``."""
+    if isinstance(obj, (str, bytes)):
+        try:
+            obj = _safejson.loads(obj, what="sinfo JSON")
+        except _safejson.JsonBudgetError as exc:
+            raise ParseError(str(exc), PARSER, source) from None
+        except ValueError as exc:
+            raise ParseError("not JSON (truncated?): %s" % exc, PARSER, source) from None
+    nodes = _Nodes()
+    if isinstance(obj, dict) and isinstance(obj.get("sinfo"), list):
+        for rec in obj["sinfo"]:
+            if not isinstance(rec, dict):
+                continue
+            node = rec.get("node") if isinstance(rec.get("node"), dict) else {}
+            hosts = rec.get("nodes") if isinstance(rec.get("nodes"), dict) else {}
+            reason = rec.get("reason") if isinstance(rec.get("reason"), dict) else {}
+            part = rec.get("partition") if isinstance(rec.get("partition"), dict) else {}
+            gres = rec.get("gres") if isinstance(rec.get("gres"), dict) else {}
+            for name in _names(hosts.get("nodes")) or _names(hosts.get("hostnames")):
+                _json_node(nodes, name, node.get("state"), [], reason.get("description"), part.get("name"), gres)
+    elif isinstance(obj, dict) and isinstance(obj.get("nodes"), list):
+        for n in obj["nodes"]:
+            if isinstance(n, dict) and n.get("name"):
+                parts = n.get("partitions") if isinstance(n.get("partitions"), list) else [None]
+                gres = {"total": n.get("gres"), "used": n.get("gres_used")}
+                for p in parts or [None]:
+                    _json_node(nodes, str(n["name"]), n.get("state"), n.get("state_flags"), n.get("reason"), p, gres)
+    else:
+        raise ParseError("no 'sinfo' or 'nodes' list in the document", PARSER, source)
+    return list(nodes.by_name.values())
+
+
+def _json_node(nodes: _Nodes, name: str, state: Any, flags: Any, reason: Any, part: Any, gres: Dict[str, Any]) -> None:
+    words = state if isinstance(state, list) else [state] if state else []
+    words = [str(w) for w in words] + [str(f) for f in flags or [] if str(f) not in words]
+    nodes.add(
+        {
+            "nodes": name,
+            "state": "+".join(words) if words else None,
+            "reason": reason if isinstance(reason, str) else None,
+            "partition": part if isinstance(part, str) else None,
+            "gres": gres.get("total") if isinstance(gres.get("total"), str) else None,
+            "gres_used": gres.get("used") if isinstance(gres.get("used"), str) else None,
+            "count": "1",
+        }
+    )
