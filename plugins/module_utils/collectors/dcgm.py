@@ -71,6 +71,87 @@ _LEVEL3_TESTS = (
 _LEVEL4_TESTS = ("eud", "pulse", "memtest", "extended utility")
 
 
+#: DCGM's error severity (dcgm_errors.h ``dcgmErrorSeverity_t``), as ``error_severity`` in ``dcgmi diag -j``
+SEVERITIES = {0: "none", 1: "monitor", 2: "isolate", 3: "unknown", 4: "triage", 5: "config", 6: "reset"}
+#: The fixed words of DCGM's diag messages (dcgm_errors.h ``DCGM_FR_*_MSG``) -> (DCGM_FR code, its severity in
+#: dcgm_errors.c; gpu-knowledge-2026.md section 5). The text table carries no severity: the message names it.
+#: ``internal``: DCGM_FR_INTERNAL, the diagnostic itself failed (NVIDIA/DCGM#254: a missing helper binary).
+_MESSAGE_CLASSES = (
+    ("row remappings are pending", "PENDING_ROW_REMAP", "reset"),
+    ("row remapping failed", "ROW_REMAP_FAILURE", "reset"),
+    ("rows were remapped", "UNCORRECTABLE_ROW_REMAP", "reset"),
+    ("pending page retirements together with a dbe", "DBE_PENDING_PAGE_RETIREMENTS", "reset"),
+    ("requires a reset to recover", "GPU_RECOVERY_RESET", "reset"),
+    ("processes with graphics contexts open", "GRAPHICS_PROCESSES", "reset"),
+    ("faulty memory elements", "FAULTY_MEMORY", "isolate"),
+    ("a double-bit ecc error has occured", "CUDA_DBE", "isolate"),
+    ("uncontained error (xid 95)", "UNCONTAINED_ERROR", "isolate"),
+    ("nvlink errors on gpu", "NVLINK_ERROR_CRITICAL", "isolate"),
+    ("nvlink errors found occuring per second", "NVLINK_CRC_ERROR_THRESHOLD", "isolate"),
+    ("miscompare failure in the l1 cache", "L1TAG_MISCOMPARE", "isolate"),
+    ("detected fatal nvswitch sxid", "SXID_ERROR", "isolate"),
+    ("host-side pcie replay violation", "PCIE_H_REPLAY_VIOLATION", "isolate"),
+    ("persistence mode for gpu", "PERSISTENCE_MODE", "config"),
+    ("performance-limiting environment variable", "BAD_CUDA_ENV", "config"),
+    ("found driver on the denylist", "DENYLISTED_DRIVER", "config"),
+    ("because ecc is not enabled", "ECC_DISABLED", "config"),
+    ("ecc memory is not turned on", "ECC_DISABLED", "config"),
+    ("running at pci link width", "PCIE_WIDTH", "config"),
+    ("enforced power limit on gpu", "ENFORCED_POWER_LIMIT", "config"),
+    ("test is skipped for this gpu", "TEST_DISABLED", "config"),
+    ("detected xid", "XID_ERROR", "triage"),
+    ("running at pci link generation", "PCIE_GENERATION", "triage"),
+    ("minimum required bandwidth", "LOW_BANDWIDTH", "triage"),
+    ("maximum allowed latency", "HIGH_LATENCY", "triage"),
+    ("only achieved a memory bandwidth", "MEMORY_BANDWIDTH", "triage"),
+    ("did not reach desired power minimum", "TARGET_POWER", "triage"),
+    ("nvlinks are up out of the expected", "GPU_EXPECTED_NVLINKS_UP", "triage"),
+    ("thermal violations", "THERMAL_VIOLATIONS", "monitor"),
+    ("clocks are being throttled", "CLOCKS_EVENT_VIOLATION", "monitor"),
+    ("user-specified maximum allowed temperature", "TEMP_VIOLATION", "monitor"),
+    ("is in a pending state", "ECC_PENDING", "monitor"),
+    ("nonfatal errors on nvswitch", "NVSWITCH_NON_FATAL_ERROR", "monitor"),
+    ("there was an internal error during the test", "INTERNAL", "internal"),
+)
+
+
+def classify_message(message: str) -> Any:
+    """``(DCGM_FR code, severity)`` of a diag message from its fixed words, or ``(None, None)``."""
+    low = " ".join(str(message).lower().split())
+    for words, code, severity in _MESSAGE_CLASSES:
+        if words in low:
+            return code, severity
+    return None, None
+
+
+def _severity(value: Any) -> Optional[str]:
+    """``error_severity`` of ``dcgmi diag -j`` (a number, or a name such as ``DCGM_ERROR_ISOLATE``)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return SEVERITIES.get(value, "unknown")
+    if isinstance(value, str) and value.strip():
+        v = value.strip().lower().replace("dcgm_error_", "")
+        if v.isdigit():
+            return SEVERITIES.get(int(v), "unknown")
+        return v if v in SEVERITIES.values() else "unknown"
+    return None
+
+
+def _issue(message: str, gpu: Optional[str], item: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """One diag error with DCGM's severity: from the JSON item when it says, else from the message's words."""
+    code, severity = classify_message(message)
+    item = item or {}
+    given = _severity(item.get("error_severity"))
+    ids = _GPU_IN_TEXT.findall(message)
+    return {
+        "gpu": gpu if gpu is not None else (ids[0] if ids else None),
+        "error_id": item.get("error_id") if isinstance(item.get("error_id"), int) else None,
+        "category": item.get("error_category"),
+        "code": code,
+        "severity": given or severity,
+        "message": message[:500],
+    }
+
+
 def _word(text: str) -> Optional[str]:
     return _RESULT_WORDS.get(text.strip().lower())
 
@@ -207,6 +288,7 @@ class _DiagText:
                 test["gpus"].setdefault(str(i), test["result"])
         gpus: Dict[str, str] = {}
         for test in self.tests:
+            test["issues"] = [_issue(m, None) for m in test["messages"]]
             test["result"] = worst(test["result"], *test["gpus"].values())
             for g, r in test["gpus"].items():
                 w = worst(gpus.get(g), r)
@@ -260,15 +342,21 @@ def _json_status(value: Any) -> Optional[str]:
     return _word(str(value)) if isinstance(value, (str, int)) else None
 
 
-def _json_messages(result: Dict[str, Any]) -> List[str]:
+def _json_messages(result: Dict[str, Any], issues: Optional[List[Dict[str, Any]]] = None) -> List[str]:
+    """The message texts of one JSON result; ``issues`` gets each warning/error with DCGM's own severity."""
     out: List[str] = []
     for key in ("warnings", "warning", "errors", "info"):
         items = result.get(key)
         for item in items if isinstance(items, list) else [items]:
-            if isinstance(item, dict):
-                item = item.get("warning") or item.get("error") or item.get("message") or item.get("info")
+            raw = item if isinstance(item, dict) else None
+            if raw is not None:
+                item = raw.get("warning") or raw.get("error") or raw.get("message") or raw.get("info")
             if isinstance(item, str) and item.strip():
-                out.append(re.sub(r"\s+", " ", item).strip())
+                text = re.sub(r"\s+", " ", item).strip()
+                out.append(text)
+                if issues is not None and key != "info":
+                    gid = result.get("gpu_id", result.get("entity_id"))
+                    issues.append(_issue(text, str(gid) if isinstance(gid, (int, str)) else None, raw))
     return out
 
 
@@ -303,7 +391,7 @@ def parse_diag_json(obj: Any, source: Optional[str] = None) -> Dict[str, Any]:
                 ids = r.get("gpu_ids", r.get("gpu_id", r.get("entity_id")))
                 for g in _expand_ids(str(ids)) if ids is not None else []:
                     test["gpus"][g] = worst(test["gpus"].get(g), status) or "skip"
-                test["messages"].extend(_json_messages(r))
+                test["messages"].extend(_json_messages(r, test["issues"]))
             for g, res in test["gpus"].items():
                 gpus[g] = worst(gpus.get(g), res) or res
             tests.append(test)
@@ -324,7 +412,7 @@ def parse_diag_json(obj: Any, source: Optional[str] = None) -> Dict[str, Any]:
 
 
 def _new_test(name: str, section: Optional[str]) -> Dict[str, Any]:
-    return {"name": name, "category": section, "result": None, "gpus": {}, "messages": []}
+    return {"name": name, "category": section, "result": None, "gpus": {}, "messages": [], "issues": []}
 
 
 def _apply_result(test: Dict[str, Any], value: str, all_gpus: List[Dict[str, Any]]) -> None:

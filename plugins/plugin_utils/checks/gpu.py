@@ -231,6 +231,27 @@ def _tlimit_levels(th: Dict[str, Any], t: Dict[str, Any], label: str, gpu_c: flo
     )
 
 
+def _memory_levels(th: Dict[str, Any], t: Dict[str, Any], label: str, mem_c: float) -> tuple:
+    """HBM against the GPU's own Memory Max Operating Temp (NVML_TEMPERATURE_THRESHOLD_MEM_MAX: where SW thermal
+    slowdown starts, gpu-knowledge-2026.md section 6) when it reports one in Celsius: P2 at it, P1 past it by the
+    policy's P1-P2 gap; the fixed policy numbers only when it does not (absent, N/A, or only a T.Limit margin)."""
+    own = as_num(t.get("memory_max_operating_c"))
+    if own is not None and own > 0:
+        gap = th["memory_p1_c"] - th["memory_p2_c"]
+        message = "%s: memory at %g C (its max operating temperature: %g C)" % (label, mem_c, own)
+        hot = (own + gap, message, "memory_c >= memory_max_operating_c %g + %g C" % (own, gap))
+        warm = (own, message, "memory_c >= memory_max_operating_c %g C (the GPU's own HBM limit)" % own)
+        return ("memory", mem_c, hot, warm)
+    message = "%s: memory at %g C" % (label, mem_c)
+    hot = (th["memory_p1_c"], message, "memory_c >= %s C (no own limit reported)" % th["memory_p1_c"])
+    warm = (
+        th["memory_p2_c"],
+        message,
+        "memory_c >= %s C (HBM max operating; no own limit reported)" % th["memory_p2_c"],
+    )
+    return ("memory", mem_c, hot, warm)
+
+
 def check_temperature(ctx: Ctx, g: Dict[str, Any]) -> None:
     """GPU and memory temperature: P1 (emergency_shutdown) at the hot limit, P2 (tune) at the warm one."""
     th = ctx.policy["thresholds"]["temperature"]
@@ -253,10 +274,7 @@ def check_temperature(ctx: Ctx, g: Dict[str, Any]) -> None:
         )
         levels.append(("gpu", gpu_c, hot + (rules[0],), warm + (rules[1],)))
     if mem_c is not None:
-        message = "%s: memory at %g C" % (label, mem_c)
-        hot = (th["memory_p1_c"], message, "memory_c >= %s C" % th["memory_p1_c"])
-        warm = (th["memory_p2_c"], message, "memory_c >= %s C (HBM max operating)" % th["memory_p2_c"])
-        levels.append(("memory", mem_c, hot, warm))
+        levels.append(_memory_levels(th, t, label, mem_c))
     for code, value, hot, warm in levels:
         for (limit, message, rule), sev, action in ((hot, "P1", "emergency_shutdown"), (warm, "P2", "tune")):
             if value >= limit:
@@ -311,6 +329,48 @@ def check_throttle(ctx: Ctx, gpus: List[Dict[str, Any]]) -> None:
             )
 
 
+#: cumulative clock event counters judged between two readings: reason -> (severity, action, share of the interval)
+#: HW power brake (external power brake signal, ``0x80``) and HW/SW thermal slowdown cut the clocks hard
+#: (section 6: HwSlowdown >= 2x clock cut); any brake time between polls is a finding even when the flag is
+#: clear at the moment of reading; sw_power_cap and sync_boost are normal under load and not judged.
+THROTTLE_COUNTER_RULES = {
+    "hw_power_brake_slowdown": ("P2", "monitor", 0.0),
+    "hw_thermal_slowdown": ("P2", "tune", 0.0),
+    "sw_thermal_slowdown": ("P3", "tune", 0.01),
+}
+
+
+def check_throttle_counters(ctx: Ctx, g: Dict[str, Any], window: Any) -> None:
+    """Clock event time accumulated between the previous reading and this one (microseconds, R590+ XML/text or
+    NVML FI 269-271): a power brake or thermal slowdown that came and went between two polls."""
+    prev, cur, interval = window
+    counters = as_dict(as_dict(g.get("throttle")).get("counters_us"))
+    if not counters:
+        return
+    cur["throttle_us"] = dict(counters)
+    before = as_dict(prev.get("throttle_us"))
+    if not before or not interval or interval <= 0:
+        return
+    for reason, (sev, action, share) in sorted(THROTTLE_COUNTER_RULES.items()):
+        a, b = as_num(counters.get(reason)), as_num(before.get(reason))
+        if a is None or b is None or a < b:
+            continue  # unknown, or the counter restarted (driver reload): a new baseline
+        delta_s = (a - b) / 1e6
+        if delta_s <= 0 or delta_s <= share * interval:
+            continue
+        ctx.for_gpu(g)(
+            "gpu.throttle",
+            sev,
+            reason + "_time",
+            "%s: %.1f s of %s in the %.0f s since the last reading (%.1f%%)"
+            % (gpu_label(g), delta_s, reason, interval, 100.0 * delta_s / interval),
+            action,
+            "gpu.throttle: cumulative %s counter grew between two readings (NVML FI 269-271 / nvidia-smi Clocks "
+            "Event Reasons Counters; > %g%% of the interval)" % (reason, share * 100),
+            evidence={"delta_s": round(delta_s, 3), "interval_s": interval, "counters_us": counters},
+        )
+
+
 def check_driver(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, Any]]) -> None:
     want = (profile or {}).get("driver_version")
     have = as_dict(facts.get("gpu")).get("driver_version")
@@ -330,15 +390,87 @@ def check_driver(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, An
     )
 
 
+#: DCGM's per-error severity (dcgm_errors.c; gpu-knowledge-2026.md section 5) -> (severity, action, why). Only
+#: ISOLATE-class errors isolate; a configuration error (persistence mode, denylisted driver, ECC off, an env var)
+#: is a P2 tune, and an internal diag error (the diagnostic itself broke, NVIDIA/DCGM#254) is no GPU verdict.
+DIAG_SEVERITY = {
+    "isolate": ("P1", "isolate", "DCGM severity ISOLATE"),
+    "reset": ("P1", "reset_gpu", "DCGM severity RESET (drain and reset the GPU)"),
+    "unclassified": ("P1", "isolate", "DCGM gave no severity and the message is not a known DCGM error"),
+    "triage": ("P2", "monitor", "DCGM severity TRIAGE (investigate)"),
+    "config": ("P2", "tune", "DCGM severity CONFIG (a configuration error, not a GPU fault)"),
+    "internal": ("P2", "monitor", "DCGM_FR_INTERNAL: the diagnostic failed to run its test; rerun it"),
+    "monitor": ("P3", "monitor", "DCGM severity MONITOR"),
+}
+_DIAG_RANK = ("isolate", "reset", "unclassified", "triage", "config", "internal", "monitor")
+
+
+def _diag_class(issues: List[Dict[str, Any]], res: str) -> Optional[str]:
+    """The worst DCGM severity among the issues that concern one GPU (or the node); None: no message at all."""
+    classes = set()
+    for i in issues:
+        sev = i.get("severity")
+        classes.add(sev if sev in DIAG_SEVERITY else "unclassified")
+    if not classes:
+        return None
+    if res != "fail":
+        classes.discard("unclassified")
+    return next((c for c in _DIAG_RANK if c in classes), None)
+
+
+def _diag_issues(tests: List[Any], idx: Optional[str]) -> List[Dict[str, Any]]:
+    out = []
+    for t in tests:
+        failed_here = idx is None or as_dict(t.get("gpus")).get(idx) in ("fail", "warn")
+        for i in as_list(t.get("issues")):
+            if not isinstance(i, dict):
+                continue
+            gpu = i.get("gpu")
+            if (idx is None) or (gpu is not None and str(gpu) == idx) or (gpu is None and failed_here):
+                out.append(i)
+    return out
+
+
+def _diag_finding(
+    ctx: Ctx, comp_gpu: Optional[Dict[str, Any]], res: str, level: Any, issues: list, tests: list
+) -> None:
+    cls = _diag_class(issues, res)
+    if cls is None:
+        sev, action, why = (
+            ("P1", "isolate", "dcgmi diag fail") if res == "fail" else ("P2", "monitor", "dcgmi diag warn")
+        )
+    else:
+        sev, action, why = DIAG_SEVERITY[cls]
+        if res == "warn" and sev == "P1":
+            sev = "P2"  # a warning is not a failure, whatever its class
+    codes = sorted({str(i.get("code") or i.get("error_id")) for i in issues if i.get("code") or i.get("error_id")})
+    label = gpu_label(comp_gpu) if comp_gpu is not None else "node"
+    where = {}
+    if comp_gpu is not None:
+        where = {"bus_id": normalize_bus_id(comp_gpu.get("bus_id")), "serial": as_str(comp_gpu.get("serial"))}
+    ctx.add(
+        "gpu.diag",
+        sev,
+        gpu_comp(comp_gpu) if comp_gpu is not None else "node",
+        res,
+        "%s: DCGM diag level %s: %s (%s)%s"
+        % (label, level, res, ", ".join(tests) or "no test named", " [%s]" % ", ".join(codes) if codes else ""),
+        action,
+        "gpu.diag: dcgmi diag %s, %s (AzNHC NHC2020; DCGM per-error severity, dcgm_errors.c)" % (res, why),
+        evidence={"level": level, "tests": tests, "severity": cls, "issues": issues[:8]},
+        **where,
+    )
+
+
 def check_diag(ctx: Ctx, facts: Dict[str, Any]) -> None:
+    """dcgmi diag results per GPU, each judged by DCGM's own severity of the errors it printed."""
     d = as_dict(facts.get("dcgm"))
     if not d or d.get("overall") is None and not d.get("gpus"):
         return
     by_idx = {str(g.get("index")): g for g in gpu_list(facts)}
+    tests = [t for t in as_list(d.get("tests")) if isinstance(t, dict)]
     failed_tests: Dict[str, List[str]] = {}
-    for t in as_list(d.get("tests")):
-        if not isinstance(t, dict):
-            continue
+    for t in tests:
         for idx, res in as_dict(t.get("gpus")).items():
             if res in ("fail", "warn"):
                 failed_tests.setdefault(str(idx), []).append("%s:%s" % (t.get("name"), res))
@@ -349,33 +481,10 @@ def check_diag(ctx: Ctx, facts: Dict[str, Any]) -> None:
             continue
         seen = True
         g = by_idx.get(str(idx), {"index": _int_or(idx)})
-        sev, action = ("P1", "isolate") if res == "fail" else ("P2", "monitor")
-        ctx.add(
-            "gpu.diag",
-            sev,
-            gpu_comp(g),
-            res,
-            "%s: DCGM diag level %s: %s (%s)"
-            % (gpu_label(g), level, res, ", ".join(failed_tests.get(str(idx), [])) or "no test named"),
-            action,
-            "gpu.diag: dcgmi diag %s (AzNHC NHC2020 DCGM diag failure)" % res,
-            evidence={"level": level, "tests": failed_tests.get(str(idx), [])},
-            bus_id=normalize_bus_id(g.get("bus_id")),
-            serial=as_str(g.get("serial")),
-        )
+        _diag_finding(ctx, g, res, level, _diag_issues(tests, str(idx)), failed_tests.get(str(idx), []))
     if not seen and d.get("overall") in ("fail", "warn"):
-        res = d["overall"]
-        sev, action = ("P1", "isolate") if res == "fail" else ("P2", "monitor")
-        ctx.add(
-            "gpu.diag",
-            sev,
-            "node",
-            res,
-            "DCGM diag level %s: %s" % (level, res),
-            action,
-            "gpu.diag: dcgmi diag overall %s" % res,
-            evidence={"level": level},
-        )
+        names = ["%s:%s" % (t.get("name"), t.get("result")) for t in tests if t.get("result") in ("fail", "warn")]
+        _diag_finding(ctx, None, d["overall"], level, _diag_issues(tests, None), names)
 
 
 def _int_or(v: Any) -> Any:

@@ -2,7 +2,8 @@
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """GPU ECC checks (gpu.ecc): uncorrectable counts and the Xid that explains them, correctable counts per memory
-type (SRAM and DRAM separately), and NVIDIA's RMA flags (SRAM threshold exceeded, unrepairable memory).
+type (SRAM and DRAM separately), NVIDIA's RMA flags (SRAM threshold exceeded, unrepairable memory) and the
+channel/TPC repair a reset applies (Blackwell).
 
 Sources: NVIDIA "GPU Memory Error Management" (row remapping; the SRAM error threshold and unrepairable memory are
 RMA criteria); DCGM health watch MEM (fails the GPU on them); Azure NHC check_gpu_ecc (SRAM correctable 10,000,
@@ -139,6 +140,26 @@ def _rma_flags(ctx: Ctx, g: Dict[str, Any]) -> None:
             )
 
 
+def _repair_pending(ctx: Ctx, g: Dict[str, Any]) -> None:
+    """Channel / TPC repair pending (Blackwell: the third uncorrectable remap on a bank invokes HBM channel repair;
+    NVIDIA memory error management): the repair is applied at the next GPU reset, like a pending row remap."""
+    ecc = as_dict(g.get("ecc"))
+    pending = [k for k in ("channel_repair_pending", "tpc_repair_pending") if ecc.get(k) is True]
+    if not pending:
+        return
+    ctx.for_gpu(g)(
+        "gpu.ecc",
+        "P2",
+        "repair_pending",
+        "%s: %s; reset the GPU when idle to apply the repair"
+        % (gpu_label(g), " and ".join(k.replace("_", " ") for k in pending)),
+        "reset_gpu",
+        "gpu.ecc: %s (NVIDIA memory error management: channel repair is applied at the next reset)"
+        % ", ".join(pending),
+        evidence={k: ecc.get(k) for k in ("channel_repair_pending", "tpc_repair_pending", "unrepairable_memory")},
+    )
+
+
 def check_ecc(ctx: Ctx, g: Dict[str, Any], xids_here: set, hs: Optional[Dict[str, Any]] = None) -> None:
     """gpu.ecc for one GPU. ``xids_here``: the Xids of this GPU in the kernel-event window; ``hs``: the host state,
     where the Xid that explained an uncorrectable count is remembered (the count outlives the log window)."""
@@ -154,6 +175,7 @@ def check_ecc(ctx: Ctx, g: Dict[str, Any], xids_here: set, hs: Optional[Dict[str
             _remember(ctx, hs, g, vu, [])
         _corrected(ctx, g)
     _rma_flags(ctx, g)
+    _repair_pending(ctx, g)
     if (au is not None and au >= th["aggregate_uncorrected"]) or (ac is not None and ac >= th["aggregate_corrected"]):
         # Lifetime counters survive reboots and GPU moves: advice only, never an alarm by themselves.
         ctx.for_gpu(g)(

@@ -122,13 +122,72 @@ def check_nvlink(ctx: Ctx, g: Dict[str, Any], profile: Optional[Dict[str, Any]],
         cur_err[key] = e
         pe = as_dict(prev_err.get(key))
         if pe and interval is not None and interval > 0:
-            _nvlink_counters(ctx, g, key, _deltas(e, pe), interval)
+            deltas = _deltas(e, pe)
+            _nvlink_counters(ctx, g, key, deltas, interval)
+            _nvlink5_counters(ctx, g, key, deltas, interval)
+        _nvlink5_ber(ctx, g, key, e)
     cur["nvlink"] = cur_err
+
+
+def _nvlink5_counters(ctx: Ctx, g: Dict[str, Any], key: str, deltas: Dict[str, float], interval: float) -> None:
+    """NVLink5 error counters that grew since the last reading: one finding per link, its worst counter's class."""
+    grown = {k: v for k, v in deltas.items() if k in NVLINK5_COUNTERS and v >= 1}
+    if not grown:
+        return
+    worst = min(grown, key=lambda k: (NVLINK5_COUNTERS[k][0], k))
+    sev, action = NVLINK5_COUNTERS[worst]
+    ctx.for_gpu(g, "/nvlink%s" % key, serial=False)(
+        "gpu.nvlink",
+        sev,
+        "nvlink5_" + worst,
+        "%s NVLink %s: %s since the last reading"
+        % (gpu_label(g), key, ", ".join("%d %s" % (v, k) for k, v in sorted(grown.items()))),
+        action,
+        "gpu.nvlink: NVLink5 counter increase >= 1 (DCGM health watch DCGM_FR_NVLINK_ERROR_CRITICAL; "
+        "recovery_failed: the link was declared down)",
+        evidence={"deltas": grown, "interval_s": interval},
+    )
+
+
+def _nvlink5_ber(ctx: Ctx, g: Dict[str, Any], key: str, e: Dict[str, Any]) -> None:
+    """The link's effective BER (after FEC) against DCGM's 1e-12 (one reading is enough: it is a rate)."""
+    ber = as_num(e.get("effective_ber"))
+    if ber is None or ber <= EFFECTIVE_BER_LIMIT:
+        return
+    ctx.for_gpu(g, "/nvlink%s" % key, serial=False)(
+        "gpu.nvlink",
+        "P2",
+        "effective_ber",
+        "%s NVLink %s: effective BER %.3g (limit %.0e)" % (gpu_label(g), key, ber, EFFECTIVE_BER_LIMIT),
+        "monitor",
+        "gpu.nvlink: effective BER > 1e-12 (DCGM DCGM_FR_NVLINK_EFFECTIVE_BER_THRESHOLD)",
+        evidence={"effective_ber": ber, "symbol_ber": e.get("symbol_ber")},
+    )
+
+
+#: NVLink5 counters (Blackwell: NVML FI 206-215/219/221, ``nvidia-smi nvlink -e``) that DCGM's health watch fails
+#: on at any increase (DCGM_FR_NVLINK_ERROR_CRITICAL, severity ISOLATE; gpu-knowledge-2026.md 3.1) -> our severity
+#: and action. A failed recovery means the link was declared down (P1 reset_gpu, as a down link); the others are
+#: errors the link survived (P2 monitor, as an NVLink4 replay; escalated by Xid 144-150 when the driver logs one).
+NVLINK5_COUNTERS = {
+    "recovery_failed": ("P1", "reset_gpu"),
+    "integrity": ("P2", "monitor"),
+    "recovery_successful": ("P2", "monitor"),
+    "symbol_errors": ("P2", "monitor"),
+    "effective_errors": ("P2", "monitor"),
+    "malformed": ("P2", "monitor"),
+    "buffer_overrun": ("P2", "monitor"),
+    "rx_errors": ("P2", "monitor"),
+    "rx_remote": ("P2", "monitor"),
+    "rx_general": ("P2", "monitor"),
+}
+#: DCGM's NVLink5 effective BER limit (DcgmHealthWatch: worse than 1e-12 fails the link)
+EFFECTIVE_BER_LIMIT = 1e-12
 
 
 def _deltas(e: Dict[str, Any], pe: Dict[str, Any]) -> Dict[str, float]:
     out: Dict[str, float] = {}
-    for name in ("replay", "recovery", "crc_flit", "crc_data"):
+    for name in ("replay", "recovery", "crc_flit", "crc_data") + tuple(NVLINK5_COUNTERS):
         a, b = as_num(e.get(name)), as_num(pe.get(name))
         if a is not None and b is not None:
             out[name] = a - b
@@ -210,6 +269,91 @@ def check_fabric(ctx: Ctx, g: Dict[str, Any]) -> None:
             "isolate",
             "gpu.fabric: status not in %s" % th["ok_status"],
             evidence=fab,
+        )
+    _fabric_health(ctx, g, as_dict(fab.get("health")))
+
+
+#: NVL72 fabric health flags (NVML healthMask / nvidia-smi Fabric > Health; gpu-knowledge-2026.md 3.3, gpud
+#: fabric_state.go flags each): flag -> (severity, action). The GPU still works with degraded bandwidth or while a
+#: route recovers (P2 monitor); an unhealthy route or an incorrect configuration is P1: jobs across it fail.
+FABRIC_HEALTH_FLAGS = {
+    "route_unhealthy": ("P1", "isolate"),
+    "degraded_bandwidth": ("P2", "monitor"),
+    "route_recovery": ("P2", "monitor"),
+    "access_timeout_recovery": ("P2", "monitor"),
+}
+
+
+def _fabric_health(ctx: Ctx, g: Dict[str, Any], health: Dict[str, Any]) -> None:
+    bad = [k for k in FABRIC_HEALTH_FLAGS if health.get(k) is True]
+    conf = health.get("incorrect_configuration")
+    summary = health.get("summary")
+    issues = [(k,) + FABRIC_HEALTH_FLAGS[k] for k in bad]
+    if conf not in (None, "none"):
+        issues.append(("incorrect_configuration", "P1", "isolate"))
+    if summary in ("unhealthy", "limited_capacity") and not issues:
+        issues.append(
+            (
+                "summary_" + summary,
+                "P1" if summary == "unhealthy" else "P2",
+                "isolate" if summary == "unhealthy" else "monitor",
+            )
+        )
+    if not issues:
+        return
+    worst = min(issues, key=lambda x: (x[1], x[0]))
+    ctx.add(
+        "gpu.fabric",
+        worst[1],
+        gpu_comp(g),
+        "health",
+        "%s: NVLink fabric health: %s%s"
+        % (
+            gpu_label(g),
+            ", ".join(i[0] for i in issues),
+            " (incorrect configuration: %s)" % conf if conf not in (None, "none") else "",
+        ),
+        worst[2],
+        "gpu.fabric: health mask flag set (NVML nvmlDeviceGetGpuFabricInfoV healthMask/healthSummary; gpud fabric state)",
+        evidence={"health": health},
+    )
+
+
+def check_c2c(ctx: Ctx, g: Dict[str, Any], window: RateWindow) -> None:
+    """Grace <-> GPU C2C links (GB200; NVML FI 170/171/231-233): a link not active, or CRC/replay errors grown since
+    the last reading."""
+    prev, cur, interval = window
+    c2c = g.get("c2c")
+    if not isinstance(c2c, dict):
+        return
+    if c2c.get("active") is False:
+        ctx.for_gpu(g, "/c2c")(
+            "gpu.nvlink",
+            "P1",
+            "c2c_down",
+            "%s: C2C link to the Grace CPU is not active (%s links)" % (gpu_label(g), c2c.get("link_count")),
+            "reset_gpu",
+            "gpu.nvlink: C2C link status 0 (NVML_FI_DEV_C2C_LINK_GET_STATUS)",
+            evidence=c2c,
+        )
+    errors = as_dict(c2c.get("errors"))
+    cur["c2c"] = dict(errors)
+    before = as_dict(prev.get("c2c"))
+    grown = {}
+    for k, v in errors.items():
+        a, b = as_num(v), as_num(before.get(k))
+        if a is not None and b is not None and a > b:
+            grown[k] = a - b
+    if grown and interval:
+        ctx.for_gpu(g, "/c2c", serial=False)(
+            "gpu.nvlink",
+            "P2",
+            "c2c_errors",
+            "%s: C2C link errors since the last reading: %s"
+            % (gpu_label(g), ", ".join("%d %s" % (v, k) for k, v in sorted(grown.items()))),
+            "monitor",
+            "gpu.nvlink: C2C CRC/replay counters grew (NVML FI 231-233; DCGM C2C fields 285-287)",
+            evidence={"deltas": grown, "interval_s": interval},
         )
 
 

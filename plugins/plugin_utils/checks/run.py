@@ -213,6 +213,8 @@ def run_checks(
         guarded("gpu.pcie", gpu_links.check_pcie, ctx, g, profile, window)
         guarded("gpu.nvlink", gpu_links.check_nvlink, ctx, g, profile, window)
         guarded("gpu.fabric", gpu_links.check_fabric, ctx, g)
+        guarded("gpu.nvlink", gpu_links.check_c2c, ctx, g, window)
+        guarded("gpu.throttle", gpu.check_throttle_counters, ctx, g, window)
         if bus:
             new_gpus[bus] = cur
     guarded("gpu.throttle", gpu.check_throttle, ctx, gpus)
