@@ -41,7 +41,12 @@ def _decide(p, check_mode, read_slurm):
     mode, which takes no lock)."""
 
     def cluster():
-        return _guard.cluster_from_slurm(parse_show_node(read_slurm(), "scontrol show node"), p["racks"])
+        nodes = parse_show_node(read_slurm(), "scontrol show node")
+        # Slurm's names back to the inventory's (gpuops_slurm_node_name), so targets, racks and claims agree
+        back = {str(v): str(k) for k, v in (p["slurm_names"] or {}).items() if v and str(v) != str(k)}
+        if back:
+            nodes = [dict(n, name=back.get(n.get("name"), n.get("name"))) for n in nodes]
+        return _guard.cluster_from_slurm(nodes, p["racks"])
 
     claim = _guard.Claim(
         run_id=p["run_id"] or "", ticket=p["ticket"], record=not check_mode, lock_timeout=p["lock_timeout"]
@@ -91,6 +96,7 @@ class ActionModule(ControllerAction):
         findings=dict(type="list", elements="raw", default=[]),
         scontrol_path=dict(type="str", default="scontrol"),
         racks=dict(type="dict", default={}),
+        slurm_names=dict(type="dict", default={}),
         policy=dict(type="dict", default={}),
         override_reason=dict(type="str", default=""),
         ticket=dict(type="str", default=""),

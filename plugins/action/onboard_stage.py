@@ -46,6 +46,7 @@ class ActionModule(ControllerAction):
         stress=dict(type="dict"),
         thresholds=dict(type="dict", default={}),
         slurm_text=dict(type="str"),
+        slurm_name=dict(type="str"),
     )
     REQUIRED_IF = [("action", "record", ["stage"])]
 

@@ -74,6 +74,12 @@ options:
     description: Node name to rack (the inventory's C(gpuops_rack)); nodes without a rack are in no rack scope.
     type: dict
     default: {}
+  slurm_names:
+    description:
+      - Inventory name to Slurm NodeName (the inventory's C(gpuops_slurm_node_name)) for the hosts whose names
+        differ; Slurm's view is read under the inventory names. Hosts not listed have the same name in both.
+    type: dict
+    default: {}
   policy:
     description:
       - Guard settings (C(gpuops_isolation_guard)) over the defaults - C(max_share_partition/rack/cluster) (a

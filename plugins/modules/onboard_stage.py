@@ -129,6 +129,9 @@ options:
   slurm_text:
     description: "C(scontrol show node <host>) output (stage service)."
     type: str
+  slurm_name:
+    description: "The node's Slurm NodeName in O(slurm_text) (C(gpuops_slurm_node_name)); default O(host)."
+    type: str
 """
 
 EXAMPLES = r"""

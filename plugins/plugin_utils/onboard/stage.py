@@ -57,7 +57,7 @@ def _service(p: Dict[str, Any], _check_mode: bool) -> Dict[str, Any]:
         nodes = _slurm_parse.parse_show_node(p["slurm_text"] or "", "scontrol show node")
     except ParseError as exc:
         return checks.verdict("service", ["scontrol show node %s: %s" % (p["host"], exc)], {})
-    return checks.check_slurm_node(nodes, p["host"], p["profile"])
+    return checks.check_slurm_node(nodes, p.get("slurm_name") or p["host"], p["profile"])
 
 
 def _baseline(p: Dict[str, Any], check_mode: bool) -> Dict[str, Any]:
