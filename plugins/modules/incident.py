@@ -13,7 +13,7 @@ author: gpuops.cluster contributors (@gpuops)
 description:
   - The operator's incident command (C(docs/service.md)); the playbook C(gpuops.cluster.incident) wraps it.
   - Takes one step on one incident of the service ledger (C(docs/store.md)) and records who took it, or lists the
-    open incidents with their SLA clocks (respond, locate, restore) against the policy's C(sla) targets.
+    open incidents with their SLA clocks (respond, onsite, locate, restore, plan) against the policy's C(sla) targets.
   - Steps are idempotent (a step already taken changes nothing and says so) and taken in order (locate, mitigate,
     restore and close need an acknowledged incident, close needs a restored one); a step out of order, an unknown
     incident or a missing review is refused with the reason.
@@ -33,7 +33,7 @@ options:
     description: The step, or V(list) for the open incidents and their clocks.
     type: str
     required: true
-    choices: [list, acknowledge, locate, mitigate, restore, close, note]
+    choices: [list, acknowledge, onsite, locate, plan, mitigate, restore, close, note]
   incident:
     description: The incident id (C(INC-YYYYMMDD-NNNN), full match). Required for a step.
     type: str

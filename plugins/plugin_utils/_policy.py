@@ -241,8 +241,18 @@ def _validate_sla_targets(table: Any, path: str) -> None:
 
 
 def _validate_sla(sla: Dict[str, Any]) -> None:
-    """The SLA block (docs/service.md): targets and profiles, shares, severity lists, retention."""
+    """The SLA block (docs/service.md): targets and profiles, the calendar, the availability target, shares,
+    severity lists, retention."""
     _validate_sla_targets(sla.get("targets"), "sla.targets")
+    try:
+        _sla.calendar_of(sla)
+    except _sla.SlaError as exc:
+        raise PolicyError("policy key 'sla.calendar': %s" % exc) from None
+    target = sla.get("availability_target")
+    if target is not None and (
+        isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target <= 100
+    ):
+        raise PolicyError("policy key 'sla.availability_target' must be a percentage in (0, 100], e.g. 99.5")
     for name, profile in (sla.get("profiles") or {}).items():
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name):
             raise PolicyError(
@@ -444,5 +454,9 @@ def respond_by(severity: str, now: Any, policy: Dict[str, Any]) -> Optional[str]
     if start.tzinfo is None:
         start = start.replace(tzinfo=datetime.timezone.utc)
     base = start.replace(microsecond=0)
-    when = datetime.datetime.fromtimestamp(_sla.due(base.timestamp(), str(text).strip()), tz=datetime.timezone.utc)
+    try:
+        cal = _sla.calendar_of(policy.get("sla"))
+    except _sla.SlaError:
+        cal = None  # validate() refuses a bad calendar; here the UTC working week
+    when = datetime.datetime.fromtimestamp(_sla.due(base.timestamp(), str(text).strip(), cal), tz=datetime.timezone.utc)
     return iso_z(when + datetime.timedelta(microseconds=start.microsecond))

@@ -176,9 +176,15 @@ def _steps(rng: random.Random, sev: str, detected: float, restore_median_h: floa
     restored = max(located, detected + _lognorm(rng, restore_median_h, 0.6)) + 60.0
     mitigated = ack + round(rng.uniform(120, 1800)) if sev in ("P0", "P1") else None
     closed = restored + round(rng.uniform(4 * HOUR, 3 * DAY))
+    # no extra draw (the stream stays as it was): an engineer is on site for P0/P1 before the cause is found, and a
+    # P2's remote plan is written when its cause is
+    onsite = ack + round(0.6 * (located - ack)) if sev in ("P0", "P1") else None
+    planned = located if sev == "P2" else None
     return {
         "acknowledged_at": ack,
+        "onsite_at": onsite,
         "located_at": located,
+        "planned_at": planned,
         "mitigated_at": mitigated,
         "restored_at": restored,
         "closed_at": closed,
@@ -267,8 +273,8 @@ def _force_breaches(incidents: list, start: float, end: float) -> None:
             if due is None:
                 continue
             inc[column] = due + 1800.0
-            for later in ("located_at", "mitigated_at", "restored_at", "closed_at"):
-                if inc[later] is not None and later != column and inc[later] < inc[column]:
+            for later in ("onsite_at", "located_at", "planned_at", "mitigated_at", "restored_at", "closed_at"):
+                if inc.get(later) is not None and later != column and inc[later] < inc[column]:
                     inc[later] = inc[column] + 600.0
             break
 

@@ -285,7 +285,9 @@ _INCIDENT_COLUMNS = (
     "state",
     "detected_at",
     "acknowledged_at",
+    "onsite_at",
     "located_at",
+    "planned_at",
     "mitigated_at",
     "restored_at",
     "closed_at",
@@ -351,6 +353,27 @@ def _incident_counts(incidents: List[Dict[str, Any]]) -> Dict[str, Any]:
     }
 
 
+def _refuse_the_future(conn: Any, t: Any, now: float) -> None:
+    """Ledger rows that start after the report's "now" are an error (a clock set wrong, a simulator that ran
+    ahead): charting them would report time that has not happened."""
+    slack = 300.0  # controllers' clocks disagree by seconds, not by five minutes
+    checks = (
+        ("node_periods", "started_at", "host"),
+        ("incidents", "detected_at", "incident_id"),
+    )
+    for table, column, ident in checks:
+        tab = t.tables[table]
+        row = conn.execute(
+            sa.select(tab.c[ident], tab.c[column]).where(tab.c[column] > now + slack).order_by(tab.c[column]).limit(1)
+        ).first()
+        if row is not None:
+            raise ServiceReportError(
+                "the ledger has %s rows after the report's time %s (first: %s at %s): refusing to report time "
+                "that has not happened; check the controller's clock or generate the report later"
+                % (table, iso(now), row[0], iso(row[1]))
+            )
+
+
 def _reliability(incidents: List[Dict[str, Any]], avail: Dict[str, Any], buckets: float, start: float) -> Dict:
     """MTTR (restored incidents) and MTBF (observed up node-time / failures) per component class, in hours."""
     repair: Dict[str, List[float]] = {}
@@ -369,7 +392,15 @@ def _reliability(incidents: List[Dict[str, Any]], avail: Dict[str, Any], buckets
     mttr = {c: round(sum(v) / len(v), 3) for c, v in sorted(repair.items())}
     mtbf = {c: round((up_gpu if c in GPU_CLASSES else up_all) / n / 3600.0, 3) for c, n in sorted(failures.items())}
     series = [[start + i * buckets, round(sum(v) / len(v), 3)] for i, v in sorted(trend.items())]
-    return {"mttr_h": mttr, "mtbf_h": mtbf, "failures": dict(sorted(failures.items())), "mttr_trend": series}
+    # MTBF as an operator reads it: days, with the number of failures it rests on (one failure is not a rate)
+    mtbf_days = {c: {"days": round(h / 24.0, 2), "failures": failures[c]} for c, h in mtbf.items()}
+    return {
+        "mttr_h": mttr,
+        "mtbf_h": mtbf,
+        "mtbf_days": mtbf_days,
+        "failures": dict(sorted(failures.items())),
+        "mttr_trend": series,
+    }
 
 
 def _repeat_offenders(conn: Any, t: Any, incidents: List[Dict[str, Any]], start: float, end: float) -> Dict:
@@ -482,6 +513,7 @@ def compute(
     trigger = float(sla.get("capacity_trigger", 0.7))
     t = ledger_schema.tables()
     with store.read() as conn:
+        _refuse_the_future(conn, t, now)
         avail = _availability(conn, t, start, end, horizon)
         incidents = _incidents(conn, t, start, end)
         offenders = _repeat_offenders(conn, t, incidents, start, end)
@@ -489,6 +521,11 @@ def compute(
         capacity = _capacity(conn, t, start, end, trigger)
     rel = _reliability(incidents, avail, avail["trend_bucket_s"], start)
     del avail["_up_node_s"], avail["_has_gpus"]
+    target = sla.get("availability_target")
+    avail["target"] = target
+    avail["target_met"] = None if target is None or avail["cluster"] is None else avail["cluster"] >= float(target)
+    figures = _sla_figures(incidents, horizon, sla)
+    figures["targets"] = {sev: _sla.targets_for(sev, sla) for sev in _sla.SEVERITIES}
     return {
         "schema": SCHEMA,
         "generated_at": iso(now),
@@ -499,13 +536,17 @@ def compute(
             "start_ts": start,
             "end_ts": end,
             "days": round((end - start) / 86400.0, 3),
+            # a period that has not ended is partial: counted up to the generation time, never beyond
+            "partial": now < end,
+            "counted_until": iso(horizon),
         },
         "availability": avail,
-        "sla": _sla_figures(incidents, horizon, sla),
+        "sla": figures,
         "incidents": _incident_counts(incidents),
         "capacity": capacity,
         "mttr_h": rel["mttr_h"],
         "mtbf_h": rel["mtbf_h"],
+        "mtbf_days": rel["mtbf_days"],
         "failures": rel["failures"],
         "mttr_trend": rel["mttr_trend"],
         "repeat_offenders": offenders,

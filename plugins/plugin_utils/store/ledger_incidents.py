@@ -6,7 +6,7 @@
 An incident opens when a P0-P2 finding first appears (``_ledger.record_run``) or a ticket arrives
 (:func:`record_ticket`); its id ``INC-YYYYMMDD-NNNN`` is drawn inside the transaction that holds the database lock
 ``ledger``, so two runs at once never give the same id. The steps after ``detected``: ``acknowledged``,
-``located`` (cause recorded), ``mitigated`` (isolated / workload moved), ``restored`` (back in service and healthy)
+``on site`` (an engineer at the hardware), ``located`` (cause recorded), ``planned`` (the remote plan written), ``mitigated`` (isolated / workload moved), ``restored`` (back in service and healthy)
 and ``closed`` (the review done for P0/P1), each an ``incident_events`` row saying who or what set it.
 
 :func:`apply_step` is the operator command (``gpuops.cluster.incident``): idempotent (a step already taken changes
@@ -32,10 +32,12 @@ except ImportError:  # sanity import test
 
 LOCK = "ledger"
 INCIDENT_ID = re.compile(r"INC-[0-9]{8}-[0-9]{4,6}")
-STEPS = ("acknowledge", "locate", "mitigate", "restore", "close", "note")
+STEPS = ("acknowledge", "onsite", "locate", "plan", "mitigate", "restore", "close", "note")
 _COLUMN = {
     "acknowledge": ("acknowledged_at", "acknowledged"),
+    "onsite": ("onsite_at", "on site"),
     "locate": ("located_at", "located"),
+    "plan": ("planned_at", "planned"),
     "mitigate": ("mitigated_at", "mitigated"),
     "restore": ("restored_at", "restored"),
     "close": ("closed_at", "closed"),
@@ -167,7 +169,7 @@ def _order(row: Dict[str, Any], step: str) -> None:
     iid = row["incident_id"]
     if row["state"] == "closed" and step != "close":
         raise IncidentError("incident %s is closed (%s): no further steps" % (iid, iso(row["closed_at"])))
-    if step in ("locate", "mitigate", "restore", "close") and row["acknowledged_at"] is None:
+    if step in ("onsite", "locate", "plan", "mitigate", "restore", "close") and row["acknowledged_at"] is None:
         raise IncidentError("incident %s is not acknowledged yet: acknowledge it before '%s'" % (iid, step))
     if step == "close" and row["state"] != "closed" and row["restored_at"] is None:
         raise IncidentError("incident %s is not restored yet: restore it before 'close'" % iid)

@@ -59,7 +59,7 @@ def test_quarter_has_every_severity_and_every_clock_breached(quarter):
     key = K.sla(quarter["incidents"], meta["start"], meta["end"])
     inside = [i for i in quarter["incidents"] if meta["start"] <= i["detected_at"] < meta["end"]]
     assert {i["severity"] for i in inside} == {"P0", "P1", "P2", "P3"}
-    assert set(key["breached_clocks"]) == {"respond", "locate", "restore"}
+    assert set(key["breached_clocks"]) == {"respond", "onsite", "locate", "restore", "plan"}
     assert 0 < len(key["breaches"]) < len(inside)
     reviewed = {r["incident_id"] for r in quarter["reviews"]}
     assert reviewed == {i["incident_id"] for i in quarter["incidents"] if i["severity"] in ("P0", "P1")}
@@ -119,9 +119,9 @@ def _period(host, state, a, b, gpus=8, part="a"):
     return {"host": host, "state": state, "partition": part, "gpus": gpus, "started_at": S + a, "ended_at": S + b}
 
 
-def _inc(iid, sev, detected, ack=None, loc=None, rest=None):
+def _inc(iid, sev, detected, ack=None, loc=None, rest=None, onsite=None, planned=None):
     return {"incident_id": iid, "severity": sev, "detected_at": detected, "acknowledged_at": ack,
-            "located_at": loc, "restored_at": rest}  # fmt: skip
+            "located_at": loc, "restored_at": rest, "onsite_at": onsite, "planned_at": planned}  # fmt: skip
 
 
 def _t(day, hour=0, minute=0):
@@ -147,11 +147,13 @@ HAND = {
         {"window_id": "w4", "starts_at": S + DAY, "ends_at": S + 2 * DAY, "scope": {"hosts": ["n3"]}},  # n1 not covered
     ],
     "incidents": [
-        _inc("A", "P0", _t(2), _t(2, 0, 10), _t(2, 3), _t(2, 4)),  # restore 4 h > 2 h: breached
-        _inc("B", "P1", _t(2, 20), _t(2, 20, 20), _t(3, 23), _t(3, 19)),  # located before the end of the next day
-        _inc("C", "P1", _t(2, 20), _t(2, 20, 20), _t(4, 0, 30), _t(3, 19)),  # located after it: breached
-        _inc("D", "P2", _t(2, 12), _t(2, 13), _t(7, 11)),  # 3 business days from Fri 12:00 = Wed 12:00
-        _inc("E", "P2", _t(3, 10), _t(3, 11), _t(7, 23)),  # a Saturday start counts from Monday: due Thu 00:00
+        # the service terms: P0 respond 15m, on site 4h, located 2h; P1 respond 30m, on site by the end of the next
+        # working day, restored 24h; P2 respond 2h, plan 3 working days; P3 respond 1 working day. 2026-10-02 is a Friday.
+        _inc("A", "P0", _t(2), _t(2, 0, 10), _t(2, 3), _t(2, 4), onsite=_t(2, 1)),  # located after 3 h > 2 h: breached
+        _inc("B", "P1", _t(2, 20), _t(2, 20, 20), _t(3, 23), _t(3, 19), onsite=_t(5, 23)),  # on site Monday: met
+        _inc("C", "P1", _t(2, 20), _t(2, 20, 20), _t(3, 23), _t(3, 19), onsite=_t(6, 0, 30)),  # Tuesday 00:30: breached
+        _inc("D", "P2", _t(2, 12), _t(2, 13), planned=_t(7, 11)),  # 3 business days from Fri 12:00 = Wed 12:00
+        _inc("E", "P2", _t(3, 10), _t(3, 11), planned=_t(7, 23)),  # a Saturday start counts from Monday: due Thu 00:00
         _inc("F", "P3", _t(2, 17), _t(5, 16)),  # 1 business day from Fri 17:00 = Mon 17:00
         _inc("G", "P3", _t(3, 12), _t(6, 0, 10)),  # Saturday: Monday 00:00 + 1 bd = Tue 00:00: breached
         _inc("H", "P1", S - 12 * HOUR, S + 5 * DAY),  # detected before the period: not counted
@@ -201,7 +203,7 @@ def test_hand_history_key_known_answers():
     assert (av["planned_gpu_hours"], av["unplanned_gpu_hours"], av["unknown_gpu_hours"]) == (224.0, 48.0, 72.0)
     assert key["sla"]["breaches"] == ["A", "C", "G", "I"]
     assert key["sla"]["incidents"] == 9
-    assert key["sla"]["breached_clocks"] == {"restore": 1, "locate": 1, "respond": 2}
+    assert key["sla"]["breached_clocks"] == {"onsite": 1, "locate": 1, "respond": 2}
     assert key["capacity"] == {"peak_allocated_share": 0.85, "runs": 3}
 
 
@@ -223,7 +225,7 @@ def test_due_times_agree_with_the_collections_sla_module():
     rng = random.Random(5)
     for _n in range(3000):
         start = float(round(rng.uniform(S - 10 * DAY, S + 100 * DAY)))
-        for target in ("15m", "30m", "2h", "4h", "24h", "next_day", "1bd", "3bd", "2d", "0.5bd"):
+        for target in ("15m", "30m", "2h", "4h", "24h", "next_day", "next_business_day", "1bd", "3bd", "2d", "0.5bd"):
             assert K.due_at(start, target) == _sla.due(start, target), (start, target)
     for sev, clocks in K.TARGETS.items():
         assert {c: v for c, v in _sla.targets_for(sev).items() if v} == clocks

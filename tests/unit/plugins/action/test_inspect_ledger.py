@@ -44,8 +44,8 @@ def test_a_run_is_recorded_and_a_late_incident_is_a_finding_and_a_metric(run_act
     opened = res["ledger"]["incidents_opened"]
     incidents = _table(store, "incidents")
     assert sorted(i["incident_id"] for i in incidents) == sorted(opened)
-    if not incidents:
-        pytest.skip("no P0-P2 finding in this minimal inspection")
+    # the minimal inspection has P0-P2 findings: no incident means incidents stopped opening (a regression)
+    assert incidents, "no incident opened from this inspection's P0-P2 findings"
     # make the first incident a day old: its respond clock is breached at the next run
     inc = _ledger.tables()["incidents"]
     with store.begin() as conn:
@@ -95,8 +95,7 @@ def test_the_audit_trail_is_loaded_and_an_isolation_mitigates(run_action, tmp_pa
     run_action(inspect_cluster, _args(tmp_path), task_vars={"hostvars": HV})
     store = open_store(state_dir=str(tmp_path / "state"))
     hosts = {i["host"] for i in _table(store, "incidents")}
-    if "down" not in hosts:
-        pytest.skip("the unreachable node opened no incident in this minimal inspection")
+    assert "down" in hosts, "the unreachable node opened no incident: %s" % sorted(hosts)
     log = _audit.default_log_path(str(tmp_path / "state"))
     _audit.append(log, {"event": "outcome", "workflow": "isolate", "node": "down", "outcome": "done", "user": "bob"})
     res = run_action(inspect_cluster, _args(tmp_path), task_vars={"hostvars": HV})

@@ -32,9 +32,12 @@ def period_row(host, state, partition, gpus, start, end, status=None):
     }
 
 
-def incident(iid, host, sev, comp, domain, detected, *steps, fp=None):
-    """An incident row; ``steps``: acknowledged_at, located_at, restored_at (missing: not yet)."""
+def incident(iid, host, sev, comp, domain, detected, *steps, fp=None, **clocks):
+    """An incident row; ``steps``: acknowledged_at, located_at, restored_at (missing: not yet); ``clocks``:
+    ``onsite`` and ``planned``, the on-site and plan clocks' steps."""
     ack, located, restored = (tuple(steps) + (None, None, None))[:3]
+    onsite, planned = clocks.pop("onsite", None), clocks.pop("planned", None)
+    assert not clocks, clocks
     row = {
         "incident_id": iid,
         "fingerprint": fp,
@@ -49,6 +52,8 @@ def incident(iid, host, sev, comp, domain, detected, *steps, fp=None):
         "acknowledged_at": ack,
         "located_at": located,
         "restored_at": restored,
+        "onsite_at": onsite,
+        "planned_at": planned,
     }
     return row
 
@@ -112,7 +117,7 @@ def build_ledger(store):
         store,
         "incidents",
         [
-            # P0 all met (respond 15m, locate 4h, restore 2h)
+            # P0 all met (the terms: respond 15m, on site 4h, located 2h)
             incident(
                 "INC-20261005-0001",
                 "n1",
@@ -121,9 +126,10 @@ def build_ledger(store):
                 "gpu",
                 S + 100 * H,
                 S + 100 * H + 10 * m,
-                S + 103 * H,
+                S + 101.5 * H,
                 S + 101.5 * H,
                 fp="n1|gpu.xid:0",
+                onsite=S + 103 * H,
             ),
             # P0 respond breached (20 min)
             incident(
@@ -137,8 +143,10 @@ def build_ledger(store):
                 S + 201 * H,
                 S + 201 * H,
                 fp="n1|gpu.ecc:0",
+                onsite=S + 202 * H,
             ),
-            # P1 detected 2026-10-13 12:00; locate due next_day = 2026-10-15 00:00; located 04:00 -> breached
+            # P1 detected Tuesday 2026-10-13 12:00; on site due the end of the next working day (Wednesday) =
+            # 2026-10-15 00:00; on site Thursday 04:00 -> breached
             incident(
                 "INC-20261013-0003",
                 "n2",
@@ -150,8 +158,10 @@ def build_ledger(store):
                 S + 340 * H,
                 S + 320 * H,
                 fp="n2|bmc.psu:1",
+                onsite=S + 340 * H,
             ),
-            # P1 restore breached (30 h > 24 h)
+            # P1 restore breached (30 h > 24 h); detected Saturday 2026-10-17 16:00, on site Sunday 02:00: met (due
+            # the end of Monday 2026-10-19)
             incident(
                 "INC-20261017-0004",
                 "n2",
@@ -162,6 +172,7 @@ def build_ledger(store):
                 S + 400 * H + 5 * m,
                 S + 401 * H,
                 S + 430 * H,
+                onsite=S + 410 * H,
             ),
             # P2 never acknowledged: respond due S+742h < E -> breached when evaluated at E
             incident("INC-20261031-0005", "n1", "P2", "nvlink", HOSTILE_DOMAIN, S + 740 * H),

@@ -148,7 +148,7 @@ def test_sla_breaches_on_each_clock(report):
     clocks = {b["incident_id"]: b["clocks"] for b in s["breach_details"]}
     assert clocks == {
         "INC-20261009-0002": ["respond"],
-        "INC-20261013-0003": ["locate"],
+        "INC-20261013-0003": ["onsite"],
         "INC-20261017-0004": ["restore"],
         "INC-20261031-0005": ["respond"],
     }
@@ -274,3 +274,58 @@ def test_missing_matplotlib_is_a_clear_error(sqlite_report, monkeypatch):
     with pytest.raises(sr.ServiceReportError, match="service report charts need matplotlib"):
         render.to_html(report)
     assert "Service report 2026-10" in render.to_markdown(report)  # Markdown and JSON need no matplotlib
+
+
+# ---------------------------------------------------------------------------------------------- the service terms
+def test_the_report_states_the_terms_it_was_measured_against(report):
+    """``sla.targets``: the service terms' clocks (issue 39), written here from the terms."""
+    assert report["sla"]["targets"] == {
+        "P0": {"respond": "15m", "onsite": "4h", "locate": "2h"},
+        "P1": {"respond": "30m", "onsite": "next_business_day", "restore": "24h"},
+        "P2": {"respond": "2h", "plan": "3bd"},
+        "P3": {"respond": "1bd"},
+    }
+    a = report["availability"]
+    assert a["target"] == 99.5
+    # the hand-worked cluster figure (test_availability_by_hand): 8656 / (8656 + 112) = 98.72 %, under 99.5 %
+    assert a["cluster"] < 99.5 and a["target_met"] is False
+
+
+def test_an_availability_target_from_the_policy_is_compared(ledger):
+    rep = sr.compute(ledger, sr.parse_period("2026-10", now=E), policy_sla={"availability_target": 95.0}, now=E)
+    assert rep["availability"]["target"] == 95.0 and rep["availability"]["target_met"] is True
+
+
+def test_mtbf_in_days_with_its_sample_size(report):
+    # gpu: 2 incidents in the period (0001, 0002); the up time of the nodes with GPUs, n1 734 h and n2 696 h
+    # (test_availability_by_hand): (734 + 696) h / 2 failures = 715 h = 29.79 days
+    assert report["failures"]["gpu"] == 2
+    assert report["mtbf_days"]["gpu"] == {"days": round(715 / 24.0, 2), "failures": 2}
+
+
+def test_a_period_that_has_not_ended_is_partial_and_counted_until_now(store_kw):
+    store = open_store(**store_kw)
+    try:
+        insert(store, "node_periods", [period_row("x", "up", "a", 2, S, None)])
+        rep = sr.compute(store, sr.parse_period("2026-10", now=S + D), now=S + 10 * H)
+    finally:
+        store.close()
+    assert rep["period"]["partial"] is True
+    assert rep["period"]["counted_until"] == "2026-10-01T10:00:00Z"
+    assert rep["availability"]["up_gpu_hours"] == 20.0
+
+
+def test_ledger_rows_after_the_report_time_are_refused(store_kw):
+    store = open_store(**store_kw)
+    try:
+        insert(
+            store,
+            "node_periods",
+            [period_row("x", "up", "a", 2, S, None), period_row("y", "down", "a", 2, S + 5 * D, None)],
+        )
+        with pytest.raises(
+            sr.ServiceReportError, match=r"node_periods rows after the report's time 2026-10-02T00:00:00Z \(first: y"
+        ):
+            sr.compute(store, sr.parse_period("2026-10", now=S + D), now=S + D)
+    finally:
+        store.close()
