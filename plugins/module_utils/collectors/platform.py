@@ -8,7 +8,9 @@
 hang-proof runner, and returns ``{"schema", "mode", "collected_at", "scheduler": {...} | None,
 "storage": {...} | None, "errors": [...]}``. Nothing here raises for bad input: a file or command that cannot be
 read becomes an error record (``_common.error_record``, domain ``scheduler``), and the checks turn the part it
-would have filled into ``unknown``, never into a healthy reading.
+would have filled into ``unknown``, never into a healthy reading. A file that a partial cluster capture does not
+hold is no error: ``unseen.not_captured`` records that part as unknown in ``scheduler["unseen"]`` and
+``scheduler["state"]`` says ``ok``/``partial``/``unknown`` (docs/findings.md "What was not seen").
 
 Scheduler facts: ``controllers`` (scontrol ping), ``sdiag``, ``jobs`` (pending and running, squeue),
 ``nodes`` (sinfo), ``history`` (sacct over ``history_hours``), ``accounting`` (``{"state": up|down|unknown,
@@ -25,6 +27,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import sched as P
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, read_text
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.unseen import domain_state, not_captured
 
 try:  # parallel storage: written by the storage slice; the scheduler works without it
     from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import storage as _storage  # type: ignore[attr-defined]
@@ -40,6 +43,7 @@ CAPTURE_FILES = {
     "squeue_json": "squeue.json",
     "squeue": "squeue.txt",
     "sinfo": "sinfo.txt",
+    "sinfo_json": "sinfo.json",
     "sacct_json": "sacct.json",
     "sacct": "sacct.txt",
 }
@@ -65,12 +69,20 @@ def _empty_scheduler(source: str) -> Dict[str, Any]:
         "history_format": None,
         "accounting": {"state": "unknown", "message": "not read"},
         "errors": [],
+        "unseen": [],
+        "state": "unknown",
     }
+
+
+#: the facts of the scheduler part that hold a reading when not None
+READINGS = ("controllers", "sdiag", "jobs", "nodes", "history")
+#: the text parsers that take an ``errors`` list (one bad row costs that row)
+_ROWWISE = (P.parse_sinfo, P.parse_squeue_text, P.parse_sacct_text)
 
 
 def _parse(sched: Dict[str, Any], key: str, func: Callable[..., Any], text: str, source: str) -> None:
     try:
-        sched[key] = func(text, source)
+        sched[key] = func(text, source, sched["errors"]) if func in _ROWWISE else func(text, source)
     except ParseError as exc:
         sched["errors"].append(exc.to_error(DOMAIN))
 
@@ -92,11 +104,19 @@ def _history(sched: Dict[str, Any], text: Optional[str], fmt: str, source: str) 
         sched["accounting"] = {"state": "down", "message": why}
         return
     func = P.parse_sacct_json if fmt == "json" else P.parse_sacct_text
-    before = len(sched["errors"])
     _parse(sched, "history", func, text, source)
-    if len(sched["errors"]) == before:
+    if sched["history"] is not None:
         sched["history_format"] = fmt
         sched["accounting"] = {"state": "up", "message": "sacct answered (%d jobs)" % len(sched["history"])}
+
+
+_WHAT = {
+    "ping": "the controllers (scheduler.controller)",
+    "sdiag": "slurmctld's load (scheduler.rpc)",
+    "sinfo": "the node states (scheduler.nodes)",
+    "squeue": "the queue (scheduler.queue, scheduler.fragmentation)",
+    "sacct": "the job history and accounting (scheduler.job_failures, scheduler.accounting)",
+}
 
 
 def scheduler_from_capture(capture_dir: str) -> Optional[Dict[str, Any]]:
@@ -110,8 +130,10 @@ def scheduler_from_capture(capture_dir: str) -> Optional[Dict[str, Any]]:
         ("sdiag", P.parse_sdiag, "sdiag"),
         ("nodes", P.parse_sinfo, "sinfo"),
     ):
+        if wanted == "sinfo" and "sinfo_json" in present:
+            wanted = "sinfo_json"  # sinfo --json: .json wins over .txt, as for squeue and sacct
         if wanted not in present:
-            sched["errors"].append(error_record(DOMAIN, "missing", "%s is missing" % CAPTURE_FILES[wanted]))
+            not_captured(sched, CAPTURE_FILES[wanted], _WHAT[wanted])
             continue
         text = _read(capture_dir, CAPTURE_FILES[wanted], sched)
         if text is not None:
@@ -123,7 +145,7 @@ def scheduler_from_capture(capture_dir: str) -> Optional[Dict[str, Any]]:
             func = P.parse_squeue_json if name == "squeue_json" else P.parse_squeue_text
             _parse(sched, "jobs", func, text, CAPTURE_FILES[name])
     else:
-        sched["errors"].append(error_record(DOMAIN, "missing", "squeue.json / squeue.txt is missing"))
+        not_captured(sched, "squeue.json / squeue.txt", _WHAT["squeue"])
     if "sacct_json" in present or "sacct" in present:
         name = "sacct_json" if "sacct_json" in present else "sacct"
         _history(
@@ -134,6 +156,8 @@ def scheduler_from_capture(capture_dir: str) -> Optional[Dict[str, Any]]:
         )
     else:
         sched["accounting"] = {"state": "unknown", "message": "no sacct.json / sacct.txt in the capture"}
+        not_captured(sched, "sacct.json / sacct.txt", _WHAT["sacct"])
+    sched["state"] = domain_state(sched, READINGS)
     return sched
 
 
@@ -272,6 +296,7 @@ def collect_platform(
             if meta:
                 out["collected_at"] = meta
         if out["scheduler"]:
+            out["scheduler"]["state"] = domain_state(out["scheduler"], READINGS)
             out["errors"] += out["scheduler"]["errors"]
     try:
         out["storage"] = _storage_facts(capture_dir, run, opt)

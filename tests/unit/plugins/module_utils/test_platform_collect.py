@@ -57,9 +57,11 @@ def test_missing_and_broken_files_are_errors_not_readings(tmp_path):
     d = capture(tmp_path, sdiag=None, sinfo="text:" + fx("sinfo.txt")[:25], squeue_json="text:" + fx("squeue.json")[:999])
     p = _platform.collect_platform(capture_dir=d)
     kinds = sorted((e["kind"], e.get("source") or "") for e in p["errors"])
-    assert ("missing", "") in kinds and ("parse", "sinfo.txt") in kinds and ("parse", "squeue.json") in kinds
+    assert ("parse", "sinfo.txt") in kinds and ("parse", "squeue.json") in kinds
+    assert "missing" not in [k for k, dummy in kinds]  # a file the capture lacks is unknown, not an error
     s = p["scheduler"]
     assert s["sdiag"] is None and s["nodes"] is None and s["jobs"] is None  # unknown, not empty
+    assert [u["file"] for u in s["unseen"]] == ["sdiag.txt"] and s["state"] == "partial"
 
 
 def test_no_scheduler_files_and_a_missing_directory(tmp_path):
