@@ -220,6 +220,9 @@ def check_nodes(out: Out, sched: Dict[str, Any], sp: Dict[str, Any]) -> None:
         return
     share = float(total_out) / len(nodes)
     rule = dict(sp["nodes"]) if share >= sp["nodes_out_share"] else {"severity": "P3", "action": "monitor"}
+    if all(n.get("unavailable") for n in nodes):
+        # sinfo -R lists only the unavailable nodes: the cluster's size, so the share, is unknown
+        rule = {"severity": "P3", "action": "monitor"}
     top = sorted(groups.items(), key=lambda kv: (-len(kv[1]["nodes"]), kv[0]))
     out.add(
         "scheduler.nodes",

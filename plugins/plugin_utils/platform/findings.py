@@ -16,10 +16,13 @@ _OUT_STATES = ("down", "drained", "draining", "drain", "fail", "failing", "not_r
 
 
 def node_out(node: Dict[str, Any]) -> Optional[str]:
-    """Why a node is out of service (its state word), or None."""
+    """Why a node is out of service (its state word), or None. A node ``sinfo -R`` lists without a state
+    (``unavailable``: down, drained, fail or failing) is out as ``unavailable``."""
     state = str(node.get("state") or "").lower()
     if "*" in (node.get("flags") or []):
         return "not_responding"
+    if not state and node.get("unavailable"):
+        return "unavailable"
     for word in _OUT_STATES:
         if state.startswith(word):
             return "drained" if word == "drain" else word

@@ -20,6 +20,8 @@ RESOURCE_REASONS = ("Resources", "Priority", "ReqNodeNotAvail", "Reservation")
 #: user's decision. Only these count as finished jobs: a job still pending, running, suspended, requeued or
 #: resizing, or one whose end slurmdbd has not recorded yet (sacct shows it RUNNING), has no outcome to count.
 ENDED_STATES = ("COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY")
+#: ends Slurm puts on the node (cluster-formats.md 2, [SL-doc]): never counted with a user's FAILED/OUT_OF_MEMORY
+NODE_SIDE = ("NODE_FAIL", "BOOT_FAIL", "LAUNCH_FAILED")
 _USABLE = ("idle", "mixed", "allocated", "completing")
 
 
@@ -106,7 +108,7 @@ def _failure_counts(history: List[Dict[str, Any]], states: Tuple[str, ...]) -> T
             c["jobs"] += 1
             if bad:
                 c["failed"] += 1
-                c["node_fail"] += state == "NODE_FAIL"
+                c["node_fail"] += state in NODE_SIDE
                 c["states"][state] = c["states"].get(state, 0) + 1
                 c["job_ids"] = (c["job_ids"] + [j.get("job_id")])[-10:]  # the latest ten
     return per, total, failed
@@ -120,6 +122,9 @@ def check_job_failures(out: Out, sched: Dict[str, Any], sp: Dict[str, Any]) -> N
         return
     per, total, failed = _failure_counts(history, tuple(sp["failure_states"]))
     requeues = sum(int(j.get("restarts") or 0) for j in history)
+    node_side = sum(
+        1 for j in history if str(j.get("state") or "") in NODE_SIDE and j.get("state") in sp["failure_states"]
+    )
     rate = float(failed) / total if total else 0.0
     if total >= sp["failure_min_jobs"] and rate >= sp["failure_rate"]:
         out.add(
@@ -127,10 +132,18 @@ def check_job_failures(out: Out, sched: Dict[str, Any], sp: Dict[str, Any]) -> N
             sp["job_failures"],
             "cluster",
             "rate",
-            "%d of %d finished jobs failed (%.0f%%, threshold %.0f%%) in the accounting window; %d requeues"
-            % (failed, total, 100 * rate, 100 * sp["failure_rate"], requeues),
+            "%d of %d finished jobs failed (%.0f%%, threshold %.0f%%) in the accounting window (%d ended by a node "
+            "failure, %d by the job itself); %d requeues"
+            % (failed, total, 100 * rate, 100 * sp["failure_rate"], node_side, failed - node_side, requeues),
             "scheduler.failure_rate=%s over >= %d jobs" % (sp["failure_rate"], sp["failure_min_jobs"]),
-            {"failed": failed, "total": total, "rate": round(rate, 3), "requeues": requeues},
+            {
+                "failed": failed,
+                "node_side": node_side,
+                "user_side": failed - node_side,
+                "total": total,
+                "rate": round(rate, 3),
+                "requeues": requeues,
+            },
         )
     for node, c in sorted(per.items()):
         share = float(c["failed"]) / c["jobs"]
@@ -156,6 +169,8 @@ def check_job_failures(out: Out, sched: Dict[str, Any], sp: Dict[str, Any]) -> N
             {
                 "jobs": c["jobs"],
                 "failed": c["failed"],
+                "node_side": c["node_fail"],  # NODE_FAIL / BOOT_FAIL: Slurm blamed the node
+                "user_side": c["failed"] - c["node_fail"],  # FAILED, OUT_OF_MEMORY...: the job's own end
                 "states": c["states"],
                 "job_ids": c["job_ids"],
                 "cluster_rate": round(rate, 3),
@@ -253,6 +268,8 @@ def platform_summary(platform_facts: Any, now: float) -> Optional[Dict[str, Any]
     ref = as_dict(platform_facts).get("collected_at")
     ref = float(ref) if isinstance(ref, (int, float)) and not isinstance(ref, bool) else now
     return {
+        "state": sched.get("state"),
+        "unseen": sched.get("unseen") or [],
         "controllers": sched.get("controllers"),
         "accounting": sched.get("accounting"),
         "queue": queue_stats(sched, ref),
