@@ -433,6 +433,8 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("inspect_cluster: state: %s" % exc) from exc
         # the service ledger (docs/service.md): SLA findings into the report now, the run recorded after the reports
         ledger = self._ledger_prepare(args, report, state_dir, db_url)
+        if ledger is not None:  # the maintenance windows in force, for planned downtime (docs/service.md)
+            ledger[0]["windows_by_host"] = {h: hostvars[h].get("gpuops_maintenance_windows") for h in args["targets"]}
         t_eval = time.monotonic()
         paths = {}
         if args["write_reports"]:

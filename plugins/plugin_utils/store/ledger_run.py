@@ -22,6 +22,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import (
     ledger as _ledger,
     ledger_audit as _ledger_audit,
     ledger_incidents as _ledger_incidents,
+    ledger_windows as _ledger_windows,
 )
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import fleet_summary as _fleet_summary
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import StoreError, open_store
@@ -88,13 +89,17 @@ def prepare(
 
 
 def record(prepared: Dict[str, Any], report: Dict[str, Any], sla: Dict[str, Any]) -> Dict[str, Any]:
-    """Write the run (raises StoreError, also the one :func:`prepare` kept)."""
+    """Write the run (raises StoreError, also the one :func:`prepare` kept), and the maintenance windows of the
+    hosts in ``prepared["windows_by_host"]`` (their occurrences around the run's time) before it."""
     if prepared.get("error"):
         raise StoreError(prepared["error"])
     store = prepared["store"]
     try:
+        windows = _ledger_windows.occurrences(prepared.get("windows_by_host") or {}, _ledger.report_time(report))
+        written = _ledger_windows.record_windows(store, windows["rows"])
         # a fresh id per run: two inspections within the same second are two runs (generated_at has 1 s resolution)
         out = _ledger.record_run(store, report, run_id="inspect-" + uuid.uuid4().hex[:24], sla=sla)
+        out["maintenance_windows"] = dict(written, invalid=windows["invalid"])
         # retention is policy data (sla.retention_days, default 400): each recorded run trims what fell out of it
         out["pruned"] = _ledger.prune(store, {"sla": sla}, out.get("at"))
     finally:

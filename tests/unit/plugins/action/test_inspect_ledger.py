@@ -122,3 +122,88 @@ def test_each_recorded_run_trims_what_fell_out_of_the_retention(run_action, tmp_
     assert res["ledger"]["pruned"]["node_periods"] == 1
     assert "gone-node" not in {p["host"] for p in _table(store, "node_periods")}
     assert {p["host"] for p in _table(store, "node_periods")}  # this run's periods stay
+
+
+# ---------------------------------------------------------------------------------------------- maintenance windows
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_args(request, tmp_path):
+    """inspect_cluster's store arguments: the embedded SQLite store, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        yield {"state_dir": str(tmp_path / "state")}
+        return
+    import uuid  # pylint: disable=import-outside-toplevel
+
+    server = request.getfixturevalue("pg_server_url")
+    name = "w_" + uuid.uuid4().hex[:16]
+    admin = sa.create_engine(server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql("CREATE DATABASE %s" % name)
+    yield {
+        "state_dir": str(tmp_path / "state"),
+        "db_url": sa.engine.make_url(server).set(database=name).render_as_string(hide_password=False),
+    }
+    with admin.connect() as conn:
+        conn.exec_driver_sql("DROP DATABASE IF EXISTS %s WITH (FORCE)" % name)
+    admin.dispose()
+
+
+def _berlin(text):
+    import datetime  # pylint: disable=import-outside-toplevel
+    import zoneinfo  # pylint: disable=import-outside-toplevel
+
+    return datetime.datetime.fromisoformat(text).replace(tzinfo=zoneinfo.ZoneInfo("Europe/Berlin")).timestamp()
+
+
+def test_an_inventory_window_reaches_the_ledger_and_makes_downtime_planned(run_action, tmp_path, store_args):
+    """Issue 39: the inspection writes the windows in force (gpuops_maintenance_windows) into the ledger, so the
+    service report counts a drain inside one as planned downtime."""
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.service import report as sr  # pylint: disable=import-outside-toplevel
+
+    now = time.time()
+    day = time.strftime(
+        "%Y-%m-%d", time.gmtime(now - 86400)
+    )  # yesterday, 10:00-14:00 Berlin (CET in winter: 09-13 UTC)
+    window = [{"name": "rack-a-rollout", "start": day + "T10:00", "end": day + "T14:00", "timezone": "Europe/Berlin"}]
+    hv = {h: dict(v, gpuops_maintenance_windows=window) for h, v in HV.items()}
+    hv["elsewhere"] = {"__inspect_collect": HV["ok"]["__inspect_collect"]}  # no window: not in its scope
+    args = dict(_args(tmp_path), targets=sorted(hv), **store_args)
+    res = run_action(inspect_cluster, args, task_vars={"hostvars": hv})
+    assert res["ledger"]["maintenance_windows"] == {"written": 1, "widened": 0, "invalid": {}}
+    store = open_store(**store_args)
+    try:
+        rows = _table(store, "maintenance_windows")
+        assert len(rows) == 1 and rows[0]["name"] == "rack-a-rollout"
+        # the interval read from the definition, with the time zone database as the oracle (not the window code)
+        assert rows[0]["starts_at"] == _berlin(day + "T10:00:00") and rows[0]["ends_at"] == _berlin(day + "T14:00:00")
+        assert rows[0]["scope"] == {"hosts": ["down", "ok"]}
+        # the same window seen again: still one row
+        res = run_action(inspect_cluster, args, task_vars={"hostvars": hv})
+        assert res["ledger"]["maintenance_windows"]["written"] == 0 and len(_table(store, "maintenance_windows")) == 1
+        # a node of its scope drained for 3 h inside the window and 1 h after it: 3 h planned, 1 h unplanned
+        start = rows[0]["starts_at"] + 3600.0
+        periods = _ledger.tables()["node_periods"]
+        with store.begin() as conn:
+            conn.execute(
+                periods.insert(),
+                [
+                    {"host": "ok", "state": "down", "status": "faulty", "partition": "a", "gpus": 8, "started_at": start,
+                     "ended_at": start + 4 * 3600.0, "last_seen": start + 4 * 3600.0},
+                ],
+            )  # fmt: skip
+        lo = time.strftime("%Y-%m-%d", time.gmtime(start - 86400))
+        hi = time.strftime("%Y-%m-%d", time.gmtime(start + 86400))
+        rep = sr.compute(store, sr.parse_period("%s/%s" % (lo, hi), now=now), now=now)
+        assert rep["availability"]["planned_gpu_hours"] == 3 * 8
+        assert rep["availability"]["unplanned_gpu_hours"] == 1 * 8
+    finally:
+        store.close()
+
+
+def test_a_window_that_does_not_validate_is_reported_not_dropped(run_action, tmp_path):
+    hv = {
+        h: dict(v, gpuops_maintenance_windows=[{"name": "bad", "weekly": {"days": ["someday"], "start": "02:00"}}])
+        for h, v in HV.items()
+    }
+    res = run_action(inspect_cluster, dict(_args(tmp_path), targets=sorted(hv)), task_vars={"hostvars": hv})
+    invalid = res["ledger"]["maintenance_windows"]["invalid"]
+    assert sorted(invalid) == ["down", "ok"] and "someday" in invalid["ok"]

@@ -1,0 +1,111 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Maintenance windows into the ledger (issue 39, docs/service.md "Planned downtime").
+
+The service report counts a node's ``down`` time inside a maintenance window covering it as planned downtime. The
+windows are inventory data (``gpuops_maintenance_windows`` per host, docs/windows.md: weekly slots, dated windows,
+freezes); each inspection writes the concrete occurrences around its run time into ``maintenance_windows``, so the
+report reads the windows that were in force, not the ones defined when the report runs.
+
+- :func:`occurrences`: the open intervals (freezes cut out) of each host's windows in [lo, hi), grouped into rows
+  ``{window_id, name, starts_at, ends_at, scope: {"hosts": [...]}}``; the id is derived from the name and the
+  interval, so the same occurrence seen by many runs is one row. A host whose windows do not validate is reported
+  in ``invalid`` (the change guard refuses it too), never silently dropped.
+- :func:`record_windows`: upsert the rows in one transaction under the ledger lock; an existing row's hosts are
+  the union of what every run saw (a run limited to some hosts never narrows a window).
+
+Pure controller code, no Ansible imports.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+from typing import Any, Dict, List, Optional, Tuple
+
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import windows as _windows
+
+try:
+    import sqlalchemy as sa
+except ImportError:  # sanity import test
+    sa = None
+
+LOCK = "ledger"
+#: how far back a run writes occurrences: a week covers a weekly schedule and a missed weekend of runs
+LOOKBACK_S = 8 * 86400.0
+#: and ahead: a window that opens before the next run is known now
+AHEAD_S = 86400.0
+_UTC = datetime.timezone.utc
+
+
+def _window_id(name: str, start: float, end: float) -> str:
+    digest = hashlib.sha256(("%s|%.0f|%.0f" % (name, start, end)).encode("utf-8")).hexdigest()[:24]
+    return "inv-%s" % digest
+
+
+def occurrences(
+    windows_by_host: Dict[str, Any], now: float, lookback_s: float = LOOKBACK_S, ahead_s: float = AHEAD_S
+) -> Dict[str, Any]:
+    """``{rows, invalid}``: the windows' occurrences in [now - lookback_s, now + ahead_s) per (name, interval) with
+    the hosts they cover; ``invalid``: {host: message} for hosts whose definitions do not validate."""
+    lo = datetime.datetime.fromtimestamp(float(now) - lookback_s, tz=_UTC)
+    hi = datetime.datetime.fromtimestamp(float(now) + ahead_s, tz=_UTC)
+    found: Dict[Tuple[str, float, float], List[str]] = {}
+    invalid: Dict[str, str] = {}
+    for host, defined in sorted(windows_by_host.items()):
+        if not defined:
+            continue
+        try:
+            normalized = _windows.validate(defined, "gpuops_maintenance_windows")
+        except _windows.WindowError as exc:
+            invalid[host] = str(exc)
+            continue
+        for start, end, window in _windows.effective_intervals(normalized, lo, hi):
+            key = (str(window["name"]), start.timestamp(), end.timestamp())
+            found.setdefault(key, []).append(host)
+    rows = [
+        {
+            "window_id": _window_id(name, start, end),
+            "name": name[:255],
+            "starts_at": start,
+            "ends_at": end,
+            "scope": {"hosts": sorted(set(hosts))},
+        }
+        for (name, start, end), hosts in sorted(found.items())
+    ]
+    return {"rows": rows, "invalid": invalid}
+
+
+def record_windows(store: Any, rows: List[Dict[str, Any]], tables: Optional[Any] = None) -> Dict[str, int]:
+    """Upsert ``rows`` (from :func:`occurrences`) into ``maintenance_windows``; returns {written, widened}."""
+    if not rows:
+        return {"written": 0, "widened": 0}
+    if tables is None:
+        from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import (  # pylint: disable=import-outside-toplevel
+            ledger_schema,
+        )
+
+        tables = ledger_schema.tables()
+    mw = tables.tables["maintenance_windows"]
+    out = {"written": 0, "widened": 0}
+    with store.begin(lock=LOCK) as conn:
+        ids = [r["window_id"] for r in rows]
+        have = {
+            wid: scope
+            for wid, scope in conn.execute(sa.select(mw.c.window_id, mw.c.scope).where(mw.c.window_id.in_(ids)))
+        }
+        for row in rows:
+            old = have.get(row["window_id"])
+            if old is None:
+                conn.execute(mw.insert(), dict(row))
+                out["written"] += 1
+                continue
+            old_hosts = set((old or {}).get("hosts") or []) if isinstance(old, dict) else set()
+            hosts = old_hosts | set(row["scope"]["hosts"])
+            if hosts != old_hosts:
+                conn.execute(
+                    mw.update().where(mw.c.window_id == row["window_id"]).values(scope={"hosts": sorted(hosts)})
+                )
+                out["widened"] += 1
+    return out
