@@ -195,7 +195,8 @@ def _reader(lines: List[Any], source: Optional[str]) -> Any:
             return reader, lines[2:], reader.cols
         aligned = table.Aligned(first)
         return aligned, lines[1:], aligned.cols
-    if len(first.split("|")) == 9:
+    f = first.split("|")
+    if len(f) == 9 and states.job_state(f[3])["state"] in states.JOB_STATES:  # the collection's own format
         cols = [table.norm(c) for c in OWN_FIELDS.split(",")]
         return table.Delimited("|".join(cols), "|"), lines, cols
     raise refused(

@@ -6,7 +6,7 @@
 Accepted (``FORMS``): the default (``PARTITION AVAIL TIMELIMIT NODES STATE NODELIST``, one row per partition and
 state with a folded host list), ``-N``, ``-N -l`` (after its date line), ``-R`` and ``-R -l``, ``-l``, the ``-h``
 form of each of these built-ins, any ``-o '%...'`` / ``-O 'Field:...'`` output **with its header** (whitespace
-aligned or delimited by ``|``: the column names decide meaning; it needs a node list and a state or reason
+aligned or delimited by ``|`` or ``,``: the column names decide meaning; it needs a node list and a state or reason
 column), ``--json`` (21.08/22.05 ``nodes`` and 23.02+ ``sinfo`` layouts), and the collection's own
 ``-N -h -O 'NodeList:|,Partition:|,StateLong:|,Gres:|,GresUsed:|,Reason:'``. A headerless custom format is
 refused with an error that names these forms.
@@ -131,25 +131,33 @@ def _meaning(row: Dict[str, str]) -> Dict[str, Optional[str]]:
 
 def _header(line: str) -> Optional[Tuple[str, List[str]]]:
     """(delimiter or '', column names) when ``line`` is a sinfo header naming the columns this parser needs."""
-    delim = "|" if "|" in line else ""
-    cols = [table.norm(c) for c in (line.split("|") if delim else line.split())]
+    delim = "|" if "|" in line else "," if "," in line and " " not in line.strip() else ""
+    cols = [table.norm(c) for c in (line.split(delim) if delim else line.split())]
     keys = {COLUMNS.get(c) for c in cols}
     if "nodes" in keys and ("state" in keys or "reason" in keys):
         return delim, cols
     return None
 
 
-# headerless built-ins: (name, test on the words, words -> meaning)
+def _is_state(word: str) -> bool:
+    try:
+        states.node_state(word)
+    except states.StateError:
+        return False
+    return True
+
+
+# headerless built-ins (cluster-formats.md 1.1): words -> meaning, or None when the words are not that form
 def _h_default(w: List[str]) -> Optional[Dict[str, Optional[str]]]:
-    if len(w) in (5, 6) and w[1] in _AVAIL and w[3].isdigit():
+    if len(w) in (5, 6) and w[1] in _AVAIL and w[3].isdigit() and (_is_state(w[4]) or w[4] == "n/a"):
         return {"partition": w[0], "avail": w[1], "count": w[3], "state": w[4], "nodes": w[5] if len(w) == 6 else ""}
     return None
 
 
 def _h_nodes(w: List[str]) -> Optional[Dict[str, Optional[str]]]:
-    if len(w) == 4 and w[1].isdigit():
+    if len(w) == 4 and w[1] == "1" and _is_state(w[3]):  # -N: one node a row
         return {"nodes": w[0], "count": w[1], "partition": w[2], "state": w[3]}
-    if len(w) >= 11 and w[1].isdigit() and w[4].isdigit() and re.match(r"^\d+:\d+:\d+$", w[5]):
+    if len(w) >= 11 and w[1] == "1" and _is_state(w[3]) and re.match(r"^\d+:\d+:\d+$", w[5]):
         return {"nodes": w[0], "count": w[1], "partition": w[2], "state": w[3], "reason": " ".join(w[10:])}
     return None
 

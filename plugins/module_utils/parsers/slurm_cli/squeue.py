@@ -113,7 +113,7 @@ def parse(
         else:
             reader = table.Aligned(first, ("NODELIST(REASON)", "REASON"))
         body = lines[1:]
-    elif len(first.split("|")) == 10:
+    elif len(first.split("|")) == 10 and states.job_state(first.split("|")[3])["state"] in states.JOB_STATES:
         reader = table.Delimited(
             "JOBID|PARTITION|USER|STATE|REASON|SUBMIT_TIME|START_TIME|NODES|TRES_PER_NODE|NODELIST", "|"
         )
