@@ -352,6 +352,102 @@ DEFAULT_POLICY["thresholds"]["storage"] = {
     "nfs_retrans": {"pct": 5, "min_calls": 1000, "severity": "P2", "action": "monitor"},
 }
 
+
+def _st(severity: str, action: str, source: str) -> Dict[str, str]:
+    return {"severity": severity, "action": action, "source": source}
+
+
+_LU_DF = "lfs-df.1 and lfs.c showdf (cluster-formats.md 5.1)"
+_IBM = "IBM Storage Scale mmhealth docs (cluster-formats.md 6.1)"
+_GX = "mmlsdisk words, gpfs_exporter mmlsdisk.go (cluster-formats.md 6.3)"
+# Issue 37: how bad each state the storage prints is, by the storage's own meaning (docs/checks.md "storage.health").
+# severity "none": the word is known and is not a fault; a word missing from a table is unknown, never a finding.
+DEFAULT_POLICY["thresholds"]["storage"]["states"] = {
+    # lfs df target lines (state) and -v flags (flag:<letter word>)
+    "lustre_target": {
+        "inactive": _st(
+            "P2", "contact_vendor", "%s: 'inactive device', deactivated: the clients do not use it" % _LU_DF
+        ),
+        "unavailable": _st("P1", "contact_vendor", "%s: EAGAIN, the target did not answer (Lustre <= 2.9)" % _LU_DF),
+        "error": _st("P1", "contact_vendor", "%s: '<uuid>: <strerror>', statfs of the target failed" % _LU_DF),
+        "missing": _st(
+            "P3",
+            "monitor",
+            "%s: not listed; since 2.10 deactivated targets are hidden unless -v and EAGAIN ones skipped: a gap is a "
+            "hint, not proof (indices may be sparse by design)" % _LU_DF,
+        ),
+        "flag:degraded": _st(
+            "P2", "contact_vendor", "%s: D, the OST is degraded (RAID rebuild): slow, still serving" % _LU_DF
+        ),
+        "flag:read_only": _st("P1", "contact_vendor", "%s: R, read-only after corruption: writes to it fail" % _LU_DF),
+        "flag:out_of_space": _st("P1", "monitor", "%s: S, out of space: new writes to it fail with ENOSPC" % _LU_DF),
+        "flag:out_of_inodes": _st("P1", "monitor", "%s: I, out of inodes: file creation fails" % _LU_DF),
+        "flag:no_create": _st(
+            "P3", "monitor", "%s: N, no new objects (an administrator's max_create_count=0)" % _LU_DF
+        ),
+        "flag:flash": _st("none", "none", "%s: f, a flash target: a property, not a state" % _LU_DF),
+        "flag:unknown": _st("P3", "monitor", "%s: a flag this lfs prints in octal (0NN): unknown to us" % _LU_DF),
+    },
+    # lfs check servers, lctl get_param health_check, lctl dl
+    "lustre_server": {
+        "inactive": _st("P2", "contact_vendor", "lfs.c lfs_check: 'inactive.' (ENOTCONN, cluster-formats.md 5.2)"),
+        "down": _st(
+            "P1", "contact_vendor", "lfs.c lfs_check: 'error: check <obd>: <strerror>' (cluster-formats.md 5.2)"
+        ),
+        "unhealthy": _st("P1", "contact_vendor", "obd_sysfs.c health_check: NOT HEALTHY (cluster-formats.md 5.3)"),
+        "lbug": _st("P1", "contact_vendor", "obd_sysfs.c health_check: LBUG, a Lustre kernel assertion (5.3)"),
+        "not_up": _st("P2", "contact_vendor", "lctl dl: a device not UP is suspect (cluster-formats.md 5.4)"),
+    },
+    # mmhealth node/cluster show: the status of a component (IBM: FAILED dominates DEGRADED; a TIP moves HEALTHY to
+    # TIPS; UNKNOWN is a monitoring problem)
+    "gpfs_component": {
+        "HEALTHY": _st("none", "none", _IBM),
+        "TIPS": _st("none", "none", "%s: configuration advice, not a fault" % _IBM),
+        "DISABLED": _st("none", "none", "%s: the component is not configured to run" % _IBM),
+        "CHECKING": _st("none", "none", "%s: being checked (after a start)" % _IBM),
+        "STARTING": _st("none", "none", "%s: starting" % _IBM),
+        "UNKNOWN": _st("none", "none", "%s: a monitoring problem: the state is unknown, not broken" % _IBM),
+        "DEGRADED": _st("P2", "contact_vendor", "%s: a WARNING event: working with less redundancy or speed" % _IBM),
+        "FAILED": _st("P1", "contact_vendor", "%s: an ERROR event: the component does not work" % _IBM),
+        "DEPEND": _st("P3", "monitor", "%s: stopped because a component it needs failed (that one is graded)" % _IBM),
+        "STOPPED": _st("P3", "monitor", "%s: stopped on purpose (mmshutdown, a service stop)" % _IBM),
+        "SUSPENDED": _st("P3", "monitor", "%s: suspended on purpose" % _IBM),
+    },
+    # mmhealth events whose component mmhealth still calls HEALTHY or TIPS (a graded component carries its events)
+    "gpfs_event": {
+        "ERROR": _st("P2", "contact_vendor", "%s: event severity ERROR" % _IBM),
+        "WARNING": _st(
+            "P3",
+            "monitor",
+            "%s: event severity WARNING while mmhealth keeps the component HEALTHY/TIPS (e.g. "
+            "cluster_connections_down on a TIPS node): a warning, not a failed filesystem" % _IBM,
+        ),
+        "TIP": _st("none", "none", "%s: event severity TIP (advice)" % _IBM),
+        "INFO": _st("none", "none", "%s: information events never change a state" % _IBM),
+        "UNKNOWN": _st(
+            "none",
+            "none",
+            "%s: no severity printed (older releases): the component's state grades it (info events never change "
+            "a state)" % _IBM,
+        ),
+    },
+    # mmlsdisk <fs> -Y: availability and status of an NSD (the worse of the two is the disk's grade)
+    "gpfs_disk": {
+        "up": _st("none", "none", _GX),
+        "down": _st("P1", "contact_vendor", "%s: down, no I/O to the disk: data on it unavailable" % _GX),
+        "unrecovered": _st("P1", "contact_vendor", "%s: unrecovered, recovery failed" % _GX),
+        "recovering": _st("P2", "monitor", "%s: recovering, coming back" % _GX),
+        "ready": _st("none", "none", _GX),
+        "suspended": _st("P3", "monitor", "%s: suspended by an administrator (no new blocks)" % _GX),
+        "to be emptied": _st("P3", "monitor", "%s: being drained by an administrator" % _GX),
+        "being emptied": _st("P3", "monitor", "%s: being drained by an administrator" % _GX),
+        "emptied": _st("P3", "monitor", "%s: drained by an administrator" % _GX),
+        "replacing": _st("P3", "monitor", "%s: being replaced" % _GX),
+        "replacement": _st("P3", "monitor", "%s: the replacement of a disk" % _GX),
+    },
+}
+
+
 # --- Optics and link quality (issue 20): ib.optics, ib.ber, ib.congestion, gpu.nvlink link speed ---------------
 # Sources in docs/checks.md ("Optics and link quality"). Appended as its own block: other slices edit the dict above.
 DEFAULT_POLICY["thresholds"]["optics"] = {

@@ -67,7 +67,13 @@ def test_capture_gpfs_and_nfs(tmp_path):
     facts = collect_storage(capture_dir=str(tmp_path))
     got = keys(check_storage(facts, None, NOW))
     assert not any("RG008VS010" in c[1] for c in got)  # status foo, availability bar: unknown, not broken
-    assert ("storage.health", "storage:server:connection:10.22.51.57", "down") in got
+    # issue 37: a cluster_connections_down WARNING event on a node mmhealth calls TIPS is P3 monitor, not P1
+    conn = [f for f in check_storage(facts, None, NOW) if f["code"] == "cluster_connections_down"]
+    assert {(f["component"], f["severity"], f["action"]) for f in conn} == {
+        ("storage:server:gpfs:ib-haswell1.example.com:GPFS/10.22.51.57", "P3", "monitor"),
+        ("storage:server:gpfs:ib-haswell1.example.com:GPFS/10.22.95.17", "P3", "monitor"),
+    }
+    assert "mmhealth keeps GPFS TIPS" in conn[0]["message"]
     assert not any("mlx5_0/1" in c[1] for c in got)  # status FOO: unknown, not broken
     assert [e["message"] for e in facts["errors"]] == [
         "mmhealth: NETWORK mlx5_0/1 has status FOO (not a known health state)",
@@ -94,8 +100,10 @@ def test_capture_garbled_unreadable_and_absent(tmp_path):
     assert collect_storage(capture_dir=str(empty)) == {
         "filesystems": [],
         "servers": [],
+        "events": [],
         "throughput": None,
         "nfs_rpc": None,
+        "unknown": [],
         "errors": [],
         "sources": [],
     }

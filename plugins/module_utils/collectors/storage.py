@@ -1,20 +1,24 @@
-# -*- coding: utf-8 -*-
-# Copyright: (c) 2026, gpuops.cluster contributors
-# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The parallel-storage facts (docs/storage.md): Lustre, IBM Storage Scale (GPFS) and NFS, seen from one client.
 
-``collect_storage(capture_dir=None, run=None, options=None)`` reads a cluster capture directory (``lfs-df.txt``,
-``lfs-df-i.txt``, ``lfs-check-servers.txt``, ``lctl-health_check.txt``, ``lctl-dl.txt``, ``mmhealth.txt``,
-``mmlsdisk[-<fs>].txt``, ``mmdf[-<fs>].txt``, ``nfsstat.txt``, ``mounts.txt``; an absent file is a source that is
-not there, an unreadable or garbled one an error entry) or asks the live client through ``run`` (the hang-proof
+``collect_storage(capture_dir=None, run=None, options=None)`` reads a cluster capture directory (docs/capture.md
+"Storage files": ``lfs-df[-<flags>].txt``, ``lfs-check-<what>.txt``, ``lctl-health_check.txt``, ``lctl-dl.txt``,
+``mmhealth[-<what>].txt``, ``mmlsdisk[-<fs>].txt``, ``mmdf[-<fs>].txt``, ``nfsstat[-<flags>].txt``, ``mounts.txt``;
+an absent file is a part that was not captured (``unknown``, never an error), an unreadable or garbled one an error
+entry, and a malformed line costs that line) or asks the live client through ``run`` (the hang-proof
 ``_runner.run_command``: every call has a timeout, a hung filesystem costs one timeout and never hangs the play).
 Mounts are probed with the node collector's hang-proof ``_node.probe_path`` (statfs in a killed-after-timeout
 child). The opt-in throughput and metadata probe is in ``_storage_probe``.
 
-Result: ``{filesystems: [{name, type, mount, targets: [{name, kind, used_pct, inode_used_pct, state}], used_pct,
-inode_used_pct, responsive, error}], servers: [{name, kind, fs, state, error}], throughput: {...} | None,
-errors: [...], sources: [...]}``. Target and server ``state`` is ``active`` when healthy; anything else
-(``inactive``, ``down``, ``error``, ``unhealthy``, a GPFS status/availability pair) is not.
+Result: ``{filesystems: [{name, type, mount, targets: [{name, kind, index, used_pct, inode_used_pct, state,
+status, availability, flags, detail}], used_pct, inode_used_pct, responsive, error}], servers: [{name, kind, fs,
+state, error, status, node, component, entity}], events: [{node, component, entity, event, severity, type,
+message, identifier, since}], throughput, nfs_rpc, unknown: [{part, files, message}], errors, sources}``.
+
+The facts say what the storage printed, not how bad it is: the storage checks grade each state with the policy's
+``thresholds.storage.states`` table. Target ``state`` is ``active`` when lfs lists it with numbers or mmlsdisk
+says ``up``; otherwise the tool's word (``inactive``, ``unavailable``, ``error``, ``missing``, ``<status>/<avail>``).
+Server ``state`` is ``active`` (lfs check active, health_check healthy, mmhealth HEALTHY) or the tool's word
+(``inactive``, ``down``, ``unhealthy``, ``lbug``, ``not_up``, the lower-case mmhealth status).
 
 Runs on managed nodes (Python 3.8+). Stdlib only, no Ansible imports.
 """
@@ -27,6 +31,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import capture as _capture
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import storage as sp
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import storage_gpfs as sg
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
     error_record,
@@ -41,31 +46,48 @@ DEFAULT_TIMEOUT = 10.0
 NETWORK_FSTYPES = ("lustre", "gpfs", "nfs", "nfs4", "beegfs", "cifs", "smb3")
 #: GPFS commands live outside PATH.
 GPFS_BIN = "/usr/lpp/mmfs/bin"
-#: mmhealth component states that are not a fault, and those that are (IBM Storage Scale docs, mmhealth command:
-#: HEALTHY, TIPS, DEGRADED, FAILED, DEPEND, STOPPED, SUSPENDED, CHECKING, STARTING, DISABLED, UNKNOWN).
-GPFS_OK = ("HEALTHY", "TIPS", "DISABLED", "CHECKING", "STARTING")
-GPFS_BAD = ("DEGRADED", "FAILED", "DEPEND", "STOPPED", "SUSPENDED")
-#: mmlsdisk status (administrative: a suspended or emptying disk is an operator's choice, not a fault) and
-#: availability (up is serving; down, recovering and unrecovered are not) words (mmlsdisk command docs).
+#: The words each GPFS output can print (cluster-formats.md 6.1 and 6.3: gpfs_exporter's lists, IBM's UNKNOWN).
+#: A word outside them is recorded as a parse error (unknown, not broken); how bad each known word is, is policy.
+GPFS_STATUS = (
+    "HEALTHY",
+    "TIPS",
+    "DISABLED",
+    "CHECKING",
+    "STARTING",
+    "DEGRADED",
+    "FAILED",
+    "DEPEND",
+    "STOPPED",
+    "SUSPENDED",
+    "UNKNOWN",
+)
 NSD_STATUS = ("ready", "suspended", "to be emptied", "being emptied", "emptied", "replacing", "replacement")
 NSD_AVAILABILITY = ("up", "down", "recovering", "unrecovered")
-#: mmhealth events about connections (reported as servers of kind ``connection``).
-GPFS_CONNECTION_EVENTS = ("cluster_connections_down", "cluster_connections_bad", "nsd_connection_down")
 _SAFE_FS = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 Runner = Callable[..., Any]
 
 
 def _result() -> Dict[str, Any]:
-    return {"filesystems": [], "servers": [], "throughput": None, "nfs_rpc": None, "errors": [], "sources": []}
+    return {
+        "filesystems": [],
+        "servers": [],
+        "events": [],
+        "throughput": None,
+        "nfs_rpc": None,
+        "unknown": [],
+        "errors": [],
+        "sources": [],
+    }
 
 
 class _Facts:
-    """The result being built: filesystems by key, servers, errors, sources."""
+    """The result being built: filesystems by key, servers, errors, sources, the parts read."""
 
     def __init__(self) -> None:
         self.out = _result()
         self.by_key: Dict[str, Dict[str, Any]] = {}
+        self.parts: set = set()
 
     def fs(self, name: Optional[str], fstype: str, mount: Optional[str]) -> Dict[str, Any]:
         key = "%s:%s" % (fstype, name or mount)
@@ -91,12 +113,23 @@ class _Facts:
         for t in fs["targets"]:
             if t["name"] == name:
                 return t
-        t = {"name": name, "kind": kind, "used_pct": None, "inode_used_pct": None, "state": "active"}
+        t = {
+            "name": name,
+            "kind": kind,
+            "index": None,
+            "used_pct": None,
+            "inode_used_pct": None,
+            "state": "active",
+            "flags": [],
+            "detail": None,
+        }
         fs["targets"].append(t)
         return t
 
-    def server(self, name: str, kind: Optional[str], fs: Optional[str], state: str, error: Optional[str]) -> None:
-        self.out["servers"].append({"name": name, "kind": kind, "fs": fs, "state": state, "error": error})
+    def server(self, name: str, kind: Optional[str], fs: Optional[str], state: str, error: Optional[str], **more: Any):
+        rec = {"name": name, "kind": kind, "fs": fs, "state": state, "error": error}
+        rec.update(more)
+        self.out["servers"].append(rec)
 
     def error(self, kind: str, message: str, source: Optional[str] = None) -> None:
         self.out["errors"].append(error_record(DOMAIN, kind, message, source=source))
@@ -107,75 +140,118 @@ class _Facts:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _add_lfs_df(f: _Facts, text: str, source: str) -> None:
-    for dfs in sp.parse_lfs_df(text, source, f.out["errors"]):
+def _add_lfs_df(f: _Facts, text: str, source: str, mode: Optional[str] = None) -> None:
+    try:
+        listing = sp.parse_lfs_df(text, source, f.out["errors"], mode)
+    except ParseError:
+        f.parts.add("lustre:inodes" if mode == "inodes" else "lustre:space")  # captured, garbled: an error
+        raise
+    for dfs in listing:
         fs = f.fs(dfs["name"], "lustre", dfs["mount"])
         inodes = dfs["mode"] == "inodes"
+        f.parts.add("lustre:inodes" if inodes else "lustre:space")
         key = "inode_used_pct" if inodes else "used_pct"
         if dfs["summary"]:
             fs[key] = dfs["summary"]["used_pct"]
         for t in dfs["targets"]:
+            new = not any(x["name"] == t["name"] for x in fs["targets"])
             rec = f.target(fs, t["name"], t["kind"])
+            rec["index"] = t["index"] if t["index"] is not None else rec["index"]
+            if t["state"] == "missing":  # left out of this listing: only news when no other listing has it
+                if new:
+                    rec.update(state="missing", detail=t["detail"])
+                continue
+            if rec["state"] == "missing":
+                rec.update(state="active", detail=None)
             rec[key] = t["used_pct"]
+            rec["flags"] = sorted(set(rec["flags"]) | set(t["flags"]))
             if t["state"] != "active":
-                rec["state"] = t["state"]
+                rec.update(state=t["state"], detail=t["detail"])
 
 
 def _add_lfs_check(f: _Facts, text: str, source: str) -> None:
+    f.parts.add("lustre:servers")
+    states = {"active": "active", "inactive": "inactive"}
     for s in sp.parse_lfs_check(text, source, f.out["errors"]):
-        state = "active" if s["state"] == "active" else "down"
-        f.server(s["target"] if s["kind"] in ("MDT", "OST") else s["name"], s["kind"], s["fs"], state, s["error"])
+        state = states.get(s["state"], "down")
+        name = s["target"] if s["kind"] in ("MDT", "OST") else s["name"]
+        f.server(name, s["kind"], s["fs"], state, s["error"], status=s["state"])
 
 
 def _add_health_check(f: _Facts, text: str, source: str) -> None:
-    hc = sp.parse_health_check(text, source)
+    f.parts.add("lustre:health")
+    hc = sp.parse_health_check(text, source, f.out["errors"])
     if hc["healthy"]:
-        f.server("lustre:health_check", "health_check", None, "active", None)
+        f.server("lustre:health_check", "health_check", None, "active", None, status="healthy")
         return
     detail = "LBUG" if hc["lbug"] else ("unhealthy: " + ", ".join(hc["devices"]) if hc["devices"] else "NOT HEALTHY")
-    f.server("lustre:health_check", "health_check", None, "unhealthy", detail)
+    state = "lbug" if hc["lbug"] else "unhealthy"
+    f.server("lustre:health_check", "health_check", None, state, detail, status=detail, devices=hc["devices"])
 
 
 def _add_lctl_dl(f: _Facts, text: str, source: str) -> None:
     for d in sp.parse_lctl_dl(text, source, f.out["errors"]):
         if d["kind"] in ("MDT", "OST") and d["status"] != "UP":
-            f.server(d["target"], d["kind"], d["fs"], "down", "lctl dl: device %s is %s" % (d["name"], d["status"]))
+            f.server(
+                d["target"],
+                d["kind"],
+                d["fs"],
+                "not_up",
+                "lctl dl: device %s is %s" % (d["name"], d["status"]),
+                status=d["status"],
+            )
 
 
 def _add_mmhealth(f: _Facts, text: str, source: str) -> None:
-    h = sp.parse_mmhealth(text, source, f.out["errors"])
+    f.parts.add("gpfs:health")
+    h = sg.parse_mmhealth(text, source, f.out["errors"])
     for s in h["states"]:
-        status = s["status"] or "UNKNOWN"
-        if status not in GPFS_OK + GPFS_BAD:  # UNKNOWN or a word we do not know: unknown, not broken
+        status = s["status"]
+        if status not in GPFS_STATUS:  # a word mmhealth is not documented to print: unknown, not broken
             f.error(
                 "parse",
                 "mmhealth: %s %s has status %s (not a known health state)" % (s["component"], s["entity"], status),
                 source,
             )
             continue
-        state = "active" if status in GPFS_OK else status.lower()
         f.server(
-            "%s:%s" % (s["component"], s["entity"]),
+            "gpfs:%s:%s%s" % (s["node"], s["component"], "" if s["entity"] == s["node"] else "/%s" % s["entity"]),
             "gpfs:%s" % (s["component"] or "").lower(),
             None,
-            state,
-            None if state == "active" else "mmhealth: %s %s is %s" % (s["component"], s["entity"], status),
+            "active" if status == "HEALTHY" else status.lower(),
+            None if status == "HEALTHY" else "mmhealth: %s %s is %s" % (s["component"], s["entity"], status),
+            status=status,
+            node=s["node"],
+            component=s["component"],
+            entity=s["entity"],
+            entity_type=s["entity_type"],
+            since=s["since"],
         )
     for e in h["events"]:
-        if e["event"] in GPFS_CONNECTION_EVENTS and not e["hidden"]:
-            peer = e["identifier"] or e["arguments"] or e["entity"]
-            f.server(
-                "connection:%s" % peer,
-                "connection",
-                None,
-                "down",
-                "mmhealth event %s on %s (%s)" % (e["event"], e["node"], e["arguments"]),
-            )
+        if not e["hidden"]:
+            f.out["events"].append({k: e[k] for k in e if k not in ("hidden", "entity_type")})
+    for row in h["summary"]:
+        failed, degraded = row.get("failed") or 0, row.get("degraded") or 0
+        status = "FAILED" if failed else ("DEGRADED" if degraded else "HEALTHY")
+        f.server(
+            "gpfs:cluster:%s" % row["component"],
+            "gpfs_cluster:%s" % (row["component"] or "").lower(),
+            None,
+            "active" if status == "HEALTHY" else status.lower(),
+            None
+            if status == "HEALTHY"
+            else "mmhealth cluster show: %s: %d of %s failed, %d degraded"
+            % (row["component"], failed, row.get("total"), degraded),
+            status=status,
+            component=row["component"],
+            counts={k: row.get(k) for k in ("total", "failed", "degraded", "healthy", "other")},
+        )
 
 
 def _add_mmlsdisk(f: _Facts, text: str, source: str, fsname: str) -> None:
+    f.parts.add("gpfs:disks")
     fs = f.fs(fsname, "gpfs", None)
-    for d in sp.parse_mmlsdisk(text, source, f.out["errors"]):
+    for d in sg.parse_mmlsdisk(text, source, f.out["errors"]):
         status, avail = d["status"] or "", d["availability"] or ""
         if status not in NSD_STATUS or avail not in NSD_AVAILABILITY:  # unknown words: unknown, not broken
             f.error(
@@ -186,12 +262,14 @@ def _add_mmlsdisk(f: _Facts, text: str, source: str, fsname: str) -> None:
             )
             continue
         t = f.target(fs, d["name"] or "?", "NSD")
-        t["state"] = "active" if avail == "up" else "%s/%s" % (status, avail)
+        t.update(status=status, availability=avail)
+        t["state"] = "active" if (status, avail) == ("ready", "up") else "%s/%s" % (status, avail)
 
 
 def _add_mmdf(f: _Facts, text: str, source: str, fsname: str) -> None:
+    f.parts.add("gpfs:space")
     fs = f.fs(fsname, "gpfs", None)
-    df = sp.parse_mmdf(text, source, f.out["errors"])
+    df = sg.parse_mmdf(text, source, f.out["errors"])
     fs["used_pct"] = df["used_pct"]
     if df["inodes"]:
         fs["inode_used_pct"] = df["inodes"]["used_pct"]
@@ -215,6 +293,9 @@ def _add_mounts(f: _Facts, text: str, source: str) -> None:
 
 
 def _add_nfsstat(f: _Facts, text: str, source: str) -> None:
+    if "Client rpc stats:" in text:  # nfsstat -c / -rc saved under the -m name: the content decides
+        _add_nfsstat_rpc(f, text, source)
+        return
     for m in sp.parse_nfsstat_m(text, source, f.out["errors"]):
         fs = f.fs("%s:%s" % (m["server"], m["export"]), "nfs", m["mount"])
         fs["options"] = m["options"]
@@ -234,17 +315,40 @@ def _gpfs_name(name: str, prefix: str) -> str:
     return stem[len(prefix) + 1 :] if stem.startswith(prefix + "-") else "gpfs"
 
 
-#: capture file -> how its facts are added (GPFS per-filesystem files are listed separately)
+def _df_mode(name: str) -> Optional[str]:
+    """``lfs-df-i.txt`` / ``lfs-df-ih.txt``: a headerless (``-N``) listing of these is inodes."""
+    flags = name[len("lfs-df") : -len(".txt")].lstrip("-")
+    return "inodes" if "i" in flags else None
+
+
+def _plain(adder: Callable[..., None]) -> Callable[..., None]:
+    """An adder that needs no file name, called as the capture calls every adder: ``(facts, text, source, name)``."""
+    return lambda f, text, source, _name: adder(f, text, source)
+
+
+#: capture file name pattern -> how its facts are added: ``(facts, text, source, file name)``
+#: (docs/capture.md "Storage files"; the content decides where it can: a header, "Client rpc stats:")
 CAPTURE_FILES = (
-    ("mounts.txt", _add_mounts),
-    ("nfsstat.txt", _add_nfsstat),
-    ("nfsstat-c.txt", _add_nfsstat_rpc),
-    ("lfs-df.txt", _add_lfs_df),
-    ("lfs-df-i.txt", _add_lfs_df),
-    ("lfs-check-servers.txt", _add_lfs_check),
-    ("lctl-health_check.txt", _add_health_check),
-    ("lctl-dl.txt", _add_lctl_dl),
-    ("mmhealth.txt", _add_mmhealth),
+    (r"mounts\.txt", _plain(_add_mounts)),
+    (r"nfsstat(-[a-z]{1,4})?\.txt", lambda f, t, s, n: (_add_nfsstat_rpc if "c" in n[7:] else _add_nfsstat)(f, t, s)),
+    (r"lfs-df(-[A-Za-z]{1,6})?\.txt", lambda f, t, s, n: _add_lfs_df(f, t, s, _df_mode(n))),
+    (r"lfs-check(-(servers|osts|mdts|mgts|all))?\.txt", _plain(_add_lfs_check)),
+    (r"(lctl-(get_param-)?)?health_check\.txt", _plain(_add_health_check)),
+    (r"lctl-dl(-t)?\.txt", _plain(_add_lctl_dl)),
+    (r"mmhealth(-[a-z-]{1,40})?\.txt", _plain(_add_mmhealth)),
+    (r"mmlsdisk(-[A-Za-z0-9_.-]{1,64})?\.txt", lambda f, t, s, n: _add_mmlsdisk(f, t, s, _gpfs_name(n, "mmlsdisk"))),
+    (r"mmdf(-[A-Za-z0-9_.-]{1,64})?\.txt", lambda f, t, s, n: _add_mmdf(f, t, s, _gpfs_name(n, "mmdf"))),
+)
+
+#: The parts of each storage family; with any part of a family captured, a part not captured is ``unknown``.
+PARTS = (
+    ("lustre:space", "lfs df or lfs df -h (lfs-df.txt)"),
+    ("lustre:inodes", "lfs df -i (lfs-df-i.txt)"),
+    ("lustre:servers", "lfs check servers (lfs-check-servers.txt)"),
+    ("lustre:health", "lctl get_param health_check (lctl-health_check.txt)"),
+    ("gpfs:health", "mmhealth node show -Y (mmhealth.txt)"),
+    ("gpfs:disks", "mmlsdisk <fs> -Y (mmlsdisk-<fs>.txt)"),
+    ("gpfs:space", "mmdf <fs> -Y (mmdf-<fs>.txt)"),
 )
 
 
@@ -269,22 +373,49 @@ def _read_capture(f: _Facts, capture_dir: str, name: str) -> Optional[str]:
     return text
 
 
+def _part_of(name: str) -> Optional[str]:
+    """The part a capture file holds by its name (for a file that could not be read: captured, not unknown)."""
+    for prefix, part in (
+        ("lfs-df", "lustre:inodes" if name.startswith("lfs-df") and _df_mode(name) else "lustre:space"),
+        ("lfs-check", "lustre:servers"),
+        ("lctl-dl", None),
+        ("lctl-", "lustre:health"),
+        ("health_check", "lustre:health"),
+        ("mmhealth", "gpfs:health"),
+        ("mmlsdisk", "gpfs:disks"),
+        ("mmdf", "gpfs:space"),
+    ):
+        if name.startswith(prefix):
+            return part
+    return None
+
+
+def _unknown_parts(f: _Facts) -> None:
+    """A part of a captured family that was not captured: unknown for that part (never an error, never healthy)."""
+    families = {p.split(":")[0] for p in f.parts if p}
+    for part, what in PARTS:
+        if part.split(":")[0] in families and part not in f.parts:
+            f.out["unknown"].append(
+                {"part": part, "files": what, "message": "%s was not captured: %s is unknown" % (what, part)}
+            )
+
+
 def _collect_capture(capture_dir: str) -> Dict[str, Any]:
     f = _Facts()
     if not os.path.isdir(capture_dir):
         f.error("missing", "capture directory %s does not exist" % capture_dir, capture_dir)
         return f.out
-    for name, adder in CAPTURE_FILES:
-        text = _read_capture(f, capture_dir, name)
-        if text is not None:
-            _feed(f, adder, text, _capture.path(capture_dir, name))
     names = sorted(os.listdir(capture_dir))
-    for prefix, adder in (("mmlsdisk", _add_mmlsdisk), ("mmdf", _add_mmdf)):
+    for pattern, adder in CAPTURE_FILES:
         for name in names:
-            if re.match(r"^%s(-[A-Za-z0-9_.-]{1,64})?\.txt$" % prefix, name):
-                text = _read_capture(f, capture_dir, name)
-                if text is not None:
-                    _feed(f, adder, text, _capture.path(capture_dir, name), _gpfs_name(name, prefix))
+            if not re.match(r"^%s$" % pattern, name):
+                continue
+            text = _read_capture(f, capture_dir, name)
+            if text is None:  # listed, so it exists: unreadable (an error entry), not "not captured"
+                f.parts.add(_part_of(name) or "")
+                continue
+            _feed(f, adder, text, _capture.path(capture_dir, name), name)
+    _unknown_parts(f)
     return f.out
 
 

@@ -1,15 +1,19 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Pure parsers of the parallel-storage outputs (docs/storage.md): Lustre, IBM Storage Scale (GPFS) and NFS.
+"""Pure parsers of the Lustre and NFS client outputs (docs/storage.md, docs/capture.md "Storage files").
 
-Lustre: ``lfs df`` (1K-blocks), ``lfs df -h`` (bytes, human), ``lfs df -i`` / ``-ih`` (inodes), ``lfs check
-servers``, ``lctl get_param health_check``, ``lctl dl [-t]`` (device states). Storage Scale: the ``-Y``
-(colon, ``HEADER``-described) output of ``mmhealth node show``, ``mmlsdisk`` and ``mmdf``. NFS: ``nfsstat -m``
-and the options of NFS entries of ``/proc/mounts`` (``_node_parse.parse_mounts``).
+Lustre: ``lfs df`` (1K-blocks), ``-h``/``-H`` (bytes, human), ``-i``/``-ih`` (inodes), ``-v`` (state flags), with or
+without a header (``-N``), both summary spellings, ``inactive device`` / strerror target lines and the targets a
+listing leaves out; ``lfs check servers|osts|mdts|mgts|all`` (stdout and stderr); ``lctl get_param health_check``
+(one or two entries, the old multi-line form, ``-n``); ``lctl dl [-t]``. NFS: ``nfsstat -m``, ``nfsstat -c``/``-rc``
+and the options of NFS entries of ``/proc/mounts`` (``_node_parse.parse_mounts``). IBM Storage Scale (GPFS) ``-Y``
+outputs are in ``storage_gpfs``. Formats and quirks: ../shared/reference/cluster-formats.md sections 5 and 7.
 
-Every parser raises the collection's ``ParseError`` on input it cannot read (empty, no header, a truncated
-or garbled record); given an ``errors`` list, a malformed record costs that record only (``Records``).
+Every parser raises the collection's ``ParseError`` on input it cannot read at all (empty, nothing it knows);
+given an ``errors`` list, a malformed line costs that line only (a ``parse`` entry, ``Records``) and what the tool
+printed about itself (``lfs: cannot open ...``) is a ``tool_error`` entry. A shell prompt or the command line an
+operator pasted with the output (``[root@c1 ~]# lfs df -h``) is skipped.
 
 Runs on managed nodes (Python 3.8+) and on the controller. Stdlib only, no Ansible imports.
 """
@@ -18,25 +22,54 @@ from __future__ import annotations
 
 import re
 from typing import Any, Dict, List, Optional
-from urllib.parse import unquote
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     ParseError,
     Records,
+    error_record,
     parse_int,
 )
 
 DOMAIN = "storage"
 
-#: ``lfs df -h`` unit suffixes (lfs prints powers of 1024 with one decimal).
+#: ``lfs df -h`` unit suffixes: powers of 1024 (``-H``: lower-case ``k`` and powers of 1000, LU-man lfs-df.1).
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5, "E": 1024**6}
-_HUMAN = re.compile(r"^([0-9]{1,20}(?:\.[0-9]{1,6})?)([KMGTPE]?)$")
+_UNITS.update({"Z": 1024**7, "Y": 1024**8, "k": 1000})
+_HUMAN = re.compile(r"^([0-9]{1,20}(?:\.[0-9]{1,6})?)([KkMGTPEZY]?)$")
 _PCT = re.compile(r"^([0-9]{1,3})%$")
-#: ``<uuid> <total> <used> <avail> <pct>% <mount>[MDT:0]``
-_LFS_ROW = re.compile(r"^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(/\S*?)(?:\[(MDT|OST):([0-9]{1,6})\])?\s*(?:\*+)?$")
+#: ``<uuid> <total> <used> <avail> <pct>% <mount>[MDT:0] [flags]`` (flags with ``-v``: D N R S I f, or ``(0NN)``)
+_LFS_ROW = re.compile(
+    r"^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(/\S*?)(?:\[(MDT|OST):([0-9]{1,6})\])?(?:\s+(\S+))?\s*$"
+)
+_LFS_FLAGS = re.compile(r"^([DNRSIf]*)(?:\((0[0-7]{0,6})\))?$")
 _LFS_SUMMARY = re.compile(r"^filesystem[_ ]summary:\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(/\S*?)(?:\[[^\]]*\])?\s*$")
-_LFS_INACTIVE = re.compile(r"^(\S+)\s*:\s*inactive device\s*$")
+#: ``<uuid> : inactive device`` / ``<uuid>: Input/output error`` / ``<uuid> : Resource temporarily unavailable``
+_LFS_TARGET_MSG = re.compile(r"^([^\s:]+)\s*:\s*(\S.*?)\s*$")
 _TARGET_NAME = re.compile(r"^(?:(?P<fs>[A-Za-z0-9_.]{1,32})-)?(?P<kind>MDT|OST)(?P<idx>[0-9a-fA-F]{4,8})(?:[-_].*)?$")
+#: A shell prompt and/or the command an operator pasted above the output (never an output line: see _TOOL_MSG).
+_PROMPT = re.compile(
+    r"^(?:(?:\[[^\]]{0,80}\]|[^\s$#%>]{0,80})\s?[$#%>]\s*)?(?:sudo\s+)?(?:\S{0,80}/)?"
+    r"(?:lfs|lctl|mmhealth|mmlsdisk|mmdf|nfsstat)(?:\s+[^\s:]+)*\s*$"
+)
+#: What lfs/lctl print about themselves on stderr (``lfs: cannot open '/x': No such file or directory``).
+_TOOL_MSG = re.compile(r"^(?:lfs|lctl)(?: [a-z_]{1,20})?: (?!error: check)(.+)$")
+#: lfs df state flags (LU-man lfs-df.1, ``-v``).
+LFS_FLAGS = {
+    "D": "degraded",
+    "N": "no_create",
+    "R": "read_only",
+    "S": "out_of_space",
+    "I": "out_of_inodes",
+    "f": "flash",
+}
+#: A listing that leaves out more targets than this is not read as "missing targets" (a garbled index).
+MAX_MISSING = 32
+
+
+def is_prompt(line: str) -> bool:
+    """A shell prompt with a storage command (``$ lfs df -h``, ``[root@c1 ~]# mmhealth node show -Y``) or the bare
+    command line: what an operator pastes above the output, not output."""
+    return bool(_PROMPT.match(line.strip()))
 
 
 def _lines(text: Any, parser: str, source: Optional[str]) -> List[str]:
@@ -46,6 +79,11 @@ def _lines(text: Any, parser: str, source: Optional[str]) -> List[str]:
     if not any(line.strip() for line in lines):
         raise ParseError("empty output", parser, source)
     return lines
+
+
+def tool_message(rec: Records, message: str, line: int) -> None:
+    """What the tool printed about itself: a ``tool_error`` entry (the evidence of that part is missing)."""
+    rec.errors.append(error_record(rec.domain, "tool_error", message[:300], rec.source, rec.parser, line))
 
 
 def _size(token: str, human: bool) -> int:
@@ -58,13 +96,15 @@ def _size(token: str, human: bool) -> int:
 
 def _pct(token: str) -> int:
     m = _PCT.match(token)
-    if not m:
+    if not m or int(m.group(1)) > 100:
         raise ParseError("not a percentage: %r" % token[:40])
     return int(m.group(1))
 
 
 def target_name(uuid: str) -> Dict[str, Optional[str]]:
-    """``myth-OST0001_UUID`` / ``snx11168-OST00d8-osc-ffff..`` -> ``{fs, kind, name}`` (name ``myth-OST0001``)."""
+    """``myth-OST0001_UUID`` / ``snx11168-OST00d8-osc-ffff..`` -> ``{fs, kind, name}`` (name ``myth-OST0001``).
+
+    Without a filesystem (``OST000a``, lfs's placeholder when the UUID is unknown) the name is the target's."""
     base = uuid[:-5] if uuid.endswith("_UUID") else uuid
     m = _TARGET_NAME.match(base)
     if not m:
@@ -72,6 +112,12 @@ def target_name(uuid: str) -> Dict[str, Optional[str]]:
     fs = m.group("fs")
     name = "%s%s" % (m.group("kind"), m.group("idx"))
     return {"fs": fs, "kind": m.group("kind"), "name": "%s-%s" % (fs, name) if fs else name}
+
+
+def _hex_index(name: str) -> Optional[int]:
+    """The index in a target name (``OST000a`` -> 10: lfs prints the name's index in hex, ``[OST:10]`` in decimal)."""
+    m = re.search(r"(?:MDT|OST)([0-9a-fA-F]{4,8})$", name)
+    return int(m.group(1), 16) if m else None
 
 
 def _df_mode(header: str) -> str:
@@ -85,23 +131,38 @@ def _df_mode(header: str) -> str:
         return "bytes"
     if second in ("1k-blocks", "1k-blocks:"):
         return "kib"
-    raise ParseError("unknown lfs df column %r (expected 1K-blocks, bytes or Inodes)" % cols[1][:40])
+    raise ParseError(
+        "unknown lfs df column %r (lfs df, -h, -H and -i are read: 1K-blocks, bytes or Inodes)" % cols[1][:40]
+    )
 
 
-def _df_values(m: Any, mode: str) -> Dict[str, Any]:
+def _df_values(groups: List[str], mode: str) -> Dict[str, Any]:
+    """``[total, used, avail, pct]`` -> numbers; ``mode`` None (no header): human sizes are bytes, else 1K-blocks."""
+    if mode is None:
+        mode = "bytes" if any(g[-1:].isalpha() for g in groups[:3]) else "kib"
     human = mode != "kib"
     scale = 1024 if mode == "kib" else 1
-    total, used, avail = (_size(m.group(i), human) * scale for i in (2, 3, 4))
-    return {"total": total, "used": used, "avail": avail, "used_pct": _pct(m.group(5))}
+    total, used, avail = (_size(g, human) * scale for g in groups[:3])
+    return {"total": total, "used": used, "avail": avail, "used_pct": _pct(groups[3])}
 
 
-def parse_lfs_df(text: str, source: Optional[str] = None, errors: Optional[list] = None) -> List[Dict[str, Any]]:
-    """``lfs df`` / ``lfs df -h`` / ``lfs df -i`` (several filesystems, each with a header and a summary).
+def _new_fs(mode: Optional[str], header: bool) -> Dict[str, Any]:
+    return {"name": None, "mount": None, "mode": mode, "header": header, "targets": [], "summary": None}
+
+
+def parse_lfs_df(
+    text: str, source: Optional[str] = None, errors: Optional[list] = None, mode: Optional[str] = None
+) -> List[Dict[str, Any]]:
+    """``lfs df`` / ``-h`` / ``-H`` / ``-i`` / ``-v`` (several filesystems, each with a header and a summary).
 
     Returns ``[{name, mount, mode ("kib"|"bytes"|"inodes"), targets: [{name, uuid, kind, index, total, used,
-    avail, used_pct, state}], summary: {total, used, avail, used_pct} | None}]``. Sizes are bytes (``kib``
-    and ``bytes`` modes) or inode counts (``inodes`` mode); ``used_pct`` is the percentage lfs printed.
-    A target lfs lists as ``inactive device`` has state ``inactive`` and no numbers.
+    avail, used_pct, state, flags, detail}], summary: {total, used, avail, used_pct} | None}]``. Sizes are bytes
+    (``kib`` and ``bytes`` modes) or inode counts (``inodes``); ``used_pct`` is the percentage lfs printed.
+    ``state``: ``active`` (a row with numbers), ``inactive`` (``inactive device``), ``unavailable`` (``Resource
+    temporarily unavailable``, Lustre <= 2.9), ``error`` (another strerror, in ``detail``) or ``missing`` (an index
+    the listing skips: since 2.10 deactivated targets are hidden unless ``-v``, and EAGAIN targets are skipped).
+    ``flags``: the ``-v`` state letters as words (``degraded``, ``read_only``, ...; ``unknown:0NN`` for octal).
+    ``mode``: what the caller knows a headerless (``-N``) listing to be (``inodes`` for ``lfs df -i -N``).
     """
     parser = "lfs_df"
     lines = _lines(text, parser, source)
@@ -110,76 +171,142 @@ def parse_lfs_df(text: str, source: Optional[str] = None, errors: Optional[list]
     cur: Optional[Dict[str, Any]] = None
     for no, raw in enumerate(lines, 1):
         line = raw.strip()
-        if not line or rec.too_long(raw, no):
+        if not line or rec.too_long(raw, no) or is_prompt(line):
             continue
         with rec.at(no):
             if line.startswith("UUID"):
-                cur = {"name": None, "mount": None, "mode": _df_mode(line), "targets": [], "summary": None}
+                cur = _new_fs(_df_mode(line), True)
                 out.append(cur)
                 continue
-            if cur is None:
-                raise ParseError("record before the UUID header: %r" % line[:80], line=no)
+            m = _TOOL_MSG.match(line)
+            if m:
+                tool_message(rec, "lfs df: %s" % line[:200], no)
+                continue
+            if cur is None or cur["summary"] is not None:  # no header (-N), or a second headerless filesystem
+                cur = _new_fs(mode, False)
+                out.append(cur)
             _df_line(cur, line, no)
+    out = [fs for fs in out if fs["targets"] or fs["summary"]]
     if not out:
-        raise ParseError("no lfs df header (UUID ...) in the output", parser, source)
+        if rec.errors:
+            return rec.finish(out)
+        raise ParseError("no lfs df header (UUID ...) and no target rows in the output", parser, source)
     for fs in out:
-        if not fs["name"] and fs["mount"]:  # old target names (mds-lustre-0_UUID): the mount names it
-            fs["name"] = fs["mount"].rstrip("/").rsplit("/", 1)[-1] or fs["mount"]
-        if fs["summary"] is None:
-            rec.add("filesystem %s: no filesystem summary line (truncated output?)" % (fs["name"] or fs["mount"]))
+        _close_fs(fs, rec)
     return rec.finish(out)
+
+
+def _close_fs(fs: Dict[str, Any], rec: Records) -> None:
+    if not fs["name"] and fs["mount"]:  # old target names (mds-lustre-0_UUID): the mount names it
+        fs["name"] = fs["mount"].rstrip("/").rsplit("/", 1)[-1] or fs["mount"]
+    if fs["mode"] is None:
+        fs["mode"] = "kib"
+    for t in fs["targets"]:
+        if t["name"] and fs["name"] and "-" not in t["name"] and t["kind"]:  # OST000a: lfs's placeholder
+            t["name"] = "%s-%s" % (fs["name"], t["name"])
+    if fs["summary"] is None:
+        rec.add("filesystem %s: no filesystem summary line (truncated output?)" % (fs["name"] or fs["mount"]))
+    elif fs["header"]:
+        _missing_targets(fs, rec)
+
+
+def _missing_targets(fs: Dict[str, Any], rec: Records) -> None:
+    """Indices a complete listing skips (0 .. highest): targets lfs did not print (hidden or skipped)."""
+    for kind in ("MDT", "OST"):
+        seen = {t["index"] for t in fs["targets"] if t["kind"] == kind and t["index"] is not None}
+        if not seen:
+            continue
+        gaps = sorted(set(range(max(seen) + 1)) - seen)
+        if len(gaps) > MAX_MISSING:
+            rec.add("filesystem %s: %d %s indices missing (garbled index?)" % (fs["name"], len(gaps), kind))
+            continue
+        for idx in gaps:
+            name = "%s%04x" % (kind, idx)
+            fs["targets"].append(
+                {
+                    "name": "%s-%s" % (fs["name"], name) if fs["name"] else name,
+                    "uuid": None,
+                    "kind": kind,
+                    "index": idx,
+                    "state": "missing",
+                    "flags": [],
+                    "detail": "not listed by lfs df (deactivated targets are hidden unless -v since Lustre 2.10; "
+                    "unreachable ones are skipped)",
+                    "total": None,
+                    "used": None,
+                    "avail": None,
+                    "used_pct": None,
+                }
+            )
+
+
+def _flags(token: Optional[str]) -> List[str]:
+    if not token:
+        return []
+    m = _LFS_FLAGS.match(token)
+    if not m:
+        raise ParseError("unknown lfs df state flags %r (D N R S I f, or (0NN))" % token[:20])
+    out = [LFS_FLAGS[c] for c in m.group(1)]
+    if m.group(2) is not None:
+        out.append("unknown:%s" % m.group(2))
+    return out
 
 
 def _df_line(cur: Dict[str, Any], line: str, no: int) -> None:
     m = _LFS_SUMMARY.match(line)
     if m:
-        if cur["summary"] is not None:
-            raise ParseError("second summary for one filesystem", line=no)
-        vals = _df_values(_Shift(m), cur["mode"])
-        cur["summary"] = vals
+        cur["summary"] = _df_values([m.group(i) for i in range(1, 5)], cur["mode"])
         cur["mount"] = cur["mount"] or m.group(5)
         return
-    if cur["summary"] is not None:
-        raise ParseError("target after the filesystem summary without a new header: %r" % line[:80], line=no)
-    m = _LFS_INACTIVE.match(line)
-    if m:
-        tn = target_name(m.group(1))
-        cur["name"] = cur["name"] or tn["fs"]
-        cur["targets"].append(
-            dict(tn, uuid=m.group(1), index=None, state="inactive", total=None, used=None, avail=None, used_pct=None)
-        )
-        return
     m = _LFS_ROW.match(line)
-    if not m or not m.group(7):
+    if m and m.group(7):
+        tn = target_name(m.group(1))
+        rec = dict(tn, uuid=m.group(1), index=parse_int(m.group(8)), state="active", detail=None)
+        rec["kind"] = m.group(7)
+        rec["flags"] = _flags(m.group(9))
+        vals = _df_values([m.group(i) for i in range(2, 6)], cur["mode"])
+        if cur["mode"] is None:
+            cur["mode"] = "bytes" if any(m.group(i)[-1:].isalpha() for i in (2, 3, 4)) else "kib"
+        rec.update(vals)
+        cur["targets"].append(rec)
+        cur["mount"] = cur["mount"] or m.group(6)
+        cur["name"] = cur["name"] or tn["fs"]
+        return
+    m = _LFS_TARGET_MSG.match(line)
+    tn = target_name(m.group(1)) if m else None
+    if not m or not tn or not tn["kind"]:
         raise ParseError("not an lfs df target row: %r" % line[:80], line=no)
-    tn = target_name(m.group(1))
-    rec = dict(tn, uuid=m.group(1), index=parse_int(m.group(8)), state="active")
-    rec["kind"] = m.group(7)
-    rec.update(_df_values(m, cur["mode"]))
-    cur["targets"].append(rec)
-    cur["mount"] = cur["mount"] or m.group(6)
+    msg = m.group(2)
+    low = msg.lower()
+    state = "inactive" if low == "inactive device" else ("unavailable" if "temporarily unavailable" in low else "error")
     cur["name"] = cur["name"] or tn["fs"]
+    cur["targets"].append(
+        dict(
+            tn,
+            uuid=m.group(1),
+            index=_hex_index(tn["name"] or ""),
+            state=state,
+            flags=[],
+            detail=msg[:200],
+            total=None,
+            used=None,
+            avail=None,
+            used_pct=None,
+        )
+    )
 
 
-class _Shift:
-    """The summary match seen with the groups of a target row (``group(i)`` -> ``group(i - 1)``)."""
-
-    def __init__(self, m: Any) -> None:
-        self.m = m
-
-    def group(self, i: int) -> str:
-        return self.m.group(i - 1)
-
-
-_CHECK_OK = re.compile(r"^(\S+)\s+active\.\s*$")
+_CHECK_STATE = re.compile(r"^(\S+?):?\s+(active|inactive)\.?\s*$")
 _CHECK_ERR = re.compile(r"^(?:[^:']{0,40}:\s+)?error:\s+check\s+'?([^':\s]+)'?:\s*(.*?)\s*$")
 
 
 def parse_lfs_check(text: str, source: Optional[str] = None, errors: Optional[list] = None) -> List[Dict[str, Any]]:
-    """``lfs check servers`` (stdout and stderr together): ``[{name, fs, kind, target, state, error}]``.
+    """``lfs check servers|osts|mdts|mgts|all`` (stdout and stderr together): ``[{name, fs, kind, target, state,
+    error}]``.
 
-    ``<obd> active.`` -> ``active``; ``lfs check: error: check '<obd>': <strerror> (<errno>)`` -> ``error``
-    (the format of liblustreapi's target check). ``kind`` is MDT/OST/MGC/...; ``target`` the target name.
+    ``<obd> active.`` / ``<obd>: active`` (Lustre 2.7) -> ``active``; ``<obd> inactive.`` (ENOTCONN) ->
+    ``inactive``; ``lfs check: error: check '<obd>': <strerror> (<errno>)`` -> ``error``. ``kind`` is MDT/OST/MGC;
+    ``target`` the target name. ``lfs check: cannot find mounted Lustre filesystem`` is a ``tool_error`` entry.
     """
     parser = "lfs_check"
     lines = _lines(text, parser, source)
@@ -187,60 +314,76 @@ def parse_lfs_check(text: str, source: Optional[str] = None, errors: Optional[li
     out: List[Dict[str, Any]] = []
     for no, raw in enumerate(lines, 1):
         line = raw.strip()
-        if not line or rec.too_long(raw, no):
+        if not line or rec.too_long(raw, no) or is_prompt(line):
             continue
         with rec.at(no):
-            m = _CHECK_OK.match(line)
-            state, err = "active", None
-            if not m:
+            m = _CHECK_STATE.match(line)
+            if m:
+                state, err = m.group(2), None
+            else:
                 m = _CHECK_ERR.match(line)
                 state, err = "error", (m.group(2) if m else None)
             if not m:
+                if _TOOL_MSG.match(line):
+                    tool_message(rec, line[:200], no)
+                    continue
                 raise ParseError("not an lfs check line: %r" % line[:80], line=no)
             obd = m.group(1)
             tn = target_name(obd)
             kind = tn["kind"] or ("MGC" if obd.startswith("MGC") else None)
             out.append({"name": obd, "fs": tn["fs"], "kind": kind, "target": tn["name"], "state": state, "error": err})
-    if not out:
+    if not out and not rec.errors:
         raise ParseError("no server lines", parser, source)
     return rec.finish(out)
 
 
-_UNHEALTHY_DEV = re.compile(r"^device\s+(\S+)\s+reported unhealthy\s*$")
+_UNHEALTHY_DEV = re.compile(r"^(?:device\s+(\S+)\s+reported unhealthy|(\S+?):\s+device reported unhealthy)\s*$")
+_HC_NAME = re.compile(r"^(?:[A-Za-z0-9_./-]{0,200}\.)?health_check=")
 
 
-def parse_health_check(text: str, source: Optional[str] = None) -> Dict[str, Any]:
-    """``lctl get_param health_check`` (or the bare file): ``{healthy, devices: [unhealthy names], lbug}``.
+def parse_health_check(text: str, source: Optional[str] = None, errors: Optional[list] = None) -> Dict[str, Any]:
+    """``lctl get_param health_check`` (``-n``, or the file): ``{healthy, devices: [unhealthy names], lbug,
+    entries}``.
 
-    Lustre prints ``healthy``, or one ``device <name> reported unhealthy`` line per sick device, then
-    ``NOT HEALTHY`` (and ``LBUG`` after a kernel assertion). Anything else is a ParseError.
+    Lustre prints ``healthy``, ``NOT HEALTHY`` or ``LBUG``; before 2.10 the offenders came first (``device <name>
+    reported unhealthy``), since 2.16.59 on the console (``<dev>: device reported unhealthy``, also read). Until
+    LU-14590 sysfs and debugfs both had the parameter, so one call can print two ``health_check=`` entries:
+    ``entries`` counts them, and one unhealthy entry makes the result unhealthy. A line it does not know costs
+    that line; no state at all is a ParseError.
     """
     parser = "health_check"
     lines = _lines(text, parser, source)
+    rec = Records(parser, source, DOMAIN, errors)
     state: Optional[bool] = None
     devices: List[str] = []
     lbug = False
+    entries = 0
     for no, raw in enumerate(lines, 1):
         line = raw.strip()
-        if line.startswith("health_check="):
-            line = line.split("=", 1)[1].strip()
-        if not line:
+        if not line or rec.too_long(raw, no) or is_prompt(line):
             continue
-        low = line.lower()
-        m = _UNHEALTHY_DEV.match(line)
-        if m:
-            devices.append(m.group(1))
-        elif low == "healthy":
-            state = True if state is None else state
-        elif low in ("not healthy", "not_healthy", "unhealthy"):
-            state = False
-        elif low == "lbug":
-            lbug, state = True, False
-        else:
-            raise ParseError("unexpected health_check line: %r" % line[:80], parser, source, no)
+        if _HC_NAME.match(line):
+            entries += 1
+            line = line.split("=", 1)[1].strip()
+            if not line:
+                continue
+        with rec.at(no):
+            low = line.lower()
+            m = _UNHEALTHY_DEV.match(line)
+            if m:
+                devices.append(m.group(1) or m.group(2))
+            elif low == "healthy":
+                state = True if state is None else state
+            elif low in ("not healthy", "not_healthy", "unhealthy"):
+                state = False
+            elif low == "lbug":
+                lbug, state = True, False
+            else:
+                raise ParseError("unexpected health_check line: %r" % line[:80], line=no)
     if state is None and not devices:
         raise ParseError("no health state in the output", parser, source)
-    return {"healthy": bool(state) and not devices and not lbug, "devices": devices, "lbug": lbug}
+    out = {"healthy": bool(state) and not devices and not lbug, "devices": devices, "lbug": lbug, "entries": entries}
+    return rec.finish(out)
 
 
 _DL_ROW = re.compile(r"^\s*([0-9]{1,6})\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+([0-9]{1,9})(?:\s+(\S+))?\s*$")
@@ -257,7 +400,7 @@ def parse_lctl_dl(text: str, source: Optional[str] = None, errors: Optional[list
     rec = Records(parser, source, DOMAIN, errors)
     out: List[Dict[str, Any]] = []
     for no, raw in enumerate(lines, 1):
-        if not raw.strip() or rec.too_long(raw, no):
+        if not raw.strip() or rec.too_long(raw, no) or is_prompt(raw):
             continue
         with rec.at(no):
             m = _DL_ROW.match(raw)
@@ -281,164 +424,6 @@ def parse_lctl_dl(text: str, source: Optional[str] = None, errors: Optional[list
     if not out:
         raise ParseError("no devices", parser, source)
     return rec.finish(out)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# IBM Storage Scale (GPFS): the -Y format
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def parse_mm_y(
-    text: str, command: str, source: Optional[str] = None, errors: Optional[list] = None
-) -> Dict[str, List[Dict[str, str]]]:
-    """The ``-Y`` output of an ``mm*`` command: ``{section: [row dict]}``.
-
-    Each ``<command>:<section>:HEADER:<field>:...`` line names the fields of the data lines of that section
-    that follow (``<command>:<section>:0:1:...``). Values are percent-decoded (``%3A`` is ``:``, mmclidecode).
-    A data line without a header, or with fewer fields than its header, is a malformed record.
-    """
-    parser = "%s_Y" % command
-    lines = _lines(text, parser, source)
-    rec = Records(parser, source, DOMAIN, errors)
-    headers: Dict[str, List[str]] = {}
-    out: Dict[str, List[Dict[str, str]]] = {}
-    for no, raw in enumerate(lines, 1):
-        line = raw.strip()
-        if not line or rec.too_long(raw, no):
-            continue
-        with rec.at(no):
-            parts = line.split(":")
-            if parts[0] != command or len(parts) < 4:
-                raise ParseError("not a %s -Y line: %r" % (command, line[:80]), line=no)
-            section = parts[1]
-            if parts[2] == "HEADER":
-                headers[section] = parts[3:]
-                continue
-            fields = headers.get(section)
-            if fields is None:
-                raise ParseError("%s row before its HEADER line" % (section or "data"), line=no)
-            values = parts[3:]
-            want = len([f for f in fields if f])
-            if len(values) < want:
-                raise ParseError(
-                    "%s row has %d fields, its header %d (truncated?)" % (section, len(values), want), line=no
-                )
-            out.setdefault(section, []).append({f: unquote(v) for f, v in zip(fields, values) if f})
-    if not headers:
-        raise ParseError("no HEADER line: not %s -Y output" % command, parser, source)
-    return rec.finish(out)
-
-
-def parse_mmhealth(text: str, source: Optional[str] = None, errors: Optional[list] = None) -> Dict[str, Any]:
-    """``mmhealth node show -Y``: ``{states: [{node, component, entity, entity_type, status, since}],
-    events: [{node, component, entity, event, arguments, since, identifier, message, severity}]}``."""
-    sec = parse_mm_y(text, "mmhealth", source, errors)
-    states = [
-        {
-            "node": r.get("node"),
-            "component": r.get("component"),
-            "entity": r.get("entityname"),
-            "entity_type": r.get("entitytype"),
-            "status": (r.get("status") or "").upper() or None,
-            "since": r.get("laststatuschange"),
-        }
-        for r in sec.get("State", [])
-    ]
-    events = []
-    for r in sec.get("Event", []):
-        events.append(
-            {
-                "node": r.get("node"),
-                "component": r.get("component"),
-                "entity": r.get("entityname"),
-                "event": r.get("event"),
-                "arguments": r.get("arguments"),
-                "since": r.get("activesince"),
-                "identifier": r.get("identifier"),
-                "hidden": r.get("ishidden") == "yes",
-            }
-        )
-    if not states and not events:
-        raise ParseError("no State or Event rows", "mmhealth_Y", source)
-    return {"states": states, "events": events}
-
-
-def parse_mmlsdisk(text: str, source: Optional[str] = None, errors: Optional[list] = None) -> List[Dict[str, Any]]:
-    """``mmlsdisk <fs> -Y``: ``[{name, status, availability, pool, metadata, data, size_kb, failure_group}]``."""
-    sec = parse_mm_y(text, "mmlsdisk", source, errors)
-    disks = []
-    for r in sec.get("", []):
-        disks.append(
-            {
-                "name": r.get("nsdName"),
-                "status": r.get("status"),
-                "availability": r.get("availability"),
-                "pool": r.get("storagePool"),
-                "metadata": r.get("metadata") == "yes",
-                "data": r.get("data") == "yes",
-                "failure_group": r.get("failureGroup"),
-                "size_kb": _opt_int(r.get("diskSizeKB")),
-            }
-        )
-    if not disks:
-        raise ParseError("no disk rows", "mmlsdisk_Y", source)
-    return disks
-
-
-def _opt_int(value: Optional[str]) -> Optional[int]:
-    if value is None or not value.strip():
-        return None
-    return parse_int(value)
-
-
-def parse_mmdf(text: str, source: Optional[str] = None, errors: Optional[list] = None) -> Dict[str, Any]:
-    """``mmdf <fs> -Y``: ``{size_kb, free_kb, used_pct, inodes: {used, free, allocated, max, used_pct},
-    nsds: [{name, pool, size_kb, free_kb, used_pct}]}``; inode use is against ``maxInodes``."""
-    sec = parse_mm_y(text, "mmdf", source, errors)
-    tot = sec.get("fsTotal") or []
-    if not tot or "fsSize" not in tot[0]:
-        raise ParseError("no fsTotal row with fsSize (truncated or garbled?)", "mmdf_Y", source)
-    try:
-        return _mmdf_values(sec, tot[0])
-    except KeyError as exc:
-        raise ParseError("mmdf -Y row without the field %s" % exc, "mmdf_Y", source) from None
-
-
-def _mmdf_values(sec: Dict[str, List[Dict[str, str]]], tot: Dict[str, str]) -> Dict[str, Any]:
-    size, free = parse_int(tot["fsSize"]), parse_int(tot["freeBlocks"])
-    out: Dict[str, Any] = {
-        "size_kb": size,
-        "free_kb": free,
-        "used_pct": _used_pct(size - free, size),
-        "inodes": None,
-        "nsds": [],
-    }
-    ino = sec.get("inode") or []
-    if ino:
-        used, mx = parse_int(ino[0]["usedInodes"]), parse_int(ino[0]["maxInodes"])
-        out["inodes"] = {
-            "used": used,
-            "free": parse_int(ino[0]["freeInodes"]),
-            "allocated": parse_int(ino[0]["allocatedInodes"]),
-            "max": mx,
-            "used_pct": _used_pct(used, mx),
-        }
-    for r in sec.get("nsd", []):
-        dsize, dfree = parse_int(r["diskSize"]), parse_int(r["freeBlocks"])
-        out["nsds"].append(
-            {
-                "name": r.get("nsdName"),
-                "pool": r.get("storagePool"),
-                "size_kb": dsize,
-                "free_kb": dfree,
-                "used_pct": _used_pct(dsize - dfree, dsize),
-            }
-        )
-    return out
-
-
-def _used_pct(used: int, total: int) -> Optional[float]:
-    return round(100.0 * used / total, 1) if total > 0 else None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -469,9 +454,12 @@ def parse_nfsstat_m(text: str, source: Optional[str] = None, errors: Optional[li
 
     for no, raw in enumerate(lines, 1):
         line = raw.strip()
-        if not line or rec.too_long(raw, no):
+        if not line or rec.too_long(raw, no) or is_prompt(line):
             continue
         with rec.at(no):
+            if line.startswith("Warning: "):  # nfsstat -m: an unreadable /proc/mounts (stderr)
+                tool_message(rec, "nfsstat: %s" % line[:200], no)
+                continue
             m = _NFSSTAT_FROM.match(line)
             if m:
                 close()

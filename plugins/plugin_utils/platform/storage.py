@@ -25,6 +25,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import (
     PolicyError,
     is_withheld,
     respond_by,
+    severity_rank,
 )
 
 CHECKS = ("storage.capacity", "storage.health", "storage.throughput")
@@ -62,9 +63,33 @@ def validate_storage_policy(policy: Dict[str, Any]) -> None:
         raise PolicyError(
             "policy keys 'thresholds.storage.nfs_retrans.pct' (0-100] and '.min_calls' (>= 1) are invalid"
         )
+    _validate_states(th.get("states"))
     least = th["correlation_min_nodes"]
     if not isinstance(least, int) or isinstance(least, bool) or least < 1:
         raise PolicyError("policy key 'thresholds.storage.correlation_min_nodes' must be an integer >= 1")
+
+
+#: The state tables of ``thresholds.storage.states`` (docs/checks.md "storage.health").
+STATE_TABLES = ("lustre_target", "lustre_server", "gpfs_component", "gpfs_event", "gpfs_disk")
+
+
+def _validate_states(states: Any) -> None:
+    if not isinstance(states, dict):
+        raise PolicyError("policy key 'thresholds.storage.states' must be a mapping of state tables")
+    for table in STATE_TABLES:
+        rows = states.get(table)
+        if not isinstance(rows, dict):
+            raise PolicyError("policy key 'thresholds.storage.states.%s' must be a mapping" % table)
+        for word, rule in rows.items():
+            path = "thresholds.storage.states.%s.%s" % (table, word)
+            if not isinstance(rule, dict) or set(rule) - {"severity", "action", "source"}:
+                raise PolicyError("policy key '%s' must be a mapping of severity, action and source" % path)
+            if rule.get("severity") not in SEVERITIES + ("none",):
+                raise PolicyError("policy key '%s.severity' must be one of %s or none" % (path, ", ".join(SEVERITIES)))
+            if rule.get("action") not in ACTIONS or rule.get("action") in DISRUPTIVE_ACTIONS:
+                raise PolicyError(
+                    "policy key '%s.action' must be a non-disruptive action (the nodes are not the storage)" % path
+                )
 
 
 def _num(value: Any) -> Optional[float]:
@@ -159,8 +184,158 @@ def _capacity(out: _Out, fs: Dict[str, Any], th: Dict[str, Any]) -> None:
             )
 
 
-def _health(out: _Out, facts: Dict[str, Any], rule: Dict[str, Any]) -> None:
-    sev, action = rule["severity"], rule["action"]
+def _state_rule(th: Dict[str, Any], table: str, word: Any) -> Optional[Dict[str, Any]]:
+    """The policy row of a state word, or None: the word is no fault (severity none) or unknown (not in the table)."""
+    rule = th["states"][table].get(str(word)) if word is not None else None
+    if not isinstance(rule, dict) or rule.get("severity") not in SEVERITIES:
+        return None
+    return dict(rule, path="thresholds.storage.states.%s.%s" % (table, word))
+
+
+def _add_state(out: _Out, where: Tuple[str, str], message: str, rule: Dict[str, Any], evidence: Dict[str, Any]) -> None:
+    evidence = dict(evidence, source=rule.get("source"))
+    out.add("storage.health", rule["severity"], where, message, rule["action"], rule["path"], evidence)
+
+
+def _worst(*rules: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    found = [r for r in rules if r]
+    return min(found, key=lambda r: severity_rank(r["severity"])) if found else None
+
+
+def _target_health(out: _Out, th: Dict[str, Any], name: str, t: Dict[str, Any]) -> None:
+    comp = "storage:%s/%s" % (name, t.get("name"))
+    what = "%s %s of %s" % (t.get("kind") or "target", t.get("name"), name)
+    state = t.get("state")
+    if t.get("kind") == "NSD":  # mmlsdisk: status and availability, the worse one grades the disk
+        status, avail = t.get("status"), t.get("availability")
+        if status is None and isinstance(state, str) and "/" in state:
+            status, avail = state.split("/", 1)
+        rule = _worst(_state_rule(th, "gpfs_disk", avail), _state_rule(th, "gpfs_disk", status))
+        if rule:
+            _add_state(
+                out,
+                (comp, "%s/%s" % (status, avail)),
+                "%s: mmlsdisk status %s, availability %s (%s)" % (what, status, avail, rule.get("source")),
+                rule,
+                {"filesystem": name, "target": t},
+            )
+        return
+    if state not in (None, "active"):
+        rule = _state_rule(th, "lustre_target", state)
+        if rule:
+            _add_state(
+                out,
+                (comp, str(state)),
+                "%s is %s%s" % (what, state, ": %s" % t["detail"] if t.get("detail") else ""),
+                rule,
+                {"filesystem": name, "target": t},
+            )
+    for flag in t.get("flags") or []:
+        word = "flag:unknown" if str(flag).startswith("unknown:") else "flag:%s" % flag
+        rule = _state_rule(th, "lustre_target", word)
+        if rule:
+            _add_state(
+                out,
+                (comp, str(flag).replace(":", "_")),
+                "%s: lfs df -v flag %s (%s)" % (what, flag, rule.get("source")),
+                rule,
+                {"filesystem": name, "target": t},
+            )
+
+
+def _gpfs_rows(th: Dict[str, Any], servers: List[Dict[str, Any]]) -> List[Tuple[Dict[str, Any], Dict[str, Any]]]:
+    """The mmhealth rows to report: graded, less the roll-ups (a node's NODE row, a component's row for the node)
+    that a more specific row of the same node explains at the same severity or worse."""
+    graded = []
+    for s in servers:
+        table = "gpfs_component"
+        rule = _state_rule(th, table, s.get("status") or str(s.get("state") or "").upper())
+        if rule:
+            graded.append((s, rule))
+
+    def covered(s: Dict[str, Any], rule: Dict[str, Any]) -> bool:
+        node, comp = s.get("node"), s.get("component")
+        rollup_node = comp == "NODE"
+        rollup_comp = s.get("entity") == node
+        for o, orule in graded:
+            if o is s or o.get("node") != node or severity_rank(orule["severity"]) > severity_rank(rule["severity"]):
+                continue
+            if rollup_node and o.get("component") != "NODE":
+                return True
+            if rollup_comp and not rollup_node and o.get("component") == comp and o.get("entity") != node:
+                return True
+        return False
+
+    return [(s, r) for s, r in graded if not (s.get("node") and covered(s, r))]
+
+
+def _gpfs_health(out: _Out, th: Dict[str, Any], servers: List[Dict[str, Any]], events: List[Any]) -> None:
+    rows = _gpfs_rows(th, [s for s in servers if str(s.get("kind") or "").startswith("gpfs")])
+    events = [e for e in events if isinstance(e, dict)]
+    told = set()
+    for s, rule in rows:
+        mine = [
+            e
+            for e in events
+            if e.get("node") == s.get("node")
+            and (e.get("component") == s.get("component") or s.get("component") == "NODE")
+        ]
+        told.update(id(e) for e in mine)
+        evs = ", ".join("%s (%s)" % (e.get("event"), e.get("severity") or "?") for e in mine[:5])
+        _add_state(
+            out,
+            ("storage:server:%s" % s.get("name"), str(s.get("state"))),
+            "GPFS %s%s on %s is %s (mmhealth)%s"
+            % (
+                s.get("component"),
+                "" if s.get("entity") in (None, s.get("node")) else " %s" % s.get("entity"),
+                s.get("node") or "the cluster",
+                s.get("status"),
+                ": active events %s" % evs if evs else "",
+            ),
+            rule,
+            {"server": s, "events": mine[:10]},
+        )
+    for e in events:
+        if id(e) in told:
+            continue
+        rule = _state_rule(th, "gpfs_event", e.get("severity") or "UNKNOWN")
+        if not rule:
+            continue
+        peer = e.get("identifier") or (e.get("entity") if e.get("entity") != e.get("node") else None)
+        _add_state(
+            out,
+            (
+                "storage:server:gpfs:%s:%s%s" % (e.get("node"), e.get("component"), "/%s" % peer if peer else ""),
+                str(e.get("event")),
+            ),
+            "mmhealth event %s (%s) on %s: %s; mmhealth keeps %s %s"
+            % (
+                e.get("event"),
+                e.get("severity") or "no severity printed",
+                e.get("node"),
+                e.get("message") or e.get("arguments") or "",
+                e.get("component"),
+                _component_status(servers, e),
+            ),
+            rule,
+            {"event": e},
+        )
+
+
+def _component_status(servers: List[Dict[str, Any]], e: Dict[str, Any]) -> str:
+    for s in servers:
+        if (
+            s.get("node") == e.get("node")
+            and s.get("component") == e.get("component")
+            and s.get("entity") == e.get("node")
+        ):
+            return str(s.get("status"))
+    return "at its reported state"
+
+
+def _health(out: _Out, facts: Dict[str, Any], th: Dict[str, Any]) -> None:
+    sev, action = th["health"]["severity"], th["health"]["action"]
     for fs in facts.get("filesystems") or []:
         if not isinstance(fs, dict):
             continue
@@ -177,33 +352,28 @@ def _health(out: _Out, facts: Dict[str, Any], rule: Dict[str, Any]) -> None:
                 {"filesystem": name, "mount": fs.get("mount"), "error": fs.get("error")},
             )
         for t in fs.get("targets") or []:
-            if isinstance(t, dict) and t.get("state") not in (None, "active"):
-                out.add(
-                    "storage.health",
-                    sev,
-                    ("storage:%s/%s" % (name, t.get("name")), str(t.get("state"))),
-                    "%s %s of %s is %s" % (t.get("kind") or "target", t.get("name"), name, t.get("state")),
-                    action,
-                    "thresholds.storage.health",
-                    {"filesystem": name, "target": t},
-                )
-    for s in facts.get("servers") or []:
-        if isinstance(s, dict) and s.get("state") not in (None, "active"):
-            out.add(
-                "storage.health",
-                sev,
+            if isinstance(t, dict):
+                _target_health(out, th, name, t)
+    servers = [s for s in facts.get("servers") or [] if isinstance(s, dict)]
+    for s in servers:
+        if str(s.get("kind") or "").startswith("gpfs") or s.get("state") in (None, "active"):
+            continue
+        rule = _state_rule(th, "lustre_server", s.get("state"))
+        if rule:
+            _add_state(
+                out,
                 ("storage:server:%s" % s.get("name"), str(s.get("state"))),
-                "storage %s %s is %s%s"
+                "Lustre %s %s is %s%s"
                 % (
                     s.get("kind") or "server",
                     s.get("name"),
                     s.get("state"),
                     ": %s" % s["error"] if s.get("error") else "",
                 ),
-                action,
-                "thresholds.storage.health",
+                rule,
                 {"server": s},
             )
+    _gpfs_health(out, th, servers, facts.get("events") or [])
 
 
 def _nfs_soft(out: _Out, facts: Dict[str, Any], rule: Dict[str, Any]) -> None:
@@ -317,7 +487,7 @@ def check_storage(
         for fs in storage_facts.get("filesystems") or []:
             if isinstance(fs, dict):
                 _capacity(out, fs, th)
-        _health(out, storage_facts, th["health"])
+        _health(out, storage_facts, th)
         _nfs_soft(out, storage_facts, th["nfs_soft_mount"])
         _nfs_retrans(out, storage_facts.get("nfs_rpc"), th["nfs_retrans"])
         _throughput(out, storage_facts.get("throughput"), th["throughput"])
