@@ -75,11 +75,17 @@ def _yes(value: Any) -> Optional[str]:
 
 
 class _Reader:
-    """Calls NVML functions, turning NVMLError into None (and nothing else)."""
+    """Calls NVML functions, turning NVMLError into None (and nothing else).
+
+    pynvml's unversioned wrappers (``nvmlDeviceGetComputeRunningProcesses`` -> ``_v3``) raise
+    ``NVMLLibraryMismatchError``, a plain Exception, when the driver lacks the versioned symbol (a pynvml newer
+    than the driver): that is a function not found too, not a broken GPU."""
 
     def __init__(self, nv: Any) -> None:
         self.nv = nv
-        self.error_type = getattr(nv, "NVMLError", Exception)
+        error = getattr(nv, "NVMLError", Exception)
+        mismatch = getattr(nv, "NVMLLibraryMismatchError", None)
+        self.error_type = (error, mismatch) if isinstance(mismatch, type) else error
 
     def __call__(self, name: str, *args: Any) -> Any:
         fn: Optional[Callable[..., Any]] = getattr(self.nv, name, None)
