@@ -122,24 +122,69 @@ def _gpus(facts: Any, rec: Optional[Dict[str, Any]]) -> int:
     return len([g for g in gpu.get("gpus") or [] if isinstance(g, dict)])
 
 
-def node_state(host: str, node: Dict[str, Any]) -> Dict[str, Any]:
-    """A report node entry -> {state, status, reason, partition, gpus} (the contract's up/down/unknown rule)."""
+#: cluster findings that speak for a whole failure domain (docs/cluster.md): a rack, power domain or leaf down
+DOMAIN_CHECKS = ("cluster.rack", "cluster.power", "cluster.leaf")
+
+
+def cluster_view(report: Dict[str, Any]) -> Dict[str, Dict[str, str]]:
+    """What the cluster level knows of nodes it could not read itself: ``{"scheduler_out": {host: why},
+    "domain_down": {host: finding id}}`` from the scheduler's node list (report ``platform.nodes_out``) and the
+    P0/P1 cluster findings of a failure domain (a rack or power domain that lost power, a dead leaf), whose
+    ``evidence.hosts`` name the members."""
+    platform = report.get("platform") if isinstance(report.get("platform"), dict) else {}
+    out = platform.get("nodes_out") if isinstance(platform.get("nodes_out"), dict) else {}
+    down: Dict[str, str] = {}
+    summary = report.get("summary") if isinstance(report.get("summary"), dict) else {}
+    for f in summary.get("cluster_findings") or []:
+        if not isinstance(f, dict) or f.get("severity") not in ("P0", "P1"):
+            continue
+        if not str(f.get("check") or "").startswith(DOMAIN_CHECKS):
+            continue
+        evidence = f.get("evidence") if isinstance(f.get("evidence"), dict) else {}
+        for h in evidence.get("hosts") or []:
+            if isinstance(h, str):
+                down.setdefault(h, str(f.get("id") or f.get("check")))
+    return {"scheduler_out": {str(k): str(v) for k, v in out.items()}, "domain_down": down}
+
+
+def node_state(host: str, node: Dict[str, Any], view: Optional[Dict[str, Dict[str, str]]] = None) -> Dict[str, Any]:
+    """A report node entry -> {state, status, reason, partition, gpus}: the service terms' rule (docs/service.md).
+
+    ``down``: the scheduler says the node is out of service or not responding (its own record, a scheduler finding,
+    or the cluster's node list in ``view``), or the node has a P0/P1 finding (status ``faulty``), or it could not be
+    read while the scheduler or a whole-domain-down finding (its rack or power domain) says it is down. ``unknown``:
+    neither the node nor the scheduler could read it. ``up`` otherwise."""
+    view = view or {}
     status = node.get("status") or "healthy"
     facts = node.get("facts")
     rec = _slurm_record(facts, host)
-    sched_out = bool(_state_words(rec) & OUT_OF_SERVICE) or any(
-        f.get("check") == "scheduler.node_state" and f.get("code") in ("DOWN", "DRAIN")
-        for f in node.get("findings") or []
-        if isinstance(f, dict)
+    listed = view.get("scheduler_out") or {}
+    sched_why = listed.get(host) or listed.get(host.split(".", 1)[0])
+    sched_out = (
+        bool(_state_words(rec) & OUT_OF_SERVICE)
+        or bool(sched_why)
+        or any(
+            f.get("check") == "scheduler.node_state" and f.get("code") in ("DOWN", "DRAIN")
+            for f in node.get("findings") or []
+            if isinstance(f, dict)
+        )
     )
+    domain = (view.get("domain_down") or {}).get(host)
+    reason = node.get("status_reason") or (rec or {}).get("reason")
     if status == "faulty" or (sched_out and status not in ("error", "unreachable")):
         state = "down"
+    elif status in ("error", "unreachable") and (sched_out or domain):
+        # not read, but the scheduler or its whole domain says it is out: time lost, not time unseen
+        state = "down"
+        reason = "%s; %s" % (
+            status,
+            "scheduler: %s" % (sched_why or "out of service") if sched_out else "domain down: %s" % domain,
+        )
     elif status in ("error", "unreachable"):
         state = "unknown"
     else:
         state = "up"
     parts = (rec or {}).get("partitions") or []
-    reason = node.get("status_reason") or (rec or {}).get("reason")
     return {
         "state": state,
         "status": status,
@@ -294,7 +339,8 @@ def record_run(
     sla = sla or _sla.DEFAULT_SLA
     at = float(now) if now is not None else report_time(report)
     run_id = run_id or default_run_id(report, kind)
-    nodes = {host: node_state(host, n or {}) for host, n in report["nodes"].items()}
+    view = cluster_view(report)
+    nodes = {host: node_state(host, n or {}, view) for host, n in report["nodes"].items()}
     alloc = allocation(report)
     t = tables()
     out: Dict[str, Any] = {"run_id": run_id, "at": at, "recorded": False}

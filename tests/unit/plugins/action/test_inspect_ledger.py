@@ -207,3 +207,44 @@ def test_a_window_that_does_not_validate_is_reported_not_dropped(run_action, tmp
     res = run_action(inspect_cluster, dict(_args(tmp_path), targets=sorted(hv)), task_vars={"hostvars": hv})
     invalid = res["ledger"]["maintenance_windows"]["invalid"]
     assert sorted(invalid) == ["down", "ok"] and "someday" in invalid["ok"]
+
+
+# ---------------------------------------------------------------------------------------------- down, not unknown
+def test_a_rack_that_lost_power_is_downtime_not_unknown_time(run_action, tmp_path):
+    """Issue 39: every node of rack r7 unreachable (a rack power loss, a P0 in the service terms) is `down` in the
+    ledger, so it costs availability; a lone unreachable node nothing else speaks for stays `unknown`."""
+    unreachable = {"__inspect_collect": {"unreachable": True, "msg": "ssh: no route to host"}}
+    hv = {
+        "r7-a": dict(unreachable, gpuops_rack="r7"),
+        "r7-b": dict(unreachable, gpuops_rack="r7"),
+        "r7-c": dict(unreachable, gpuops_rack="r7"),
+        "lonely": dict(unreachable, gpuops_rack="r9"),
+    }
+    res = run_action(inspect_cluster, dict(_args(tmp_path), targets=sorted(hv)), task_vars={"hostvars": hv})
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    p0 = [f for f in report["summary"]["cluster_findings"] if f["check"] == "cluster.rack" and f["severity"] == "P0"]
+    assert len(p0) == 1 and sorted(p0[0]["evidence"]["hosts"]) == ["r7-a", "r7-b", "r7-c"]
+    assert res["ledger"]["recorded"] is True
+    store = open_store(state_dir=str(tmp_path / "state"))
+    try:
+        periods = {p["host"]: p for p in _table(store, "node_periods")}
+    finally:
+        store.close()
+    assert {h: periods[h]["state"] for h in hv} == {
+        "r7-a": "down",
+        "r7-b": "down",
+        "r7-c": "down",
+        "lonely": "unknown",
+    }
+    assert "domain down: cluster:cluster.rack:rack:r7" in periods["r7-a"]["reason"]
+
+
+def test_the_schedulers_word_makes_an_unreadable_node_down():
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger  # pylint: disable=import-outside-toplevel
+
+    report = {"platform": {"nodes_out": {"gpu-07": "not_responding"}}, "summary": {"cluster_findings": []}}
+    view = ledger.cluster_view(report)
+    got = ledger.node_state("gpu-07.example.org", {"status": "unreachable"}, view)
+    assert got["state"] == "down" and "scheduler: not_responding" in got["reason"]
+    assert ledger.node_state("gpu-08", {"status": "unreachable"}, view)["state"] == "unknown"
+    assert ledger.node_state("gpu-08", {"status": "error"}, {})["state"] == "unknown"
