@@ -103,7 +103,7 @@ class _Jobs:
         return job
 
     def add(self, row: Dict[str, str], cut_cols: Any) -> None:
-        cut = {COLUMNS.get(c, c.lower()) for c in cut_cols}
+        cut = set(cut_cols)
         raw = (row.get("job_id") or row.get("job_id_raw") or "").strip()
         if not raw:
             raise ParseError("no JobID", PARSER)
@@ -121,7 +121,7 @@ class _Jobs:
         nodes: Optional[List[str]] = None
         if "nodes" in row:
             text = row.get("nodes") or ""
-            nodes = [] if "nodes" in cut or hostlist.is_cut(text) else hostlist.expand(text)
+            nodes = [] if "nodes" in cut else hostlist.expand(text)
         job = self.by_id.get(job_id) or self._new(job_id)
         if step is not None:
             job["steps"].append({"step": step + ("+" if "job_id" in cut else ""), "state": st["state"]})
@@ -153,10 +153,20 @@ class _Jobs:
             job["nodes_cut"] = True
 
 
+def column(name: str) -> Optional[str]:
+    """The meaning of a header name; a name the column width cut (``Sta+``) when its prefix names one column."""
+    if name in COLUMNS:
+        return COLUMNS[name]
+    if name.endswith("+"):
+        keys = [k for k in COLUMNS if k.startswith(name[:-1])]
+        return COLUMNS[keys[0]] if len(keys) == 1 else None
+    return None
+
+
 def _meaning(row: Dict[str, str]) -> Dict[str, str]:
     out: Dict[str, str] = {}
     for col, v in row.items():
-        key = COLUMNS.get(col)
+        key = column(col)
         if key and key not in out:
             out[key] = v
     return out
@@ -229,7 +239,7 @@ def parse(
     if not lines:
         return []  # no job in the window: an answer, not an error
     reader, body, cols = _reader(lines, source)
-    jobs = _Jobs("NODELIST" in cols)
+    jobs = _Jobs(any(column(c) == "nodes" for c in cols))
     records = Records(PARSER, source, DOMAIN, errors)
     for n, line in body:
         with records.at(n):
@@ -239,7 +249,7 @@ def parse(
                 row, cut = reader.row(line)
             except ValueError as exc:
                 raise ParseError(str(exc), PARSER, source, n) from None
-            jobs.add(_meaning(row), {c for c in cut if c in COLUMNS})
+            jobs.add(_meaning(row), {column(c) for c in cut if column(c)})
     out = list(jobs.by_id.values())
     for job in out:
         if not job.pop("from_steps"):
