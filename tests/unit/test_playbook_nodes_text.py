@@ -79,6 +79,8 @@ def bed(tmp_path):
         env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "build"), ANSIBLE_NOCOLOR="1")
         env.update(ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
         env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
+        # the disruptive playbooks refuse to start without the audit trail (issue 41): these runs have it
+        env.update(ANSIBLE_CALLBACKS_ENABLED="gpuops.cluster.audit", GPUOPS_STATE_DIR=str(state))
         proc = subprocess.run(
             [os.path.join(BIN, "ansible-playbook"), "-i", str(inv), os.path.join(ROOT, "playbooks", playbook)]
             + args
