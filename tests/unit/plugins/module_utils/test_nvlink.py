@@ -122,3 +122,41 @@ def test_fuzz_only_result_or_parse_error(text):
     except ParseError:
         return
     assert 0 in res
+
+
+# ---------------------------------------------------------------------------------- NVLink5 (issue 38)
+_B300 = "GPU 0: NVIDIA B300 SXM6 AC (UUID: GPU-1)\n"
+
+
+def test_nvlink5_counter_names_and_ber_values():
+    """Driver 595.91.07 names (tests/fixtures/gpu-parity/SOURCE.txt); 15e-255 is NVIDIA's zero."""
+    text = _B300 + "".join(
+        "\t Link 0: %s\n" % line
+        for line in (
+            "Link recovery failed events: 1",
+            "Symbol Errors: 40",
+            "Effective BER: 3e-11",
+            "Symbol BER: 15e-255",
+            "FEC Errors - 0: 36140749276",
+            "Local link integrity Errors: 0",
+        )
+    )
+    e = parse(text)[0]["links"][0]["errors"]
+    assert e["recovery_failed"] == 1 and e["symbol_errors"] == 40 and e["integrity"] == 0
+    assert e["effective_ber"] == pytest.approx(3e-11)
+    assert e["symbol_ber"] == 0.0
+    assert e["fec_errors_0"] == 36140749276  # kept as read; bucket 0 (corrected codewords) is never judged
+
+
+@pytest.mark.parametrize("value, want", [("N/A", None), ("1.5E-9", 1.5e-9), ("15E-255", 0.0)])
+def test_nvlink5_ber_forms(value, want):
+    e = parse(_B300 + "\t Link 2: Effective BER: %s\n" % value)[0]["links"][2]["errors"]
+    assert e["effective_ber"] == (pytest.approx(want) if want else want)
+
+
+@pytest.mark.parametrize("value", ["3e-", "e-11", "lots", "1e-11e-3"])
+def test_nvlink5_broken_ber_is_a_parse_error_record(value):
+    errors = []
+    out = parse(_B300 + "\t Link 2: Effective BER: %s\n\t Link 2: Symbol Errors: 4\n" % value, "t", errors)
+    assert [x["kind"] for x in errors] == ["parse"]
+    assert out[0]["links"][2]["errors"]["symbol_errors"] == 4  # the lines after it still count

@@ -223,3 +223,67 @@ def test_c2c_is_read_by_nvml_only_and_judged(paths):
     }
     assert _findings(paths["nvml"], c2c=True) == [("gpu.nvlink", "gpu0/c2c", "c2c_errors", "P2", "monitor")]
     assert _findings(paths["xml"], c2c=True) == []
+
+
+_NEW_SYMBOLS = (
+    "nvmlDeviceGetMemoryErrorCounter",
+    "nvmlDeviceGetSramEccErrorStatus",
+    "nvmlDeviceGetRepairStatus",
+    "nvmlDeviceGetUnrepairableMemoryFlag_v1",
+    "nvmlDeviceGetGpuFabricInfoV",
+)
+
+
+class _OldDriverLib(fake_nvml_lib.FakeNvmlLib):
+    """A driver before these calls (R535-era): the symbols are not exported, the new field ids NOT_SUPPORTED."""
+
+    def __getattribute__(self, name):
+        if name in _NEW_SYMBOLS:
+            raise AttributeError(name)
+        return super().__getattribute__(name)
+
+
+class _NotSupportedLib(fake_nvml_lib.FakeNvmlLib):
+    """A driver that has the calls but not on this GPU (NVML_ERROR_NOT_SUPPORTED)."""
+
+    def __getattribute__(self, name):
+        if name in _NEW_SYMBOLS:
+            return lambda *args: fake_nvml_lib.NOT_SUPPORTED
+        return super().__getattribute__(name)
+
+
+@pytest.mark.parametrize("lib", [_OldDriverLib, _NotSupportedLib])
+def test_older_drivers_degrade_to_unknown_never_healthy(monkeypatch, lib):
+    dev = _gb200(True)
+    dev["fields"] = {k: v for k, v in dev["fields"].items() if k[0] < 170}  # only FI 82 (memory temp) and 74/76
+    monkeypatch.setattr(pynvml, "nvmlLib", lib([dev]))
+    monkeypatch.setattr(pynvml, "_nvmlGetFunctionPointer_cache", {})
+    dom = _nvml.query(pynvml)
+    assert dom["errors"] == []
+    g = dom["gpus"][0]
+    assert g["readable"] is True
+    ecc = g["ecc"]
+    assert ecc["volatile"] == {"corrected": 12005, "uncorrected": 2}  # the totals still read
+    assert ecc["by_type"]["volatile"] == {
+        "sram_corrected": None,
+        "dram_corrected": None,
+        "sram_uncorrected": None,
+        "dram_uncorrected": None,
+    }
+    assert [ecc[k] for k in ("sram_threshold_exceeded", "channel_repair_pending", "unrepairable_memory")] == [None] * 3
+    assert g["fabric"] is None and g["c2c"] is None
+    assert g["throttle"]["counters_us"] == {"sw_power_cap": 0, "sync_boost": 0}  # FI 74/76 exist before R575
+    assert set(g["nvlink"]["links"][3]["errors"]) == {"replay", "recovery", "crc_flit", "crc_data"}
+    # the totals against the SRAM limit, no RMA flag, no repair finding: nothing invented
+    fs = _findings([dom, dom])
+    assert ("gpu.ecc", "gpu0", "sram_threshold", "P1", "replace") not in fs
+    assert not [f for f in fs if f[2] in ("repair_pending", "health") or f[0] == "gpu.fabric"]
+
+
+def test_fabric_v2_struct_without_summary(monkeypatch):
+    """A pynvml before c_nvmlGpuFabricInfo_v3_t (12.550-12.575): the v2 struct gives the mask, no summary."""
+    monkeypatch.delattr(pynvml, "c_nvmlGpuFabricInfo_v3_t")
+    fake_nvml_lib.install(monkeypatch, [_gb200(False)])
+    health = _nvml.query(pynvml)["gpus"][0]["fabric"]["health"]
+    assert health["summary"] is None
+    assert (health["route_unhealthy"], health["degraded_bandwidth"], health["route_recovery"]) == (True, True, False)
