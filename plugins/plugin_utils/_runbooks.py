@@ -181,8 +181,12 @@ def mapped_checks(data: Dict[str, Any]) -> Dict[str, List[str]]:
 
 
 # ---------------------------------------------------------------------------------------------- finding -> runbook
-#: The section a mapped finding's link opens: the runbook's "Run" section (the exact commands), else its title.
+#: The section with a runbook's exact commands.
 RUN_SECTION = "Run"
+#: The section a mapped finding's link opens: the runbook's "Preconditions" (what must hold before anything in
+#: "Run" is done: e.g. "do NOT isolate a member of a cluster incident"), which the reader passes on the way to
+#: "Run"; else "Run"; else its title. A link straight to "Run" skipped them (issue 41).
+LINK_SECTIONS = ("Preconditions", RUN_SECTION)
 #: Findings of a check the catalogue lists under `unmapped` (nothing to automate): runbooks/README.md's section.
 UNMAPPED_SECTION = ("README.md", "Not automated (catalogue `unmapped`)")
 #: Findings no entry handles and `unmapped` does not name: the README's "what to do first" section.
@@ -234,11 +238,13 @@ def anchors(path: str) -> Dict[str, str]:
     return out
 
 
-def section_link(runbooks_dir: str, name: str, section: str) -> str:
-    """``runbooks/<name>#<anchor of section>`` (the file's first heading when it has no such section; the bare
-    file when it has no heading), relative to the collection root."""
+def section_link(runbooks_dir: str, name: str, section: Any) -> str:
+    """``runbooks/<name>#<anchor of section>`` (``section`` a heading, or a tuple of headings: the first the file
+    has; the file's first heading when it has none of them; the bare file when it has no heading), relative to the
+    collection root."""
     found = anchors(os.path.join(runbooks_dir, name))
-    anchor = found.get(section) or found.get("")
+    wanted = (section,) if isinstance(section, str) else tuple(section)
+    anchor = next((found[s] for s in wanted if s in found), None) or found.get("")
     return "runbooks/%s#%s" % (name, anchor) if anchor else "runbooks/%s" % name
 
 
@@ -250,12 +256,12 @@ def load_cached(path: str) -> Dict[str, Any]:
 
 def finding_runbook(data: Dict[str, Any], finding: Dict[str, Any], runbooks_dir: str) -> Dict[str, Optional[str]]:
     """``{runbook, runbook_link}`` of one finding: the catalogue entry's id (None when no entry handles it) and
-    the link to the section to read (the entry's runbook "Run" section; README "Not automated" for a check the
-    catalogue lists as `unmapped`; README "At 3 a.m." otherwise)."""
+    the link to the section to read (the entry's runbook "Preconditions" section, before its "Run"; README "Not
+    automated" for a check the catalogue lists as `unmapped`; README "At 3 a.m." otherwise)."""
     check = str(finding.get("check") or "")
     code = finding.get("code")
     entry = by_finding(data, check, None if code is None else str(code))
     if entry is not None:
-        return {"runbook": entry["id"], "runbook_link": section_link(runbooks_dir, entry["runbook"], RUN_SECTION)}
+        return {"runbook": entry["id"], "runbook_link": section_link(runbooks_dir, entry["runbook"], LINK_SECTIONS)}
     name, section = UNMAPPED_SECTION if check in (data.get("unmapped") or {}) else FALLBACK_SECTION
     return {"runbook": None, "runbook_link": section_link(runbooks_dir, name, section)}

@@ -250,21 +250,21 @@ def test_runbook_ids_and_links_in_json_markdown_and_html():
     node = json.loads(_report.to_json(r))["nodes"]["gpu-node-01"]
     by_check = {f["check"]: f for f in node["findings"]}
     assert by_check["gpu.xid"]["runbook"] == "gpu_fell_off_bus"
-    assert by_check["gpu.xid"]["runbook_link"] == "runbooks/gpu-fell-off-bus.md#run"
+    assert by_check["gpu.xid"]["runbook_link"] == "runbooks/gpu-fell-off-bus.md#preconditions"
     assert by_check["node.mounts"]["runbook"] is None
     assert by_check["node.mounts"]["runbook_link"] == "runbooks/README.md#not-automated-catalogue-unmapped"
     (cluster,) = r["summary"]["cluster_findings"]
     assert cluster["runbook"] is None and cluster["runbook_link"].startswith("runbooks/README.md#not-automated")
     md = _report.to_markdown(r)
-    assert "| gpu_fell_off_bus: runbooks/gpu-fell-off-bus.md#run |" in md
+    assert "| gpu_fell_off_bus: runbooks/gpu-fell-off-bus.md#preconditions |" in md
     linked = _report.to_markdown(r, runbook_base="https://git.example/gpuops/cluster/blob/main/")
     assert (
-        "| [gpu_fell_off_bus](https://git.example/gpuops/cluster/blob/main/runbooks/gpu-fell-off-bus.md#run) |"
+        "| [gpu_fell_off_bus](https://git.example/gpuops/cluster/blob/main/runbooks/gpu-fell-off-bus.md#preconditions) |"
         in linked
     )
     page = _report.to_html(r, runbook_base="https://git.example/c/")
-    assert 'href="https://git.example/c/runbooks/gpu-fell-off-bus.md#run"' in page
-    assert 'href="%srunbooks/gpu-fell-off-bus.md#run"' % _report.DEFAULT_RUNBOOK_BASE in _report.to_html(r)
+    assert 'href="https://git.example/c/runbooks/gpu-fell-off-bus.md#preconditions"' in page
+    assert 'href="%srunbooks/gpu-fell-off-bus.md#preconditions"' % _report.DEFAULT_RUNBOOK_BASE in _report.to_html(r)
 
 
 def test_build_report_links_without_touching_the_callers_findings():

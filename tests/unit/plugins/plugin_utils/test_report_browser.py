@@ -238,8 +238,8 @@ def test_every_runbook_link_points_at_an_existing_runbook_section(page, report):
         assert href.startswith(BASE), href
         assert_resolves(href[len(BASE) :])
     by_label = {label: href[len(BASE) :] for href, label in links}
-    assert by_label["gpu_fell_off_bus"] == "runbooks/gpu-fell-off-bus.md#run"
-    assert by_label["ib_port"] == "runbooks/ib-port-down.md#run"
+    assert by_label["gpu_fell_off_bus"] == "runbooks/gpu-fell-off-bus.md#preconditions"
+    assert by_label["ib_port"] == "runbooks/ib-port-down.md#preconditions"
     assert by_label["see README"].startswith("runbooks/README.md#")
 
 

@@ -54,13 +54,17 @@ def test_headings_skip_fenced_code_and_repeated_slugs_are_numbered(tmp_path):
 @pytest.mark.parametrize(
     "finding, runbook_id, link",
     [
-        ({"check": "gpu.xid", "code": "79"}, "gpu_fell_off_bus", "runbooks/gpu-fell-off-bus.md#run"),
-        ({"check": "gpu.xid", "code": 48}, "gpu_uncorrectable_ecc", "runbooks/gpu-uncorrectable-ecc.md#run"),
-        ({"check": "gpu.ecc", "code": None}, "gpu_uncorrectable_ecc", "runbooks/gpu-uncorrectable-ecc.md#run"),
+        ({"check": "gpu.xid", "code": "79"}, "gpu_fell_off_bus", "runbooks/gpu-fell-off-bus.md#preconditions"),
+        ({"check": "gpu.xid", "code": 48}, "gpu_uncorrectable_ecc", "runbooks/gpu-uncorrectable-ecc.md#preconditions"),
+        (
+            {"check": "gpu.ecc", "code": None},
+            "gpu_uncorrectable_ecc",
+            "runbooks/gpu-uncorrectable-ecc.md#preconditions",
+        ),
         (
             {"check": "gpu.row_remap", "code": "pending"},
             "gpu_row_remap_pending",
-            "runbooks/gpu-row-remap-pending.md#run",
+            "runbooks/gpu-row-remap-pending.md#preconditions",
         ),
         ({"check": "node.mounts"}, None, "runbooks/README.md#not-automated-catalogue-unmapped"),
         ({"check": "gpu.xid", "code": "63"}, None, "runbooks/README.md#at-3-am-the-order-of-things"),
@@ -112,3 +116,18 @@ def test_a_broken_catalogue_is_a_clear_error(tmp_path):
         _runbooks.load(str(bad))
     with pytest.raises(_runbooks.CatalogError, match="cannot read"):
         _runbooks.load(str(tmp_path / "missing.yml"))
+
+
+@pytest.mark.parametrize(
+    "entry", [e for e in _runbooks.entries(DATA) if e["checks"] or e["codes"]], ids=lambda e: e["id"]
+)
+def test_a_finding_s_link_opens_the_preconditions_before_the_commands(entry):
+    """Issue 41: the report linked a finding to "#run", past the runbook's "do NOT isolate" preconditions. Every
+    catalogue runbook has "## Preconditions" before "## Run" (read from the file), and the link opens it."""
+    with open(os.path.join(RUNBOOKS, entry["runbook"]), encoding="utf-8") as fh:
+        lines = [line.rstrip() for line in fh]
+    assert lines.index("## Preconditions") < lines.index("## Run")
+    check = entry["checks"][0] if entry["checks"] else entry["codes"][0].split(":", 1)[0]
+    link = _runbooks.finding_runbook(DATA, {"check": check, "code": None}, RUNBOOKS)["runbook_link"]
+    if link.startswith("runbooks/%s" % entry["runbook"]):
+        assert link == "runbooks/%s#preconditions" % entry["runbook"]
