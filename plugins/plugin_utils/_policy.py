@@ -294,7 +294,18 @@ _OPTICS_TABLES = (
     "optics.ber.advice",
     "optics.attenuation.finding",
     "optics.congestion.finding",
+    "optics.status.admin",
+    "optics.status.cable",
+    "optics.status.other",
+    "optics.link_speed",
+    "optics.loss_of_light",
+    "optics.unreadable",
     "nvlink_speed.finding",
+    "pcie_aer.fatal",
+    "pcie_aer.nonfatal",
+    "pcie_aer.corrected",
+    "pcie_aer.xid79_slot",
+    "pcie_aer.xid79_gpu",
 )
 
 

@@ -488,6 +488,24 @@ DEFAULT_POLICY["thresholds"]["optics"] = {
         "ecn_marked_per_s": 50000,  # np_ecn_marked_roce_packets (RDMA hw_counters)
         "finding": {"severity": "P2", "action": "tune"},
     },
+    # Issue 37: mlxlink's own verdict (Status Opcode / Recommendation, MLNX-OS "link diagnostic per port" opcode
+    # list in gpu-knowledge-2026.md section 8): a port closed on purpose, a cable the port refuses (protocol
+    # mismatch, cable stamping: the fix is a qualified cable), anything else a physical-layer fault.
+    "status": {
+        "admin_opcodes": [1, 18, 21, 22],
+        "cable_opcodes": [16, 20, 24, 25, 26, 27, 28],
+        "admin": {"severity": "P3", "action": "monitor"},
+        "cable": {"severity": "P2", "action": "replace"},
+        "other": {"severity": "P2", "action": "reseat"},
+    },
+    # ib.link_speed: active speed below the best speed both the port enables and the cable supports, or a width
+    # below 2x on InfiniBand / below the width of the node's other ports at that speed (a lane that did not train)
+    "link_speed": {"severity": "P2", "action": "reseat"},
+    # a lane dark (Rx at the no-light floor) while its transmitter is lit or the module raised its Rx LOS / low
+    # alarm: loss of light (fibre, far-end transceiver or peer port)
+    "loss_of_light": {"severity": "P1", "action": "reseat"},
+    # a module EEPROM that reads as garbage (identifier 0xff, no ordered threshold band): one finding, no alarms
+    "unreadable": {"severity": "P3", "action": "monitor"},
 }
 DEFAULT_POLICY["thresholds"]["nvlink_speed"] = {
     # Per-link speed nvidia-smi nvlink -s prints for a healthy link, by GPU model (substring of the name, longest
@@ -507,6 +525,23 @@ DEFAULT_POLICY["thresholds"]["nvlink_speed"] = {
     },
     "tolerance_pct": 2.0,
     "finding": {"severity": "P2", "action": "reset_gpu"},
+}
+
+# PCIe AER from the kernel log (issue 38; docs/checks.md "node.pcie_aer"), per device (a GPU or the port above it).
+DEFAULT_POLICY["thresholds"]["pcie_aer"] = {
+    "fatal": {"severity": "P1", "action": "diagnose"},
+    "nonfatal": {"severity": "P2", "action": "diagnose"},
+    # corrected errors: DCGM's PCIe diag limits (gpu-knowledge-2026.md section 7, DCGM Pcie.cpp): more than 16/min
+    # (32/min on a Gen5 x16 link) or a total of 480 (pcie.aer_threshold = 32/min x 15 min). Logged lines are rate
+    # limited by the kernel, so a log count is a lower bound.
+    "corrected": {"severity": "P2", "action": "diagnose"},
+    "corrected_per_minute": 16,
+    "corrected_per_minute_gen5_x16": 32,
+    "corrected_total": 480,
+    # with Xid 79 (fallen off the bus) on the node: AER on the port above the GPU points at the slot/riser, AER on
+    # the GPU alone at the GPU (NVIDIA's Xid 79 resolution: contact support; the remedy is a GPU replacement)
+    "xid79_slot": {"severity": "P1", "action": "reseat"},
+    "xid79_gpu": {"severity": "P1", "action": "contact_vendor"},
 }
 
 

@@ -87,6 +87,8 @@ def _module_from_ethtool(m: Dict[str, Any]) -> Dict[str, Any]:
         thresholds=m.get("thresholds") or {},
         flags_on=m.get("flags_on") or [],
         warning_thresholds=True,
+        transceiver_type=m.get("transceiver_type"),
+        unreadable=m.get("unreadable"),
     )
     return out
 
@@ -126,6 +128,10 @@ def mlxlink_record(text: str, hca: str, source: str, errors: List[Dict[str, Any]
         "fw_version": parsed.get("fw_version"),
         "fec": parsed.get("fec"),
         "recommendation": parsed.get("recommendation"),
+        "status_opcode": parsed.get("status_opcode"),
+        "group_opcode": parsed.get("group_opcode"),
+        "enabled_speeds": parsed.get("enabled_speeds"),
+        "cable_speeds": parsed.get("cable_speeds"),
         "module": _module_from_mlxlink(mod) if mod else None,
         "phy": parsed.get("phy"),
         "unsupported": bool(parsed.get("unsupported")) and not mod,

@@ -9,6 +9,11 @@
 warning); flags are ``On``/``Off``. A port whose driver cannot read the module prints one error line
 (``Cannot get module EEPROM information: Operation not supported``, ``netlink error: ...``): not a fault.
 
+Pasted or cut outputs often start further down (at ``Transceiver type`` or at the DOM lines, the ``Identifier``
+line left out): the fields that are there are read; only text with no module field at all is not ``ethtool -m``.
+A module EEPROM that reads as garbage (identifier 0xff, or every threshold band impossible: all zero, all the
+same maximum, high below low) is marked ``unreadable`` with the reason: its readings and flags mean nothing.
+
 ``ethtool -S`` prints ``NIC statistics:`` then ``name: value`` lines (mlx5: ``rx_prio3_pause``,
 ``tx_prio3_pause``, ``rx_pause_ctrl_phy``, ...).
 
@@ -49,6 +54,7 @@ _THRESHOLD_NAMES = {
     "module temperature": "temperature_c",
     "module voltage": "voltage_v",
 }
+_IDENT_CODE = re.compile(r"^\s*0x([0-9a-fA-F]{1,2})\b")
 _TH_RE = re.compile(r"^(.*?)\s+(high|low)\s+(alarm|warning)\s+threshold$", re.I)
 _FLAG_RE = re.compile(r"^(.*?)\s+(high|low)\s+(alarm|warning)\s*(?:\(.*\))?$", re.I)
 
@@ -120,17 +126,19 @@ def _flag(out: Dict[str, Any], key: str, value: str) -> bool:
 
 
 def parse_ethtool_module(text: str, source: Optional[str] = None) -> Dict[str, Any]:
-    """Parse ``ethtool -m`` output into ``{identifier, vendor, part_number, serial, temperature_c, voltage_v,
-    bias_ma[], tx_power_dbm[], rx_power_dbm[], thresholds{quantity: {high_alarm, low_alarm, high_warning,
-    low_warning}}, flags_on[], ddm, unsupported, message}``.
+    """Parse ``ethtool -m`` output into ``{identifier, transceiver_type, vendor, part_number, serial,
+    temperature_c, voltage_v, bias_ma[], tx_power_dbm[], rx_power_dbm[], thresholds{quantity: {high_alarm,
+    low_alarm, high_warning, low_warning}}, flags_on[], ddm, unreadable, unsupported, message}``.
 
-    A port whose module cannot be read gives ``unsupported: True`` (not a fault). Raises ParseError for text
-    that is neither (a truncated or garbled file with no ``Identifier``).
+    A port whose module cannot be read gives ``unsupported: True`` (not a fault). An output without the
+    ``Identifier`` line is read from the fields it has. Raises ParseError for text with no module field at all
+    (an error message, a garbled or empty file).
     """
     if not isinstance(text, str):
         raise ParseError("not text", PARSER, source)
     out: Dict[str, Any] = {
         "identifier": None,
+        "transceiver_type": None,
         "vendor": None,
         "part_number": None,
         "serial": None,
@@ -142,10 +150,11 @@ def parse_ethtool_module(text: str, source: Optional[str] = None) -> Dict[str, A
         "thresholds": {},
         "flags_on": [],
         "ddm": False,
+        "unreadable": None,
         "unsupported": False,
         "message": None,
     }
-    fields = 0
+    fields = known = 0
     for i, raw in enumerate(text.splitlines()):
         if len(raw) > MAX_LINE_CHARS:
             raise ParseError("line over %d characters" % MAX_LINE_CHARS, PARSER, source, i + 1)
@@ -161,13 +170,44 @@ def parse_ethtool_module(text: str, source: Optional[str] = None) -> Dict[str, A
             continue
         key, value = m.group(1).strip(), m.group(2).strip()
         fields += 1
-        _field(out, key, value)
+        known += 1 if _field(out, key, value) else 0
     if out["unsupported"] and fields == 0:
         return out
-    if out["identifier"] is None:
-        raise ParseError("no module identifier: not ethtool -m output (or truncated)", PARSER, source)
+    if known == 0:
+        raise ParseError(
+            "no module EEPROM field (Identifier, Transceiver type, DOM readings or thresholds): not ethtool -m output",
+            PARSER,
+            source,
+        )
     out["ddm"] = bool(out["rx_power_dbm"] or out["temperature_c"] is not None)
+    out["unreadable"] = garbage_reason(out)
     return out
+
+
+def garbage_reason(mod: Dict[str, Any]) -> Optional[str]:
+    """Why a module's EEPROM reads as garbage, or None: identifier 0xff (an all-ones read: no answer on the
+    I2C bus), or thresholds printed for some quantity and none of them an ordered band (high alarm above low
+    alarm): all zero (an empty A2h page faked by the driver) or all the same maximum. A module whose Rx/Tx
+    power thresholds alone are zero (not programmed) while its temperature or voltage band is real is readable.
+    """
+    m = _IDENT_CODE.match(str(mod.get("identifier") or ""))
+    if m and int(m.group(1), 16) == 0xFF:
+        return "identifier 0xff"
+    bands = [b for b in (mod.get("thresholds") or {}).values() if isinstance(b, dict)]
+    if not bands:
+        return None
+    good = 0
+    for b in bands:
+        lo, hi = b.get("low_alarm"), b.get("high_alarm")
+        if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and hi > lo:
+            good += 1
+    if good:
+        return None
+    values = sorted({v for b in bands for v in b.values() if isinstance(v, (int, float))})
+    if not values:
+        return None
+    shown = ", ".join("%g" % v for v in values[:3]) + (", ..." if len(values) > 3 else "")
+    return "no threshold band is ordered (high alarm above low alarm): thresholds read %s" % shown
 
 
 _STATIC = {
@@ -178,29 +218,35 @@ _STATIC = {
 }
 
 
-def _field(out: Dict[str, Any], key: str, value: str) -> None:
+def _field(out: Dict[str, Any], key: str, value: str) -> bool:
+    """Read one ``Key : Value`` line into ``out``; True when the key is a module EEPROM field this parser knows."""
     low = key.lower()
     if low in _STATIC:
         out[_STATIC[low]] = clean(value)
-        return
+        return True
+    if low == "transceiver type":
+        if out["transceiver_type"] is None:
+            out["transceiver_type"] = clean(value)
+        return True
     if _threshold(out, key, value) or _flag(out, key, value):
-        return
+        return True
     if low == "module temperature":
         out["temperature_c"] = to_float(value)
-        return
+        return True
     if low == "module voltage":
         out["voltage_v"] = to_float(value)
-        return
+        return True
     kind = _reading_kind(key)
     if kind is None:
-        return
+        return False
     lane_m = _LANE.search(key)
     lane = int(lane_m.group(1)) if lane_m else 1
     if not 1 <= lane <= 16:
-        return
+        return True
     val = to_float(value) if kind == "bias" else power_dbm(value)
     target = {"rx_power": "rx_power_dbm", "tx_power": "tx_power_dbm", "bias": "bias_ma"}[kind]
     _put_lane(out[target], lane, val)
+    return True
 
 
 _STAT = re.compile(r"^\s*([A-Za-z0-9_.\[\]-]{1,128}):\s*([0-9]+)\s*$")

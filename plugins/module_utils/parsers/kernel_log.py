@@ -95,6 +95,8 @@ _AER_BUS_ERROR = re.compile(
     r"(?:^|\s)(?:\S+ )?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):\s+(?:AER: )?PCIe Bus Error:\s*"
     r"severity=([A-Za-z]+(?: \((?:Non-Fatal|Fatal)\))?)(?:,\s*type=([^,]+))?",
 )
+#: ``<driver> <BDF>: [AER: ]`` before the AER text: who printed the line (``pcieport`` = a PCIe port/bridge)
+_AER_WHO = re.compile(r"(\S+) ([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):\s*(?:AER:\s*)?$")
 _MLX5_LINK = re.compile(
     r"mlx5_core ([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])(?: (\S+?))?:\s+Link (up|down)\b"
 )
@@ -466,21 +468,27 @@ def _aer(line: str, lineno: int, ts: Optional[str], last: Optional[Dict[str, Any
     if m:
         bus = _aer_id_to_bus(m.group(3)) if m.group(3) else normalize_bus_id((m.group(4) or "").rstrip(",."))
         fields: Dict[str, Any] = {"severity": _aer_severity(m.group(1), m.group(2)), "message": line[m.start() :]}
+        who = _AER_WHO.search(line[: m.start()])
+        # the port that received the error message (the source's root port): the source's upstream side
+        fields["detail"] = {"reporter": normalize_bus_id(who.group(2)) if who else None}
     else:
         m = _AER_BUS_ERROR.search(line)
         if not m:
             return None
         bus = normalize_bus_id(m.group(1))
         err_type = (m.group(3) or "").strip() or None
+        who = _AER_WHO.search(line[: m.end(1)] + ":")
+        driver = who.group(1) if who and who.group(1) != "kernel:" else None  # pcieport, nvidia, mlx5_core, ...
         # The "PCIe Bus Error" line right after "error received" describes the same error.
         if last is not None and 0 < lineno - last["line"] <= 3 and last["bus_id"] in (bus, None):
             last["bus_id"] = bus
             last["detail"]["type"] = err_type
+            last["detail"]["driver"] = driver
             return last
         fields = {
             "severity": _aer_severity(m.group(2), None),
             "message": line[line.find("PCIe Bus Error") :],
-            "detail": {"type": err_type},
+            "detail": {"type": err_type, "driver": driver},
         }
     fields["message"] = fields["message"].strip()
     return _event("aer", lineno, line, ts, bus_id=bus, **fields)

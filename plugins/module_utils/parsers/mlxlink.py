@@ -41,6 +41,8 @@ _DASHES = re.compile(r"^\s*-{3,}\s*$")
 _RANGE = re.compile(r"^(.*?)\s*\[\s*([-+0-9.eE]+)\s*\.\.\s*([-+0-9.eE]+)\s*\]\s*$")
 _BER = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*[eE]\s*([-+]?[0-9]+)\s*$")
 _TOOL_MSG = re.compile(r"^\s*-([EW])-\s*(.*)$")
+#: ``0x00000075 (HDR,EDR,FDR,QDR,SDR)``: the speed mask and its names (mstflint ``supportedInfoPage``)
+_SPEED_LIST = re.compile(r"^\s*(?:0x[0-9a-fA-F]+)?\s*\(([^()]*)\)\s*$")
 
 SECTIONS = (
     "Operational Info",
@@ -88,6 +90,52 @@ def parse_ber(value: Any) -> Dict[str, Any]:
         return {"value": float(m.group(1)) * (10.0**exp), "zero": False}
     except OverflowError:
         return {"value": None, "zero": False}
+
+
+def speed_list(value: Any) -> Optional[List[str]]:
+    """``0x00000075 (HDR,EDR,FDR,QDR,SDR)`` -> ``["HDR", "EDR", "FDR", "QDR", "SDR"]``; ``N/A`` or no list -> None.
+
+    ``Enabled Link Speed`` is what the port's protocol admin mask enables, ``Supported Cable Speed`` what the
+    cable's EEPROM declares (mstflint ``supportedInfoPage``: ``core_to_phy_link_proto_enabled`` and
+    ``cable_link_speed_cap``)."""
+    v = clean(value)
+    m = _SPEED_LIST.match(str(v)) if isinstance(v, str) else None
+    if not m:
+        return None
+    names = [x.strip() for x in m.group(1).split(",") if x.strip()]
+    return names or None
+
+
+#: InfiniBand speed names -> Gb/s per lane (IBTA signalling rates; mlxlink prints ``IB-<name>`` when active).
+IB_LANE_GBPS = {
+    "SDR": 2.5,
+    "DDR": 5.0,
+    "QDR": 10.0,
+    "FDR10": 10.3125,
+    "FDR": 14.0625,
+    "EDR": 25.78125,
+    "HDR": 53.125,
+    "NDR": 106.25,
+    "XDR": 212.5,
+}
+_ETH_SPEED = re.compile(r"^(?:BaseTx?|BaseT)?\s*([0-9]+(?:\.[0-9]+)?)\s*([GM])", re.I)
+
+
+def speed_gbps(name: Any) -> Optional[float]:
+    """One speed name as mlxlink prints it -> a comparable rate: InfiniBand (``IB-HDR``, ``HDR``) in Gb/s per lane,
+    Ethernet (``25GbE``, ``100G_2X``, ``100M``) in Gb/s per port; None for anything else (``N/A``, ``-``)."""
+    v = clean(name)
+    if not isinstance(v, str):
+        return None
+    v = v.strip()
+    ib = IB_LANE_GBPS.get(v[3:].upper() if v.upper().startswith("IB-") else v.upper())
+    if ib is not None:
+        return ib
+    m = _ETH_SPEED.match(v)
+    if not m:
+        return None
+    val = float(m.group(1))
+    return val / 1000.0 if m.group(2).upper() == "M" else val
 
 
 def _split_sections(text: str, source: Optional[str]) -> Tuple[Dict[str, Dict[str, str]], List[str], List[str]]:
@@ -199,7 +247,7 @@ def _phy(cnt: Dict[str, str]) -> Optional[Dict[str, Any]]:
 
 def parse_mlxlink(text: str, source: Optional[str] = None) -> Dict[str, Any]:
     """Parse ``mlxlink -m -c`` output into ``{state, physical_state, speed, width, fec, recommendation,
-    status_opcode, fw_version, module, phy, messages, unsupported}``.
+    status_opcode, group_opcode, enabled_speeds, cable_speeds, fw_version, module, phy, messages, unsupported}``.
 
     ``module``/``phy`` are None when their section is absent (a command without ``-m``/``-c``, or one that
     failed). ``unsupported`` is True when the tool said a query is not supported (not a fault). Raises
@@ -212,6 +260,7 @@ def parse_mlxlink(text: str, source: Optional[str] = None) -> Dict[str, Any]:
         detail = messages[0] if messages else (text.strip().splitlines() or ["empty output"])[0][:200]
         raise ParseError("no mlxlink section found: %s" % detail, PARSER, source)
     op = sections.get("Operational Info", {})
+    sup = sections.get("Supported Info", {})
     ts = sections.get("Troubleshooting Info", {})
     tool = sections.get("Tool Information", {})
     return {
@@ -222,6 +271,10 @@ def parse_mlxlink(text: str, source: Optional[str] = None) -> Dict[str, Any]:
         "fec": clean(op.get("FEC")),
         "recommendation": (clean(ts.get("Recommendation")) or "").rstrip(".") or None,
         "status_opcode": to_int(ts.get("Status Opcode")),
+        "group_opcode": clean(ts.get("Group Opcode")),
+        # "Enabled Link Speed (Ext.)" on Ethernet ports with extended protocol masks
+        "enabled_speeds": speed_list(sup.get("Enabled Link Speed") or sup.get("Enabled Link Speed (Ext.)")),
+        "cable_speeds": speed_list(sup.get("Supported Cable Speed") or sup.get("Supported Cable Speed (Ext.)")),
         "fw_version": clean(tool.get("Firmware Version")),
         "module": _module(sections.get("Module Info", {})),
         "phy": _phy(sections.get("Physical Counters and BER Info", {})),

@@ -437,6 +437,7 @@ def parse_log_entry(doc: Dict[str, Any]) -> Dict[str, Any]:
                 "entry_type": _str(doc.get("EntryType")),
                 "entry_code": _str(doc.get("EntryCode")),
                 "sensor_type": _str(doc.get("SensorType")),
+                "sensor_number": _num(doc.get("SensorNumber")),
                 "resolved": resolved if isinstance(resolved, bool) else None,
             }
         ]

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import datetime
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, List, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks.context import (
@@ -93,16 +93,55 @@ def _check_liquid(ctx: Ctx, s: Dict[str, Any], th: Dict[str, Any], comp: str, ev
     ctx.add("bmc.%s" % typ, sa[0], comp, level, message, sa[1], "thresholds.bmc.%s[%s]" % (typ, level), evidence=ev)
 
 
+def redfish_sel(bmc: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Redfish ``LogEntry`` records (``bmc.redfish.log_entries``) as SEL entries ``{sensor, event, time, severity,
+    direction, sensor_type, id}``, oldest first. The entry's own ``Severity`` decides (Critical / Warning; OK is
+    nothing); ``EntryCode: Deassert`` closes what the same sensor asserted; ``Resolved: true`` is closed. When the
+    ipmitool SEL was read too, Redfish entries of type ``SEL`` are the same log and are left to it."""
+    have_ipmi = bool(as_list(bmc.get("sel")))
+    out = []
+    for e in as_list(as_dict(bmc.get("redfish")).get("log_entries")):
+        if not isinstance(e, dict) or (have_ipmi and str(e.get("entry_type") or "").upper() == "SEL"):
+            continue
+        stype = as_str(e.get("sensor_type")) or "Redfish log"
+        num = e.get("sensor_number")
+        sensor = (
+            "%s #%s" % (stype, int(num) if isinstance(num, float) and num.is_integer() else num)
+            if num is not None
+            else stype
+        )
+        code = str(e.get("entry_code") or "")
+        deassert = code.lower() == "deassert"
+        out.append(
+            {
+                "id": e.get("id"),
+                "time": e.get("created"),
+                "sensor": sensor,
+                "sensor_type": stype,
+                "event": as_str(e.get("message")) or code or as_str(e.get("message_id")),
+                "direction": "deasserted" if deassert or e.get("resolved") is True else "asserted",
+                "severity": str(e.get("severity") or "").lower(),
+                "source": "redfish",
+            }
+        )
+    out.sort(key=lambda x: (parse_time(x["time"]) is None, parse_time(x["time"]) or 0))
+    return out
+
+
 def check_sel(ctx: Ctx, bmc: Dict[str, Any], th: Dict[str, Any]) -> None:
-    # SEL: asserted critical entries in the lookback that no later deassertion closed
+    # SEL: asserted critical entries in the lookback that no later deassertion closed; ipmitool sel and the
+    # Redfish log entries by the same window (ctx.ref = the evidence time, docs/capture.md)
     lookback = ctx.ref - datetime.timedelta(hours=th["sel_lookback_hours"])
     open_: Dict[Tuple[str, str], Dict[str, Any]] = {}
-    for e in as_list(bmc.get("sel")):
+    for e in as_list(bmc.get("sel")) + redfish_sel(bmc):
         if not isinstance(e, dict):
             continue
         key = (str(e.get("sensor")), str(e.get("event")))
         if str(e.get("direction") or "").lower() == "deasserted":
             open_.pop(key, None)
+            if e.get("source") == "redfish":  # a Redfish deassertion's message differs: close the sensor
+                for k in [k for k in open_ if k[0] == key[0]]:
+                    open_.pop(k, None)
             continue
         ts = parse_time(e.get("time"))
         if ts is None or ts < lookback:
@@ -123,8 +162,18 @@ def check_sel(ctx: Ctx, bmc: Dict[str, Any], th: Dict[str, Any]) -> None:
             "SEL: %s %s (%s, %d entr%s)"
             % (sensor, event, e.get("time"), o["count"], "y" if o["count"] == 1 else "ies"),
             "monitor",
-            "bmc.sel: asserted %s entry within %sh" % (e.get("severity"), th["sel_lookback_hours"]),
-            evidence={"id": e.get("id"), "sensor_type": e.get("sensor_type"), "time": e.get("time")},
+            "bmc.sel: asserted %s %sentry within %sh"
+            % (
+                e.get("severity"),
+                "Redfish LogEntry " if e.get("source") == "redfish" else "",
+                th["sel_lookback_hours"],
+            ),
+            evidence={
+                "id": e.get("id"),
+                "sensor_type": e.get("sensor_type"),
+                "time": e.get("time"),
+                "source": e.get("source") or "ipmitool",
+            },
         )
 
 

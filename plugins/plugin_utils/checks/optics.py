@@ -1,8 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Optics and link quality: ``ib.optics`` (module DOM against its thresholds, attenuation trend), ``ib.ber``
-(mlxlink BER / symbol errors) and ``ib.congestion`` (RoCE PFC pause and ECN/CNP rates).
+"""Optics and link quality: ``ib.optics`` (module DOM against its thresholds, attenuation trend, loss of light, an
+unreadable module EEPROM, mlxlink's own Status Opcode / Recommendation), ``ib.link_speed`` (mlxlink active speed and
+width against what the port enables and the cable supports), ``ib.ber`` (mlxlink BER / symbol errors) and
+``ib.congestion`` (RoCE PFC pause and ECN/CNP rates). The mlxlink verdicts need no hardware profile (issue 37).
 
 Evidence: ``facts.ib.optics`` and ``facts.ib.netdev_counters`` (``_ib_optics``), the RoCE ports' RDMA
 ``hw_counters`` (``ib.hcas[].ports[].counters``). Sentinels (``N/A``, ``0 [0..0]``, ``15E-255``, -40 dBm / ``-inf``)
@@ -15,11 +17,13 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.mlxlink import speed_gbps
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks.context import (
     Ctx,
     as_dict,
     as_list,
     as_num,
+    as_str,
     collected_epoch,
     rate_base,
 )
@@ -375,6 +379,184 @@ def check_congestion(ctx: Ctx, facts: Dict[str, Any], store: Dict[str, Any], t: 
             _congestion_one(ctx, "net:%s" % ifname, cnt, (t, boot), store, str(as_dict(entry).get("source")))
 
 
+def check_status(ctx: Ctx, rec: Dict[str, Any], th: Dict[str, Any]) -> None:
+    """mlxlink's own troubleshooting verdict: a Status Opcode other than 0 or a Recommendation other than "No issue
+    was observed" (with or without the period) is one ``ib.optics`` finding in the tool's words."""
+    op, words = rec.get("status_opcode"), as_str(rec.get("recommendation"))
+    ok_words = words is None or words.strip().rstrip(".").lower() == "no issue was observed"
+    if (op is None or op == 0) and ok_words:
+        return
+    st = th["status"]
+    cls = "admin" if op in st["admin_opcodes"] else "cable" if op in st["cable_opcodes"] else "other"
+    rule, comp = st[cls], rec["component"]
+    link = "%s %s %s" % (rec.get("state") or "state ?", rec.get("speed") or "", rec.get("width") or "")
+    ctx.add(
+        "ib.optics",
+        rule["severity"],
+        comp,
+        "status",
+        "%s mlxlink: %s (Status Opcode %s, %s); link %s; enabled %s, cable supports %s"
+        % (
+            comp,
+            words or "no recommendation printed",
+            "?" if op is None else op,
+            rec.get("group_opcode") or "group N/A",
+            " ".join(link.split()),
+            ",".join(as_list(rec.get("enabled_speeds"))) or "?",
+            ",".join(as_list(rec.get("cable_speeds"))) or "?",
+        ),
+        rule["action"],
+        "ib.optics: mlxlink Troubleshooting Info (thresholds.optics.status.%s: opcode class %s)" % (cls, cls),
+        evidence={k: rec.get(k) for k in _LINK_KEYS.split()},
+    )
+
+
+_LINK_KEYS = "status_opcode group_opcode recommendation state speed width enabled_speeds cable_speeds fw_version source"
+
+
+def _width(rec: Dict[str, Any]) -> Optional[int]:
+    m = re.match(r"^\s*([0-9]+)\s*x", str(rec.get("width") or ""), re.I)
+    return int(m.group(1)) if m else None
+
+
+def check_link_speed(ctx: Ctx, rec: Dict[str, Any], records: List[Dict[str, Any]], th: Dict[str, Any]) -> None:
+    """``ib.link_speed``: an Active link below the best speed both its enabled list and the cable's list have, or
+    an InfiniBand width under 2x / under the width most of the node's other active ports at that speed run."""
+    if str(rec.get("state") or "").lower() != "active":
+        return  # a down port is ib.port_state's
+    comp, rule = rec["component"], th["link_speed"]
+    active = speed_gbps(rec.get("speed"))
+    enabled = [v for v in (speed_gbps(x) for x in as_list(rec.get("enabled_speeds"))) if v]
+    cable = [v for v in (speed_gbps(x) for x in as_list(rec.get("cable_speeds"))) if v]
+    best = max(set(enabled) & set(cable)) if enabled and cable and set(enabled) & set(cable) else None
+    if best is None and enabled and not cable:
+        best = max(enabled)
+    ev = {k: rec.get(k) for k in _LINK_KEYS.split()}
+    if active and best and active < best:
+        ctx.add(
+            "ib.link_speed",
+            rule["severity"],
+            comp,
+            "speed",
+            "%s active at %s while the port enables %s and the cable supports %s: the link trained down; reseat or "
+            "replace the cable and check the peer port"
+            % (
+                comp,
+                rec.get("speed"),
+                ",".join(as_list(rec.get("enabled_speeds"))),
+                ",".join(as_list(rec.get("cable_speeds"))) or "(not printed)",
+            ),
+            rule["action"],
+            "ib.link_speed: active speed below the best enabled and cable-supported speed (mlxlink Supported Info)",
+            evidence=ev,
+        )
+    width = _width(rec)
+    if width is None or not str(rec.get("speed") or "").upper().startswith("IB-"):
+        return
+    peers = [
+        _width(r)
+        for r in records
+        if r is not rec
+        and r.get("tool") == "mlxlink"
+        and r.get("speed") == rec.get("speed")
+        and str(r.get("state") or "").lower() == "active"
+    ]
+    peers = [w for w in peers if w]
+    common = max(set(peers), key=peers.count) if peers else None
+    why = None
+    if width < 2:
+        why = "InfiniBand links train 4x (2x in a designed HDR100/NDR200 split)"
+    elif common and width < common and peers.count(common) * 2 > len(peers) and len(peers) >= 2:
+        why = "%d of the node's %d other active %s ports run %dx" % (
+            peers.count(common),
+            len(peers),
+            rec.get("speed"),
+            common,
+        )
+    if why:
+        ctx.add(
+            "ib.link_speed",
+            rule["severity"],
+            comp,
+            "width",
+            "%s active at %s %s: %s; a lane did not train: reseat the cable"
+            % (comp, rec.get("speed"), rec.get("width"), why),
+            rule["action"],
+            "ib.link_speed: width below 2x or below the node's other ports at the same speed",
+            evidence=ev,
+        )
+
+
+def check_unreadable(ctx: Ctx, rec: Dict[str, Any], mod: Dict[str, Any], th: Dict[str, Any]) -> None:
+    rule, comp = th["unreadable"], rec["component"]
+    ctx.add(
+        "ib.optics",
+        rule["severity"],
+        comp,
+        "unreadable",
+        "%s transceiver %s: module EEPROM reads as garbage (%s): its DOM cannot be judged; reseat the module at the "
+        "next window; if it stays so, the NIC firmware/driver cannot read the module's diagnostics page"
+        % (comp, _module_label(mod), mod.get("unreadable")),
+        rule["action"],
+        "ib.optics: module unreadable (identifier 0xff or no ordered threshold band)",
+        evidence={"reason": mod.get("unreadable"), "identifier": mod.get("identifier"), "source": rec.get("source")},
+    )
+
+
+def check_loss_of_light(ctx: Ctx, rec: Dict[str, Any], mod: Dict[str, Any], th: Dict[str, Any]) -> bool:
+    """Loss of light (True when reported; the Rx power check then adds nothing for it): a lane at the no-light
+    floor whose module raised its own Rx power low alarm, or every reported Rx lane dark while the transmitter is
+    lit (the link receives nothing). One dark lane among lit ones (an unused lane of a split port) and a module
+    dark on both sides (laser off, port unused) are not light lost."""
+    floor = float(th["no_light_dbm"])
+    rx = [as_num(v) for v in as_list(mod.get("rx_power_dbm"))]
+    tx = [as_num(v) for v in as_list(mod.get("tx_power_dbm"))]
+    flagged = {
+        f.get("lane")
+        for f in as_list(mod.get("flags_on"))
+        if isinstance(f, dict) and f.get("quantity") == "rx_power_dbm" and f.get("level") == "low_alarm"
+    }
+    seen = [(lane, v) for lane, v in enumerate(rx, 1) if v is not None]
+    all_dark = bool(seen) and all(v <= floor for _lane, v in seen)
+    lit = any(t is not None and t > floor for t in tx)
+    dark = [
+        lane
+        for lane, v in seen
+        if v <= floor and (lane in flagged or (None in flagged and len(seen) == 1) or (all_dark and lit))
+    ]
+    if not dark:
+        return False
+    rule, comp = th["loss_of_light"], rec["component"]
+    ctx.add(
+        "ib.optics",
+        rule["severity"],
+        comp,
+        "no_light",
+        "%s transceiver %s: loss of light on lane%s %s (Rx %.2f dBm = no light%s): check the fibre and its ends, "
+        "the far-end transceiver and the peer port"
+        % (
+            comp,
+            _module_label(mod),
+            "s" if len(dark) > 1 else "",
+            ",".join(map(str, dark)),
+            floor,
+            "; the module raised its Rx power low alarm" if flagged else "; its transmitter is lit",
+        ),
+        rule["action"],
+        "ib.optics: Rx at the no-light floor on a lane whose Tx is lit or whose Rx low alarm is on (%s)"
+        % rec.get("source"),
+        evidence={
+            "lanes": dark,
+            "rx_power_dbm": rx,
+            "tx_power_dbm": tx,
+            "tool": rec.get("tool"),
+            "source": rec.get("source"),
+            "module": {k: mod.get(k) for k in ("identifier", "vendor", "part_number", "serial")},
+        },
+    )
+    return True
+
+
 def check_optics(ctx: Ctx, facts: Dict[str, Any], hs: Dict[str, Any]) -> None:
     """Entry point (run.py): ib.optics, ib.ber and ib.congestion over one node's facts; updates ``hs["optics"]``."""
     th = ctx.policy["thresholds"]["optics"]
@@ -385,12 +567,20 @@ def check_optics(ctx: Ctx, facts: Dict[str, Any], hs: Dict[str, Any]) -> None:
     state = as_dict(hs.get("optics"))
     hist = dict(as_dict(state.get("rx_history")))
     store = dict(as_dict(state.get("congestion")))
-    for rec in _records(facts):
+    records = _records(facts)
+    for rec in records:
+        if rec.get("tool") == "mlxlink":
+            check_status(ctx, rec, th)  # the tool's own words, also when a -m/-c query was "not supported"
+            check_link_speed(ctx, rec, records, th)
         if rec.get("unsupported"):
             continue
         mod = rec.get("module")
+        if isinstance(mod, dict) and mod.get("unreadable"):
+            check_unreadable(ctx, rec, mod, th)  # one finding: its readings and flags mean nothing
+            continue
         if isinstance(mod, dict) and mod.get("ddm"):
-            _check_module(ctx, rec, mod, th)
+            if not check_loss_of_light(ctx, rec, mod, th):
+                _check_module(ctx, rec, mod, th)
             if t is not None:
                 _check_trend(ctx, rec, mod, t, hist, th)
         if isinstance(rec.get("phy"), dict):

@@ -251,6 +251,7 @@ def _kernel_event_checks(guarded, ctx: Ctx, facts: Dict[str, Any], hs: Dict[str,
     guarded("gpu.xid", xid.check_xid, ctx, facts, hs, counts)
     guarded("gpu.xid", xid_chains.check_root_causes, ctx, facts, counts)
     guarded("nvswitch.sxid", xid.check_sxid, ctx, facts, counts)
+    guarded("node.pcie_aer", node.check_pcie_aer, ctx, facts, counts)
 
 
 def _drop_unread(ctx: Ctx, skip: set) -> None:

@@ -157,3 +157,76 @@ def test_ethtool_stats():
     assert r["rx_prio3_pause"] == 1523 and r["tx_prio3_pause"] == 2847 and r["rx_prio0_pause"] == 0
     with pytest.raises(ParseError):
         E.parse_ethtool_stats("Cannot get stats strings information: Operation not supported\n", "x")
+
+
+# ------------------------------------------------------------------------ issue 37: the tools' own words
+
+
+def test_mlxlink_troubleshooting_and_supported_info_as_printed():
+    # rsthowto-cx5-...: a ConnectX-5 EDR HCA on IB-SDR; the values are the sample's own lines
+    r = M.parse_mlxlink(fx("mlxlink", "rsthowto-cx5-edr-ib-sdr-cable-speed-not-enabled.txt"), "x")
+    assert (r["state"], r["speed"], r["width"]) == ("Active", "IB-SDR", "4x")
+    assert (r["status_opcode"], r["group_opcode"], r["recommendation"]) == (25, "PHY FW", "Cable speed not enabled")
+    assert r["enabled_speeds"] == ["SDR"] and r["cable_speeds"] == ["SDR"]
+    b = M.parse_mlxlink(fx("mlxlink", "brev-cx6-hdr100-2x-show-ber-monitor-unsupported.txt"), "x")
+    assert b["enabled_speeds"] == ["HDR", "EDR", "FDR", "QDR", "SDR"]
+    assert b["cable_speeds"] == ["HDR", "EDR", "FDR", "FDR10", "QDR", "DDR", "SDR"]
+    assert (b["status_opcode"], b["group_opcode"], b["recommendation"]) == (0, None, "No issue was observed")
+    s = M.parse_mlxlink(fx("mlxlink", "sonic-spectrum-25gbe-port2.txt"), "x")
+    assert s["enabled_speeds"] == ["25G"] and s["cable_speeds"] == ["25G", "10G", "1G"]
+    t = M.parse_mlxlink(fx("mlxlink", "broken-truncated-in-troubleshooting.txt"), "x")
+    assert t["status_opcode"] is None and t["recommendation"] is None and t["speed"] == "IB-HDR"
+
+
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("0x00000075 (HDR,EDR,FDR,QDR,SDR)", ["HDR", "EDR", "FDR", "QDR", "SDR"]),
+        ("0x38000000 (25G)", ["25G"]),
+        ("(NDR)", ["NDR"]),
+        ("N/A", None),
+        ("0x00000000 ()", None),
+        ("0x0000007", None),
+        (None, None),
+    ],
+)
+def test_speed_list(text, want):
+    assert M.speed_list(text) == want
+
+
+def test_speed_gbps_orders_ib_and_ethernet_names():
+    # IBTA per-lane signalling: SDR 2.5 < ... < HDR 53.125 < NDR 106.25 Gb/s; Ethernet names carry their rate
+    assert M.speed_gbps("IB-SDR") == 2.5 and M.speed_gbps("HDR") == 53.125 and M.speed_gbps("IB-NDR") == 106.25
+    assert M.speed_gbps("FDR10") < M.speed_gbps("FDR") < M.speed_gbps("EDR")
+    assert M.speed_gbps("25GbE") == 25.0 and M.speed_gbps("100G_2X") == 100.0 and M.speed_gbps("100M") == 0.1
+    assert M.speed_gbps("N/A") is None and M.speed_gbps("-") is None and M.speed_gbps(7) is None
+
+
+def test_ethtool_m_without_identifier_is_read_from_its_fields():
+    # issue 37: a paste that starts at "Transceiver type" (netdev thread, SOURCE in the sidecar)
+    r = E.parse_ethtool_module(fx("ethtool-m", "netdev-derived-sfp-from-transceiver-type-no-light.txt"), "x")
+    assert r["identifier"] is None and r["transceiver_type"] == "10G Ethernet: 10G Base-SR"
+    assert r["vendor"] == "IBM-Avago" and r["rx_power_dbm"] == [-40.0] and r["tx_power_dbm"] == [-2.35]
+    assert r["thresholds"]["rx_power_dbm"]["low_alarm"] == -15.02 and r["unreadable"] is None
+    assert {(f["quantity"], f["level"]) for f in r["flags_on"]} == {
+        ("rx_power_dbm", "low_alarm"), ("rx_power_dbm", "low_warning")
+    }  # fmt: skip
+    e = E.parse_ethtool_module(fx("ethtool-m", "netdev-cx3pro-sfp-rx-no-light-elided.txt"), "x")
+    assert e["identifier"] == "0x03 (SFP)" and e["rx_power_dbm"] == [-40.0] and e["temperature_c"] == 32.13
+    t = E.parse_ethtool_module(fx("ethtool-m", "broken-from-transceiver-type-truncated.txt"), "x")
+    assert t["rx_power_dbm"] == [-40.0] and t["thresholds"] == {} and t["temperature_c"] is None
+    with pytest.raises(ParseError):
+        E.parse_ethtool_module(fx("ethtool-m", "broken-garbled.txt"), "x")
+    with pytest.raises(ParseError):
+        E.parse_ethtool_module("", "x")
+
+
+def test_ethtool_m_garbage_eeprom_is_unreadable_not_alarms():
+    z = E.parse_ethtool_module(fx("ethtool-m", "netdev-cx2-sfp-a2h-zeroes-garbage.txt"), "x")
+    assert z["unreadable"] and "no threshold band is ordered" in z["unreadable"]
+    f = E.parse_ethtool_module(fx("ethtool-m", "derived-sfp-identifier-0xff-all-ones.txt"), "x")
+    assert f["unreadable"] == "identifier 0xff" and len(f["flags_on"]) == 20
+    # Rx/Tx power thresholds not programmed but a real temperature/voltage band: readable (cumulus sample)
+    c = E.parse_ethtool_module(fx("ethtool-m", "cumulus-qsfp-plus-sr4-finisar-no-light-inf.txt"), "x")
+    assert c["unreadable"] is None
+    assert E.parse_ethtool_module(fx("ethtool-m", "cumulus-qsfp28-sr4-mellanox.txt"), "x")["unreadable"] is None

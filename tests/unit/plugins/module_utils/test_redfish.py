@@ -31,6 +31,7 @@ SAMPLES = {
     "dmtf-rackmount1-chassis-thermal.json": {"sensors": 5},
     "dmtf-rackmount1-fwinv-bmc.json": {"firmware": 1},
     "dmtf-rackmount1-powersubsystem-psu-bay1.json": {"sensors": 1, "psus": 1},
+    "dmtf-rackmount1-sel-log1-entries.json": {"log_entries": 2},
     "dmtf-rackmount1-system.json": {"systems": 1},
     "dmtf-rackmount1-thermalsubsystem-fan-bay1.json": {"sensors": 1},
     "dmtf-rackmount1-updateservice.json": {},
@@ -117,8 +118,23 @@ def test_log_entries_and_expanded_collection():
         "entry_type": "SEL",
         "entry_code": "Assert",
         "sensor_type": "Version Change",
+        "sensor_number": 2,
         "resolved": False,
     }
+
+
+def test_dmtf_sel_log_entries_keep_severity_sensor_and_time():
+    """DMTF public-rackmount1 Log1 entries (SOURCE in the sidecar): the values are the mockup's own fields."""
+    es = parse("dmtf-rackmount1-sel-log1-entries.json")["log_entries"]
+    assert [(e["id"], e["severity"], e["sensor_type"], e["sensor_number"], e["created"]) for e in es] == [
+        ("1", "Critical", "Temperature", 1, "2012-03-07T14:44:00Z"),
+        ("2", "Critical", "Temperature", 2, "2012-03-07T14:45:00Z"),
+    ]
+    assert es[0]["entry_code"] == "Upper Critical - going high" and es[0]["message"] == "Temperature threshold exceeded"
+    # garbled members: no traceback, nothing invented
+    odd = {"Members": [{"@odata.type": "#LogEntry.v1_14_0.LogEntry", "Id": 7, "Severity": 42, "SensorNumber": "x"}]}
+    (e,) = _redfish.parse_document(odd)["log_entries"]
+    assert e["sensor_number"] is None and e["created"] is None and e["severity"] in (None, "42")
 
 
 def test_firmware_inventory():

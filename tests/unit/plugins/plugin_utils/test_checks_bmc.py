@@ -98,3 +98,59 @@ def test_leak_sensor_from_ipmi_and_profile_extra_keys():
     assert (f["severity"], f["action"]) == ("P1", "emergency_shutdown")
     prof = dict(PROFILE, ib_link_layer="InfiniBand", fabric_manager_version="535.161.08", ib_ports=2)
     assert run(facts(), prof)[0] == []
+
+
+# ---------------------------------------------------------- issue 37: Redfish LogEntry severity -> bmc.sel
+
+
+def _redfish_facts(name, evidence_time, sel=None):
+    import json
+    import os
+
+    from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import redfish as R
+
+    fix = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "fixtures", "redfish", name)
+    with open(fix, encoding="utf-8") as fh:
+        frag = R.parse_document(json.load(fh), name)
+    f = facts(bmc={"source": "capture", "sensors": [], "sel": sel or [], "redfish": frag})
+    f["evidence_time"] = evidence_time
+    return f
+
+
+def test_redfish_critical_sel_entries_inside_the_window():
+    # DMTF public-rackmount1 Log1: two Severity Critical Temperature entries (SensorNumber 1, 2) created
+    # 2012-03-07T14:44:00Z and 14:45:00Z (SOURCE in the sidecar); the evidence time an hour later
+    fs = only(run(_redfish_facts("dmtf-rackmount1-sel-log1-entries.json", "2012-03-07T15:45:00Z"))[0], "bmc.sel")
+    assert [(f["code"], f["severity"], f["action"]) for f in fs] == [
+        ("Temperature #1: Temperature threshold exceeded", "P2", "monitor"),
+        ("Temperature #2: Temperature threshold exceeded", "P2", "monitor"),
+    ]
+    assert fs[0]["evidence"] == {
+        "id": "1", "sensor_type": "Temperature", "time": "2012-03-07T14:44:00Z", "source": "redfish"
+    }  # fmt: skip
+    assert "Temperature" in fs[0]["message"] and "2012-03-07T14:44:00Z" in fs[0]["message"]
+    # outside sel_lookback_hours (24 h) of the evidence time: history, nothing
+    assert not only(run(_redfish_facts("dmtf-rackmount1-sel-log1-entries.json", "2012-03-09T15:45:00Z"))[0], "bmc.sel")
+
+
+def test_redfish_ok_warning_deassert_and_ipmitool_precedence():
+    # OpenBMC bmcweb SEL entry: Severity OK -> nothing
+    assert not only(run(_redfish_facts("openbmc-bmcweb-sel-entries.json", "2024-08-20T15:00:00Z"))[0], "bmc.sel")
+    base = {"entry_type": "SEL", "sensor_type": "Temperature", "sensor_number": 3, "message": "Inlet temp high"}
+    entries = [
+        dict(base, id="1", created="2026-12-02T09:00:00Z", severity="Warning", entry_code="Assert"),
+        dict(base, id="2", created="2026-12-02T09:30:00Z", severity="OK", entry_code="Deassert", message="Inlet ok"),
+        dict(base, id="3", created="2026-12-02T09:40:00Z", severity="Warning", sensor_number=4, entry_code="Assert"),
+        dict(base, id="4", created="2026-12-02T09:41:00Z", severity="Critical", sensor_number=5, resolved=True),
+        dict(base, id="5", created=None, severity="Critical", sensor_number=6),
+        {"id": "6", "created": "garbage", "severity": 42},
+        "not a dict",
+    ]
+    f = facts(bmc={"sensors": [], "sel": [], "redfish": {"log_entries": entries}})
+    fs = only(run(f)[0], "bmc.sel")
+    assert [(x["code"], x["severity"]) for x in fs] == [("Temperature #4: Inlet temp high", "P3")]
+    # the same SEL read by ipmitool too: the Redfish SEL copy is left to it (no double count)
+    sel = [{"id": 1, "time": "2026-12-02T09:00:00", "sensor": "PS1", "event": "Failure detected",
+            "direction": "asserted", "severity": "critical"}]  # fmt: skip
+    f = facts(bmc={"sensors": [], "sel": sel, "redfish": {"log_entries": entries}})
+    assert [x["code"] for x in only(run(f)[0], "bmc.sel")] == ["PS1: Failure detected"]

@@ -182,3 +182,84 @@ def test_ethtool_no_light_and_unprogrammed_thresholds_are_sentinels():
     assert r["module"]["rx_power_dbm"] == [-40.0] * 4
     assert r["module"]["thresholds"]["rx_power_dbm"]["low_alarm"] == -40.0
     assert not [x for x in run(with_optics([r]))[0] if x["check"].startswith("ib.")]
+
+
+# ------------------------------------------------------------------ issue 37: optics by the tools' own words
+
+
+def test_mlxlink_recommendation_is_a_finding_without_a_profile():
+    # rsthowto sample: Status Opcode 25 (cable stamping class, MLNX-OS list), "Cable speed not enabled", IB-SDR
+    r = rec_mlx("rsthowto-cx5-edr-ib-sdr-cable-speed-not-enabled.txt")
+    fs = run(with_optics([r]))[0]
+    (f,) = only(fs, "ib.optics", "mlx5_0/1", "status")
+    assert (f["severity"], f["action"]) == ("P2", "replace")
+    assert "Cable speed not enabled" in f["message"] and "25" in f["message"] and "IB-SDR" in f["message"]
+    assert f["evidence"]["status_opcode"] == 25 and f["evidence"]["group_opcode"] == "PHY FW"
+    # enabled and cable speeds both read SDR: no downshift beside the tool's verdict
+    assert not only(fs, "ib.link_speed")
+    # healthy real outputs, both spellings of "No issue was observed", the -E- line: nothing
+    for name in ("brev-cx6-hdr100-2x-show-ber-monitor-unsupported.txt", "sonic-spectrum-25gbe-port2.txt"):
+        fs = run(with_optics([rec_mlx(name)]))[0]
+        assert not [x for x in fs if x["check"] in ("ib.optics", "ib.link_speed")], (name, fs)
+
+
+def test_mlxlink_opcode_classes_from_policy():
+    r = rec_mlx("derived-osfp-ndr-healthy.txt")
+    for opcode, words, want in (
+        (1, "Port closed by command", ("P3", "monitor")),
+        (17, "Bad signal integrity", ("P2", "reseat")),
+        (None, "Check the cable", ("P2", "reseat")),
+    ):
+        x = dict(r, status_opcode=opcode, recommendation=words)
+        (f,) = only(run(with_optics([x]))[0], "ib.optics", "mlx5_0/1", "status")
+        assert (f["severity"], f["action"]) == want, opcode
+    # a truncated file says nothing: no status finding
+    assert not only(run(with_optics([rec_mlx("broken-truncated-in-troubleshooting.txt")]))[0], "ib.optics")
+
+
+def test_link_speed_below_enabled_and_cable_speed():
+    fs = run(with_optics([rec_mlx("derived-cx6-hdr-enabled-active-sdr.txt")]))[0]
+    (f,) = only(fs, "ib.link_speed", "mlx5_0/1", "speed")
+    assert (f["severity"], f["action"]) == ("P2", "reseat") and "IB-SDR" in f["message"]
+    assert not only(fs, "ib.optics")  # mlxlink said "No issue was observed": only the comparison speaks
+    down = rec_mlx("derived-cx6-hdr-enabled-active-sdr.txt")
+    down["state"] = "Down"
+    assert not only(run(with_optics([down]))[0], "ib.link_speed")
+
+
+def test_link_width_1x_and_against_peers():
+    fs = run(with_optics([rec_mlx("derived-cx6-hdr-width-1x.txt")]))[0]
+    assert only(fs, "ib.link_speed", "mlx5_0/1", "width")[0]["severity"] == "P2"
+    # eight HCAs at 2x (the brev node's HDR100 design): nothing; one of three NDR ports at 2x while two run 4x: width
+    brev = [rec_mlx("brev-cx6-hdr100-2x-show-ber-monitor-unsupported.txt", "mlx5_%d" % i) for i in range(8)]
+    assert not only(run(with_optics(brev))[0], "ib.link_speed")
+    ndr = [rec_mlx("derived-osfp-ndr-healthy.txt", "mlx5_%d" % i) for i in range(3)]
+    ndr[2]["width"] = "2x"
+    fs = run(with_optics(ndr))[0]
+    assert [f["component"] for f in only(fs, "ib.link_speed")] == ["mlx5_2/1"]
+
+
+def test_ethtool_without_identifier_gives_loss_of_light_not_a_parse_error():
+    for name in (
+        "netdev-derived-sfp-from-transceiver-type-no-light.txt",
+        "netdev-cx3pro-sfp-rx-no-light-elided.txt",
+        "broken-from-transceiver-type-truncated.txt",  # no flags, no thresholds: all Rx dark, Tx lit
+    ):
+        fs = run(with_optics([rec_eth(name, "eth2")]))[0]
+        (f,) = only(fs, "ib.optics", "net:eth2")
+        assert (f["code"], f["severity"], f["action"]) == ("no_light", "P1", "reseat"), name
+        assert f["evidence"]["lanes"] == [1]
+    # dark on both sides (laser off, thresholds not programmed: cumulus sample): a sentinel
+    assert not only(run(with_optics([rec_eth("cumulus-qsfp-plus-sr4-finisar-no-light-inf.txt")]))[0], "ib.optics")
+
+
+def test_garbage_eeprom_is_one_unreadable_finding():
+    for name in ("netdev-cx2-sfp-a2h-zeroes-garbage.txt", "derived-sfp-identifier-0xff-all-ones.txt"):
+        fs = only(run(with_optics([rec_eth(name, "eth1")]))[0], "ib.optics")
+        assert [(f["code"], f["severity"], f["action"]) for f in fs] == [("unreadable", "P3", "monitor")], name
+
+
+def test_garbled_ethtool_is_a_collector_error():
+    errors = []
+    assert O.ethtool_record(fx("ethtool-m", "broken-garbled.txt"), "eth3", "ethtool-m-eth3.txt", errors) is None
+    assert errors and errors[0]["kind"] == "parse"
