@@ -167,6 +167,7 @@ def parse_lfs_df(
     parser = "lfs_df"
     lines = _lines(text, parser, source)
     rec = Records(parser, source, DOMAIN, errors)
+    start = len(rec.errors)  # the caller's list may hold other sources' entries
     out: List[Dict[str, Any]] = []
     cur: Optional[Dict[str, Any]] = None
     for no, raw in enumerate(lines, 1):
@@ -188,7 +189,7 @@ def parse_lfs_df(
             _df_line(cur, line, no)
     out = [fs for fs in out if fs["targets"] or fs["summary"]]
     if not out:
-        if rec.errors:
+        if len(rec.errors) > start:  # only tool messages or bad lines: those entries say why
             return rec.finish(out)
         raise ParseError("no lfs df header (UUID ...) and no target rows in the output", parser, source)
     for fs in out:
@@ -311,6 +312,7 @@ def parse_lfs_check(text: str, source: Optional[str] = None, errors: Optional[li
     parser = "lfs_check"
     lines = _lines(text, parser, source)
     rec = Records(parser, source, DOMAIN, errors)
+    start = len(rec.errors)
     out: List[Dict[str, Any]] = []
     for no, raw in enumerate(lines, 1):
         line = raw.strip()
@@ -332,7 +334,7 @@ def parse_lfs_check(text: str, source: Optional[str] = None, errors: Optional[li
             tn = target_name(obd)
             kind = tn["kind"] or ("MGC" if obd.startswith("MGC") else None)
             out.append({"name": obd, "fs": tn["fs"], "kind": kind, "target": tn["name"], "state": state, "error": err})
-    if not out and not rec.errors:
+    if not out and len(rec.errors) == start:
         raise ParseError("no server lines", parser, source)
     return rec.finish(out)
 

@@ -50,6 +50,7 @@ def parse_mm_y(
     parser = "%s_Y" % command
     lines = _lines(text, parser, source)
     rec = Records(parser, source, DOMAIN, errors)
+    start = len(rec.errors)  # the caller's list may hold other sources' entries
     headers: Dict[str, List[str]] = {}
     out: Dict[str, List[Dict[str, str]]] = {}
     need = required or {}
@@ -75,7 +76,7 @@ def parse_mm_y(
             row = _row(fields, parts[3:], command, section)
             _check_row(row, need.get(section, ()), section, no)
             out.setdefault(section, []).append(row)
-    if not headers:
+    if not headers and not any(e.get("kind") == "tool_error" for e in rec.errors[start:]):
         raise ParseError("no HEADER line: not %s -Y output" % command, parser, source)
     return rec.finish(out)
 
@@ -169,6 +170,7 @@ def _cluster_table(text: Any, source: Optional[str], errors: Optional[list]) -> 
     parser = "mmhealth_cluster"
     lines = _lines(text, parser, source)
     rec = Records(parser, source, DOMAIN, errors)
+    start = len(rec.errors)
     summary: List[Dict[str, Any]] = []
     header = False
     for no, raw in enumerate(lines, 1):
@@ -192,7 +194,7 @@ def _cluster_table(text: Any, source: Optional[str], errors: Optional[list]) -> 
             for key, val in zip(_CLUSTER_HEAD[1:], cols[1:]):
                 row[key] = parse_int(val)
             summary.append(row)
-    if not summary and not rec.errors:
+    if not summary and len(rec.errors) == start:
         raise ParseError("no mmhealth rows", parser, source)
     return rec.finish({"states": [], "events": [], "summary": summary})
 
@@ -214,8 +216,9 @@ def parse_mmlsdisk(text: str, source: Optional[str] = None, errors: Optional[lis
                 "size_kb": _opt_int(r.get("diskSizeKB")),
             }
         )
-    if not disks and not (errors and any(e.get("kind") == "tool_error" for e in errors)):
-        raise ParseError("no disk rows", "mmlsdisk_Y", source)
+    if not disks and not sec:  # no row at all: fine only when mmlsdisk said why (a tool_error entry)
+        if errors is None or not any(e.get("kind") == "tool_error" and e.get("source") == source for e in errors):
+            raise ParseError("no disk rows", "mmlsdisk_Y", source)
     return disks
 
 
