@@ -230,17 +230,57 @@ def _periods(conn: Any, nodes: Dict[str, Dict[str, Any]], at: float, run_id: str
     return {"extended": len(extend), "closed": len(close), "opened": len(new)}
 
 
+#: evidence keys that carry the time a fault was first seen in the evidence itself (kernel log, SEL, Slurm's reason
+#: time, an alert's startsAt, the first sighting a node kept in its state): the incident's clocks start there
+EVIDENCE_TIME_KEYS = ("first", "first_seen", "time", "reason_time", "active_since", "startsAt", "starts_at")
+
+
+def _epoch(value: Any) -> Optional[float]:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) if value > 0 else None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        when = datetime.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return when.timestamp()
+
+
+def evidence_time(finding: Dict[str, Any]) -> Optional[float]:
+    """The earliest time the finding's own evidence names (EVIDENCE_TIME_KEYS), or None."""
+    ev = finding.get("evidence") if isinstance(finding.get("evidence"), dict) else {}
+    times = [_epoch(ev.get(k)) for k in EVIDENCE_TIME_KEYS]
+    times += [_epoch(t) for t in ev.get("times") or [] if not isinstance(ev.get("times"), (str, bytes))]
+    found = [t for t in times if t is not None]
+    return min(found) if found else None
+
+
+def _pairs(report: Dict[str, Any]) -> Iterable[Tuple[str, str, Dict[str, Any]]]:
+    """(fingerprint, host, finding) of every finding in the report (node and cluster findings)."""
+    for host, n in (report.get("nodes") or {}).items():
+        for f in n.get("findings") or []:
+            if isinstance(f, dict):
+                yield _fingerprint(host, f), host, f
+    summary = report.get("summary") or {}
+    for f in summary.get("cluster_findings") or []:
+        if isinstance(f, dict):
+            yield _fingerprint("", f), "", f
+
+
+def _fingerprint(host: str, f: Dict[str, Any]) -> str:
+    fid = str(f.get("id") or "%s:%s:%s" % (f.get("check"), f.get("component"), f.get("code")))
+    return ("%s|%s" % (host, fid))[:512]
+
+
 def _finding_rows(report: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     """fingerprint -> finding_history values of every finding in the report (node and cluster findings)."""
     out: Dict[str, Dict[str, Any]] = {}
-    pairs: List[Tuple[str, Dict[str, Any]]] = []
-    for host, n in (report.get("nodes") or {}).items():
-        pairs.extend((host, f) for f in n.get("findings") or [] if isinstance(f, dict))
-    summary = report.get("summary") or {}
-    pairs.extend(("", f) for f in summary.get("cluster_findings") or [] if isinstance(f, dict))
-    for host, f in pairs:
-        fid = str(f.get("id") or "%s:%s:%s" % (f.get("check"), f.get("component"), f.get("code")))
-        fp = ("%s|%s" % (host, fid))[:512]
+    for fp, host, f in _pairs(report):
         ev = f.get("evidence") if isinstance(f.get("evidence"), dict) else {}
         serial = ev.get("serial") or ev.get("gpu_serial") or ev.get("part_serial")
         out[fp] = {
@@ -255,6 +295,46 @@ def _finding_rows(report: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
             "action": str(f.get("action"))[:32] if f.get("action") else None,
             "summary": str(f.get("message") or "")[:4000],
         }
+    return out
+
+
+def last_observed(conn: Any, hosts: Iterable[str], at: float) -> Dict[str, float]:
+    """Each host's last observation before ``at`` (its latest period's ``last_seen``), and ``""`` -> the previous
+    run's time (for cluster findings). Read before the run updates the periods."""
+    np_ = tables()["node_periods"]
+    out: Dict[str, float] = {}
+    for part in _chunks(sorted(set(hosts))):
+        q = (
+            sa.select(np_.c.host, sa.func.max(np_.c.last_seen))
+            .where(np_.c.host.in_(part), np_.c.last_seen < at)
+            .group_by(np_.c.host)
+        )
+        out.update((h, float(t)) for h, t in conn.execute(q) if t is not None)
+    runs = tables()["runs"]
+    prev_run = conn.execute(sa.select(sa.func.max(runs.c.started_at)).where(runs.c.started_at < at)).scalar()
+    if prev_run is not None:
+        out[""] = float(prev_run)
+    return out
+
+
+def detection_times(
+    report: Dict[str, Any], fingerprints: Iterable[str], at: float, observed: Dict[str, float]
+) -> Dict[str, float]:
+    """When each new finding's fault was detected (docs/service.md "Clocks start at the fault"): the earliest time
+    its evidence names, never before the previous clean observation of its host (``observed``, from
+    :func:`last_observed`: a new finding was not there when the host was last seen), never after the run. Without
+    an evidence time: the run's time."""
+    wanted = set(fingerprints)
+    out: Dict[str, float] = {}
+    for fp, host, f in _pairs(report):
+        if fp not in wanted:
+            continue
+        t = evidence_time(f)
+        if t is None or t >= at:
+            out[fp] = at
+            continue
+        floor = observed.get(host or "")
+        out[fp] = max(t, floor) if floor is not None else t
     return out
 
 
@@ -361,6 +441,7 @@ def record_run(
                 "summary": {k: summary.get(k) for k in ("nodes", "status", "severity")},
             },
         )
+        observed = last_observed(conn, nodes, at)  # before the periods move on: the previous clean sightings
         out["periods"] = _periods(conn, nodes, at, run_id)
         new, still_open = _findings(conn, report, at, run_id)
         if alloc:
@@ -382,7 +463,8 @@ def record_run(
             for f in new
             if f["severity"] in (sla.get("open_severities") or []) and not f["check_id"].startswith("service.")
         ]
-        out["incidents_opened"] = insert_incidents(conn, opens, at)
+        detected = detection_times(report, [f["fingerprint"] for f in opens], at, observed)
+        out["incidents_opened"] = insert_incidents(conn, opens, at, detected)
         up = {h for h, n in nodes.items() if n["state"] == "up"}
         out["incidents_restored"] = restore_incidents(conn, up, still_open, set(nodes), at)
         out.update(recorded=True, findings_new=len(new), allocation=sorted(alloc))

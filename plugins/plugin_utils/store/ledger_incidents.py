@@ -78,8 +78,13 @@ def _event(iid: str, step: str, at: float, actor: str, source: str, detail: Opti
     return {"incident_id": iid, "step": step, "at": at, "actor": actor, "source": source, "detail": detail}
 
 
-def insert_incidents(conn: Any, findings: List[Dict[str, Any]], at: float) -> List[str]:
-    """Open an incident for each new finding (finding_history values) that has none open; returns the ids."""
+def insert_incidents(
+    conn: Any, findings: List[Dict[str, Any]], at: float, detected: Optional[Dict[str, float]] = None
+) -> List[str]:
+    """Open an incident for each new finding (finding_history values) that has none open; returns the ids.
+    ``detected``: fingerprint -> when the fault was detected (its evidence time, ``_ledger.detection_times``);
+    the run's time ``at`` for the others. The ``detected`` event is written at that time, by the inspection."""
+    detected = detected or {}
     if not findings:
         return []
     t = tables()
@@ -106,10 +111,12 @@ def insert_incidents(conn: Any, findings: List[Dict[str, Any]], at: float) -> Li
                 "title": f.get("summary"),
                 "source": "finding",
                 "state": "open",
-                "detected_at": at,
+                "detected_at": detected.get(f["fingerprint"], at),
             }
         )
-        events.append(_event(iid, "detected", at, "inspection", "inspection", f["fingerprint"]))
+        events.append(
+            _event(iid, "detected", detected.get(f["fingerprint"], at), "inspection", "inspection", f["fingerprint"])
+        )
     conn.execute(inc.insert(), rows)
     conn.execute(t["incident_events"].insert(), events)
     return ids

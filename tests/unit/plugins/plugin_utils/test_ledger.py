@@ -197,3 +197,50 @@ def test_retention_prunes_old_rows_but_keeps_half_a_year_of_audit_changes(store_
     assert done["node_periods"] == 1 and done["runs"] == 2 and done["changes"] == 1
     assert [c["digest"] for c in rows(store, "changes")] == ["young"]
     assert [p["state"] for p in rows(store, "node_periods")] == ["down"]  # the open period stays
+
+
+# ---------------------------------------------------------------------------------------------- clocks start at the fault
+def _at(finding_, **evidence):
+    out = dict(finding_)
+    out["evidence"] = dict(out["evidence"], **evidence)
+    return out
+
+
+def test_an_incident_is_detected_at_its_first_evidence_not_at_the_run(store_kw):
+    """Issue 39: the Xid line of 07:52 seen by the 08:00 run opens an incident detected at 07:52; the P0 respond
+    clock (15 min) is due at 08:07, not 08:15."""
+    store = open_store(**store_kw)
+    xid = _at(finding("b"), first="2026-10-05T07:52:00Z")
+    out = _ledger.record_run(store, report(T0, {"a": {}, "b": {"status": "faulty", "findings": [xid]}}))
+    inc = rows(store, "incidents", "incident_id")
+    assert out["incidents_opened"] == [inc[0]["incident_id"]]
+    assert inc[0]["detected_at"] == T0 - 8 * 60
+    assert [(e["step"], e["at"]) for e in rows(store, "incident_events")] == [("detected", T0 - 8 * 60)]
+
+
+def test_detection_never_goes_back_past_the_previous_clean_run(store_kw):
+    """A node seen clean at 08:00 whose 09:00 run finds an old line of 07:30 (e.g. a newly enabled check): the
+    fault is not older than the clean 08:00 observation for the clocks."""
+    store = open_store(**store_kw)
+    _ledger.record_run(store, report(T0, {"a": {}, "b": {}}))
+    old = _at(finding("b"), first="2026-10-05T07:30:00Z")
+    _ledger.record_run(store, report(T0 + HOUR, {"a": {}, "b": {"status": "faulty", "findings": [old]}}))
+    assert rows(store, "incidents", "incident_id")[0]["detected_at"] == T0
+
+
+@pytest.mark.parametrize(
+    "evidence,expected_offset",
+    [
+        ({}, 0.0),  # no time in the evidence: the run's time
+        ({"first": "not a time"}, 0.0),
+        ({"first": "2026-10-05T09:00:00Z"}, 0.0),  # later than the run (a clock ahead): the run's time
+        ({"time": "2026-10-05T07:45:00+00:00", "reason_time": "2026-10-05T07:50:00"}, -15 * 60.0),  # the earliest
+        ({"times": ["2026-10-05T07:58:00Z", "2026-10-05T07:55:00Z"]}, -5 * 60.0),
+        ({"startsAt": "2026-10-05T07:59:30Z"}, -30.0),  # an alert's startsAt
+    ],
+)
+def test_evidence_times_are_read_from_the_findings_own_words(store_kw, evidence, expected_offset):
+    store = open_store(**store_kw)
+    f = _at(finding("b"), **evidence)
+    _ledger.record_run(store, report(T0, {"b": {"status": "faulty", "findings": [f]}}))
+    assert rows(store, "incidents", "incident_id")[0]["detected_at"] == T0 + expected_offset
