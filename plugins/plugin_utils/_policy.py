@@ -43,7 +43,17 @@ ACTIONS = _xid_catalog.ACTIONS
 CLEAR_RULES = ("facts", "needs_new_boot", "needs_reset_record", "needs_serial_change")
 #: Actions that take a node or part of it out of service or power it off: never taken on evidence that could not
 #: be read (a finding from an unknown fact domain is withheld to ``monitor``, see ``withhold_disruptive``).
-DISRUPTIVE_ACTIONS = ("isolate", "reboot", "reset_gpu", "replace", "emergency_shutdown")
+DISRUPTIVE_ACTIONS = (
+    "isolate",
+    "reboot",
+    "reset_gpu",
+    "replace",
+    "emergency_shutdown",
+    "power_cycle",
+    "restart_fabric_manager",
+    "drain_p2p",
+    "recover_imex_domain",
+)
 #: What a withheld disruptive action becomes.
 WITHHELD_ACTION = "monitor"
 DOMAIN_KINDS = ("rack", "leaf", "power")

@@ -173,10 +173,12 @@ DEFAULT_POLICY: Dict[str, Any] = {
         # NVML GPU recovery action state (gpu.recovery_action) -> what to do.
         "gpu_reset": _sev("P1", "reset_gpu"),
         "node_reboot": _sev("P1", "reboot"),
-        "drain_p2p": _sev("P2", "reset_gpu"),
+        # DRAIN_P2P: stop P2P work and UVM persistence, then query again (it turns into another action) [MEM]
+        "drain_p2p": _sev("P2", "drain_p2p"),
         "drain_and_reset": _sev("P1", "reset_gpu"),
-        "recover_imex_domain": _sev("P2", "monitor"),
-        "bus_reset": _sev("P1", "reset_gpu"),
+        "recover_imex_domain": _sev("P1", "recover_imex_domain"),
+        # BUS_RESET (pynvml 13.615.71 only, undocumented): not an nvidia-smi GPU reset; a node reboot resets the bus
+        "bus_reset": _sev("P1", "reboot"),
         "system_reboot": _sev("P1", "reboot"),
     },
     "collector_errors": {
@@ -194,13 +196,22 @@ DEFAULT_POLICY: Dict[str, Any] = {
             # A second Xid 79 may be the riser, slot, power or driver: inspect and reseat before replacing the GPU.
             # (No count rule for Xid 48: NVIDIA's RMA criteria are the SRAM threshold flag, unrepairable memory and
             # a remap failure, checked by gpu.ecc and gpu.row_remap.)
+            # NVIDIA: RESTART_BM, investigatory CONTACT_SUPPORT (not a replacement on a count).
             "79": {
                 "window_days": 30,
-                "steps": [_sev("P1", "reboot"), _sev("P1", "reseat"), _sev("P1", "replace")],
+                "steps": [_sev("P1", "reboot"), _sev("P1", "reseat"), _sev("P1", "contact_vendor")],
             },
+            # NVIDIA: RESET_GPU, investigatory CONTACT_SUPPORT ("recording the remap failed").
+            "64": {"window_days": 30, "steps": [_sev("P1", "reset_gpu"), _sev("P1", "contact_vendor")]},
+            # NVIDIA 119/120: "A GPU reset or node power cycle may be needed if the error persists. If this problem
+            # reoccurs after a power cycle, follow the NVIDIA GPU Debug Guidelines".
             "119": {
                 "window_days": 30,
-                "steps": [_sev("P1", "reset_gpu"), _sev("P1", "reboot"), _sev("P1", "contact_vendor")],
+                "steps": [_sev("P1", "reset_gpu"), _sev("P1", "power_cycle"), _sev("P1", "contact_vendor")],
+            },
+            "120": {
+                "window_days": 30,
+                "steps": [_sev("P1", "reset_gpu"), _sev("P1", "power_cycle"), _sev("P1", "contact_vendor")],
             },
         },
     },
@@ -216,6 +227,7 @@ DEFAULT_POLICY: Dict[str, Any] = {
         # (wins over by_action for these checks; "checks" below still wins over both).
         "event_checks": ["gpu.xid"],
         "events_by_action": {
+            "power_cycle": "needs_new_boot",
             "isolate": "needs_serial_change",
             "reseat": "needs_new_boot",
             "contact_vendor": "needs_reset_record",

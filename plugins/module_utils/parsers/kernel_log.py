@@ -24,7 +24,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._xid_catalog import
 
 PARSER = "kernel_log"
 DOMAIN = "kernel"
-KINDS = ("xid", "sxid", "fallen_off_bus", "aer", "mlx5_link", "mlx5_power", "mce", "edac")
+KINDS = ("xid", "sxid", "fallen_off_bus", "gsp_timeout", "aer", "mlx5_link", "mlx5_power", "mce", "edac")
 
 #: Keep at most this many events (the most recent); one incident can print hundreds of Xid 13 lines.
 DEFAULT_MAX_EVENTS = 5000
@@ -77,6 +77,17 @@ _RECOVERY = re.compile(
     r"recovery action changed from\s+(?:(0x[0-9a-fA-F]+|[0-9]+)\s*)?(?:\(([^)]*)\))?\s*to\s+"
     r"(?:(0x[0-9a-fA-F]+|[0-9]+)\s*)?(?:\(([^)]*)\))?",
     re.IGNORECASE,
+)
+#: An Xid 154 line cut before its new action ends ("... to", "... to 0x1 (GPU Reset"); what may follow it.
+_RECOVERY_OPEN = re.compile(r"recovery action changed from\b.*\bto(?:\s+(?:0x[0-9a-fA-F]+|[0-9]+))?(?:\s*\([^)]*)?\s*$",
+                            re.IGNORECASE)  # fmt: skip
+_RECOVERY_TAIL = re.compile(r"^(?:0x[0-9a-fA-F]+|[0-9]+)?\s*\(?[A-Za-z0-9 ]*\)?\.?$")
+_CONTINUATION = re.compile(r"^\s*(?:\S+\s+)?kernel:\s*|^\s*")
+#: GSP heartbeat / RPC timeouts printed without an Xid line (open-gpu-kernel-modules #1125, #1230): the GPU is
+#: ``GPU<n>`` (the driver's instance). ``_kgspLogXid119`` banners belong to the Xid 119 line they frame.
+_GSP = re.compile(
+    r"NVRM: (?:GPU(\d+) )?(?:_kgspIsHeartbeatTimedOut: Heartbeat timed out|_kgspRpcRecvPoll: GSP RM heartbeat timed out"
+    r"|_kgspLogRpcTimeout: \*+ GSP Timeout \*+|.*?Timeout after \d+s of waiting for RPC response from GPU(\d+) GSP)"
 )
 _SEVERITY_WORD = re.compile(r"\b(Non-?fatal|Fatal)\b", re.IGNORECASE)
 _FALLEN = re.compile(r"fallen off the bus", re.IGNORECASE)
@@ -253,15 +264,45 @@ def _xid_event(kind: str, m: re.Match[str], lineno: int, raw: str, ts: Optional[
     cm = _CAUSED.search(msg)
     if cm:
         ev["caused_by"] = parse_int(cm.group(1))
+    _recovery(ev, msg)
+    return ev
+
+
+def _recovery(ev: Dict[str, Any], msg: str) -> None:
+    """Xid 154's new recovery action. NVIDIA's number (``nvmlDeviceGpuRecoveryAction_t``) is authoritative; the
+    words in parentheses drift between drivers (``PF FLR``, ``OS Reboot``) and are only the fallback."""
     rm = _RECOVERY.search(msg)
     if rm:
-        # The driver's words win over the number when both are there and known.
-        ev["recovery_action"] = recovery_action_name(rm.group(4)) or recovery_action_name(rm.group(3))
+        ev["recovery_action"] = recovery_action_name(rm.group(3)) or recovery_action_name(rm.group(4))
         ev["detail"] = {
-            "previous_action": recovery_action_name(rm.group(2)) or recovery_action_name(rm.group(1)),
+            "previous_action": recovery_action_name(rm.group(1)) or recovery_action_name(rm.group(2)),
+            "new_action_code": _num(rm.group(3)),
             "new_action_text": (rm.group(4) or "").strip() or None,
         }
-    return ev
+
+
+def _num(tok: Optional[str]) -> Optional[int]:
+    if not tok:
+        return None
+    return parse_int(tok[2:], 16) if tok.lower().startswith("0x") else parse_int(tok)
+
+
+def _unwrap_xid154(lines: Sequence[str], idx: int, ev: Dict[str, Any], consumed: set) -> None:
+    """An Xid 154 line cut before its new action (terminal or ticket wrapping): join up to two following lines that
+    are not events of their own."""
+    msg = ev["message"]
+    for j in (idx + 1, idx + 2):
+        if not _RECOVERY_OPEN.search(msg) or j >= len(lines):
+            return
+        body = _CONTINUATION.sub("", split_time(lines[j])[1], count=1)
+        body = body[len("NVRM:") :].strip() if body.startswith("NVRM:") else body.strip()
+        after_number = msg.count("(") <= msg.count(")") and not msg.endswith("to")
+        if not body or not _RECOVERY_TAIL.match(body) or (after_number and not body.startswith("(")):
+            return
+        msg = (msg + (" " if not msg.endswith("(") else "") + body).strip()
+        consumed.add(j)
+        ev["message"] = msg
+        _recovery(ev, msg)
 
 
 def _aer_severity(word: str, qual: Optional[str]) -> str:
@@ -324,11 +365,24 @@ def _line_event(
     ts = split_time(line, ref_time)[0]
     m = _XID.search(line)
     if m and "SXid" not in line:
-        events.append(_xid_event("xid", m, lineno, line, ts))
+        ev = _xid_event("xid", m, lineno, line, ts)
+        if ev["code"] == 154:
+            _unwrap_xid154(lines, idx, ev, consumed)
+        events.append(ev)
         return
     m = _SXID.search(line)
     if m:
         _add_sxid(events, _xid_event("sxid", m, lineno, line, ts))
+        return
+    gm = _GSP.search(line) if "NVRM:" in line and "Xid" not in line else None
+    if gm:
+        inst = gm.group(1) or gm.group(2)
+        msg = line[gm.start() + len("NVRM:") :].strip()
+        events.append(
+            _event(
+                "gsp_timeout", lineno, line, ts, message=msg, detail={"gpu_instance": parse_int(inst) if inst else None}
+            )
+        )
         return
     if "NVRM:" in line:
         _add_fallen(events, _fallen(lines, idx, line, ts, consumed), lineno)

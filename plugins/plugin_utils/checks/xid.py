@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Kernel-event checks: Xid (with the Xid catalogue and the policy's overrides) and NVSwitch SXid."""
+"""Kernel-event checks: Xid (with the Xid catalogue and the policy's overrides), GSP timeouts without an Xid line
+(as Xid 119) and NVSwitch SXid (with the SXid catalogue, ``_sxid_catalog``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import datetime
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _xid_catalog
+from ansible_collections.gpuops.cluster.plugins.module_utils import _sxid_catalog, _xid_catalog
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import normalize_bus_id
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, parse_time
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks import xid_decode
@@ -101,11 +102,13 @@ def _new_group(ev: Dict[str, Any]) -> Dict[str, Any]:
         "undated": 0,
         "gpu_index": ev.get("gpu_index"),
         "xid74": [],  # decoded NVLink error registers (xid_decode.decode_xid74)
+        "nvl5": [],  # decoded NVLink5 Xid 144-150 lines (xid_decode.decode_nvlink5)
+        "gsp": 0,  # GSP heartbeat/RPC timeout lines without an Xid line (counted as Xid 119)
         "units": {},  # Xid 13: (GPC, TPC) -> the processes that hit it
     }
 
 
-def _count_event(grp: Dict[str, Any], ev: Dict[str, Any]) -> None:
+def _count_event(grp: Dict[str, Any], ev: Dict[str, Any], driver: Any = None) -> None:
     grp["count"] += 1
     ts = parse_time(ev.get("timestamp"))
     if ts is None:
@@ -125,6 +128,12 @@ def _count_event(grp: Dict[str, Any], ev: Dict[str, Any]) -> None:
     decoded = xid_decode.decode_xid74(text) if ev.get("code") == 74 else None
     if decoded:
         grp["xid74"].append(decoded)
+    code = ev.get("code")
+    nvl5 = xid_decode.decode_nvlink5(code, text, driver) if isinstance(code, int) and 144 <= code <= 150 else None
+    if nvl5:
+        grp["nvl5"].append(nvl5)
+    if ev.get("kind") == "gsp_timeout":
+        grp["gsp"] += 1
     unit = xid_decode.gpc_tpc(text) if ev.get("code") == 13 else None
     if unit:
         who = as_str(ev.get("pid")) or as_str(ev.get("process")) or "?"
@@ -134,9 +143,17 @@ def _count_event(grp: Dict[str, Any], ev: Dict[str, Any]) -> None:
 def group_xids(
     facts: Dict[str, Any], counts, by_index: Dict[Any, Dict[str, Any]]
 ) -> Dict[Tuple[int, Optional[str]], Dict[str, Any]]:
-    """The Xid events that count (``counts``: this boot, not cleared), grouped by (code, bus id)."""
+    """The Xid events that count (``counts``: this boot, not cleared), grouped by (code, bus id). GSP heartbeat/RPC
+    timeout lines count as Xid 119 (one group, bus id unknown) only when no Xid 119/120 line counts on the node:
+    the driver prints them around its own Xid 119 line."""
     groups: Dict[Tuple[int, Optional[str]], Dict[str, Any]] = {}
+    driver = as_dict(facts.get("gpu")).get("driver_version")
+    gsp: List[Dict[str, Any]] = []
     for ev in as_list(as_dict(facts.get("kernel")).get("events")):
+        if isinstance(ev, dict) and ev.get("kind") == "gsp_timeout":
+            if counts(ev, None):
+                gsp.append(ev)
+            continue
         code = _xid_code(ev) if isinstance(ev, dict) else None
         if code is None:
             continue
@@ -144,7 +161,10 @@ def group_xids(
         if bus is None and isinstance(ev.get("gpu_index"), int) and ev["gpu_index"] in by_index:
             bus = normalize_bus_id(by_index[ev["gpu_index"]].get("bus_id"))
         if counts(ev, bus):
-            _count_event(groups.setdefault((code, bus), _new_group(ev)), ev)
+            _count_event(groups.setdefault((code, bus), _new_group(ev)), ev, driver)
+    if gsp and not any(code in (119, 120) for code, _bus in groups):
+        for ev in gsp:
+            _count_event(groups.setdefault((119, None), _new_group(ev)), ev)
     return groups
 
 
@@ -173,6 +193,26 @@ def _user_caused_verdict(ctx: Ctx, code: int, grp: Dict[str, Any], notes: List[s
     return xp["user_caused_severity"], action
 
 
+def _recovery_verdict(ctx: Ctx, value: Any) -> Optional[Tuple[str, str, str]]:
+    """(severity, action, recovery action name) for the recovery action an Xid 154 carries, or None."""
+    if not value:
+        return None
+    ra = _xid_catalog.recovery_action_name(value) or str(value)
+    if ra == "none":
+        return "P3", "none", ra
+    sa = sev_action(ctx.policy["recovery_actions"], ra)
+    return (sa[0], sa[1], ra) if sa else None
+
+
+def _lone_xid45(grp: Dict[str, Any], notes: List[str]) -> Tuple[str, str]:
+    """WORKFLOW_XID_45: "Solo: RESTART_FM / Not Solo: IGNORE (follow guidance in other Xid)"."""
+    if grp.get("fabric_manager") is False:
+        notes.append("solo Xid 45 (WORKFLOW_XID_45: RESTART_FM), but this node runs no fabric manager")
+        return "P3", "none"
+    notes.append("solo Xid 45: no other Xid on this GPU (NVIDIA WORKFLOW_XID_45: Solo: RESTART_FM)")
+    return "P2", "restart_fabric_manager"
+
+
 def xid_verdict(
     ctx: Ctx, code: int, row: Dict[str, Any], grp: Dict[str, Any], notes: List[str], peer_fault: bool = False
 ) -> Tuple[str, str]:
@@ -181,23 +221,31 @@ def xid_verdict(
     reasons to ``notes``. ``peer_fault``: another error on the node explains sympathetic Xid 74 bits."""
     xp = ctx.policy["xid"]
     sev, action = row.get("severity", "P2"), row.get("action", "monitor")
-    if code == xp["recovery_action_xid"] and grp["recovery_action"]:
-        ra = _xid_catalog.recovery_action_name(grp["recovery_action"]) or str(grp["recovery_action"])
-        sa = sev_action(ctx.policy["recovery_actions"], ra)
-        if ra == "none":
-            sev, action = "P3", "none"
-        elif sa:
-            sev, action = sa
-        notes.append("recovery_actions[%s] (Xid 154 carries the new action)" % ra)
+    if row.get("override"):
+        notes.append("override: %s" % row["override"].get("reason"))
+    ra = _recovery_verdict(ctx, grp["recovery_action"]) if code == xp["recovery_action_xid"] else None
+    nvl5 = xid_decode.nvlink5_verdict(grp.get("nvl5") or [], grp.get("xid154")) if grp.get("nvl5") else None
+    if ra:
+        sev, action = ra[0], ra[1]
+        notes.append("recovery_actions[%s] (Xid 154 carries the new action)" % ra[2])
+    elif code == 45 and grp.get("solo"):
+        sev, action = _lone_xid45(grp, notes)
     elif row.get("user_caused"):
         sev, action = _user_caused_verdict(ctx, code, grp, notes, action)
-    elif code == 74 and grp.get("xid74"):
+    elif code == 74 and grp.get("xid74") and grp.get("hopper") is not False:
         sev, action, why = xid_decode.xid74_verdict(grp["xid74"], peer_fault)
         notes.append("WORKFLOW_NVLINK_ERR: %s" % why)
+    elif code == 74 and grp.get("xid74"):
+        notes.append("WORKFLOW_NVLINK_ERR: the register meanings are Hopper's; not decoded for this GPU")
+    elif nvl5:
+        sev, action = nvl5[0], nvl5[1]
+        notes.append("WORKFLOW_NVLINK5_ERR: %s" % nvl5[2])
     elif grp["fatal"] and isinstance(row.get("fatal_escalation"), dict):
         sev = row["fatal_escalation"].get("severity", sev)
         action = row["fatal_escalation"].get("action", action)
         notes.append("'Fatal' on the line")
+    if grp.get("gsp"):
+        notes.append("GSP heartbeat/RPC timeout lines without an Xid line (%d): treated as Xid 119" % grp["gsp"])
     return sev, action
 
 
@@ -224,12 +272,21 @@ def check_xid(ctx: Ctx, facts: Dict[str, Any], hs: Dict[str, Any], counts) -> No
         for ev in as_list(as_dict(facts.get("kernel")).get("events"))
     )
     peers = _peer_faults(groups, sxid)
+    services = as_dict(facts.get("node")).get("services")
+    # False only when the node's services were read and list no fabric manager (a PCIe-only node)
+    fm = None if not isinstance(services, dict) or not services else "nvidia-fabricmanager" in services
     for (code, bus), grp in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         row, notes = _xid_row(ctx, code)
-        sev, action = xid_verdict(ctx, code, row, grp, notes, peers.get(bus, False))
         g = by_bus.get(bus) if bus else None
         if g is None and isinstance(grp["gpu_index"], int):
             g = by_index.get(grp["gpu_index"])
+        grp["hopper"] = xid_decode.is_hopper(g)
+        grp["solo"] = code == 45 and not any(c != 45 and b == bus for c, b in groups)
+        grp["fabric_manager"] = fm
+        x154 = groups.get((154, bus))
+        r154 = _recovery_verdict(ctx, x154["recovery_action"]) if x154 else None
+        grp["xid154"] = (r154[0], r154[1]) if r154 else None
+        sev, action = xid_verdict(ctx, code, row, grp, notes, peers.get(bus, False))
         comp = gpu_comp(g) if g else ("gpu:%s" % bus if bus else "node")
         label = gpu_label(g) if g else ("GPU %s" % bus if bus else "GPU (bus id not in the log)")
         when = " since %s" % iso_z(grp["first"]) if grp["first"] else ""
@@ -279,10 +336,36 @@ def _decoded_evidence(grp: Dict[str, Any]) -> Dict[str, Any]:
         ]
     if grp["units"]:
         out["gpc_tpc"] = {"GPC %d TPC %d" % u: len(who) for u, who in sorted(grp["units"].items())}
+    if grp.get("nvl5"):
+        out["nvlink5"] = [
+            {k: d.get(k) for k in ("unit", "link", "intr_info", "error_status", "version", "subcode", "bucket")}
+            for d in grp["nvl5"][:5]
+        ]
+    if grp.get("gsp"):
+        out["gsp_timeouts"] = grp["gsp"]
     return out
 
 
+_SXID_LINK = re.compile(r"\b(?:Link|port)\s+(\d+)", re.IGNORECASE)
+
+
+def _plural(n: int) -> str:
+    return "" if n == 1 else "s"
+
+
+def _sxid_fatal_word(ev: Dict[str, Any]) -> Optional[bool]:
+    """The line's own word: True "Fatal", False "Non-fatal"/"Nonfatal", None neither."""
+    if ev.get("severity") in ("fatal", "nonfatal"):
+        return ev["severity"] == "fatal"
+    words = str(ev.get("message") or ev.get("raw") or "").lower().replace(",", " ").split()
+    if "fatal" in words:
+        return True
+    return False if any(w in ("non-fatal", "nonfatal") for w in words) else None
+
+
 def check_sxid(ctx: Ctx, facts: Dict[str, Any], counts) -> None:
+    """NVSwitch SXid lines judged by the Fabric Manager guide's classes (``_sxid_catalog``); one finding per (code,
+    switch) with the lines counted per link (``evidence.links``)."""
     groups: Dict[Tuple[Any, Optional[str]], Dict[str, Any]] = {}
     for ev in as_list(as_dict(facts.get("kernel")).get("events")):
         if not isinstance(ev, dict) or ev.get("kind") != "sxid":
@@ -293,27 +376,36 @@ def check_sxid(ctx: Ctx, facts: Dict[str, Any], counts) -> None:
         m = _NVSWITCH_DEV.search(str(ev.get("raw") or ""))
         code = ev.get("code") if isinstance(ev.get("code"), int) else as_str(ev.get("code"))
         grp = groups.setdefault(
-            (code, bus), {"count": 0, "fatal": False, "raw": ev.get("raw"), "dev": m.group(1) if m else None}
+            (code, bus),
+            {"count": 0, "word": None, "raw": ev.get("raw"), "dev": m.group(1) if m else None, "links": {}},
         )
-        if ev.get("severity") == "fatal":
-            grp["fatal"] = True
         grp["count"] += 1
-        text = str(ev.get("message") or ev.get("raw") or "")
-        if "fatal" in text.lower().replace(",", " ").split():
-            grp["fatal"] = True
+        word = _sxid_fatal_word(ev)
+        if word is not None:
+            grp["word"] = bool(grp["word"]) or word
+        lm = _SXID_LINK.search(str(ev.get("message") or ""))
+        link = lm.group(1) if lm else "?"
+        grp["links"][link] = grp["links"].get(link, 0) + 1
     for (code, bus), grp in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1] or "")):
-        sev, action = ("P1", "reboot") if grp["fatal"] else ("P2", "monitor")
+        e = _sxid_catalog.lookup(code, grp["word"])
         comp = "nvswitch%s" % grp["dev"] if grp["dev"] else ("nvswitch:%s" % bus if bus else "nvswitch")
+        links = ", ".join("link %s: %d" % kv for kv in sorted(grp["links"].items(), key=lambda kv: kv[0].zfill(4)))
         ctx.add(
             "nvswitch.sxid",
-            sev,
+            e["severity"],
             comp,
             code,
-            "NVSwitch %s SXid %s (%s, %d events)"
-            % (bus or "?", code, "fatal" if grp["fatal"] else "non-fatal", grp["count"]),
-            action,
-            "nvswitch.sxid: %s SXid (a fatal NVSwitch error needs a node reboot)"
-            % ("fatal" if grp["fatal"] else "non-fatal"),
-            evidence={"count": grp["count"], "sample": str(grp["raw"] or "")[:300]},
+            "NVSwitch %s SXid %s (%s, %d event%s; %s)"
+            % (bus or "?", code, "fatal" if e["fatal"] else "non-fatal", grp["count"], _plural(grp["count"]), links),
+            e["action"],
+            "nvswitch.sxid: %s (%s): %s"
+            % (e["class"] or "code not in the guide", _sxid_catalog.GUIDE if e["known"] else "line word", e["guide"]),
+            evidence={
+                "count": grp["count"],
+                "links": dict(sorted(grp["links"].items())),
+                "class": e["class"],
+                "fatal": e["fatal"],
+                "sample": str(grp["raw"] or "")[:300],
+            },
             bus_id=bus,
         )

@@ -1,20 +1,29 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What an Xid line says beyond its code: the Xid 74 NVLink error registers and the Xid 13 GPC/TPC.
+"""What an Xid line says beyond its code: the Xid 74 NVLink error registers, the NVLink5 Xid 144-150 sub-cases and
+the Xid 13 GPC/TPC.
 
 Xid 74 follows NVIDIA's WORKFLOW_NVLINK_ERR (Xid catalog, "Resolution Bucket" WORKFLOW_NVLINK_ERR; implemented the
 same way in NVIDIA/NVSentinel docs/designs/022-workflow-nvlink-err.md): the line carries seven registers,
 ``link 14(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)``; the first, third, fourth and fifth are decoded bit by bit.
 Some bits are benign (ignore, or an ECC threshold with no uncorrectable error: continue), some are sympathetic (a
 healthy peer of a failing GPU logs them: follow the other error), some point at the link hardware (check the
-mechanical connection, reseat), some need repetition on the same link before they mean anything.
+mechanical connection, reseat), some need repetition on the same link before they mean anything. NVIDIA: "The
+first, third, fourth and fifth registers are valid for Hopper-based products": lines of other GPUs (A100) are not
+decoded (``is_hopper``).
+
+Xid 144-150 follow WORKFLOW_NVLINK5_ERR: ``<unit> <Fatal|Nonfatal> <XC0|XC1> <iN> Link <n> (<intrInfo> <errorStatus>
+...)``; the sheet "Xid 144-150 Decode" (``_xid_nvidia.DECODE_144_150``) matches IntrInfo against a bit mask (V1 for
+drivers before R575, V2 from R575) and the error status, and names the resolution bucket.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+
+from ansible_collections.gpuops.cluster.plugins.module_utils._xid_nvidia import DECODE_144_150
 
 _XID74 = re.compile(r"link\s+(\d+)\s*\(\s*((?:0x[0-9a-fA-F]+\s*,\s*){6}0x[0-9a-fA-F]+)\s*\)")
 _GPC_TPC = re.compile(r"\bGPC\s+(\d+)\s*,\s*TPC\s+(\d+)")
@@ -79,8 +88,9 @@ _XID74_RULES: Tuple[Tuple[Callable[[set, Dict[str, int], bool, int], bool], str,
     (
         lambda k, m, p, r: bool(k & {"hardware", "marginal_si"}),
         "P1",
-        "reseat",
-        "link hardware or marginal signal integrity: check the link connection, reseat, run diag if it persists",
+        "reset_gpu",
+        "link hardware or marginal signal integrity: a GPU reset or node reboot clears it; if a field resolution "
+        "is required check the link's mechanical connection and reseat, run field diag if it persists",
     ),
     (
         lambda k, m, p, r: m.get("ecc_parity", 0) > 2,
@@ -108,9 +118,10 @@ _XID74_RULES: Tuple[Tuple[Callable[[set, Dict[str, int], bool, int], bool], str,
     ),
     (
         lambda k, m, p, r: bool(k & {"ecc_parity", "repeat_bug", "repeat_diag"}),
-        "P3",
-        "monitor",
-        "needs repetition on the same link before it is a fault",
+        "P2",
+        "reset_gpu",
+        "a GPU reset or node reboot is needed to clear an Xid 74 (NVIDIA); not yet repeated on the same link, "
+        "so no report yet",
     ),
     (
         lambda k, m, p, r: bool(k & {"sympathetic", "sympathetic_fabric"}) and p,
@@ -151,3 +162,116 @@ def xid74_verdict(decoded: List[Dict[str, Any]], peer_fault: bool, repeat: int =
 def is_primary(decoded: List[Dict[str, Any]]) -> bool:
     """True when the lines set a bit that is a fault of this link (not only benign/sympathetic ones)."""
     return any(kind not in PASSIVE for d in decoded for _reg, _bit, kind in d["bits"])
+
+
+_HOPPER = re.compile(r"\b(?:GH|H)(?:100|200|800|20)\b", re.IGNORECASE)
+
+
+def is_hopper(gpu: Any) -> Optional[bool]:
+    """True for a Hopper GPU (facts ``architecture``, else the name), False for another known GPU, None unknown."""
+    if not isinstance(gpu, dict):
+        return None
+    arch = str(gpu.get("architecture") or "").strip().lower()
+    if arch:
+        return arch == "hopper"
+    name = str(gpu.get("name") or "").strip()
+    return bool(_HOPPER.search(name)) if name else None
+
+
+# ------------------------------------------------------------------------------------------ NVLink5 (144-150)
+
+_NVL5 = re.compile(
+    r"([A-Za-z][A-Za-z0-9_/]*)\s+(Non-?fatal|Fatal)\s+(?:XC\d\s+)?(?:i\d+\s+)?Link\s+(-?\d+)\s*"
+    r"\(\s*(0x[0-9a-fA-F]+)[\s,]+(0x[0-9a-fA-F]+)",
+    re.IGNORECASE,
+)
+#: Decode sheet bucket -> (severity, action) when it can be followed from the line alone.
+NVLINK5_BUCKETS = {"RESET_GPU": ("P1", "reset_gpu"), "IGNORE": ("P3", "monitor")}
+_RANK = {"RESET_GPU": 0, "XID_154_EVAL": 1, "IGNORE": 2}
+
+
+def _mask_ok(mask: str, value: int) -> bool:
+    """A sheet mask (binary, most significant bit first, '-' = don't care) against a 32-bit value."""
+    mask = mask.strip()
+    if not mask or any(ch not in "01-" for ch in mask):
+        return False
+    for i, ch in enumerate(reversed(mask)):
+        if ch != "-" and (value >> i & 1) != int(ch):
+            return False
+    return True
+
+
+def _status_ok(cell: str, status: int) -> bool:
+    if not cell.strip():
+        return True  # the sheet leaves it empty: any status (NETIR link events)
+    try:
+        return any(int(v.strip(), 16) == status for v in cell.split("/"))
+    except ValueError:
+        return False
+
+
+def _driver_major(driver: Any) -> Optional[int]:
+    m = re.match(r"\s*(\d+)", str(driver or ""))
+    return int(m.group(1)) if m else None
+
+
+def decode_nvlink5(code: int, text: Any, driver: Any = None) -> Optional[Dict[str, Any]]:
+    """The decode sheet's row for an Xid 144-150 line: ``{"unit", "fatal", "link", "intr_info", "error_status",
+    "version", "subcode", "bucket", "investigatory", "severity"}`` (``bucket`` None when no row matches), or None
+    when the line does not carry the unit/link/registers. ``driver``: the driver version (V1 before R575, V2
+    from R575, the other when that one matches no row); unknown -> both, the one whose subcode names the line's
+    unit first."""
+    m = _NVL5.search(str(text or ""))
+    if not m:
+        return None
+    intr, status = int(m.group(4), 16), int(m.group(5), 16)
+    major = _driver_major(driver)
+    # the driver's format first; the other one when the line does not match it (a driver updated since, or the
+    # facts describe another GPU source)
+    versions = ((1, "V2"), (0, "V1")) if major is not None and major >= 575 else ((0, "V1"), (1, "V2"))
+    hits: List[Tuple[str, Tuple[Any, ...], str]] = []
+    for off, ver in versions:
+        if hits and major is not None:
+            break
+        for row in DECODE_144_150:
+            if row[0] != code or not _status_ok(row[4], status):
+                continue
+            if _mask_ok(row[2 + off], intr):
+                hits.append((ver, row, row[5]))
+            elif row[8] and _mask_ok(row[6 + off], intr):  # "Action 2": the promoted form of the same error
+                hits.append((ver, row, row[8]))
+    unit = m.group(1).upper()
+    # the line's unit names the row (V1/V2 names differ: NETIR_LINK_EVT/NETIR_LINK_DOWN); then the worst bucket
+    hits.sort(key=lambda h: (unit not in h[1][1].upper().replace(" ", "_").split("/"), _RANK.get(h[2], 3)))
+    out: Dict[str, Any] = {
+        "unit": m.group(1),
+        "fatal": m.group(2).lower() == "fatal",
+        "link": int(m.group(3)),
+        "intr_info": "0x%08x" % intr,
+        "error_status": "0x%08x" % status,
+        "version": None,
+        "subcode": None,
+        "bucket": None,
+        "investigatory": None,
+        "severity": None,
+    }
+    if hits:
+        ver, row, bucket = hits[0]
+        out.update(version=ver, subcode=row[1], bucket=bucket, investigatory=row[9] or None, severity=row[10] or None)
+    return out
+
+
+def nvlink5_verdict(decoded: List[Dict[str, Any]], xid154: Optional[Tuple[str, str]]) -> Optional[Tuple[str, str, str]]:
+    """(severity, action, reason) for one GPU's decoded Xid 144-150 lines, or None when no line matched a row.
+    ``xid154``: the (severity, action) of the Xid 154 on the same GPU, for XID_154_EVAL sub-cases."""
+    rows = sorted((d for d in decoded if d.get("bucket")), key=lambda d: _RANK.get(d["bucket"], 3))
+    if not rows:
+        return None
+    d = rows[0]
+    what = "%s error status %s (%s, IntrInfo %s)" % (d["subcode"], d["error_status"], d["version"], d["intr_info"])
+    if d["bucket"] == "XID_154_EVAL":
+        if xid154:
+            return xid154[0], xid154[1], "%s: XID_154_EVAL, the Xid 154 on this GPU decides" % what
+        return "P3", "restart_app", "%s: XID_154_EVAL without an Xid 154: RESTART_APP" % what
+    sev, action = NVLINK5_BUCKETS.get(d["bucket"], ("P2", "monitor"))
+    return sev, action, "%s: %s" % (what, d["bucket"])

@@ -52,6 +52,9 @@ SAMPLES = [
     ("ogkm363-515-xid31-ce0-fault-pte.log", {("xid", 31): 2}, None),
     ("nvsentinel022-xid74-nvlink-registers.log", {("xid", 74): 1}, None),
     ("vllm40652-8xa100-xid119-gsp-timeout-45s.log", {("xid", 119): 2}, "2026-04-26T23:12:26"),
+    # issue 38: GSP heartbeat / RPC timeout lines without an Xid line; Xid 154 with drifting labels
+    ("ogkm1125-1230-gsp-heartbeat-rpc-timeout-no-xid.log", {("gsp_timeout", None): 4}, None),
+    ("gpuknowledge-xid154-recovery-action-labels.log", {("xid", 154): 3}, None),
 ]
 
 
@@ -486,11 +489,13 @@ def test_quoted_lines_and_new_channel_token():
     assert evs[2]["recovery_action"] == "gpu_reset" and evs[2]["detail"]["previous_action"] == "drain_and_reset"
 
 
-def test_recovery_action_words_win_over_the_number():
+def test_recovery_action_number_wins_over_the_words():
+    # gpu-knowledge-2026.md 3.6: labels drift ("PF FLR", "OS Reboot"), "key on the hex code"; the enum
+    # nvmlDeviceGpuRecoveryAction_t: 1 GPU_RESET, 2 NODE_REBOOT, 3 DRAIN_P2P, 4 DRAIN_AND_RESET
     ev = ke.parse_kernel_log(
         "NVRM: Xid (PCI:0000:00:1e): 154, GPU recovery action changed from 0x0 (None) to 0x1 (Drain and Reset)"
     )[0]
-    assert ev["recovery_action"] == "drain_and_reset"
+    assert ev["recovery_action"] == "gpu_reset" and ev["detail"]["new_action_code"] == 1
     ev = ke.parse_kernel_log("NVRM: Xid (PCI:0000:00:1e): 154, GPU recovery action changed from 0x0 to 0x2")[0]
     assert ev["recovery_action"] == "node_reboot"
 

@@ -41,12 +41,12 @@ def test_xid79_first_reboot_then_inspect_the_link_then_replace_within_30_days():
     assert only(fs, "gpu.xid", "gpu3", 79)[0]["evidence"]["still_active"] is True
     fs, st = run(facts(boot="b3"), state=st, now="2026-12-13T10:00:00Z")
     assert not only(fs, "gpu.xid")
-    # a third one after the reseat: replace
+    # a third one after the reseat: contact support (NVIDIA's investigatory bucket CONTACT_SUPPORT), not replace
     fs, st = run(
         facts(boot="b3", events=[xid(79, index=3, ts="2026-12-14T09:59:00Z")]), state=st, now="2026-12-14T10:00:00Z"
     )
     f = only(fs, "gpu.xid", "gpu3", 79)[0]
-    assert f["action"] == "replace" and "step 3/3" in f["rule"]
+    assert f["action"] == "contact_vendor" and "step 3/3" in f["rule"]
 
 
 def test_xid79_after_window_starts_again_and_other_serial_is_independent():
@@ -137,7 +137,9 @@ def test_sxid():
     fs = run(facts(events=evs))[0]
     f = only(fs, "nvswitch.sxid", "nvswitch:00000000:05:00.0", 20034)[0]
     assert (f["severity"], f["action"]) == ("P1", "reboot")
-    assert only(fs, "nvswitch.sxid", code=11004)[0]["severity"] == "P2"
+    # 11004 ingress invalid ACL: non-fatal by class, but the guide's recovery is a reset/restart (section 4)
+    f = only(fs, "nvswitch.sxid", code=11004)[0]
+    assert (f["severity"], f["action"]) == ("P1", "reboot")
 
 
 def test_nvswitch_index_from_the_line_and_unreachable_message():

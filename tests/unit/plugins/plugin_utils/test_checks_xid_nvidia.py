@@ -65,15 +65,16 @@ def test_decode_the_real_line():
     [
         (regs(r0=1 << 0 | 1 << 23 | 1 << 30), False, ("P3", "none")),  # "can be safely ignored"
         (regs(r4=1 << 20 | 1 << 26), False, ("P3", "none")),  # ECC threshold crossed, no uncorrectable error
-        (regs(r0=1 << 8), False, ("P1", "reseat")),  # link hardware: check mechanical connections, reseat
-        (regs(r0=1 << 21), False, ("P1", "reseat")),  # marginal signal integrity
+        # link hardware: "a GPU reset or node reboot is needed to clear"; reseat only if a field resolution is required
+        (regs(r0=1 << 8), False, ("P1", "reset_gpu")),
+        (regs(r0=1 << 21), False, ("P1", "reset_gpu")),  # marginal signal integrity
         (regs(r0=1 << 1), True, ("P3", "monitor")),  # sympathetic, another error explains it
         (regs(r0=1 << 20), False, ("P2", "contact_vendor")),  # sympathetic alone: report a bug
         (regs(r3=1 << 18), False, ("P2", "reset_gpu")),  # sympathetic alone: fabric reset required
         (regs(r2=1 << 13), False, ("P2", "contact_vendor")),  # not expected in production
         (regs(r0=1 << 2), False, ("P2", "contact_vendor")),  # a bit NVIDIA lists nowhere: report a bug
-        (regs(r0=1 << 4), False, ("P3", "monitor")),  # ECC/parity once: needs > 2 on the link
-        (regs(r2=1 << 16), False, ("P3", "monitor")),  # field diag only when repeated
+        (regs(r0=1 << 4), False, ("P2", "reset_gpu")),  # ECC/parity once: no bug report yet, but a reset clears it
+        (regs(r2=1 << 16), False, ("P2", "reset_gpu")),  # field diag only when repeated; a reset clears it
     ],
 )
 def test_xid74_bit_rules(registers, peer, expected):
@@ -84,7 +85,7 @@ def test_xid74_bit_rules(registers, peer, expected):
 def test_xid74_repeats_count_per_link():
     parity = xid_decode.decode_xid74(line74(0, regs(r4=1 << 18), link=3))
     other_link = xid_decode.decode_xid74(line74(0, regs(r4=1 << 18), link=4))
-    assert xid_decode.xid74_verdict([parity, parity, other_link, other_link], False)[:2] == ("P3", "monitor")
+    assert xid_decode.xid74_verdict([parity, parity, other_link, other_link], False)[:2] == ("P2", "reset_gpu")
     assert xid_decode.xid74_verdict([parity] * 3, False)[:2] == ("P1", "contact_vendor")
     diag = xid_decode.decode_xid74(line74(0, regs(r2=1 << 19)))
     assert xid_decode.xid74_verdict([diag, diag], False)[:2] == ("P2", "diagnose")
@@ -97,7 +98,7 @@ def test_sympathetic_xid74_on_a_healthy_peer_is_not_p1():
     text = "\n".join([line74(2, regs(r0=1 << 16)), line74(5, regs(r0=1 << 1)), line74(6, regs(r3=1 << 16))])
     fs, _unused = run(facts(events=events(text)))
     bad = only(fs, "gpu.xid", "gpu2", 74)[0]
-    assert (bad["severity"], bad["action"]) == ("P1", "reseat")
+    assert (bad["severity"], bad["action"]) == ("P1", "reset_gpu")
     assert "WORKFLOW_NVLINK_ERR" in bad["rule"] and bad["evidence"]["nvlink_registers"][0]["link"] == 14
     assert "reg0.bit16:hardware" in bad["evidence"]["nvlink_registers"][0]["bits"]
     for comp in ("gpu5", "gpu6"):
@@ -114,38 +115,43 @@ def test_sympathetic_xid74_follows_an_sxid_and_alone_is_a_bug_report():
     assert (f["severity"], f["action"]) == ("P2", "contact_vendor")
 
 
-def test_xid74_without_registers_keeps_the_dcgm_fail_default_and_the_real_line_is_p3():
+def test_xid74_without_registers_keeps_the_dcgm_fail_default_and_the_real_line_is_a_p2_reset():
     fs, _unused = run(facts(events=[xid(74, index=3, message="NVLink: fatal error detected on link 2")]))
     assert (only(fs, "gpu.xid", "gpu3", 74)[0]["severity"], only(fs, "gpu.xid", "gpu3", 74)[0]["action"]) == (
         "P1",
         "reset_gpu",
     )
     fs, _unused = run(facts(events=events(line74(3, [0, 0, 0x10000, 0, 0, 0, 0]))))
-    assert only(fs, "gpu.xid", "gpu3", 74)[0]["severity"] == "P3"
+    f = only(fs, "gpu.xid", "gpu3", 74)[0]
+    assert (f["severity"], f["action"]) == ("P2", "reset_gpu")
 
 
 def test_reseat_persists_until_a_new_boot():
-    fs, st = run(facts(events=events(line74(2, regs(r0=1 << 9)))))
-    assert only(fs, "gpu.xid", "gpu2", 74)[0]["action"] == "reseat"
+    # Xid 79 twice: the second asks for a reseat (escalation step 2)
+    fs, st = run(facts(events=[xid(79, index=2)]))
+    fs, st = run(facts(boot="b2"), state=st, now="2026-12-03T10:00:00Z")
+    fs, st = run(
+        facts(boot="b2", events=[xid(79, index=2, ts="2026-12-04T09:59:00Z")]), state=st, now="2026-12-04T10:00:00Z"
+    )
+    assert only(fs, "gpu.xid", "gpu2", 79)[0]["action"] == "reseat"
     # 6 h later the line is outside the 2 h window: the link was never looked at, the fault stays (resume gate)
-    fs, st = run(facts(), state=st, now="2026-12-02T16:00:00Z")
-    f = only(fs, "gpu.xid", "gpu2", 74)[0]
+    fs, st = run(facts(boot="b2"), state=st, now="2026-12-04T16:00:00Z")
+    f = only(fs, "gpu.xid", "gpu2", 79)[0]
     assert f["evidence"]["still_active"] is True and "clears after a reboot" in f["message"]
-    S.record_gpu_reset(st, HOST, BUS[2], "S2", "2026-12-02T16:10:00Z")  # a reset is not a reseat
-    fs, st = run(facts(), state=st, now="2026-12-02T16:20:00Z")
-    assert only(fs, "gpu.xid", "gpu2", 74)
-    fs, st = run(facts(boot="b2"), state=st, now="2026-12-02T18:00:00Z")
+    S.record_gpu_reset(st, HOST, BUS[2], "S2", "2026-12-04T16:10:00Z")  # a reset is not a reseat
+    fs, st = run(facts(boot="b2"), state=st, now="2026-12-04T16:20:00Z")
+    assert only(fs, "gpu.xid", "gpu2", 79)
+    fs, st = run(facts(boot="b3"), state=st, now="2026-12-04T18:00:00Z")
     assert not only(fs, "gpu.xid")
 
 
-def test_isolate_and_contact_vendor_persist_until_their_clear_rule():
+def test_reset_and_contact_vendor_persist_until_their_clear_rule():
     fs, st = run(facts(events=[xid(64, index=1)]))
-    assert only(fs, "gpu.xid", "gpu1", 64)[0]["action"] == "isolate"
-    fs, st = run(facts(boot="b2"), state=st, now="2026-12-03T10:00:00Z")  # a reboot does not repair a bank
+    assert only(fs, "gpu.xid", "gpu1", 64)[0]["action"] == "reset_gpu"
+    fs, st = run(facts(), state=st, now="2026-12-02T16:00:00Z")  # the line aged out; no reset recorded yet
     assert only(fs, "gpu.xid", "gpu1", 64)[0]["evidence"]["still_active"] is True
-    gpus = facts()["gpu"]["gpus"]
-    gpus[1]["serial"] = "NEW"
-    fs, st = run(facts(boot="b3", gpus=gpus), state=st, now="2026-12-04T10:00:00Z")
+    S.record_gpu_reset(st, HOST, BUS[1], "S1", "2026-12-02T16:10:00Z")
+    fs, st = run(facts(), state=st, now="2026-12-02T16:20:00Z")
     assert not only(fs, "gpu.xid", "gpu1", 64)
     fs, st = run(facts(events=events(line74(4, regs(r0=1 << 20)))))
     assert only(fs, "gpu.xid", "gpu4", 74)[0]["action"] == "contact_vendor"
@@ -188,7 +194,7 @@ def test_xid31_on_one_gpu_from_three_processes_calls_for_diag():
 # ------------------------------------------------------------------------------- buckets, NVLink5
 
 
-@pytest.mark.parametrize("code", [46, 62, 109, 110, 136, 119, 120, 143, 158])
+@pytest.mark.parametrize("code", [46, 62, 109, 136, 119, 120, 143, 158])
 def test_reset_gpu_bucket_is_p1_for_every_code(code):
     f = only(run(facts(events=[xid(code)]))[0], "gpu.xid", "gpu0", code)[0]
     assert (f["severity"], f["action"]) == ("P1", "reset_gpu")
@@ -199,9 +205,10 @@ def test_real_nvlink5_lines_nonfatal_ignore_fatal_reset():
     evs = [e for e in events(text) if e.get("code") == 144]
     f = only(run(facts(events=evs))[0], "gpu.xid", "gpu0", 144)[0]
     assert (f["severity"], f["action"]) == ("P3", "monitor")  # SAW_MVB Nonfatal: IGNORE in NVIDIA's decode sheet
-    fatal = [dict(e, code=149, bus_id=BUS[1], gpu_index=1) for e in events(text) if e.get("code") == 149][:1]
+    # NETIR_LINK_EVT IntrInfo 0x025001c6: V1 link-down reason 100101 -> RESET_GPU (INVESTIGATE_PEER_DEVICE)
+    fatal = [dict(e, code=149, bus_id=BUS[1], gpu_index=1) for e in events(text) if e.get("code") == 149][1:2]
     f = only(run(facts(events=fatal))[0], "gpu.xid", "gpu1", 149)[0]
-    assert (f["severity"], f["action"]) == ("P1", "reset_gpu") and "'Fatal'" in f["rule"]
+    assert (f["severity"], f["action"]) == ("P1", "reset_gpu") and "WORKFLOW_NVLINK5_ERR" in f["rule"]
 
 
 @pytest.mark.parametrize("code,severity", [(167, "P1"), (169, "P1"), (173, "P1"), (39, "P3"), (141, "P3")])
@@ -215,9 +222,10 @@ def test_events_by_action_is_validated_and_overridable():
 
     with pytest.raises(P.PolicyError, match="clear_rules.events_by_action.reseat"):
         P.merge_policy(P.DEFAULT_POLICY, {"clear_rules": {"events_by_action": {"reseat": "whenever"}}})
-    pol = P.merge_policy(P.DEFAULT_POLICY, {"clear_rules": {"events_by_action": {"reseat": "needs_reset_record"}}})
+    pol = P.merge_policy(P.DEFAULT_POLICY, {"clear_rules": {"events_by_action": {"power_cycle": "needs_reset_record"}}})
 
-    fs, st = run(facts(events=events(line74(2, regs(r0=1 << 9)))), policy=pol)
+    fs, st = run(facts(events=[xid(110, index=2)]), policy=pol)
+    assert only(fs, "gpu.xid", "gpu2", 110)[0]["action"] == "power_cycle"
     S.record_gpu_reset(st, HOST, BUS[2], "S2", "2026-12-02T12:00:00Z")
     fs, _unused = run(facts(), state=st, now="2026-12-02T16:00:00Z", policy=pol)
     assert not only(fs, "gpu.xid")
