@@ -19,6 +19,7 @@ import random
 import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+import fuzz_storage
 from fuzz_structured import structural
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
@@ -449,6 +450,9 @@ def targets() -> List[Target]:
             structure="json",
         ),
         Target("scontrol_json", [_SCONTROL_JSON], _scontrol_json, _len, structure="json"),
+        # issue 37: storage outputs as printed (tests/fixtures/storage, cluster-formats.md 5-7) plus generated
+        # lfs df / mmhealth -Y variants (fuzz_storage)
+        *fuzz_storage.targets(Target, samples, _len),
     ]
 
 
