@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from typing import Any, Dict, List, Optional
 
-from gpuops_runbook import catalog, collection, command, hook, safety
+from gpuops_runbook import catalog, collection, command, hook, payload, safety
 
 
 def _write(result: Dict[str, Any], path: Optional[str]) -> None:
@@ -92,7 +93,34 @@ def cmd_run(args: argparse.Namespace) -> int:
     return rc
 
 
+#: An inventory path lookup writes into the printed commands: no shell syntax (always re.fullmatch).
+_INVENTORY = re.compile(r"[A-Za-z0-9_./+@:=,-]{1,4096}")
+
+
+def _lookup_input_errors(args: argparse.Namespace) -> List[str]:
+    """The node names and the ticket, full matches (the hook's rules, docs/operations.md): a ticket with a space
+    would be split by `-e gpuops_ticket=...` and is refused, not printed."""
+    errors = []
+    for node in args.node or ():
+        if not payload.NODE.fullmatch(node):
+            errors.append("--node %r is not an inventory host name (letters, digits and _.-)" % node)
+    if args.ticket is not None and not payload.TICKET.fullmatch(args.ticket):
+        errors.append(
+            "--ticket %r is not a ticket id: one word of letters, digits and _.@+- (at most 128), e.g. INC-1; "
+            "`-e gpuops_ticket=...` would split it at a space" % args.ticket
+        )
+    if args.inventory is not None and not _INVENTORY.fullmatch(args.inventory):
+        errors.append(
+            "-i %r: an inventory path of letters, digits and _./+@:=,- (it is pasted into a shell)" % args.inventory
+        )
+    return errors
+
+
 def cmd_lookup(args: argparse.Namespace) -> int:
+    errors = _lookup_input_errors(args)
+    if errors:
+        sys.stderr.write("".join("lookup: %s\n" % e for e in errors))
+        return hook.RC_INVALID
     root = os.path.abspath(args.root or catalog.default_root())
     data = catalog.load(args.catalog or os.path.join(root, "runbooks", "catalog.yml"))
     if args.runbook:
@@ -115,7 +143,13 @@ def cmd_lookup(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps({"entry": entry}, indent=2, sort_keys=True) + "\n")
     else:
-        sys.stdout.write(command.render(entry, args.node or (), args.ticket, args.inventory))
+        try:
+            with open(os.path.join(root, "runbooks", entry["runbook"]), encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError as exc:
+            sys.stderr.write("lookup: cannot read the runbook: %s\n" % exc)
+            text = ""
+        sys.stdout.write(command.procedure(text, entry, args.node or (), args.ticket, args.inventory))
     return 0
 
 
@@ -158,7 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timeout", type=int, default=0, help="kill the playbook after this many seconds (0 = none)")
     r.add_argument("--validate-only", action="store_true", help="check the payload, print the variables, run nothing")
     r.set_defaults(func=cmd_run)
-    lk = sub.add_parser("lookup", help="which runbook handles a finding / alert, and the command to run")
+    lk = sub.add_parser(
+        "lookup", help="which runbook handles a finding / alert, and its whole procedure (preconditions, every step)"
+    )
     lk.add_argument("--check")
     lk.add_argument("--code")
     lk.add_argument("--alert")

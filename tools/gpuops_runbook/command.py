@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -17,6 +18,17 @@ INVENTORY = "INVENTORY"
 NODE = "NODE"
 TICKET = "TICKET"
 CHANGE = "CHANGE"
+#: The names the runbooks' own "Run" blocks use for the node, the ticket, the change and the inventory.
+EXAMPLE_NODE, EXAMPLE_TICKET, EXAMPLE_CHANGE, EXAMPLE_INVENTORY = (
+    "gpu-node-07",
+    "OPS-1234",
+    "CHG-5678",
+    "inventories/prod",
+)
+#: The audit trail every disruptive playbook needs (docs/audit.md): without it they refuse before any change.
+AUDIT_EXPORT = "export ANSIBLE_CALLBACKS_ENABLED=gpuops.cluster.audit GPUOPS_STATE_DIR=/var/lib/gpuops"
+#: Where lookup's own commands end and the runbook's steps begin.
+STEPS_MARK = "# every step of the runbook"
 
 
 def playbook_name(entry: Dict[str, Any]) -> str:
@@ -79,3 +91,54 @@ def render(
     for argv in commands(entry, nodes, ticket or TICKET, inventory or INVENTORY):
         lines.append(" ".join(shlex.quote(a) for a in argv))
     return "\n".join(lines) + "\n"
+
+
+def section(text: str, title: str) -> List[str]:
+    """The lines of the Markdown section ``## title`` (up to the next ``## ``), without the heading."""
+    lines = text.splitlines()
+    try:
+        start = lines.index("## " + title) + 1
+    except ValueError:
+        return []
+    end = next((i for i in range(start, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return lines[start:end]
+
+
+def run_steps(run_section: Sequence[str]) -> List[str]:
+    """The lines of the first fenced block of the Run section: every step, in order."""
+    fences = [i for i, line in enumerate(run_section) if line.startswith("```")]
+    return list(run_section[fences[0] + 1 : fences[1]]) if len(fences) >= 2 else []
+
+
+def _fill(line: str, nodes: Sequence[str], ticket: Optional[str], inventory: Optional[str]) -> str:
+    if nodes:
+        line = line.replace(json.dumps([EXAMPLE_NODE]), json.dumps(list(nodes)))
+        line = re.sub(r"(?<![\w.-])%s(?![\w.-])" % re.escape(EXAMPLE_NODE), ",".join(nodes), line)
+    line = line.replace(EXAMPLE_TICKET, ticket or TICKET).replace(EXAMPLE_CHANGE, CHANGE)
+    return line.replace(EXAMPLE_INVENTORY, inventory or INVENTORY)
+
+
+def procedure(
+    runbook_text: str,
+    entry: Dict[str, Any],
+    nodes: Sequence[str] = (),
+    ticket: Optional[str] = None,
+    inventory: Optional[str] = None,
+) -> str:
+    """The whole procedure: the audit export, the runbook's preconditions, the catalogue's commands (check mode
+    first) and every step of the runbook's Run section with the node, ticket and inventory filled in."""
+    head = render(entry, nodes, ticket, inventory).splitlines()
+    commands_at = next(i for i, line in enumerate(head) if not line.startswith("#"))
+    page = "runbooks/%s" % entry["runbook"]
+    out = head[:commands_at]
+    out += ["# before you start (once per shell): the audit trail; without it the playbook refuses", AUDIT_EXPORT]
+    pre = [line for line in section(runbook_text, "Preconditions") if line.strip()]
+    out.append("# PRECONDITIONS (%s#preconditions): check every one before you run anything" % page)
+    out += ["#   " + _fill(line, nodes, ticket, inventory) for line in pre] or ["#   (none listed)"]
+    out.append("# the catalogue's command, check mode first:")
+    out += head[commands_at:]
+    steps = run_steps(section(runbook_text, "Run"))
+    if steps:
+        out.append("%s (%s#run), in order:" % (STEPS_MARK, page))
+        out += [_fill(line, nodes, ticket, inventory) for line in steps]
+    return "\n".join(out) + "\n"

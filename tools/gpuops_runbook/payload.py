@@ -12,6 +12,8 @@ from gpuops_runbook import catalog, collection, safety
 _TICKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}")  # always re.fullmatch
 #: An inventory host name: no pattern character (``* : ! & , [ ] ~ @``), so it can only ever name that host.
 _NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,252}")
+#: The same rules, public (gpuops-runbook lookup validates its --ticket and --node with them).
+TICKET, NODE = _TICKET, _NODE
 #: Extra vars only an operator sets on the command line, never a payload (the playbooks' untrusted_input
 #: lets gpuops_targets be a group or pattern only with it).
 OPERATOR_ONLY_VARS = frozenset({"gpuops_allow_target_patterns"})

@@ -28,9 +28,11 @@ COLL = dc.Collection(ROOT)
 
 
 def _printed_commands(text):
+    """lookup's own commands (the catalogue's), before the runbook's steps it prints after them."""
+    own = text.split(command.STEPS_MARK)[0]
     return [
         dc.Command("lookup", n, line, argv=dc._tokens(line))
-        for n, line in enumerate(text.splitlines(), 1)
+        for n, line in enumerate(own.splitlines(), 1)
         if line.startswith("ansible-playbook ")
     ]
 
@@ -51,7 +53,7 @@ def test_lookup_prints_commands_that_check_out(entry_id, capsys):
             assert extra[key] == value  # free text arrives whole (e.g. "Xid 79 GPU fell off the bus")
     if len(cmds) == 2:
         assert cmds[0].argv[-1] == "--check" and cmds[1].argv == cmds[0].argv[:-1]
-    assert ("gpuops_change_id=CHANGE" in out) is entry["approval_required"]
+    assert ("gpuops_change_id=CHANGE" in out.split(command.STEPS_MARK)[0]) is entry["approval_required"]
     assert "runbooks/%s" % entry["runbook"] in out
 
 
@@ -119,3 +121,66 @@ def test_lookup_output_pastes_into_a_real_shell(tmp_path):
         json.loads(argv[argv.index("-e") + 1])["isolate_reason"]
         == catalog.by_id(DATA, "ib_port")["extra_vars"]["isolate_reason"]
     )
+
+
+# ---------------------------------------------------------------------------------------------- issue 41
+def _runbook_section(name, title):
+    with open(os.path.join(ROOT, "runbooks", name), encoding="utf-8") as fh:
+        text = fh.read()
+    body = text[text.index("\n## %s\n" % title) + len(title) + 5 :]
+    return body[: body.index("\n## ")] if "\n## " in body else body
+
+
+def test_lookup_prints_the_whole_procedure(capsys):
+    """Issue 41: lookup printed only the isolate commands. Now: the callback export, the runbook's preconditions
+    (read from the page itself), the check-mode and real commands, then every later step (Xid 79: the wait for the
+    drain, the reboot, the verification) for the given node and ticket."""
+    argv = ["lookup", "--check", "gpu.xid", "--code", "79", "--node", "gpu-node-03", "--ticket", "INC-9"]
+    assert cli.main(argv + ["-i", "inventories/prod"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert "export ANSIBLE_CALLBACKS_ENABLED=gpuops.cluster.audit GPUOPS_STATE_DIR=/var/lib/gpuops" in lines
+    pre = [ln.strip() for ln in _runbook_section("gpu-fell-off-bus.md", "Preconditions").splitlines() if ln.strip()]
+    assert pre and all(any(ln.endswith(p) for ln in lines) for p in pre), out
+    assert "follow that incident" in out  # the cluster-incident precondition is printed, not skipped
+    order = [
+        next(i for i, ln in enumerate(lines) if ln.startswith("export ANSIBLE_CALLBACKS_ENABLED")),
+        next(i for i, ln in enumerate(lines) if "PRECONDITIONS" in ln),
+        next(i for i, ln in enumerate(lines) if ln.startswith("ansible-playbook ") and ln.endswith("--check")),
+        next(i for i, ln in enumerate(lines) if ln.startswith("until ") and "sinfo -h -n gpu-node-03" in ln),
+        next(i for i, ln in enumerate(lines) if "ansible.builtin.reboot" in ln and " gpu-node-03 " in ln),
+        next(i for i, ln in enumerate(lines) if "gpuops.cluster.inspect -e gpuops_targets=gpu-node-03" in ln),
+    ]
+    assert order == sorted(order), order
+    assert "gpu-node-07" not in out and "OPS-1234" not in out and "gpuops_ticket=INC-9" in out
+
+
+@pytest.mark.parametrize("entry_id", [e["id"] for e in catalog.entries(DATA)])
+def test_every_lookup_prints_its_runbook_s_preconditions_and_steps(entry_id, capsys):
+    assert cli.main(["lookup", "--runbook", entry_id]) == 0
+    out = capsys.readouterr().out
+    entry = catalog.by_id(DATA, entry_id)
+    assert "runbooks/%s#preconditions" % entry["runbook"] in out and "export ANSIBLE_CALLBACKS_ENABLED" in out
+    if entry["runbook"] != "README.md":  # the read-only inspection's page has no Run section
+        assert command.STEPS_MARK in out and "#   (none listed)" not in out
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--ticket", "INC 1"], "--ticket 'INC 1' is not a ticket id: one word of letters, digits and _.@+-"),
+        (["--ticket", "INC-1\n"], "is not a ticket id"),
+        (["--ticket=-x"], "is not a ticket id"),
+        (["--ticket", "INC-1;rm -rf /"], "is not a ticket id"),
+        (["--node", "gpu-node-07;reboot"], "--node 'gpu-node-07;reboot' is not an inventory host name"),
+        (["--node", "gpu_nodes:!x"], "is not an inventory host name"),
+        (["--node", "gpu-node-07\n"], "is not an inventory host name"),
+        (["-i", "inv/$(touch x)"], "an inventory path of letters"),
+    ],
+)
+def test_lookup_refuses_bad_node_ticket_and_inventory(argv, needle, capsys):
+    """Full matches with the hook's rules (docs/operations.md: ids [A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}); nothing is
+    printed to paste."""
+    assert cli.main(["lookup", "--check", "gpu.xid", "--code", "79"] + argv) == 2
+    cap = capsys.readouterr()
+    assert needle in cap.err and cap.out == ""
