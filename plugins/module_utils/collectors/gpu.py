@@ -20,6 +20,7 @@ from typing import Any, Dict, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import capture as _capture, nvml as _nvml
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import (
+    imex as _imex_parser,
     nvlink as _nvlink,
     nvsmi_text as _nvsmi_text,
     nvsmi_xml as _nvsmi_xml,
@@ -37,8 +38,8 @@ _MIN_NVLINK_BUDGET = 1.0
 
 
 def _domain(result: Dict[str, Any]) -> Dict[str, Any]:
-    """Only the keys of docs/facts.md, in order."""
-    return {
+    """Only the keys of docs/facts.md, in order (``imex`` only where nvidia-imex-ctl is installed)."""
+    out = {
         "source": result.get("source"),
         "driver_version": result.get("driver_version"),
         "cuda_version": result.get("cuda_version"),
@@ -46,6 +47,36 @@ def _domain(result: Dict[str, Any]) -> Dict[str, Any]:
         "gpus": result.get("gpus") or [],
         "errors": result.get("errors") or [],
     }
+    if result.get("imex") is not None:
+        out["imex"] = result["imex"]
+    return out
+
+
+#: seconds for each ``nvidia-imex-ctl`` query (DCGM treats a timeout as "unavailable")
+IMEX_TIMEOUT = 5.0
+
+
+def _imex(result: Dict[str, Any], binary: Optional[str] = None) -> None:
+    """The IMEX daemon and domain state (GB200 / NVL72) where ``nvidia-imex-ctl`` is installed; ``imex`` stays None
+    (not installed: nothing to judge) otherwise. A timeout or an unreadable answer is an error record."""
+    exe = binary or which("nvidia-imex-ctl")
+    if not exe:
+        return
+    state = _imex_parser.empty()
+    for args, parse in ((["-q"], _imex_parser.parse_daemon), (["-N", "-j"], _imex_parser.parse_domain)):
+        cmd = run_command([exe] + args, timeout=IMEX_TIMEOUT)
+        source = "nvidia-imex-ctl " + " ".join(args)
+        if cmd.timed_out or cmd.error:
+            kind = "timeout" if cmd.timed_out else "tool_error"
+            result["errors"].append(error_record(DOMAIN, kind, cmd.describe(), source, _imex_parser.PARSER))
+            continue
+        parse(cmd.stdout + ("\n" + cmd.stderr if _imex_parser.NOT_CONFIGURED in cmd.stderr else ""), state)
+        if state["configured"] is False:
+            break
+    why = state.pop("error", None)
+    if why and state["configured"] is not False:
+        result["errors"].append(error_record(DOMAIN, "parse", why, "nvidia-imex-ctl", _imex_parser.PARSER))
+    result["imex"] = state
 
 
 def _parse_smi(text: str, parse: Any, source: str, errors: list) -> Dict[str, Any]:
@@ -253,6 +284,7 @@ def collect(
             res = _nvml.collect(timeout=float(timeout), pynvml_module=pynvml_module)
             failure = res.pop("nvml_failure", None)
             if failure is None:
+                _imex(res)
                 return _domain(res)
             if failure.get("timed_out"):
                 res["source"] = "nvml"
@@ -268,6 +300,7 @@ def collect(
         res = _collect_smi(nvidia_smi, deadline)
         if nvml_errors and not res["gpus"]:
             res["errors"] = nvml_errors + res["errors"]
+        _imex(res)
         return _domain(res)
     except Exception as exc:  # noqa: BLE001 - the collector boundary: a bug becomes an error record
         res = _nvsmi_xml.empty_result(None)

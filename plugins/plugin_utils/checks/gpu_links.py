@@ -394,3 +394,44 @@ def check_nvlink_speed(ctx: Ctx, gpus: List[Dict[str, Any]]) -> None:
             "gpu.nvlink speed: up link below the expected per-link speed (%s) - 2%% tolerance" % basis,
             evidence={"expected_gbps": expected, "slow_links": [{"link": lk, "gbps": s} for lk, s in slow]},
         )
+
+
+#: IMEX (gpu-knowledge-2026.md 3.4; DCGM_FR_IMEX_UNHEALTHY is severity ISOLATE): daemon states that are not READY
+#: and domain states that are not UP -> (severity, action). Starting up or waiting for peers/recovery: P2.
+IMEX_DAEMON = {
+    "INITIALIZING": ("P2", "monitor"),
+    "STARTING_AUTH_SERVER": ("P2", "monitor"),
+    "WAITING_FOR_PEERS": ("P2", "monitor"),
+    "WAITING_FOR_RECOVERY": ("P2", "monitor"),
+    "INIT_GPU": ("P2", "monitor"),
+    "SHUTTING_DOWN": ("P1", "isolate"),
+    "UNAVAILABLE": ("P1", "isolate"),
+}
+IMEX_DOMAIN = {"DOWN": ("P1", "isolate"), "DEGRADED": ("P2", "monitor")}
+
+
+def check_imex(ctx: Ctx, facts: Dict[str, Any]) -> None:
+    """The node's IMEX daemon and domain (``gpu.imex``, from ``nvidia-imex-ctl -q`` / ``-N -j``). Not installed or
+    not configured (``Failed to read node configuration file``): nothing to judge."""
+    imex = as_dict(as_dict(facts.get("gpu")).get("imex"))
+    if imex.get("configured") is not True:
+        return
+    daemon, domain = imex.get("daemon"), imex.get("domain")
+    issues = []
+    if daemon in IMEX_DAEMON:
+        issues.append(("daemon " + daemon,) + IMEX_DAEMON[daemon])
+    if domain in IMEX_DOMAIN:
+        issues.append(("domain " + domain,) + IMEX_DOMAIN[domain])
+    if not issues:
+        return
+    worst = min(issues, key=lambda x: (x[1], x[0]))
+    ctx.add(
+        "gpu.fabric",
+        worst[1],
+        "node",
+        "imex",
+        "IMEX %s (daemon %s, domain %s)" % (", ".join(i[0] for i in issues), daemon, domain),
+        worst[2],
+        "gpu.fabric: IMEX daemon not READY / domain not UP (DCGM DcgmImexManager; DCGM_FR_IMEX_UNHEALTHY: ISOLATE)",
+        evidence={"imex": imex},
+    )

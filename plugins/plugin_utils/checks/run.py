@@ -218,6 +218,7 @@ def run_checks(
         if bus:
             new_gpus[bus] = cur
     guarded("gpu.throttle", gpu.check_throttle, ctx, gpus)
+    guarded("gpu.fabric", gpu_links.check_imex, ctx, facts)
     guarded("gpu.driver", gpu.check_driver, ctx, facts, profile)
     guarded("gpu.diag", gpu.check_diag, ctx, facts)
     _kernel_event_checks(guarded, ctx, facts, hs, counts)
