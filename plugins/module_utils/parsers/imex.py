@@ -71,5 +71,5 @@ def parse_domain(text: Optional[str], out: Optional[Dict[str, Any]] = None) -> D
         if res["configured"] is None:
             res["configured"] = True
     elif res["error"] is None:
-        res["error"] = "nvidia-imex-ctl -N -j: no domain status (%s)" % (status or "no \"status\" key")
+        res["error"] = "nvidia-imex-ctl -N -j: no domain status (%s)" % (status or 'no "status" key')
     return res
