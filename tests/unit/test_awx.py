@@ -27,7 +27,9 @@ BIN = os.path.dirname(sys.executable)
 
 
 def _question_problems(q, where, seen):
-    problems = ["%s: missing %s" % (where, key) for key in ("question_name", "variable", "type", "required") if key not in q]
+    problems = [
+        "%s: missing %s" % (where, key) for key in ("question_name", "variable", "type", "required") if key not in q
+    ]
     var = q.get("variable", "")
     if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", str(var)):
         problems.append("%s: variable is not an identifier" % where)
@@ -147,7 +149,8 @@ def test_job_template(tpl):
     unknown = [q["variable"] for q in spec["spec"] if q["variable"] not in vocab]
     assert unknown == [], "%s asks for variables %s that %s does not use" % (tpl["name"], unknown, tpl["playbook"])
     # disruptive = never two at once (awx_configure.yml sets allow_simultaneous: not disruptive)
-    assert tpl["disruptive"] is (tpl["playbook"] not in ("playbooks/inspect.yml", "playbooks/slice_open.yml"))
+    read_only = ("inspect", "slice_open", "service_report", "backup", "restore_drill")
+    assert tpl["disruptive"] is (tpl["playbook"] not in ["playbooks/%s.yml" % p for p in read_only])
 
 
 def test_every_survey_file_is_valid_and_used():
@@ -158,18 +161,36 @@ def test_every_survey_file_is_valid_and_used():
         assert validate_survey(json.load(open(os.path.join(AWX, "surveys", f), encoding="utf-8"))) == [], f
 
 
+#: what each schedule must do, written from the issues (15 min inspections; issue 39: the quarter's report on the
+#: quarter's first day, a nightly backup, a monthly drill), as the dates dateutil's rrule gives for 2026
+SCHEDULES = {
+    "gpuops inspect every 15 minutes": ["2026-01-01T00:00:00", "2026-01-01T00:15:00", "2026-01-01T00:30:00"],
+    "gpuops sliced inspection every 15 minutes": ["2026-01-01T00:00:00", "2026-01-01T00:15:00", "2026-01-01T00:30:00"],
+    "gpuops quarterly service report": ["2026-01-01T06:00:00", "2026-04-01T06:00:00", "2026-07-01T06:00:00"],
+    "gpuops nightly backup": ["2026-01-01T02:00:00", "2026-01-02T02:00:00", "2026-01-03T02:00:00"],
+    "gpuops monthly restore drill": ["2026-01-15T10:00:00", "2026-02-15T10:00:00", "2026-03-15T10:00:00"],
+}
+
+
 def test_schedule_rrule_parses():
     from dateutil import rrule
 
     names = {t["name"] for t in TEMPLATES}
     assert DATA["awx_schedules"]
     workflows = {w["name"] for w in DATA["awx_workflows"]}
+    assert sorted(s["name"] for s in DATA["awx_schedules"]) == sorted(SCHEDULES)
     for s in DATA["awx_schedules"]:
         assert s.get("job_template") in names or s.get("workflow") in workflows
         assert s["rrule"].startswith("DTSTART:") and " RRULE:" in s["rrule"]
         rule = rrule.rrulestr(s["rrule"].replace(" RRULE:", "\nRRULE:"))
-        first, second = rule[0], rule[1]
-        assert (second - first).total_seconds() == 15 * 60
+        assert [t.strftime("%Y-%m-%dT%H:%M:%S") for t in rule[:3]] == SCHEDULES[s["name"]], s["name"]
+
+
+def test_the_scheduled_report_reads_the_shared_store_and_the_quarter_that_ended():
+    (tpl,) = [t for t in TEMPLATES if t["name"] == "gpuops service report"]
+    assert tpl["extra_vars"]["gpuops_db_url"].startswith("postgresql://")
+    (sched,) = [s for s in DATA["awx_schedules"] if s.get("job_template") == "gpuops service report"]
+    assert sched["extra_data"] == {"gpuops_period": "last-quarter"}
 
 
 def test_replace_workflow_graph():

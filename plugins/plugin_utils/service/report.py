@@ -58,13 +58,30 @@ def _date(text: str) -> datetime.date:
         raise ServiceReportError("period: %r is not a date (YYYY-MM-DD)" % text) from None
 
 
+def _relative(text: str, now: Optional[float]) -> str:
+    """``last-quarter`` / ``last-month`` (the one that ended most recently before ``now``, UTC) as its label, for
+    a schedule that reports the period just ended (awx/controller.yml)."""
+    if text not in ("last-quarter", "last-month"):
+        return text
+    t = datetime.datetime.fromtimestamp(
+        float(now) if now is not None else datetime.datetime.now(tz=_UTC).timestamp(), tz=_UTC
+    )
+    if text == "last-month":
+        year, month = (t.year - 1, 12) if t.month == 1 else (t.year, t.month - 1)
+        return "%04d-%02d" % (year, month)
+    quarter = (t.month - 1) // 3 + 1
+    year, quarter = (t.year - 1, 4) if quarter == 1 else (t.year, quarter - 1)
+    return "%04dQ%d" % (year, quarter)
+
+
 def parse_period(text: Any, now: Optional[float] = None) -> Dict[str, Any]:
     """``{start, end, label}`` (UTC epoch seconds, end exclusive) of ``2026Q4`` (a quarter), ``2026-10`` (a
-    month) or ``2026-10-01/2026-12-31`` (dates, the end date included). A period that starts after ``now``
+    month), ``2026-10-01/2026-12-31`` (dates, the end date included), or ``last-quarter`` / ``last-month`` (the
+    one that ended most recently before ``now``). A period that starts after ``now``
     (default: the current time) is refused, and so is anything else, with a message that says what is accepted."""
     if not isinstance(text, str) or not text.strip():
         raise ServiceReportError("period must be text such as 2026Q4, 2026-10 or 2026-10-01/2026-12-31")
-    text = text.strip()
+    text = _relative(text.strip(), now)
     m = _QUARTER.fullmatch(text)
     if m:
         year, quarter = int(m.group(1)), int(m.group(2))
@@ -90,8 +107,8 @@ def parse_period(text: Any, now: Optional[float] = None) -> Dict[str, Any]:
         label = text
     else:
         raise ServiceReportError(
-            "period %r is not understood: use a quarter (2026Q4), a month (2026-10) or an inclusive date range "
-            "(2026-10-01/2026-12-31), UTC" % (text[:64],)
+            "period %r is not understood: use a quarter (2026Q4), a month (2026-10), an inclusive date range "
+            "(2026-10-01/2026-12-31), UTC, or last-quarter / last-month" % (text[:64],)
         )
     if now is not None and start > float(now):
         raise ServiceReportError("period %s starts in the future" % label)

@@ -67,6 +67,24 @@ def svgs(sqlite_report):
 
 # ---------------------------------------------------------------------------------------------- periods
 @pytest.mark.parametrize(
+    "text, now, label",
+    [
+        # the quarterly schedule runs on the 1st at 06:00 UTC: it reports the quarter that just ended
+        ("last-quarter", "2027-01-01T06:00:00Z", "2026Q4"),
+        ("last-quarter", "2026-04-01T06:00:00Z", "2026Q1"),
+        ("last-quarter", "2026-12-31T23:59:59Z", "2026Q3"),
+        ("last-month", "2026-01-01T00:00:00Z", "2025-12"),
+        ("last-month", "2026-12-07T12:00:00Z", "2026-11"),
+    ],
+)
+def test_relative_periods_name_the_one_that_ended(text, now, label):
+    import datetime  # pylint: disable=import-outside-toplevel
+
+    at = datetime.datetime.fromisoformat(now.replace("Z", "+00:00")).timestamp()
+    assert sr.parse_period(text, now=at)["label"] == label
+
+
+@pytest.mark.parametrize(
     "text, start, end, label",
     [
         ("2026Q4", "2026-10-01T00:00:00Z", "2027-01-01T00:00:00Z", "2026Q4"),
