@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: slurm
 short_description: Inventory of GPU nodes from Slurm (scontrol show node, and Slurm's topology)
-version_added: 1.0.0
+version_added: 0.1.0
 description:
   - Builds the inventory from the Slurm controller's node list, read live with C(scontrol show node) (text, or
     C(--json)) through the Slurm client on the controller, or from a captured output file (text or JSON), so it
@@ -127,7 +127,6 @@ topology_file: /etc/slurm/topology.conf
 import os
 
 from ansible.errors import AnsibleParserError
-from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
@@ -246,11 +245,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             for host in members:
                 self.inventory.add_child(group, host)
         for host in built["hosts"]:
+            # the user's compose / groups / keyed_groups (with strict: true a bad expression fails, naming it)
             hv = self.inventory.get_host(host).get_vars()
-            try:
-                self._set_composite_vars(self.get_option("compose"), hv, host, strict=strict)
-                hv = self.inventory.get_host(host).get_vars()
-                self._add_host_to_composed_groups(self.get_option("groups"), hv, host, strict=strict)
-                self._add_host_to_keyed_groups(self.get_option("keyed_groups"), hv, host, strict=strict)
-            except Exception as exc:  # a user's compose expression; the message names it
-                raise AnsibleParserError("gpuops.cluster.slurm: constructing %s: %s" % (host, to_native(exc)))
+            self._set_composite_vars(self.get_option("compose"), hv, host, strict=strict)
+            hv = self.inventory.get_host(host).get_vars()
+            self._add_host_to_composed_groups(self.get_option("groups"), hv, host, strict=strict)
+            self._add_host_to_keyed_groups(self.get_option("keyed_groups"), hv, host, strict=strict)

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: preflight
 short_description: The verdict of the preflight - one line per gap a first run would hit, with its fix
-version_added: 1.0.0
+version_added: 0.1.0
 author: gpuops.cluster contributors (@gpuops)
 description:
   - The last step of C(ansible-playbook gpuops.cluster.preflight) (docs/inventory-plugin.md, "Preflight"). The
