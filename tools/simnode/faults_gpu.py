@@ -83,9 +83,10 @@ def _xid74(state, rng, gpu=None, link=None):
     for n in (lk, lk + 1):
         g["nvlinks"][n]["up"] = False
     _xid(state, g, 74, "NVLink: fatal error detected on link %d(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)" % lk)
-    # third register bit 16 once: NVIDIA "if seen repeatedly, run field diags" -> P3; the links down carry the P1
+    # third register bit 16 once: NVIDIA "if seen repeatedly, run field diags", and "a GPU reset or node reboot is
+    # needed to clear" an Xid 74 -> P2 reset_gpu (issue 38); the links down carry the P1
     return [
-        _exp("gpu.xid", "gpu%d" % g["index"], "P3", "74"),
+        _exp("gpu.xid", "gpu%d" % g["index"], "P2", "74"),
         _exp("gpu.nvlink", "gpu%d/nvlink%d" % (g["index"], lk), "P1", "down"),
         _exp("gpu.nvlink", "gpu%d/nvlink%d" % (g["index"], lk + 1), "P1", "down"),
     ]

@@ -36,7 +36,7 @@ def _xid74_sympathetic(state, rng, gpu=None, link=None):
         "NVLink: fatal error detected on link %d(%s)" % (lk, _regs(1 << 1, 0, 0, 0, 0, 0, 0)),
         ago=599.9,
     )
-    # the failing link: P1 reseat (NVIDIA: check the link's mechanical connection); the peer: P3 (follow the other)
+    # the failing link: P1 reset_gpu (NVIDIA: a reset clears it; reseat only for a field resolution); the peer: P3
     return [_exp("gpu.xid", "gpu%d" % g["index"], "P1", "74"), _exp("gpu.xid", "gpu%d" % peer["index"], "P3", "74")]
 
 
