@@ -77,7 +77,14 @@ def test_retired_pages_only_where_supported():
 
 @pytest.mark.parametrize(
     "ra, sev, action",
-    [("node_reboot", "P1", "reboot"), ("gpu_reset", "P1", "reset_gpu"), ("drain_p2p", "P2", "reset_gpu")],
+    [
+        ("node_reboot", "P1", "reboot"),
+        ("gpu_reset", "P1", "reset_gpu"),
+        # NVIDIA (memory error management, issue 38): DRAIN_P2P = quiesce P2P and query again, not a GPU reset
+        ("drain_p2p", "P2", "drain_p2p"),
+        ("recover_imex_domain", "P1", "recover_imex_domain"),
+        ("bus_reset", "P1", "reboot"),
+    ],
 )
 def test_recovery_action(ra, sev, action):
     f = only(run(facts(gpus=[gpu(0, recovery_action=ra)]))[0], "gpu.recovery_action")[0]
