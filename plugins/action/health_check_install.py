@@ -49,6 +49,9 @@ class ActionModule(ControllerAction):
         except _policy.PolicyError as exc:
             raise StepError("invalid gpuops policy: %s" % exc) from exc
         config.update(policy=policy, profile=profile, host=host)
+        slurm_name = to_text(task_vars.get("gpuops_slurm_node_name") or "")
+        if slurm_name and not config.get("node_name"):  # the node's Slurm name (docs/inventory-plugin.md)
+            config["node_name"] = slurm_name
         try:
             _health_check.load_config(config)
         except _health_check.ConfigError as exc:
