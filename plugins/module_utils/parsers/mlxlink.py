@@ -145,8 +145,9 @@ def _split_sections(text: str, source: Optional[str]) -> Tuple[Dict[str, Dict[st
     current: Optional[str] = None
     lines = _ANSI.sub("", text).splitlines()
     for i, raw in enumerate(lines):
-        if len(raw) > MAX_LINE_CHARS:
-            raise ParseError("line over %d characters" % MAX_LINE_CHARS, PARSER, source, i + 1)
+        if len(raw) > MAX_LINE_CHARS:  # one broken line costs that line, not the file
+            unparsed.append("line %d over %d characters: skipped" % (i + 1, MAX_LINE_CHARS))
+            continue
         line = raw.rstrip()
         if not line.strip() or _DASHES.match(line):
             continue

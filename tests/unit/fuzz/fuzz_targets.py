@@ -32,7 +32,9 @@ from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import (
     node as _node,
 )
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import (
+    ethtool as _ethtool,
     ipmi as _ipmi,
+    mlxlink as _mlxlink,
     nvlink as _nvlink,
     nvsmi_text as _nvsmi_text,
     nvsmi_xml as _nvsmi_xml,
@@ -434,6 +436,9 @@ def targets() -> List[Target]:
             "redfish", samples("redfish", pattern="*.json"), _redfish_docs, lambda r: _len(r.get("sensors")), "json"
         ),
         Target("node", _NODE_SAMPLES, _node_all, lambda r: 1),
+        # issue 37: optics outputs as operators paste them (cut, without the Identifier line, garbage EEPROMs)
+        Target("mlxlink", samples("mlxlink"), lambda t, e: _mlxlink.parse_mlxlink(t, "fuzz"), lambda r: 1),
+        Target("ethtool_m", samples("ethtool-m"), lambda t, e: _ethtool.parse_ethtool_module(t, "fuzz"), lambda r: 1),
         Target("capture_meta", [_CAPTURE_META], _capture_meta, lambda r: 1, structure="json"),
         Target(
             "sacct_json",

@@ -230,3 +230,15 @@ def test_ethtool_m_garbage_eeprom_is_unreadable_not_alarms():
     c = E.parse_ethtool_module(fx("ethtool-m", "cumulus-qsfp-plus-sr4-finisar-no-light-inf.txt"), "x")
     assert c["unreadable"] is None
     assert E.parse_ethtool_module(fx("ethtool-m", "cumulus-qsfp28-sr4-mellanox.txt"), "x")["unreadable"] is None
+
+
+def test_an_over_long_line_costs_that_line_not_the_file():
+    # found by the fuzz targets: one line past MAX_LINE_CHARS used to refuse the whole output
+    from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_LINE_CHARS
+
+    long_line = "State                           : " + "Active" * (MAX_LINE_CHARS // 6 + 1)
+    base = fx("mlxlink", "rsthowto-cx5-edr-ib-sdr-cable-speed-not-enabled.txt")
+    r = M.parse_mlxlink(base + long_line + "\n", "x")
+    assert r["recommendation"] == "Cable speed not enabled" and r["state"] == "Active"
+    e = E.parse_ethtool_module(fx("ethtool-m", "netdev-cx3pro-sfp-rx-no-light-elided.txt") + long_line + "\n", "x")
+    assert e["rx_power_dbm"] == [-40.0]
