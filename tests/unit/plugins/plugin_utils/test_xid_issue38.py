@@ -376,3 +376,24 @@ def test_sxid_non_fatal_counted_per_link():
     (f,) = only(run(facts(events=events(text)))[0], "nvswitch.sxid", code=20001)
     assert f["evidence"]["links"] == {"17": 1, "4": 2} and f["evidence"]["count"] == 3 and sa(f) == ("P3", "monitor")
     assert "link 4: 2" in f["message"]
+
+
+def test_gsp_wordings_with_and_without_an_xid_prefix():
+    # formats.md: "Timeout after 6s of waiting for RPC response from GPU4 GSP!" is the Xid 119 text; printed alone
+    # (no "Xid (PCI:...): 119," prefix) it is a GSP RPC timeout event of GPU4
+    alone = "[Sun Feb 23 16:24:18 2025] NVRM: Timeout after 6s of waiting for RPC response from GPU4 GSP! Expected function 76"
+    (ev,) = parse_kernel_log(alone)
+    assert (ev["kind"], ev["detail"]["gpu_instance"], ev["timestamp"]) == ("gsp_timeout", 4, "2025-02-23T16:24:18")
+    with_xid = (
+        "NVRM: Xid (PCI:0000:9b:00): 119, pid=3000, name=nvidia-smi, Timeout after 6s of waiting for RPC "
+        "response from GPU4 GSP!"
+    )
+    (ev,) = parse_kernel_log(with_xid)
+    assert (ev["kind"], ev["code"]) == ("xid", 119)
+    # the banner that frames an Xid 119 line, a rate-limit notice and a mangled heartbeat line are no events
+    noise = (
+        "NVRM: _kgspLogXid119: ********** GSP Timeout **********\n"
+        "NVRM: Rate limiting GSP RPC error prints for GPU at PCI:0000:9b:00 (printing 1 of every 30).\n"
+        "NVRM: GPU0 _kgspIsHeartbeat: Heartbeat\n"
+    )
+    assert parse_kernel_log(noise) == []
