@@ -282,6 +282,11 @@ DEFAULT_POLICY: Dict[str, Any] = {
         "min_nodes": 4,  # below this many nodes the share is not meaningful
         "domain_down_min_nodes": 2,  # a rack/leaf/power domain with all members down (at least this many)
     },
+    # Job-aware Xid attribution (issue 38, inspect/job_storm.py): application-class Xids (13, 31, 43, 45, 69 and NVIDIA's
+    # RESTART_APP codes outside the hardware categories) on >= min_nodes nodes of ONE job (the scheduler's job view)
+    # within window_s seconds: one job.xid_storm finding (this severity, action restart_app); the node findings take
+    # it as their cause (action monitor) and auto-isolation never drains a node for them.
+    "job_storm": {"enabled": True, "window_s": 600, "min_nodes": 2, "severity": "P2"},
     # Zero-config baseline (docs/policy.md): expectations inferred from peers where no profile sets them.
     "fleet_baseline": {
         "enabled": True,

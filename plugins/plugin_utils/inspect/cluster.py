@@ -9,7 +9,8 @@ read of it (fact-domain states, ``_checks.domain_states``) defined in docs/findi
 whole racks / leaf switches / power domains down, the same check failing on a large part of one domain
 (one P0 for the domain; the members' findings keep their severity but their action becomes ``monitor``
 and ``cause`` names the P0, so a dead leaf switch does not make automation drain a rack), and IB ports
-stuck in INIT/ARMED on many nodes (one P0 about the subnet manager).
+stuck in INIT/ARMED on many nodes (one P0 about the subnet manager). Before any of it, with the scheduler's job
+view, application-class Xids on the nodes of one job become one ``job.xid_storm`` finding (``job_storm``).
 
 Pure Python, no Ansible imports; runs on the controller.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks import domain_states, finding_domain
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import job_storm as _job_storm
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time, utcnow
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import (
     DEFAULT_POLICY,
@@ -124,7 +126,10 @@ def _explain(finding: Dict[str, Any], cause_id: str) -> None:
 
 
 def evaluate_cluster(
-    nodes: Dict[str, Dict[str, Any]], policy: Optional[Dict[str, Any]] = None, now: Any = None
+    nodes: Dict[str, Dict[str, Any]],
+    policy: Optional[Dict[str, Any]] = None,
+    now: Any = None,
+    platform: Optional[Dict[str, Any]] = None,
 ) -> List[Dict[str, Any]]:
     """Cluster findings (P0, except the P2 ``cluster.unknown``) for the inspected nodes.
 
@@ -135,8 +140,12 @@ def evaluate_cluster(
         and ``cause`` is the P0's id. Node status is unchanged (severities stay).
       policy: the merged policy (None: defaults); uses ``correlation`` and ``cluster``.
       now: generated_at for respond_by (ISO/epoch/datetime; None: now).
+      platform: the platform facts (the scheduler's job view) or None: with it, application-class Xids on the
+        nodes of one job become one ``job.xid_storm`` finding first (``job_storm.attribute``: its members'
+        findings are rewritten as a correlation's are, and take part in no correlation).
 
     Returns: the cluster findings (host None, ids ``cluster:<check>:<component>:<code>``), in order:
+      ``job.xid_storm`` (component ``job:<id>``, severity ``job_storm.severity``, action ``restart_app``),
       ``cluster.subnet_manager`` (component subnet_manager), correlations ``cluster.<rack|leaf|power>``
       (component ``<kind>:<name>``, code = the correlated check), domains down ``cluster.<kind>`` (code
       ``down``), ``cluster.capacity`` (component cluster, code faulty_share; nodes in status ``error`` are
@@ -144,7 +153,10 @@ def evaluate_cluster(
       at least ``cluster.faulty_share`` of the nodes in status ``error``). Findings whose disruptive action
       was withheld (their domain could not be read) take part in no correlation.
     """
-    cl = _Cluster(nodes, policy if policy is not None else DEFAULT_POLICY, now)
+    policy = policy if policy is not None else DEFAULT_POLICY
+    storms = _job_storm.attribute(nodes, platform, policy, parse_time(now) or utcnow()) if platform else []
+    cl = _Cluster(nodes, policy, now)
+    cl.out.extend(storms)
     cl.subnet_manager()
     cl.correlate()
     cl.domains_down()

@@ -464,8 +464,9 @@ def finish_report(
             {host: _whole(nodes[host]["facts"]) for host in unprofiled}, classes, base_policy
         )
     t_cluster = time.monotonic()
-    # statuses first: the cluster view must know which nodes are unknown (status error), not merely quiet
-    cluster_findings = _cluster.evaluate_cluster(nodes, base_policy, now) + list(extra.get("platform_cluster") or [])
+    # statuses first: the cluster view must know which nodes are unknown (status error); the job view (job_storm)
+    cluster_findings = _cluster.evaluate_cluster(nodes, base_policy, now, platform)
+    cluster_findings += extra.get("platform_cluster") or []
     if extra.get("timing") is not None:
         extra["timing"]["cluster_s"] = time.monotonic() - t_cluster
     report = _report.build_report(
