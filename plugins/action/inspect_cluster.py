@@ -22,6 +22,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import (
     report as _report,
 )
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import (
+    gate as _gate,
     plan_handoff as _plan_handoff,
     pool as _pool,
 )
@@ -30,7 +31,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import slices as _slices
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import StoreError, open_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import HostVarsOnce, host_var, plain
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES, severity_rank
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import SEVERITIES
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.store.state import StateError
 
 _ARGS = {
@@ -38,6 +39,7 @@ _ARGS = {
     "target_pattern": {"type": "str", "default": "gpu_nodes"},
     "resolve_targets": {"type": "bool", "default": False},
     "fail_on": {"type": "str", "default": ""},
+    "fail_on_unknown": {"type": "str", "default": _gate.DEFAULT_FAIL_ON_UNKNOWN},
     "textfile_dir": {"type": "path"},
     "report_dir": {"type": "path"},
     "state_dir": {"type": "path"},
@@ -145,6 +147,10 @@ class ActionModule(ActionBase):
                 "inspect_cluster: gpuops_fail_on must be one of %s (the run fails when a finding at or above it "
                 "exists) or empty (off), got %r" % (", ".join(SEVERITIES), fail_on)
             )
+        try:
+            _gate.parse_threshold(args["fail_on_unknown"])
+        except ValueError as exc:
+            raise AnsibleActionFail("inspect_cluster: %s" % exc) from exc
         if args["textfile_dir"] and not os.path.isdir(args["textfile_dir"]):
             raise AnsibleActionFail(
                 "inspect_cluster: gpuops_textfile_dir %r is not a directory: create node_exporter's textfile "
@@ -160,12 +166,10 @@ class ActionModule(ActionBase):
         return live, captured
 
     @staticmethod
-    def _gate(summary, fail_on):
-        """Findings (node and cluster) at or above ``fail_on``: {severity, count, by_severity}; None when off."""
-        if not fail_on:
-            return None
-        by = {s: int(summary["severity"].get(s, 0)) for s in SEVERITIES if severity_rank(s) <= severity_rank(fail_on)}
-        return {"severity": fail_on, "count": sum(by.values()), "by_severity": by}
+    def _gate(summary, args):
+        """Findings (node and cluster) at or above ``fail_on`` and the nodes that could not be judged
+        (``_gate.fail_on_gate``); None when off."""
+        return _gate.fail_on_gate(summary, args["fail_on"], args["fail_on_unknown"])
 
     @staticmethod
     def _live(reg):
@@ -463,7 +467,7 @@ class ActionModule(ActionBase):
             reports=paths,
             without_class=without_class,
             collected=collected,
-            fail_on=self._gate(report["summary"], args["fail_on"]),
+            fail_on=self._gate(report["summary"], args),
             timing=dict(
                 {k: round(v, 3) for k, v in phases.items()},
                 hostvars_s=round(t_vars, 3),

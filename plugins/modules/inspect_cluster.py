@@ -57,6 +57,14 @@ options:
       - Any other value fails the task before anything is read.
     type: str
     default: ""
+  fail_on_unknown:
+    description:
+      - With O(fail_on) set, the nodes that could not be judged (status C(error)) fail the run too when they are more
+        than this - C(N%) of the inspected nodes, or C(N) nodes (C(0) - any node) - and always when every node is
+        unjudged. C(off) - never. RV(fail_on) carries their count and whether it was exceeded.
+      - Any other value fails the task before anything is read.
+    type: str
+    default: "10%"
   textfile_dir:
     description:
       - node_exporter's textfile collector directory. C(gpuops.prom) is also written there atomically, mode 0640
@@ -234,10 +242,15 @@ collected:
   type: dict
   sample: {"live": 8, "ok": 7, "unreachable": 1, "failed": 0}
 fail_on:
-  description: With O(fail_on), the findings at or above it - the severity, their count and the count per severity; else null.
+  description:
+    - With O(fail_on), the findings at or above it - the severity, their count and the count per severity -, the nodes
+      that could not be judged against O(fail_on_unknown) (C(unknown)), C(failed) (the playbook fails the run) and
+      C(msg) (its message); else null.
   returned: unless validate_only
   type: dict
-  sample: {"severity": "P1", "count": 9, "by_severity": {"P0": 0, "P1": 9}}
+  sample: {"severity": "P1", "count": 9, "by_severity": {"P0": 0, "P1": 9}, "failed": true,
+           "unknown": {"nodes": 1, "total": 64, "threshold": "10%", "exceeded": false},
+           "msg": "gpuops_fail_on=P1: P0 0, P1 9; 9 finding(s) at or above P1"}
 targets:
   description: The targets checked.
   returned: when validate_only

@@ -67,11 +67,28 @@ def test_textfile_dir_must_exist(run_action, tmp_path):
     ],
 )
 def test_gate_counts_findings_at_or_above(fail_on, count, by):
-    gate = inspect_cluster.ActionModule._gate({"severity": {"P0": 1, "P1": 2, "P2": 3, "P3": 4}}, fail_on)
+    summary = {"nodes": 20, "status": {"healthy": 20}, "severity": {"P0": 1, "P1": 2, "P2": 3, "P3": 4}}
+    gate = inspect_cluster.ActionModule._gate(summary, {"fail_on": fail_on, "fail_on_unknown": "10%"})
     if count is None:
         assert gate is None
     else:
-        assert gate == {"severity": fail_on, "count": count, "by_severity": by}
+        assert {k: gate[k] for k in ("severity", "count", "by_severity", "failed")} == {
+            "severity": fail_on,
+            "count": count,
+            "by_severity": by,
+            "failed": True,
+        }
+        assert gate["msg"].endswith("; %d finding(s) at or above %s" % (count, fail_on)), gate["msg"]
+
+
+@pytest.mark.parametrize("value", ["ten", "101%", "-1", "1.5", "5%%", "P1", "10%,2"])
+def test_bad_fail_on_unknown_is_refused_by_name(run_action, value):
+    with pytest.raises(AnsibleActionFail, match="gpuops_fail_on_unknown must be a percentage"):
+        run_action(
+            inspect_cluster,
+            {"targets": ["cap-1"], "fail_on": "P1", "fail_on_unknown": value, "validate_only": True},
+            task_vars=TASK_VARS,
+        )
 
 
 def test_evaluation_counts_live_outcomes_and_writes_the_textfile(run_action, tmp_path):
