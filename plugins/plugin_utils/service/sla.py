@@ -100,12 +100,17 @@ class Calendar:
     def __init__(self, spec: Optional[Dict[str, Any]] = None) -> None:
         spec = dict(DEFAULT_SLA["calendar"], **(spec or {}))
         name = spec.get("timezone") or "UTC"
-        if not isinstance(name, str) or ZoneInfo is None:
+        if not isinstance(name, str):
             raise SlaError("sla.calendar.timezone must be an IANA time zone name such as Europe/Berlin")
-        try:
-            self.tz = ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise SlaError("sla.calendar.timezone %r is not a known IANA time zone" % (name[:64],)) from None
+        if name == "UTC":
+            self.tz: datetime.tzinfo = datetime.timezone.utc  # also where zoneinfo is missing (the node's Python 3.8)
+        elif ZoneInfo is None:
+            raise SlaError("sla.calendar.timezone %r needs Python 3.9+ (zoneinfo) on the controller" % (name[:64],))
+        else:
+            try:
+                self.tz = ZoneInfo(name)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise SlaError("sla.calendar.timezone %r is not a known IANA time zone" % (name[:64],)) from None
         days = spec.get("workdays")
         if not isinstance(days, list) or not days or any(d not in WEEKDAYS for d in days):
             raise SlaError("sla.calendar.workdays must be a non-empty list of %s" % ", ".join(WEEKDAYS))
