@@ -105,11 +105,15 @@ gpu:
         retired_pages: {supported: false, sbe: null, dbe: null, pending: null}
         remapped_rows: {supported: true, correctable: 0, uncorrectable: 0, pending: false, failure: false,
                         histogram: {max: 2560, high: 0, partial: 0, low: 0, none: 0}}
-        throttle: {active: [hw_slowdown, hw_power_brake_slowdown], raw: {clocks_event_reason_hw_slowdown: Active}}
+        throttle: {active: [hw_slowdown, hw_power_brake_slowdown], raw: {clocks_event_reason_hw_slowdown: Active},
+                   counters_us: null}
         pcie: {gen_current: 5, gen_max: 5, gen_max_device: 5, gen_max_host: 5, width_current: 16, width_max: 16,
                replay_counter: 67}
         nvlink: {links: [{link: 0, state: up, speed_gbps: 26.562, errors: {replay: 0, recovery: 0, crc_flit: 0}}], error: null}
-        fabric: {state: Completed, status: Success, clique_id: null, cluster_uuid: null}
+        c2c: null
+        fabric: {state: Completed, status: Success, clique_id: null, cluster_uuid: null,
+                 health: {degraded_bandwidth: null, route_recovery: null, route_unhealthy: null,
+                          access_timeout_recovery: null, summary: null, incorrect_configuration: null}}
         reset_status: {reset_required: false, drain_and_reset_recommended: false}
         recovery_action: null
         processes: [{pid: 1234, name: python, type: C, used_mib: 1024}]
