@@ -26,6 +26,8 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import UT
 SOURCE_META = "capture.json captured_at"
 SOURCE_LIVE = "live collection"
 SOURCE_NONE = "inspection time (no timestamp in the evidence)"
+#: The start of the source of a capture that could not be read at all (followed by the path and why).
+SOURCE_NONE_READ = "inspection time (nothing read)"
 
 #: Slurm node fields whose times say the node was seen then (not ResumeAfterTime: that one is in the future)
 SLURM_TIME_KEYS = ("LastBusyTime", "SlurmdStartTime", "BootTime")

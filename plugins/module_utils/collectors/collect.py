@@ -181,6 +181,12 @@ def collect_all(
             facts["errors"].append(
                 error_record("capture", "missing", "capture directory %s" % what, source=capture_dir)
             )
+            # not a live collection: the time is the inspection's, and the label says which directory was missing
+            facts["evidence_time_source"] = "%s: capture directory %s %s" % (
+                _evidence_time.SOURCE_NONE_READ,
+                capture_dir,
+                what,
+            )
             return facts
         meta = _capture.meta_or_error(capture_dir, facts["errors"], "capture")
         facts["hostname"] = meta.get("hostname")
