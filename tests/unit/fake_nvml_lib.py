@@ -113,6 +113,16 @@ class FakeNvmlLib:
     def nvmlDeviceGetTemperatureThreshold(self, handle: Any, threshold: Any, ref: Any) -> int:
         return self._scalar(ref, self._dev(handle)["temperature"]["thresholds"].get(_num(threshold)))
 
+    def nvmlDeviceGetMarginTemperature(self, handle: Any, ref: Any) -> int:
+        info = _out(ref)
+        if info.version != pynvml.nvmlMarginTemperature_v1:
+            return ARGUMENT_VERSION_MISMATCH
+        margin = self._dev(handle)["temperature"].get("margin")
+        if margin is None:
+            return NOT_SUPPORTED
+        info.marginTemperature = margin
+        return SUCCESS
+
     # -- field values: {(field id, scope id): (nvmlValueType_t, value)}
     def nvmlDeviceGetFieldValues(self, handle: Any, count: Any, ref: Any) -> int:
         fields = self._dev(handle)["fields"]
@@ -128,6 +138,8 @@ class FakeNvmlLib:
             v.valueType = vtype
             if vtype == pynvml.NVML_VALUE_TYPE_DOUBLE:
                 v.value.dVal = value
+            elif vtype == pynvml.NVML_VALUE_TYPE_SIGNED_INT:
+                v.value.siVal = value
             else:
                 v.value.ullVal = value
         return SUCCESS

@@ -145,6 +145,7 @@ def _temperatures(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:
     ):
         if _const(nv, const) is not None:
             f[path] = r("nvmlDeviceGetTemperatureThreshold", h, _const(nv, const))
+    _fields.tlimit(f, r, h)
 
 
 def _power(f: Dict[str, Any], r: _Reader, nv: Any, h: Any) -> None:

@@ -160,6 +160,28 @@ def repair(f: Dict[str, Any], r: Any, nv: Any, h: Any) -> None:
         f["ecc_errors/unrepairable_memory"] = _yes(unrep)
 
 
+#: T.Limit thresholds (Ada+: NVIDIA says read these field ids, getTemperatureThreshold support for them goes away)
+TLIMIT_FIELDS = (
+    (193, "gpu_temp_max_tlimit_threshold"),
+    (194, "gpu_temp_slow_tlimit_threshold"),
+    (195, "gpu_temp_max_mem_tlimit_threshold"),
+    (196, "gpu_temp_max_gpu_tlimit_threshold"),
+)
+
+
+def tlimit(f: Dict[str, Any], r: Any, h: Any) -> None:
+    """The T.Limit view nvidia-smi prints on H100-class GPUs: the margin to the GPU's own limit
+    (``nvmlDeviceGetMarginTemperature`` = "GPU T.Limit Temp") and the thresholds as margins (FI 193-196)."""
+    margin = r("nvmlDeviceGetMarginTemperature", h)
+    if margin is not None:
+        f["temperature/gpu_temp_tlimit"] = int(margin)
+    vals = field_values(r, h, [(fid, 0) for fid, _leaf in TLIMIT_FIELDS])
+    for fid, leaf in TLIMIT_FIELDS:
+        v = vals.get((fid, 0))
+        if v is not None:
+            f["temperature/" + leaf] = int(v)
+
+
 def throttle_counters(f: Dict[str, Any], r: Any, h: Any) -> None:
     """Cumulative clock event time: NVML counts nanoseconds, nvidia-smi prints microseconds."""
     vals = field_values(r, h, [(fid, 0) for fid, _leaf in THROTTLE_COUNTER_FIELDS])

@@ -29,6 +29,7 @@ from checks_helpers import facts, run  # noqa: E402
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import gpu as _gpu, nvml as _nvml  # noqa: E402
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "gpu-parity")
+SAMPLES = os.path.normpath(os.path.join(os.path.dirname(__file__), *[".."] * 4, "..", "shared", "reference", "samples"))
 T1, T2 = "2026-12-02T10:00:00Z", "2026-12-02T10:10:00Z"
 
 CORR, UNC = pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
@@ -287,3 +288,23 @@ def test_fabric_v2_struct_without_summary(monkeypatch):
     health = _nvml.query(pynvml)["gpus"][0]["fabric"]["health"]
     assert health["summary"] is None
     assert (health["route_unhealthy"], health["degraded_bandwidth"], health["route_recovery"]) == (True, True, False)
+
+
+def test_tlimit_margins_match_the_real_h100_text(monkeypatch):
+    """H100 / 590.48.01 (../shared/reference/samples/nvidia-smi-q-text/nvgpuexp-h100-590.48.01-load.txt) prints
+    only T.Limit margins: T.Limit 26 C, shutdown -8, slowdown -2, max operating 0, memory max operating 0. An NVML
+    that no longer answers getTemperatureThreshold (NVIDIA: use FI 193-196 on Ada+) gives the same temperatures
+    through nvmlDeviceGetMarginTemperature and the field ids (signed values)."""
+    from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import nvsmi_text
+
+    with open(os.path.join(SAMPLES, "nvidia-smi-q-text", "nvgpuexp-h100-590.48.01-load.txt"), encoding="utf-8") as fh:
+        want = nvsmi_text.parse(fh.read())["gpus"][0]["temperature"]
+    dev = _gb200(False)
+    dev["temperature"] = {"gpu": 59, "margin": 26, "thresholds": {}}
+    sint = pynvml.NVML_VALUE_TYPE_SIGNED_INT
+    dev["fields"].update({(82, 0): (UINT, 55), (193, 0): (sint, -8), (194, 0): (sint, -2), (195, 0): (sint, 0)})
+    dev["fields"][(196, 0)] = (sint, 0)
+    fake_nvml_lib.install(monkeypatch, [dev])
+    got = _nvml.query(pynvml)["gpus"][0]["temperature"]
+    assert got == want
+    assert (got["tlimit_c"], got["shutdown_tlimit_c"], got["slowdown_tlimit_c"]) == (26, -8, -2)
