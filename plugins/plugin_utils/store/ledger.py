@@ -458,10 +458,15 @@ def record_run(
                     for p, c in sorted(alloc.items())
                 ],
             )
+        # a node finding explained by a cluster finding (a rack down, a job's Xid storm: its ``cause``) is part of
+        # that incident, not one of its own
+        caused = {fp for fp, _host, f in _pairs(report) if f.get("cause")}
         opens = [
             f
             for f in new
-            if f["severity"] in (sla.get("open_severities") or []) and not f["check_id"].startswith("service.")
+            if f["severity"] in (sla.get("open_severities") or [])
+            and not f["check_id"].startswith("service.")
+            and f["fingerprint"] not in caused
         ]
         detected = detection_times(report, [f["fingerprint"] for f in opens], at, observed)
         out["incidents_opened"] = insert_incidents(conn, opens, at, detected)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime
 import re
 import time
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.service import sla as _sla
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger_schema
@@ -78,61 +78,125 @@ def _event(iid: str, step: str, at: float, actor: str, source: str, detail: Opti
     return {"incident_id": iid, "step": step, "at": at, "actor": actor, "source": source, "detail": detail}
 
 
+SEVERITY_RANK = {"P0": 0, "P1": 1, "P2": 2, "P3": 3}
+
+
+def _open_fingerprints(conn: Any, fps: List[str]) -> Set[str]:
+    """The fingerprints among ``fps`` that an open incident already holds (as the one that opened it, or joined)."""
+    t = tables()
+    inc, ev = t["incidents"], t["incident_events"]
+    have: Set[str] = set()
+    for i in range(0, len(fps), 2000):
+        part = fps[i : i + 2000]
+        have.update(
+            r[0]
+            for r in conn.execute(
+                sa.select(inc.c.fingerprint).where(inc.c.state == "open", inc.c.fingerprint.in_(part))
+            )
+        )
+        q = (
+            sa.select(ev.c.detail)
+            .join(inc, inc.c.incident_id == ev.c.incident_id)
+            .where(inc.c.state == "open", ev.c.step == "joined", ev.c.detail.in_(part))
+        )
+        have.update(r[0] for r in conn.execute(q))
+    return have
+
+
+def _running(conn: Any, hosts: Set[str]) -> Dict[str, Tuple[str, str]]:
+    """host -> (incident id, severity) of its open incident that is not restored yet (the latest)."""
+    inc = tables()["incidents"]
+    out: Dict[str, Tuple[str, str]] = {}
+    names = sorted(hosts)
+    for i in range(0, len(names), 2000):
+        q = (
+            sa.select(inc.c.host, inc.c.incident_id, inc.c.severity)
+            .where(inc.c.state == "open", inc.c.restored_at.is_(None), inc.c.host.in_(names[i : i + 2000]))
+            .order_by(inc.c.detected_at)
+        )
+        out.update((r.host, (r.incident_id, r.severity)) for r in conn.execute(q))
+    return out
+
+
 def insert_incidents(
     conn: Any, findings: List[Dict[str, Any]], at: float, detected: Optional[Dict[str, float]] = None
 ) -> List[str]:
-    """Open an incident for each new finding (finding_history values) that has none open; returns the ids.
-    ``detected``: fingerprint -> when the fault was detected (its evidence time, ``_ledger.detection_times``);
-    the run's time ``at`` for the others. The ``detected`` event is written at that time, by the inspection."""
+    """Open incidents for new findings (finding_history values); returns the new ids. One fault is one incident
+    (docs/service.md "One fault, one incident"): the new findings of one node in one run open ONE incident (its
+    severity and component are the most severe finding's, ``detected_at`` the earliest), and a new finding on a node
+    whose incident is still running joins it when it is not more severe (a more severe one opens its own incident:
+    its clocks are stricter). The other findings are recorded as ``joined`` events; the incident is restored when
+    all of them are gone. A cluster finding opens its own incident. ``detected``: fingerprint -> when the fault was
+    detected (its evidence time, ``_ledger.detection_times``); the run's time ``at`` for the others."""
     detected = detected or {}
     if not findings:
         return []
     t = tables()
     inc = t["incidents"]
-    fps = [f["fingerprint"] for f in findings]
-    have: Set[str] = set()
-    for i in range(0, len(fps), 2000):
-        q = sa.select(inc.c.fingerprint).where(inc.c.state == "open", inc.c.fingerprint.in_(fps[i : i + 2000]))
-        have.update(r[0] for r in conn.execute(q))
+    have = _open_fingerprints(conn, [f["fingerprint"] for f in findings])
     todo = [f for f in findings if f["fingerprint"] not in have]
     if not todo:
         return []
-    ids = _new_ids(conn, at, len(todo))
-    rows, events = [], []
-    for iid, f in zip(ids, todo):
+    running = _running(conn, {f["host"] for f in todo if f.get("host")})
+    groups: Dict[Any, List[Dict[str, Any]]] = {}
+    events: List[Dict[str, Any]] = []
+    for f in todo:
+        host, fp = f.get("host"), f["fingerprint"]
+        when = detected.get(fp, at)
+        cur = running.get(host) if host else None
+        if cur and SEVERITY_RANK.get(f["severity"], 9) >= SEVERITY_RANK.get(cur[1], 9):
+            events.append(_event(cur[0], "joined", when, "inspection", "inspection", fp))
+            continue
+        groups.setdefault(host if host else ("", fp), []).append(f)
+    ids = _new_ids(conn, at, len(groups)) if groups else []
+    rows = []
+    for iid, members in zip(ids, groups.values()):
+        members.sort(key=lambda m: (SEVERITY_RANK.get(m["severity"], 9), detected.get(m["fingerprint"], at)))
+        first = members[0]
+        when = min(detected.get(m["fingerprint"], at) for m in members)
         rows.append(
             {
                 "incident_id": iid,
-                "fingerprint": f["fingerprint"],
-                "host": f.get("host"),
-                "severity": f["severity"],
-                "domain": f.get("domain"),
-                "component": f.get("component"),
-                "title": f.get("summary"),
+                "fingerprint": first["fingerprint"],
+                "host": first.get("host"),
+                "severity": first["severity"],
+                "domain": first.get("domain"),
+                "component": first.get("component"),
+                "title": first.get("summary"),
                 "source": "finding",
                 "state": "open",
-                "detected_at": detected.get(f["fingerprint"], at),
+                "detected_at": when,
             }
         )
-        events.append(
-            _event(iid, "detected", detected.get(f["fingerprint"], at), "inspection", "inspection", f["fingerprint"])
-        )
-    conn.execute(inc.insert(), rows)
-    conn.execute(t["incident_events"].insert(), events)
+        events.append(_event(iid, "detected", when, "inspection", "inspection", first["fingerprint"]))
+        events.extend(_event(iid, "joined", when, "inspection", "inspection", m["fingerprint"]) for m in members[1:])
+    if rows:
+        conn.execute(inc.insert(), rows)
+    if events:
+        conn.execute(t["incident_events"].insert(), events)
     return ids
 
 
 def restore_incidents(conn: Any, up: Set[str], still_open: Set[str], inspected: Set[str], at: float) -> List[str]:
-    """Set ``restored`` on open incidents whose finding is gone and whose node is back ``up`` (a cluster finding:
-    gone); returns the ids."""
+    """Set ``restored`` on open incidents whose findings (the one that opened it and those that joined) are all
+    gone and whose node is back ``up`` (a cluster finding: gone); returns the ids."""
     t = tables()
-    inc = t["incidents"]
+    inc, ev = t["incidents"], t["incident_events"]
     q = sa.select(inc.c.incident_id, inc.c.fingerprint, inc.c.host).where(
         inc.c.state == "open", inc.c.restored_at.is_(None), inc.c.fingerprint.is_not(None), inc.c.detected_at <= at
     )
+    candidates = [r for r in conn.execute(q) if r.fingerprint not in still_open]
+    joined: Dict[str, Set[str]] = {}
+    cids = [r.incident_id for r in candidates]
+    for i in range(0, len(cids), 2000):
+        jq = sa.select(ev.c.incident_id, ev.c.detail).where(
+            ev.c.step == "joined", ev.c.incident_id.in_(cids[i : i + 2000])
+        )
+        for iid, fp in conn.execute(jq):
+            joined.setdefault(iid, set()).add(fp)
     ids = []
-    for r in conn.execute(q):
-        if r.fingerprint in still_open:
+    for r in candidates:
+        if joined.get(r.incident_id, set()) & still_open:
             continue
         if (r.host and r.host in up) or (not r.host and inspected):
             ids.append(r.incident_id)

@@ -244,3 +244,59 @@ def test_evidence_times_are_read_from_the_findings_own_words(store_kw, evidence,
     f = _at(finding("b"), **evidence)
     _ledger.record_run(store, report(T0, {"b": {"status": "faulty", "findings": [f]}}))
     assert rows(store, "incidents", "incident_id")[0]["detected_at"] == T0 + expected_offset
+
+
+# ---------------------------------------------------------------------------------------------- one fault, one incident
+def test_the_findings_of_one_fault_open_one_incident(store_kw):
+    """A GPU that fell off the bus shows as gpu.xid, gpu.missing (P1) and a dcgm collector.error (P2) in the same run:
+    one incident, P1, restored only when all three are gone."""
+    store = open_store(**store_kw)
+    xid = finding("b", "gpu.xid", "P1", "79")
+    missing = finding("b", "gpu.missing", "P1", "unreadable")
+    dcgm = finding("b", "collector.error", "P2", "tool_error", component="collector:dcgm")
+    out = _ledger.record_run(store, report(T0, {"a": {}, "b": {"status": "faulty", "findings": [dcgm, xid, missing]}}))
+    assert len(out["incidents_opened"]) == 1
+    (inc,) = rows(store, "incidents", "incident_id")
+    assert inc["severity"] == "P1" and inc["component"] == "gpu"
+    assert sorted(e["step"] for e in rows(store, "incident_events")) == ["detected", "joined", "joined"]
+    # two of the three gone, the node still reads faulty from the third: not restored
+    half = _ledger.record_run(store, report(T0 + HOUR, {"a": {}, "b": {"status": "degraded", "findings": [dcgm]}}))
+    assert half["incidents_restored"] == []
+    back = _ledger.record_run(store, report(T0 + 2 * HOUR, {"a": {}, "b": {}}))
+    assert back["incidents_restored"] == [inc["incident_id"]]
+
+
+def test_a_later_finding_joins_the_running_incident_unless_it_is_more_severe(store_kw):
+    store = open_store(**store_kw)
+    p2 = finding("b", "gpu.throttle", "P2", "hw_slowdown")
+    _ledger.record_run(store, report(T0, {"b": {"status": "degraded", "findings": [p2]}}))
+    also_p2 = finding("b", "gpu.temperature", "P2", "hot")
+    joined = _ledger.record_run(store, report(T0 + HOUR, {"b": {"status": "degraded", "findings": [p2, also_p2]}}))
+    assert joined["incidents_opened"] == []
+    worse = finding("b", "gpu.xid", "P1", "79")
+    own = _ledger.record_run(
+        store, report(T0 + 2 * HOUR, {"b": {"status": "faulty", "findings": [p2, also_p2, worse]}})
+    )
+    assert len(own["incidents_opened"]) == 1  # a P1 keeps its own, stricter clocks
+    assert sorted(i["severity"] for i in rows(store, "incidents", "incident_id")) == ["P1", "P2"]
+
+
+def test_findings_a_cluster_finding_explains_open_no_incident_of_their_own(store_kw):
+    """A rack down: the members' node.unreachable findings carry the cluster finding as their cause; the rack's P0
+    is the one incident."""
+    store = open_store(**store_kw)
+    p0 = dict(
+        finding("", "cluster.rack", "P0", "node.unreachable", component="rack:r7"),
+        host=None,
+        id="cluster:cluster.rack:rack:r7",
+    )
+    members = {
+        h: {
+            "status": "unreachable",
+            "findings": [dict(finding(h, "node.unreachable", "P1", "unreachable"), cause=p0["id"])],
+        }
+        for h in ("a", "b")
+    }
+    out = _ledger.record_run(store, report(T0, members, [p0]))
+    incidents = rows(store, "incidents", "incident_id")
+    assert len(out["incidents_opened"]) == 1 and [(i["severity"], i["host"]) for i in incidents] == [("P0", None)]
