@@ -17,7 +17,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _evidence_time
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import capture as _capture
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, internal_error
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
+    ParseError,
+    error_record,
+    internal_error,
+    normalize_bus_id,
+)
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow_iso
 
 SCHEMA = "gpuops.facts/v1"
@@ -232,6 +237,7 @@ def collect_all(
                 "capture", "missing", "no evidence file of docs/capture.md in the capture directory", capture_dir
             )
         )
+    _indexes_from_pci_order(facts)
     if not facts["hostname"]:
         facts["hostname"] = (facts.get("node") or {}).get("hostname")
     facts["timings"] = timings
@@ -246,3 +252,27 @@ def _candidates(facts: Dict[str, Any], capture_dir: str, skip: Sequence[str] = (
 def required_sources_missing(facts: Dict[str, Any], required: List[str]) -> List[str]:
     """Domains in ``required`` that produced no data at all (source null)."""
     return [d for d in required if not (facts.get(d) or {}).get("source")]
+
+
+def _indexes_from_pci_order(facts: Dict[str, Any]) -> None:
+    """Give a GPU nvidia-smi could not enumerate (index None: it printed only "Unable to determine the device
+    handle for GPU <bus>") the index its bus id has: nvidia-smi numbers a node's GPUs in PCI bus order, and the
+    driver's probe lines (``kernel.gpus_probed``) list every GPU of the node. Only when every GPU whose index is
+    known sits at that position in the order (else the order is not nvidia-smi's, and the index stays None);
+    such a GPU is marked ``index_source: pci_order``."""
+    gpus = [g for g in ((facts.get("gpu") or {}).get("gpus") or []) if isinstance(g, dict)]
+    unknown = [g for g in gpus if g.get("index") is None and normalize_bus_id(g.get("bus_id"))]
+    probed = (facts.get("kernel") or {}).get("gpus_probed") if isinstance(facts.get("kernel"), dict) else None
+    if not unknown or not isinstance(probed, list):
+        return
+    order = sorted({b for b in (normalize_bus_id(x) for x in probed) if b})
+    position = {bus: i for i, bus in enumerate(order)}
+    for g in gpus:
+        idx = g.get("index")
+        if idx is not None and position.get(normalize_bus_id(g.get("bus_id"))) != idx:
+            return
+    if len(gpus) > len(order) or any(normalize_bus_id(g.get("bus_id")) not in position for g in unknown):
+        return  # a GPU nvidia-smi names that the driver's lines do not: the order is incomplete
+    for g in unknown:
+        g["index"] = position[normalize_bus_id(g.get("bus_id"))]
+        g["index_source"] = "pci_order"

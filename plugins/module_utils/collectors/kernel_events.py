@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 from typing import Any, Dict, List, Optional, Sequence
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
@@ -56,6 +57,7 @@ __all__ = [
     "live_boot_id",
     "map_gpus",
     "parse_kernel_log",
+    "probed_gpus",
     "split_time",
 ]
 
@@ -109,6 +111,20 @@ def filter_since(events: List[Dict[str, Any]], since: Any) -> List[Dict[str, Any
     return out
 
 
+#: The driver's line for each GPU it brings up: ``NVRM: GPU at PCI:0000:19:00: GPU-f7b9f45f-...`` (real kernel logs:
+#: /work/shared/reference/samples/xid-kmsg/). Always re.search.
+_PROBE = re.compile(r"NVRM: GPU at (?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?): GPU-\S+")
+
+
+def probed_gpus(text: Any) -> List[str]:
+    """The bus ids (nvidia-smi's long form) of the GPUs the driver brought up in this log, sorted in PCI order:
+    what places a GPU nvidia-smi cannot read among its siblings (docs/facts.md ``kernel.gpus_probed``)."""
+    if not isinstance(text, str):
+        return []
+    found = {normalize_bus_id(m.group(1)) for m in _PROBE.finditer(text)}
+    return sorted(b for b in found if b)
+
+
 def _empty(source: Optional[str], since: Any, boot_id: Optional[str]) -> Dict[str, Any]:
     return {"source": source, "boot_id": boot_id, "since": since, "events": [], "events_dropped": 0, "errors": []}
 
@@ -123,6 +139,9 @@ def _finish(
     filter_by_since: bool,
 ) -> None:
     """Parse ``text`` into ``result``: events after ``result["since"]`` (when asked), mapped to GPUs, capped."""
+    probed = probed_gpus(text)
+    if probed:
+        result["gpus_probed"] = probed
     try:
         events = parse_kernel_log(text, src, ref, result["errors"])
     except ParseError as exc:

@@ -129,7 +129,9 @@ class Ctx:
 
 def gpu_comp(gpu: Dict[str, Any]) -> str:
     idx = gpu.get("index")
-    if isinstance(idx, int) and not isinstance(idx, bool):
+    # an index placed by PCI order (a GPU nvidia-smi could not read) names the GPU in labels; the component stays
+    # the bus-id form it has always had, so the finding's id does not change with what the kernel log holds
+    if isinstance(idx, int) and not isinstance(idx, bool) and gpu.get("index_source") != "pci_order":
         return "gpu%d" % idx
     bus = normalize_bus_id(gpu.get("bus_id"))
     return "gpu:%s" % bus if bus else "gpu"
