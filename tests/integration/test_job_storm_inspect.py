@@ -131,15 +131,14 @@ def _findings(report: dict, check: str) -> list:
 
 
 def test_xid45_storm_of_one_job_is_one_finding_and_isolates_no_node(tmp_path):
-    """Issue 38: Xid 45 on 40 nodes of one job, as a site that treats Xid 45 as a node fault (an override to P1
-    isolate, what DCGM-style rules do) would see it: one job.xid_storm finding naming the job and its user, every
-    node's Xid 45 explained by it, and auto-isolation drains nothing."""
+    """Issue 38: Xid 45 on 40 nodes of one job. Each node alone reads as a solo Xid 45 (NVIDIA's WORKFLOW_XID_45:
+    "Solo: RESTART_FM", health-policy-facts.md section 4): 40 fabric-manager restarts. With the job view: one
+    job.xid_storm finding naming the job and its user, every node's Xid 45 explained by it (action monitor), and
+    auto-isolation drains nothing."""
     sim = _generate(tmp_path / "sim", 48, "none")
     _storm(sim)
-    override = {"gpuops_policy_overrides": {"xid": {"overrides": {"45": {"severity": "P1", "action": "isolate",
-                                                                          "user_caused": False}}}}}  # fmt: skip
     hosts = ["gpu-node-%02d" % i for i in range(1, 49)]
-    proc = _inspect(sim, tmp_path, "-e", json.dumps(override), *_auto_isolate(tmp_path, hosts))
+    proc = _inspect(sim, tmp_path, *_auto_isolate(tmp_path, hosts))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     storms = _findings(report, "job.xid_storm")
@@ -153,7 +152,7 @@ def test_xid45_storm_of_one_job_is_one_finding_and_isolates_no_node(tmp_path):
         xids = [f for f in report["nodes"][host]["findings"] if f["check"] == "gpu.xid"]
         assert [f["code"] for f in xids] == ["45"], (host, xids)
         assert xids[0]["cause"] == storm["id"] and xids[0]["action"] == "monitor", xids[0]
-        assert xids[0]["evidence"]["original_action"] == "isolate", xids[0]
+        assert xids[0]["evidence"]["original_action"] == "restart_fabric_manager", xids[0]  # the solo verdict
     # no rack/leaf correlation claims the job's crash, and nobody is drained
     assert not [f for f in report["summary"]["cluster_findings"] if f["check"].startswith("cluster.")
                 and f["code"] == "gpu.xid"]  # fmt: skip
