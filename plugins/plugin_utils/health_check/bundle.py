@@ -36,6 +36,7 @@ PLUGIN_UTILS = (
     "checks",
     "health_check/program.py",
     "inspect/cluster.py",
+    "inspect/job_storm.py",  # inspect/cluster.py imports it (issue 38)
     "platform/slurm_reasons.py",
     "service/sla.py",
     "store/state.py",
