@@ -29,6 +29,8 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import (
     facts_cache as _facts_cache,
     livetree as _livetree,
     pool as _pool,
+    report_files as _report_files,
+    run_notes as _run_notes,
 )
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as _state, state_store as _state_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks.context import slurm_record_name
@@ -37,8 +39,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils.platform import che
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.platform import jobs as _platform_jobs
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import SCHEMA as FACTS_SCHEMA
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import collect_all
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, error_record
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import error_record
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, utcnow, utcnow_iso
 
 
@@ -340,7 +341,9 @@ def inspect_nodes(
     """Inspect every host and return report.json's dict.
 
     ``workers=`` (keyword): worker processes for reading and evaluating (default: the CPUs, ``_pool``);
-    ``timing=`` (keyword): a dict that receives the seconds of each phase (read_s, evaluate_s, cluster_s).
+    ``timing=`` (keyword): a dict that receives the seconds of each phase (read_s, evaluate_s, cluster_s);
+    ``progress=`` (keyword): where each stage's progress lines go (``_run_notes.progress_sink``: stderr from 500
+    nodes by default, a callable, or False).
     Captured nodes are parsed and evaluated on every CPU, in host order: the report is the serial run's. With a
     ``state_dir`` a capture whose fingerprint is unchanged reuses its parsed facts (``_facts_cache``).
 
@@ -368,6 +371,7 @@ def inspect_nodes(
     n_workers = extra.pop("workers", None)
     timing = extra.pop("timing", None)
     timing = {} if timing is None else timing
+    sink = _run_notes.progress_sink(extra.pop("progress", None), len(hosts))
     t0 = time.monotonic()
     if extra:
         raise TypeError("inspect_nodes: unknown argument(s) %s" % ", ".join(sorted(extra)))
@@ -380,7 +384,8 @@ def inspect_nodes(
     base_hash = _policy.policy_hash(base_policy)
     host_profiles = resolve_profiles(hosts, profiles, base_policy)
     cache = _facts_cache.FactsCache(state_dir, collect_options) if state_dir else None
-    read = _read_hosts(hosts, base_policy, base_hash, collect_options, cache, n_workers)
+    with _run_notes.Stage(sink, "read", len(hosts)):
+        read = _read_hosts(hosts, base_policy, base_hash, collect_options, cache, n_workers)
     # nodes without a profile are compared with the majority of their class (zero-config fleet baseline)
     unprofiled = [host for host in sorted(hosts) if not host_profiles[host]]
     classes = {host: (hosts[host] or {}).get("node_class") for host in unprofiled}
@@ -411,7 +416,8 @@ def inspect_nodes(
     if file_states is not None:
         _state.discard_staged(state_dir, older_than_s=86400)  # left by a run killed before its renames
     try:
-        nodes = _judge(order, ctx, states, evaluate_only, timing, n_workers)
+        with _run_notes.Stage(sink, "evaluate", len(order)):
+            nodes = _judge(order, ctx, states, evaluate_only, timing, n_workers)
     except BaseException:
         if file_states is not None:
             _state.discard_staged(state_dir, ctx["stage"])  # nothing of a failed batch is put in place
@@ -419,17 +425,18 @@ def inspect_nodes(
     timing["evaluate_s"] = time.monotonic() - t0 - timing["read_s"]
     if evaluate_only:
         return {"nodes": nodes, "policy_hash": base_hash, "generated_at": generated_at}
-    return finish_report(
-        nodes,
-        hosts,
-        base_policy,
-        now,
-        include_facts=include_facts,
-        platform=platform,
-        platform_cluster=platform_cluster,
-        baselines=baselines,
-        timing=timing,
-    )
+    with _run_notes.Stage(sink, "cluster view and report", len(nodes)):
+        return finish_report(
+            nodes,
+            hosts,
+            base_policy,
+            now,
+            include_facts=include_facts,
+            platform=platform,
+            platform_cluster=platform_cluster,
+            baselines=baselines,
+            timing=timing,
+        )
 
 
 def evaluate_nodes(hosts: Dict[str, Dict[str, Any]], **kwargs: Any) -> Dict[str, Any]:
@@ -485,6 +492,7 @@ def finish_report(
         name = slurm_record_name(nodes[host]["facts"], host)
         if name:
             n["slurm_node_name"] = name  # a capture's single scontrol record under another NodeName
+    _run_notes.mark_evidence_age(report, now, base_policy)  # stale evidence; respond_by from the evidence time
     members: Dict[str, List[str]] = {}
     for host in unprofiled:
         members.setdefault(_fleet.peer_class(_whole(nodes[host]["facts"]), classes.get(host)) or "", []).append(host)
@@ -515,64 +523,14 @@ def _platform_findings(
     return cluster, per_node
 
 
-#: File modes of the reports: private to the operator; gpuops.prom is group-readable for node_exporter's
-#: textfile collector (give the report directory node_exporter's group, setgid, to let it read the file).
-REPORT_MODES = {"json": 0o600, "markdown": 0o600, "html": 0o600, "prometheus": 0o640}
-#: The stable file node_exporter's textfile collector reads (in ``textfile_dir``, docs/metrics.md).
-TEXTFILE_NAME = "gpuops.prom"
-
-
-def write_textfile(text: str, textfile_dir: str) -> str:
-    """Write ``text`` atomically to ``<textfile_dir>/gpuops.prom``, mode 0640; return the path.
-
-    The directory must exist (it is node_exporter's, created by whoever installed it: a directory created here
-    would be 0700 and unreadable to node_exporter). The file is created in it and renamed over the old one, so
-    the collector never reads half a file; it gets the directory's group when the directory is setgid, which
-    is how node_exporter (another user) reads a 0640 file (docs/metrics.md).
-    """
-    if not os.path.isdir(textfile_dir):
-        raise NotADirectoryError("textfile directory %r does not exist or is not a directory" % textfile_dir)
-    return write_private_atomic(os.path.join(textfile_dir, TEXTFILE_NAME), text, REPORT_MODES["prometheus"])
-
-
-def write_reports(
-    report: Dict[str, Any],
-    report_dir: str,
-    templates_dir: Optional[str] = None,
-    textfile_dir: Optional[str] = None,
-) -> Dict[str, str]:
-    """Write report.json, report.md, report.html and gpuops.prom; return their paths.
-
-    With ``textfile_dir`` gpuops.prom is also written there (:func:`write_textfile`), returned as ``textfile``.
-
-    report.md and report.html are rendered from the site's templates in ``templates_dir`` where it has them,
-    else from the collection's (``_report.environment``); a template error raises ``_report.ReportTemplateError``
-    before any file is written.
-
-    Each file is written privately and atomically (``_common.write_private_atomic``: temporary file created
-    0600 in ``report_dir``, fsync, rename; never through a link), whatever the umask; a missing ``report_dir``
-    is created 0700. report.json is streamed node by node (:func:`write_json_stream`): never held as one text.
-    """
-    ts = utcnow().timestamp()
-    site = {"templates_dir": templates_dir} if templates_dir else {}
-    outputs = {
-        "markdown": ("report.md", _report.to_markdown(report, **site)),
-        "html": ("report.html", _report.to_html(report, **site)),
-        "prometheus": ("gpuops.prom", _report.to_prometheus(report, generated_ts=ts)),
-    }
-    ensure_private_dir(report_dir)
-    paths: Dict[str, str] = {"json": write_json_stream(report, os.path.join(report_dir, "report.json"))}
-    for key, (name, text) in outputs.items():
-        paths[key] = write_private_atomic(os.path.join(report_dir, name), text, REPORT_MODES[key])
-    if textfile_dir:
-        paths["textfile"] = write_textfile(outputs["prometheus"][1], textfile_dir)
-    return paths
-
-
-def write_json_stream(report: Dict[str, Any], path: str) -> str:
-    """report.json at ``path`` from ``_report.iter_json`` (the bytes of ``_report.to_json``), streamed through
-    ``write_private_atomic``: a 0600 temporary file beside it, fsync, rename, never through a link."""
-    return write_private_atomic(path, _report.iter_json(report), REPORT_MODES["json"])
+# the report files (report.json, its facts side file, report.md/.html, gpuops.prom) live in report_files: these
+# names stay importable from here for the action plugin, the benchmarks and the tests
+REPORT_MODES = _report_files.REPORT_MODES
+TEXTFILE_NAME = _report_files.TEXTFILE_NAME
+write_textfile = _report_files.write_textfile
+write_reports = _report_files.write_reports
+write_json_stream = _report_files.write_json_stream
+load_report = _report_files.load_report
 
 
 def host_summary(report: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:

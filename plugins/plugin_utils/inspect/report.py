@@ -116,30 +116,43 @@ def build_report(
     return report
 
 
-def to_json(report: Dict[str, Any]) -> str:
+def to_json(report: Dict[str, Any], facts: bool = True) -> str:
     # compact on purpose: with indent, json falls back to its pure-Python encoder (8x slower on 1,000 nodes);
     # the nodes' whole facts from _facts_cache.NodeFacts (iter_json)
-    return "".join(iter_json(report))
+    return "".join(iter_json(report, facts=facts))
 
 
-def _node_json(node: Any) -> str:
+def facts_json(facts: Any) -> str:
+    """A node's facts as JSON text: the whole facts of a ``_facts_cache.NodeFacts`` (their text as it is), else
+    the value encoded (report.json's encoding: sorted keys, compact)."""
+    full = getattr(facts, "full", None)
+    if full is None:
+        return _json.dumps(facts)
+    return full if isinstance(full, str) else _json.dumps(full)
+
+
+def _node_json(node: Any, facts: bool = True) -> str:
     """A node entry's JSON; its facts whole when the entry holds ``_facts_cache.NodeFacts``: their JSON text is
     put in as it is at the key's place (the entry's keys are strings, encoded in sorted order as
-    ``json.dumps(sort_keys=True)`` does: the same bytes as encoding the decoded facts)."""
-    facts = node.get("facts") if isinstance(node, dict) else None
-    full = getattr(facts, "full", None)
-    if full is None or not all(isinstance(k, str) for k in node):
+    ``json.dumps(sort_keys=True)`` does: the same bytes as encoding the decoded facts). ``facts=False``: the
+    entry without its facts (they are in the side file, ``report_files``)."""
+    if not isinstance(node, dict):
+        return _json.dumps(node)
+    if not facts and "facts" in node:
+        node = {k: v for k, v in node.items() if k != "facts"}
+    value = node.get("facts")
+    if getattr(value, "full", None) is None or not all(isinstance(k, str) for k in node):
         return _json.dumps(node)
     parts = []
     for key in sorted(node):
-        value = (full if isinstance(full, str) else _json.dumps(full)) if key == "facts" else _json.dumps(node[key])
-        parts.append("%s:%s" % (_json.dumps(key), value))
+        parts.append("%s:%s" % (_json.dumps(key), facts_json(value) if key == "facts" else _json.dumps(node[key])))
     return "{%s}" % ",".join(parts)
 
 
-def iter_json(report: Dict[str, Any]) -> Iterable[str]:
+def iter_json(report: Dict[str, Any], facts: bool = True) -> Iterable[str]:
     """:func:`to_json` in pieces, one per node: the same bytes, without holding the whole text (issue 17). Each
-    piece is ``json.dumps(sort_keys=True, separators=(",", ":"), default=str)``'s, made by :mod:`_json`."""
+    piece is ``json.dumps(sort_keys=True, separators=(",", ":"), default=str)``'s, made by :mod:`_json`.
+    ``facts=False``: the node entries without their facts (report.json beside a facts side file, issue 41)."""
     sep = "{"
     for key in sorted(report):
         value = report[key]
@@ -150,7 +163,7 @@ def iter_json(report: Dict[str, Any]) -> Iterable[str]:
             continue
         inner = "{"
         for host in sorted(value):
-            yield "%s%s%s:%s" % (head, inner, _json.dumps(host), _node_json(value[host]))
+            yield "%s%s%s:%s" % (head, inner, _json.dumps(host), _node_json(value[host], facts))
             head, inner = "", ","
         yield "}"
     yield "}\n" if sep == "," else "{}\n"
@@ -321,6 +334,8 @@ def _where(n: Dict[str, Any]) -> str:
     if n.get("mode") == "capture" and n.get("evidence_time"):
         when = "evidence time %s (%s)" % (n["evidence_time"], n.get("evidence_time_source") or "unknown source")
         where = "%s; %s" % (where, when) if where else when
+    if n.get("stale_evidence"):
+        where = "%s; %s" % (where, n["stale_evidence"]) if where else n["stale_evidence"]
     if n.get("slurm_node_name"):
         name = "Slurm record NodeName=%s" % n["slurm_node_name"]
         where = "%s; %s" % (where, name) if where else name
@@ -343,20 +358,26 @@ def _attention(report: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 
 def _racks(report: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """The rack-by-node grid: racks sorted by name, each with its nodes (host, node, hover title)."""
+    """The rack-by-node grid: racks sorted by name, each with its nodes (host, node, hover title, full name as the
+    label), its counts by status and ``open`` (some node is not healthy: the HTML shows it expanded)."""
     racks: Dict[str, List[str]] = {}
     for host, n in report["nodes"].items():
         racks.setdefault(n.get("rack") or "(no rack)", []).append(host)
     out = []
     for rack in sorted(racks):
         cells = []
+        counts = dict.fromkeys(STATUSES, 0)
         for host in sorted(racks[rack]):
             n = report["nodes"][host]
+            counts[n["status"]] = counts.get(n["status"], 0) + 1
             title = "%s: %s" % (host, n["status"])
             if n["findings"]:
                 title += " - " + "; ".join(sorted({str(f.get("check")) for f in n["findings"]}))
-            cells.append({"host": host, "node": n, "title": title, "label": host[-2:]})
-        out.append({"name": rack, "nodes": cells})
+            if n.get("stale_evidence"):
+                title += " (%s)" % n["stale_evidence"]
+            cells.append({"host": host, "node": n, "title": title, "label": host})
+        bad = len(cells) - counts.get("healthy", 0)
+        out.append({"name": rack, "nodes": cells, "counts": counts, "open": bad > 0, "not_healthy": bad})
     return out
 
 

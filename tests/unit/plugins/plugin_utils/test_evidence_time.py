@@ -9,6 +9,7 @@ import datetime
 import json
 import os
 import random
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -136,7 +137,11 @@ def test_last_month_capture_without_capture_json_shows_xids_sel_failures_and_lin
     assert {(e["check"], e["component"]) for e in expect} <= got
     checks = {f["check"] for f in node["findings"]}
     assert {"gpu.xid", "bmc.sel", "ib.link_flap"} <= checks
-    assert all(parse_time(f["respond_by"]) > TODAY for f in node["findings"] if f["respond_by"])
+    # issue 41: respond-by counts from the evidence time (a month-old fault is overdue), and the age is shown
+    dues = [parse_time(f["respond_by"]) for f in node["findings"] if f["respond_by"]]
+    assert dues and all(when < due < TODAY for due in dues)
+    assert re.fullmatch(r"stale evidence \((29|30|31) d old\)", node["stale_evidence"])
+    assert node["stale_evidence"] in _report.to_html(report) and node["stale_evidence"] in _report.to_markdown(report)
     md = _report.to_markdown(report)
     assert "evidence time %s (%s)" % (node["evidence_time"], node["evidence_time_source"]) in md
     assert "evidence time" in _report.to_html(report)

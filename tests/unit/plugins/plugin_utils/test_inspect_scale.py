@@ -379,7 +379,17 @@ def test_streamed_report_json_is_to_json(sim, tmp_path):
     hosts, profiles = sim
     report = _inspect.inspect_nodes(hosts, profiles=profiles, now=WHEN)
     paths = _inspect.write_reports(report, str(tmp_path / "r"))
-    assert Path(paths["json"]).read_text() == _report.to_json(report)
-    assert stat.S_IMODE(os.stat(paths["json"]).st_mode) == 0o600
+    on_disk = json.loads(Path(paths["json"]).read_text())
+    # issue 41: the facts in facts.json.gz beside it, named with their sha256; everything else as to_json's
+    entry = on_disk.pop("facts_file")
+    assert entry["path"] == "facts.json.gz" and entry["nodes"] == len(report["nodes"])
+    assert on_disk == json.loads(_report.to_json(report, facts=False))
+    whole = _inspect.load_report(str(tmp_path / "r"))
+    whole.pop("facts_file")
+    assert whole == json.loads(_report.to_json(report))
+    for key in ("json", "facts"):
+        assert stat.S_IMODE(os.stat(paths[key]).st_mode) == 0o600
+    inline = _inspect.write_reports(report, str(tmp_path / "inline"), inline_facts=True)
+    assert Path(inline["json"]).read_text() == _report.to_json(report) and "facts" not in inline
     for small in ({}, {"nodes": {}}, {"a": [1], "nodes": {"b": {}, "a": None}, "z": "\u2028"}):
         assert "".join(_report.iter_json(small)) == _report.to_json(small)

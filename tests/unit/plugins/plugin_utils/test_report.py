@@ -127,8 +127,10 @@ def test_html_structure_that_tests_and_dashboards_read():
     assert set(cells) == {"gpu-node-01", "gpu-node-02", "gpu-node-03"}
     assert cells["gpu-node-02"]["data-status"] == "faulty" and cells["gpu-node-02"]["href"] == "#node-gpu-node-02"
     assert cells["gpu-node-02"]["title"] == "gpu-node-02: faulty - gpu.temp; gpu.xid"
-    racks = [a["data-rack"] for t, a in p.tags if t == "div" and "data-rack" in a]
-    assert racks == ["(no rack)", "r1"]
+    racks = {a["data-rack"]: a for t, a in p.tags if t == "details" and "data-rack" in a}
+    assert list(racks) == ["(no rack)", "r1"]
+    # a rack with a node that is not healthy is expanded (gpu-node-03 is in error, gpu-node-02 faulty)
+    assert "open" in racks["(no rack)"] and "open" in racks["r1"]
     counts = {a["data-status"]: a for t, a in p.tags if t == "div" and "data-status" in a}
     assert set(counts) == set(_report.STATUSES)
 
@@ -160,6 +162,7 @@ def test_write_reports_is_private_and_writes_nothing_on_a_template_error(tmp_pat
     r = _report_dict()
     paths = _inspect.write_reports(r, str(tmp_path / "out"))
     assert sorted(os.path.basename(p) for p in paths.values()) == [
+        "facts.json.gz",  # the nodes' facts beside report.json (issue 41), private as every report file
         "gpuops.prom",
         "report.html",
         "report.json",
@@ -167,6 +170,7 @@ def test_write_reports_is_private_and_writes_nothing_on_a_template_error(tmp_pat
     ]
     assert stat.S_IMODE(os.stat(paths["prometheus"]).st_mode) == 0o640
     assert stat.S_IMODE(os.stat(paths["html"]).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(paths["facts"]).st_mode) == 0o600
     assert open(paths["markdown"]).read() == _report.to_markdown(r)
     assert re.search(r"^gpuops_inspection_timestamp_seconds \d+$", open(paths["prometheus"]).read(), re.M)
     site = tmp_path / "site"
@@ -284,8 +288,12 @@ def test_html_has_a_section_for_every_node_and_every_internal_link_resolves():
     assert len(ids) == len(set(ids))
     hrefs = [a["href"] for _t, a in p.tags if a.get("href", "").startswith("#")]
     assert len(hrefs) >= 31 and {h[1:] for h in hrefs} <= set(ids)
-    details = [a for t, a in p.tags if t == "details"]
+    details = [a for t, a in p.tags if t == "details" and a.get("class") == "node"]
     assert len(details) == 29 and all(a["id"].startswith("node-n") for a in details)
+    racks = {a["data-rack"]: a for t, a in p.tags if t == "details" and a.get("class") == "rack"}
+    assert sorted(racks) == ["r0", "r1", "r2"]
+    assert "open" in racks["r2"] and "open" not in racks["r0"] and "open" not in racks["r1"]  # healthy: collapsed
+    assert racks["r2"]["data-not-healthy"] == "1"
     assert "hidden" in [a for t, a in p.tags if t == "form"][0]  # the script shows the filters
 
 
