@@ -106,7 +106,10 @@ options:
     type: bool
     default: true
   include_facts:
-    description: Include each node's facts in C(report.json).
+    description:
+      - Write each node's whole facts beside the report, in C(facts.json.gz) (gzip of compact JSON, mode 0600),
+        which C(report.json) names in C(facts_file) with its SHA-256 (issue 41; C(report.json) itself holds no
+        facts). C(false) writes no facts file. The in-memory report (the ledger, O(write_profiles)) always has them.
     type: bool
     default: true
   report_templates:
@@ -234,7 +237,7 @@ reports:
   description: Paths of the written reports; C(textfile) is the copy in O(textfile_dir).
   returned: unless validate_only
   type: dict
-  sample: {"json": "reports/x/report.json", "markdown": "reports/x/report.md", "html": "reports/x/report.html",
+  sample: {"json": "reports/x/report.json", "facts": "reports/x/facts.json.gz", "markdown": "reports/x/report.md", "html": "reports/x/report.html",
            "prometheus": "reports/x/gpuops.prom", "textfile": "/var/lib/node_exporter/textfile/gpuops.prom"}
 collected:
   description: The live targets and how their collection went (C(ok), C(unreachable), C(failed)).

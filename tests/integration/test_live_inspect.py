@@ -16,6 +16,7 @@ sys.path.insert(0, str(REPO / "tools"))
 sys.path.insert(0, str(REPO / "build"))
 
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import collect as _collect  # noqa: E402
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import report_files as _files  # noqa: E402
 from simnode import faults  # noqa: E402
 
 DOMAINS = ["gpu", "kernel", "ib", "bmc", "slurm", "node"]
@@ -126,7 +127,7 @@ def test_parsing_on_the_controller_gives_the_node_parses_verdicts(testbed, tmp_p
             "gpuops_capture_via=%s" % via,
         )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        reports[name] = json.loads((report_dir / "report.json").read_text())
+        reports[name] = _files.load_report(str(report_dir))  # the facts from facts.json.gz beside it (issue 41)
     node, ctrl = reports["node"], reports["controller"]
     assert _verdicts(node) == _verdicts(ctrl) == _verdicts(reports["python"])
     assert ctrl["nodes"][sick]["status"] == "faulty"

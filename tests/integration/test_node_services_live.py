@@ -8,6 +8,7 @@ the node module and the shell capture; once stopped, ``nobody``'s copy of ``slee
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -90,6 +91,10 @@ def test_a_node_over_the_capture_cap_is_a_collector_error_and_the_others_complet
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads((report_dir / "report.json").read_text())
+    # the nodes' facts are in facts.json.gz beside report.json (issue 41): gzip of {"nodes": {host: facts}}
+    side = json.loads(gzip.decompress((report_dir / report["facts_file"]["path"]).read_bytes()))["nodes"]
+    for host, node in report["nodes"].items():
+        node["facts"] = side[host]
     assert set(report["nodes"]) == set(testbed.nodes)
     errors = [f for f in report["nodes"][small]["findings"] if f["check"] == "collector.error"]
     assert errors and "capture_max_bytes (4096 bytes)" in json.dumps(errors), report["nodes"][small]["findings"]
