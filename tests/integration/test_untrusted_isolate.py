@@ -20,7 +20,9 @@ def _isolate(testbed, tmp_path, *extra):
     cmd = [str(VENV_BIN / "ansible-playbook"), "-i", str(testbed.inventory), str(REPO / "playbooks" / "isolate.yml")]
     base = {"gpuops_state_dir": str(tmp_path / "state"), "gpuops_isolation_guard": OPEN, "isolate_requeue_after": 0}
     cmd += ["-e", json.dumps(base), *extra]
-    return subprocess.run(cmd, capture_output=True, text=True, env=testbed.env, cwd=str(REPO), timeout=240, check=False)
+    # the audit trail the playbook refuses to start without (issue 41), in the run's own state directory
+    env = dict(testbed.env, ANSIBLE_CALLBACKS_ENABLED="gpuops.cluster.audit", GPUOPS_STATE_DIR=str(tmp_path / "state"))
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(REPO), timeout=240, check=False)
 
 
 def test_jinja_in_isolate_extra_vars_runs_nothing(testbed, tmp_path):
