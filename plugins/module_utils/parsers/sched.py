@@ -29,7 +29,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_LINE_CHARS, ParseError
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm_cli import (
     hostlist,
@@ -45,7 +45,9 @@ SACCT_FIELDS = "JobID,Partition,User,State,ExitCode,NodeList,Submit,Start,End"
 
 _PING = re.compile(r"Slurmctld\(([A-Za-z0-9]+)\) at (\S+) is (UP|DOWN)")
 _PING_OLD = re.compile(r"Slurmctld\(primary/backup\) at (\S+)/(\S+) are (UP|DOWN)/(UP|DOWN)")
-_RPC_TYPE = re.compile(r"^\s*(\S+)\s*\(\s*(\d+)\)\s+count:(\d+)\s+ave_time:(\d+)\s+total_time:(\d+)")
+_RPC_TYPE = re.compile(
+    r"^\s*(\S+)\s*\(\s*([0-9]{1,18})\)\s+count:([0-9]{1,18})\s+ave_time:([0-9]{1,18})\s+total_time:([0-9]{1,18})"
+)
 _SDIAG_KEYS = {
     "Server thread count": "server_thread_count",
     "Agent queue size": "agent_queue_size",
@@ -164,8 +166,8 @@ def _sdiag_line(line: str, section: Optional[str], out: Dict[str, Any]) -> None:
     key, sep, value = line.partition(":")
     if not sep:
         return
-    key, value = key.strip(), value.strip().split(" ")[0]
-    if not re.match(r"^-?\d+$", value):
+    key, value = key.strip(), value.strip().split(" ", 1)[0]
+    if not re.match(r"^-?[0-9]{1,18}$", value):  # ASCII digits a counter can hold (no 5000-digit int())
         return
     if section in ("main", "backfill") and key in _SDIAG_SUB:
         out[section][_SDIAG_SUB[key]] = int(value)
@@ -203,7 +205,10 @@ def parse_sdiag(text: str, source: Optional[str] = None) -> Dict[str, Any]:
         stripped = line.strip()
         if not stripped or stripped.startswith("*"):
             continue
-        head = stripped.split(" (")[0]
+        if len(stripped) > MAX_LINE_CHARS:
+            out["truncated"] = True  # no sdiag line is this long: skipped, never split into millions of words
+            continue
+        head = stripped.split(" (", 1)[0]
         if head in _SDIAG_SECTION:
             section = _SDIAG_SECTION[head]
             continue
@@ -265,7 +270,8 @@ def parse_sdiag_json(obj: Any, source: Optional[str] = None) -> Dict[str, Any]:
         ("rpcs_by_message_type", "rpc_types", "message_type"),
         ("rpcs_by_user", "rpc_users", "user"),
     ):
-        for r in st.get(table_key) or []:
+        rows = st.get(table_key)
+        for r in rows if isinstance(rows, list) else []:
             if isinstance(r, dict):
                 out[out_key].append(
                     {

@@ -19,6 +19,7 @@ import random
 import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+import fuzz_sched
 import fuzz_storage
 from fuzz_structured import structural
 
@@ -458,6 +459,32 @@ def targets() -> List[Target]:
         # issue 37: storage outputs as printed (tests/fixtures/storage, cluster-formats.md 5-7) plus generated
         # lfs df / mmhealth -Y variants (fuzz_storage)
         *fuzz_storage.targets(Target, samples, _len),
+        # issue 37: the scheduler's text as operators capture it, real samples plus generated column orders,
+        # widths and cuts (fuzz_sched)
+        Target(
+            "sinfo_text",
+            samples("slurm-platform", pattern="*sinfo*") + fuzz_sched.sinfo_variants(),
+            lambda t, e: _sched_parse.parse_sinfo(t, "fuzz", e),
+            _len,
+        ),
+        Target(
+            "sacct_text",
+            samples("slurm-platform", pattern="*sacct.txt") + fuzz_sched.sacct_variants(),
+            lambda t, e: _sched_parse.parse_sacct_text(t, "fuzz", e),
+            _len,
+        ),
+        Target(
+            "squeue_text",
+            samples("slurm-platform", pattern="*squeue.txt") + fuzz_sched.squeue_variants(),
+            lambda t, e: _sched_parse.parse_squeue_text(t, "fuzz", e),
+            _len,
+        ),
+        Target(
+            "sdiag",
+            samples("slurm-platform", pattern="*sdiag.txt") + samples("slurm-cli", pattern="*sdiag*"),
+            lambda t, e: _sched_parse.parse_sdiag(t, "fuzz"),
+            lambda r: _len(r.get("rpc_types")),
+        ),
     ]
 
 

@@ -29,7 +29,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import Pars
 MAX_HOSTS = 65536
 NO_HOSTS = frozenset(("", "(null)", "none", "none assigned", "n/a", "(none)"))
 
-_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+_RANGE = re.compile(r"^([0-9]{1,18})(?:-([0-9]{1,18}))?$")  # ASCII digits, as hostlist.c reads them
 
 
 class HostlistError(ParseError):

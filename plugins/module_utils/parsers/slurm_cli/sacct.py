@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_LINE_CHARS, ParseError, Records
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm_cli import hostlist, states, table
 
@@ -53,7 +53,7 @@ COLUMNS = {
     "ACCOUNT": "account",
 }
 _DECLARED = re.compile(r"(?:^|\s)(?:-o|--format)(?:=|\s+)['\"]?([A-Za-z0-9%,_.:-]+)")
-_JOBID = re.compile(r"^(\d+(?:_(?:\d+|\[[^\]]*\]?))?)(?:\.(.*))?$")
+_JOBID = re.compile(r"^(\d+(?:_(?:\d+|\[[^\]]*\]?)?)?)(?:\.(.*))?$")
 _DASHES = re.compile(r"^[-\s]+$")
 
 
@@ -193,16 +193,16 @@ def _reader(lines: List[Any], source: Optional[str]) -> Any:
             return _Split(declared), rest, declared
     first = lines[0][1]
     words = table.norm(first).replace("|", " ").split()
+    if len(lines) > 1 and _DASHES.match(lines[1][1]) and "|" not in first:
+        try:  # a header over a dashes row: the default table, whatever its columns (a cut name read by its prefix)
+            reader = table.Fixed(first, lines[1][1])
+        except ValueError as exc:
+            raise ParseError(str(exc), PARSER, source, lines[1][0]) from None
+        return reader, lines[2:], reader.cols
     if "JOBID" in words or "JOBIDRAW" in words:
         if "|" in first:
             reader = table.Delimited(first, "|")
             return reader, lines[1:], reader.cols
-        if len(lines) > 1 and _DASHES.match(lines[1][1]):
-            try:
-                reader = table.Fixed(first, lines[1][1])
-            except ValueError as exc:
-                raise ParseError(str(exc), PARSER, source, lines[1][0]) from None
-            return reader, lines[2:], reader.cols
         aligned = table.Aligned(first)
         return aligned, lines[1:], aligned.cols
     f = first.split("|")
@@ -238,6 +238,10 @@ def parse(
     lines = [(n, ln.rstrip("\r\n")) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()]
     if not lines:
         return []  # no job in the window: an answer, not an error
+    if len(lines[0][1]) > MAX_LINE_CHARS:
+        raise ParseError(
+            "first line of %d characters: not %s output" % (len(lines[0][1]), PARSER), PARSER, source, lines[0][0]
+        )
     reader, body, cols = _reader(lines, source)
     jobs = _Jobs(any(column(c) == "nodes" for c in cols))
     records = Records(PARSER, source, DOMAIN, errors)

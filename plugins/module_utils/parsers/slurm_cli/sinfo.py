@@ -24,7 +24,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_LINE_CHARS, ParseError, Records
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm_cli import hostlist, states, table
 
 PARSER = "sinfo"
@@ -59,7 +59,7 @@ _EMPTY = ("", "none", "(null)", "unknown", "n/a")
 _DATE = re.compile(r"^[A-Za-z]{3} [A-Za-z]{3} +\d{1,2} \d\d:\d\d:\d\d \d{4}$")
 _AVAIL = ("up", "down", "drain", "inact", "n/a")
 _TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|Unknown|None)$")
-_GPU = re.compile(r"(?:^|[,/:])gpu(?::[A-Za-z0-9_.-]+)?[:=]([0-9]+)")
+_GPU = re.compile(r"(?:^|[,/:])gpu(?::[A-Za-z0-9_.-]+)?[:=]([0-9]{1,9})(?![0-9])")
 
 
 def gpus_of(tres: Any) -> int:
@@ -149,7 +149,7 @@ def _is_state(word: str) -> bool:
 
 # headerless built-ins (cluster-formats.md 1.1): words -> meaning, or None when the words are not that form
 def _h_default(w: List[str]) -> Optional[Dict[str, Optional[str]]]:
-    if len(w) in (5, 6) and w[1] in _AVAIL and w[3].isdigit() and (_is_state(w[4]) or w[4] == "n/a"):
+    if len(w) in (5, 6) and w[1] in _AVAIL and re.match(r"^[0-9]+$", w[3]) and (_is_state(w[4]) or w[4] == "n/a"):
         return {"partition": w[0], "avail": w[1], "count": w[3], "state": w[4], "nodes": w[5] if len(w) == 6 else ""}
     return None
 
@@ -188,6 +188,27 @@ def refused(what: str, source: Optional[str], line: Optional[int] = None) -> Par
     return ParseError("%s; readable forms: %s" % (what, FORMS), PARSER, source, line)
 
 
+def _reader(lines: List[Tuple[int, str]], source: Optional[str]) -> Tuple[Any, List[Tuple[int, str]]]:
+    """(the table reader of the header, the rows), or (None, rows) for a headerless built-in form."""
+    if len(lines[0][1]) > MAX_LINE_CHARS:
+        raise ParseError(
+            "first line of %d characters: not sinfo output" % len(lines[0][1]), PARSER, source, lines[0][0]
+        )
+    head = _header(lines[0][1])
+    if head is not None:
+        delim = head[0]
+        reader = table.Delimited(lines[0][1], delim, "REASON") if delim else table.Aligned(lines[0][1], ("REASON",))
+        return reader, lines[1:]
+    if _headerless(lines[0][1]) is None:
+        raise refused(
+            "a headerless sinfo format that cannot be decoded (the column names are in the header: capture "
+            "without -h, or with the collection's format)",
+            source,
+            lines[0][0],
+        )
+    return None, lines
+
+
 def parse(
     text: str, source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
 ) -> List[Dict[str, Any]]:
@@ -201,24 +222,9 @@ def parse(
         lines = lines[1:]  # -l / -N -l / -i print the date first (strftime "%a %b %d %T %Y")
     if not lines:
         raise ParseError("no node lines", PARSER, source)
+    reader, body = _reader(lines, source)
     nodes = _Nodes()
     records = Records(PARSER, source, DOMAIN, errors)
-    head = _header(lines[0][1])
-    if head is not None:
-        delim = head[0]
-        reader: Any = (
-            table.Delimited(lines[0][1], delim, "REASON") if delim else table.Aligned(lines[0][1], ("REASON",))
-        )
-        body = lines[1:]
-    else:
-        if _headerless(lines[0][1]) is None:
-            raise refused(
-                "a headerless sinfo format that cannot be decoded (the column names are in the header: capture "
-                "without -h, or with the collection's format)",
-                source,
-                lines[0][0],
-            )
-        reader, body = None, lines
     for n, line in body:
         with records.at(n):
             if records.too_long(line, n):
@@ -234,7 +240,7 @@ def parse(
                     raise ParseError("not a row of this sinfo form: %r" % line[:120], PARSER, source, n)
             nodes.add(row)
     if not nodes.by_name and not records.count:
-        if head is not None:
+        if reader is not None:
             return []  # a header only: sinfo -R with no unavailable node
         raise ParseError("no node lines", PARSER, source)
     return records.finish(list(nodes.by_name.values()))
@@ -291,7 +297,8 @@ def parse_json(obj: Any, source: Optional[str] = None) -> List[Dict[str, Any]]:
 
 def _json_node(nodes: _Nodes, name: str, state: Any, flags: Any, reason: Any, part: Any, gres: Dict[str, Any]) -> None:
     words = state if isinstance(state, list) else [state] if state else []
-    words = [str(w) for w in words] + [str(f) for f in flags or [] if str(f) not in words]
+    flags = flags if isinstance(flags, list) else []
+    words = [str(w) for w in words] + [str(f) for f in flags if str(f) not in words]
     nodes.add(
         {
             "nodes": name,

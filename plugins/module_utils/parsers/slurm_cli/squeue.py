@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_LINE_CHARS, ParseError, Records
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm_cli import hostlist, states, table
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm_cli.sinfo import gpus_of
@@ -67,7 +67,7 @@ def _job(row: Dict[str, str]) -> Optional[Dict[str, Any]]:
     elif both:
         nodes_text = nodes_text or both
     count = row.get("node_count") or ""
-    n = int(count) if count.isdigit() else 1
+    n = int(count) if re.match(r"^[0-9]{1,9}$", count) else 1
     per_node = gpus_of(row.get("tres_per_node"))
     return {
         "job_id": job_id,
@@ -104,6 +104,10 @@ def parse(
         lines = lines[1:]
     if not lines:
         return []
+    if len(lines[0][1]) > MAX_LINE_CHARS:
+        raise ParseError(
+            "first line of %d characters: not %s output" % (len(lines[0][1]), PARSER), PARSER, source, lines[0][0]
+        )
     first = lines[0][1]
     words = table.norm(first).replace("|", " ").split()
     reader: Any

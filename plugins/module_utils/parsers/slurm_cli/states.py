@@ -17,6 +17,7 @@ CANCELLED by a user), ``scheduler`` (PREEMPTED, REQUEUED, DEADLINE, REVOKED) or 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 #: compact (%t) and long (%T) words -> the long word [SL-src node_state_string / node_state_string_compact]
@@ -233,7 +234,10 @@ def job_state(text: Any, cut: bool = False) -> Dict[str, Any]:
     state is the one documented state the remaining prefix names, else the prefix itself with ``cut`` kept true
     (never a guess between two states). ``by``: the uid of ``CANCELLED by <uid>``."""
     raw = str(text or "").strip()
-    if cut or raw.endswith("+"):
+    if (cut or raw.endswith("+")) and " " in raw:
+        cut = True  # 'CANCELLED by 12+': the state word is whole, the uid is cut
+        state, by = raw.split()[0].upper(), None
+    elif cut or raw.endswith("+"):
         prefix = raw.rstrip("+").upper()
         cut = True
         names = [s for s in JOB_STATES if s.startswith(prefix)] if prefix else []
@@ -257,6 +261,6 @@ def job_state(text: Any, cut: bool = False) -> Dict[str, Any]:
 def exit_code(text: Any) -> Optional[List[int]]:
     """``[code, signal]`` of sacct's ``ExitCode`` (``0:125``, ``3:0``); None when unreadable."""
     parts = str(text or "").strip().split(":")
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+    if len(parts) != 2 or not all(re.match(r"^[0-9]{1,9}$", p) for p in parts):
         return None
     return [int(parts[0]), int(parts[1])]

@@ -191,3 +191,10 @@ def test_a_cut_state_naming_several_states_is_not_guessed():
 def test_exit_codes():
     assert states.exit_code("0:125") == [0, 125] and states.exit_code("3:0") == [3, 0]
     assert states.exit_code("") is None and states.exit_code("0:1+") is None
+
+
+def test_digits_slurm_never_prints_are_refused():
+    for text in ("n[" + "9" * 5000 + "]", "n[٣-٤]", "n[²]"):
+        with pytest.raises(hostlist.HostlistError):
+            hostlist.expand(text)
+    assert states.exit_code("9" * 5000 + ":0") is None and states.exit_code("٣:0") is None

@@ -199,3 +199,12 @@ def test_squeue_one_bad_row_costs_that_row():
     text = SQUEUE_DEFAULT + "  abc     debug job9 dave  R   0:21     4 dev[9-12]\n"
     jobs = P.parse_squeue_text(text, "squeue.txt", errors)
     assert len(jobs) == 2 and [e["line"] for e in errors] == [4]
+
+
+def test_numbers_no_tool_prints_are_skipped_not_raised():
+    """A 5000-digit counter (Python refuses int() of it) or a line over the record limit: skipped, never an
+    exception other than ParseError (issue 12's contract)."""
+    text = SDIAG_2605.replace("Agent count:          0", "Agent count:          " + "9" * 5000)
+    text += "\tREQUEST_PING (1008) count:" + "9" * 5000 + " ave_time:1 total_time:1\n" + "x " * 5000 + "\n"
+    sd = P.parse_sdiag(text)
+    assert "agent_count" not in sd and sd["server_thread_count"] == 1 and sd["truncated"]
