@@ -54,7 +54,9 @@ def test_capture_text_forms_and_accounting_down(tmp_path):
 
 
 def test_missing_and_broken_files_are_errors_not_readings(tmp_path):
-    d = capture(tmp_path, sdiag=None, sinfo="text:" + fx("sinfo.txt")[:25], squeue_json="text:" + fx("squeue.json")[:999])
+    d = capture(
+        tmp_path, sdiag=None, sinfo="text:" + fx("sinfo.txt")[:25], squeue_json="text:" + fx("squeue.json")[:999]
+    )
     p = _platform.collect_platform(capture_dir=d)
     kinds = sorted((e["kind"], e.get("source") or "") for e in p["errors"])
     assert ("parse", "sinfo.txt") in kinds and ("parse", "squeue.json") in kinds
