@@ -33,6 +33,7 @@ from pathlib import Path
 
 import psutil
 
+import _realsize  # noqa: E402
 from _benchenv import ansible_env  # noqa: E402  (bench/ is sys.path[0] when run as a script)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,15 +45,22 @@ def env(extra=None):
     return ansible_env(ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_tasks", **(extra or {}))
 
 
-def generate(n: int, inventory_format: str = "yaml") -> Path:
+def generate(n: int, inventory_format: str = "yaml", real_size: bool = False) -> Path:
     sim = CACHE / ("n%d" % n if inventory_format == "yaml" else "n%d-%s" % (n, inventory_format))
-    if (sim / "answer_key.json").exists():
+    if real_size:  # padded to a real node's size once (_realsize): its own directory
+        sim = sim.with_name(sim.name + "-real")
+    if (sim / "answer_key.json").exists() and (not real_size or (sim / ".realsize").exists()):
+        return sim
+    if real_size and (sim / "answer_key.json").exists():
+        print(json.dumps({"real_size": _realsize.pad_cluster(sim)}), flush=True)
         return sim
     shutil.rmtree(sim, ignore_errors=True)
     sim.parent.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, str(REPO / "tools/simcluster/generate.py"), "--nodes", str(n), "--out", str(sim)]
     argv += ["--inventory-format", inventory_format]
     subprocess.run(argv + ["--seed", "7"], check=True, env=env())
+    if real_size:
+        print(json.dumps({"real_size": _realsize.pad_cluster(sim)}), flush=True)
     return sim
 
 
@@ -161,7 +169,27 @@ def run(sim: Path, state_dir: str, report_dir: str, extra_env=None) -> dict:
         "tasks_s": tasks,
         "phases_s": timing,
         "report_json_mib": round(os.path.getsize(os.path.join(report_dir, "report.json")) / 2**20, 1),
+        # every report file's size (issue 41: report.json without the facts, facts.json.gz beside it)
+        "files_mib": {
+            name: round(os.path.getsize(os.path.join(report_dir, name)) / 2**20, 2)
+            for name in sorted(os.listdir(report_dir))
+            if os.path.isfile(os.path.join(report_dir, name))
+        },
+        "progress_lines": re.findall(r"^gpuops inspect: .* in [0-9.]+ s$", text, re.M),
     }
+
+
+def _score(sim: Path, report_dir: str) -> dict:
+    """The report against the simulated cluster's answer key (tools/simcluster/score.py): padding is benign."""
+    sys.path.insert(0, str(REPO / "tools" / "simcluster"))
+    import score  # noqa: PLC0415
+
+    with open(os.path.join(report_dir, "report.json")) as fh:
+        report = json.load(fh)
+    result = score.score(report, json.loads((sim / "answer_key.json").read_text()))
+    out = {k: (len(v) if isinstance(v, list) else v) for k, v in result.items()}
+    out["examples"] = {k: [list(x) for x in v[:5]] for k, v in result.items() if isinstance(v, list) and v}
+    return out
 
 
 def main() -> None:
@@ -176,26 +204,33 @@ def main() -> None:
         default="yaml",
         help="the simulated inventory's format: ansible-core loads 10,000 hosts in ~19 s of YAML, ~3.6 s of INI",
     )
+    ap.add_argument(
+        "--real-size",
+        action="store_true",
+        help="captures padded to a real node's size (a boot's kernel log, a full SEL and SDR, IB hw_counters: _realsize)",
+    )
     ap.add_argument("--poll", type=float, default=POLL_S, help="seconds between memory samples (default %(default)s)")
     ap.add_argument(
         "--no-warm", action="store_true", help="do not read the captures into the page cache before the cold run"
     )
     args = ap.parse_args()
     POLL_S = args.poll
-    sim = generate(args.nodes, args.inventory)
+    sim = generate(args.nodes, args.inventory, args.real_size)
     if not args.no_warm:
         print(json.dumps({"page_cache_warmed": warm_page_cache(sim)}), flush=True)
     extra = {}
     if args.workers:
         extra["GPUOPS_INSPECT_WORKERS"] = str(args.workers)
-    results = {"nodes": args.nodes, "cpus": os.cpu_count(), "inventory": args.inventory}
+    results = {"nodes": args.nodes, "cpus": os.cpu_count(), "inventory": args.inventory, "real_size": args.real_size}
     with tempfile.TemporaryDirectory(prefix="bench-offline-") as tmp:
         state = os.path.join(tmp, "state")
         for label in ("cold",) + (() if args.no_repeat else ("repeat",)):
             results[label] = run(sim, state, os.path.join(tmp, label), extra)
+            results[label]["score"] = _score(sim, os.path.join(tmp, label))
             print(json.dumps({label: results[label]}), flush=True)
     CACHE.mkdir(parents=True, exist_ok=True)
-    out = CACHE / ("result-%d%s.json" % (args.nodes, "" if args.inventory == "yaml" else "-" + args.inventory))
+    suffix = ("" if args.inventory == "yaml" else "-" + args.inventory) + ("-real" if args.real_size else "")
+    out = CACHE / ("result-%d%s.json" % (args.nodes, suffix))
     out.write_text(json.dumps(results, indent=1))
     print("written", out)
 
