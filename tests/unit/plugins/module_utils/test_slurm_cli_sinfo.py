@@ -204,3 +204,32 @@ def test_json_2302_sinfo_layout():
         P.parse_sinfo('{"meta": {}}')
     with pytest.raises(ParseError):
         P.parse_sinfo(json.dumps(doc)[:200])
+
+
+def test_builtin_formats_printed_by_their_format_strings():
+    """1.1: ``-N`` is ``%#N %.6D %#P %6t``, ``-l`` is ``%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %.11i %N``
+    (after its date line), ``-R -l`` is ``%20E %12U %19H %6t %N`` (``%.N`` right-justifies, ``%N`` pads left)."""
+    n = ["%-8s %6s %-9s %-6s" % row for row in
+         [("NODELIST", "NODES", "PARTITION", "STATE"), ("gpu01", "1", "gpu*", "mix"), ("gpu02", "1", "gpu*", "drain*"),
+          ("gpu02", "1", "debug", "drain*"), ("gpu03", "1", "gpu*", "idle~")]]  # fmt: skip
+    nodes = by_name(P.parse_sinfo("\n".join(n) + "\n"))
+    assert nodes["gpu02"]["partitions"] == ["gpu", "debug"] and nodes["gpu02"]["state"] == "drained"
+    assert nodes["gpu03"]["flags"] == ["~"] and nodes["gpu01"]["state"] == "mixed"
+    assert by_name(P.parse_sinfo("\n".join(n[1:]) + "\n")) == nodes  # -h -N
+    fmt = "%-9s %5s %10s %10s %4s %8s %10s %6s %11s %11s %s"
+    rows = [("PARTITION", "AVAIL", "TIMELIMIT", "JOB_SIZE", "ROOT", "OVERSUBS", "GROUPS", "NODES", "STATE",
+             "RESERVATION", "NODELIST"),
+            ("gpu*", "up", "2-00:00:00", "1-infinite", "no", "NO", "all", "2", "draining@", "", "c[023-024]"),
+            ("gpu*", "up", "2-00:00:00", "1-infinite", "no", "NO", "all", "3", "allocated", "", "c[001-003]")]  # fmt: skip
+    text = "Sun Jul 16 21:28:05 2017\n" + "\n".join(fmt % r for r in rows) + "\n"
+    nodes = by_name(P.parse_sinfo(text))
+    assert sorted(nodes) == ["c001", "c002", "c003", "c023", "c024"] and nodes["c024"]["state"] == "draining"
+    assert nodes["c023"]["flags"] == ["@"]
+    fmt = "%-20.20s %-12.12s %-19.19s %-6s %s"
+    rows = [("REASON", "USER", "TIMESTAMP", "STATE", "NODELIST"),
+            ("Not responding", "slurm(64030)", "2025-05-01T10:00:00", "down*", "c[017-018]"),
+            ("Kill task failed", "root(0)", "2025-05-01T11:00:00", "drain", "c005")]  # fmt: skip
+    nodes = by_name(P.parse_sinfo("\n".join(fmt % r for r in rows) + "\n"))
+    assert nodes["c018"]["state"] == "down" and nodes["c018"]["flags"] == ["*"]
+    assert nodes["c005"]["reason"] == "Kill task failed" and nodes["c005"]["reason_user"] == "root(0)"
+    assert "unavailable" not in nodes["c005"]  # -R -l carries the state
