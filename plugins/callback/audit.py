@@ -142,11 +142,13 @@ def _item_name(item):
 
 def _nodes_and_items(res, no_log):
     """(the nodes a task acted on, one short line per loop item) - the node is the loop item or the module's own
-    ``node`` (slurm_node returns it), never only the host the task ran on (localhost for delegated steps)."""
+    ``node`` (slurm_node returns it; with ``names`` one ``node_results`` entry per node), never only the host the
+    task ran on (localhost for delegated steps)."""
     nodes, items = [], []
     if isinstance(res.get("node"), str):
         nodes.append(res["node"])
-    for r in res.get("results") or [] if isinstance(res.get("results"), list) else []:
+    rows = [r for key in ("results", "node_results") if isinstance(res.get(key), list) for r in res[key]]
+    for r in rows:
         if not isinstance(r, dict) or r.get("skipped"):
             continue
         name = r.get("node") if isinstance(r.get("node"), str) else _item_name(r.get("item"))
