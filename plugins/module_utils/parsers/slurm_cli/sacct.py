@@ -180,6 +180,8 @@ def _reader(lines: List[Any], source: Optional[str]) -> Any:
     """(reader, body lines, column names) for the table these lines hold."""
     first = lines[0][1]
     declared = _declared(first)
+    if not declared and table.is_command(first, "sacct") and len(lines) > 1:
+        return _reader(lines[1:], source)  # the command pasted above its output, declaring no format
     if declared:
         rest = lines[1:]
         if not rest:

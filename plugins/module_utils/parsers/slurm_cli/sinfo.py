@@ -8,8 +8,9 @@ state with a folded host list), ``-N``, ``-N -l`` (after its date line), ``-R`` 
 form of each of these built-ins, any ``-o '%...'`` / ``-O 'Field:...'`` output **with its header** (whitespace
 aligned or delimited by ``|`` or ``,``: the column names decide meaning; it needs a node list and a state or reason
 column), ``--json`` (21.08/22.05 ``nodes`` and 23.02+ ``sinfo`` layouts), and the collection's own
-``-N -h -O 'NodeList:|,Partition:|,StateLong:|,Gres:|,GresUsed:|,Reason:'``. A headerless custom format is
-refused with an error that names these forms.
+``-N -h -O 'NodeList:|,Partition:|,StateLong:|,Gres:|,GresUsed:|,Reason:'``, and a headerless ``-o``/``-O`` output
+whose first line is the command itself (``$ sinfo -h -N -o '%N|%E|%H|%T'``: the format declares the columns).
+Any other headerless custom format is refused with an error that names these forms.
 
 ``parse(text, source, errors)`` -> ``[{name, partitions, state, flags, state_flags, gpus, gpus_alloc, reason,
 reason_user, reason_time}]``, one per node (expanded from host lists; a node in several partitions once).
@@ -32,7 +33,8 @@ DOMAIN = "scheduler"
 OWN_FORMAT = "NodeList:|,Partition:|,StateLong:|,Gres:|,GresUsed:|,Reason:"
 FORMS = (
     "sinfo, sinfo -N, sinfo -N -l, sinfo -R, sinfo -l (each with or without -h), "
-    "sinfo -o/-O with its header (a node list and a state or reason column), sinfo --json, "
+    "sinfo -o/-O with its header (a node list and a state or reason column), sinfo -h -o/-O with the command as "
+    "the first line, sinfo --json, "
     "sinfo -N -h -O '%s'" % OWN_FORMAT
 )
 #: column names (sinfo's headers for -o %x and -O Field, and the -O field names themselves) -> meaning
@@ -188,12 +190,85 @@ def refused(what: str, source: Optional[str], line: Optional[int] = None) -> Par
     return ParseError("%s; readable forms: %s" % (what, FORMS), PARSER, source, line)
 
 
+#: -o %x codes -> the header sinfo prints for them [SL-man]
+_CODES = {"N": "NODELIST", "n": "HOSTNAMES", "P": "PARTITION", "R": "PARTITION", "t": "STATE", "T": "STATE",
+          "E": "REASON", "H": "TIMESTAMP", "u": "USER", "U": "USER", "D": "NODES", "G": "GRES", "a": "AVAIL"}  # fmt: skip
+_FIELD_NAMES = {"NODEHOST": "HOSTNAMES", "PARTITIONNAME": "PARTITION", "STATECOMPACT": "STATE", "USERLONG": "USER"}
+_OPTION = re.compile(r"(?:^|\s)(-o|--format|-O|--Format)(?:=|\s+)(?:'([^']*)'|\"([^\"]*)\"|(\S+))")
+_SPEC = re.compile(r"%[-.]?[0-9]*([A-Za-z])")
+
+
+class _Split:
+    """A headerless table whose columns a declared format names: split on ``delim`` (``None``: whitespace, the
+    reason absorbing extra words) or cut at fixed ``widths``."""
+
+    def __init__(self, cols: List[str], delim: Optional[str], widths: Optional[List[int]] = None) -> None:
+        self.cols, self.delim, self.widths = cols, delim, widths
+
+    def row(self, line: str) -> Tuple[Dict[str, str], Any]:
+        if self.widths:
+            vals, at = [], 0
+            for w in self.widths:
+                vals.append(line[at : at + w].strip())
+                at += w
+            return dict(zip(self.cols, vals)), set()
+        vals = line.strip().split(self.delim) if self.delim else line.split()
+        if len(vals) > len(self.cols) and "REASON" in self.cols:
+            i, extra = self.cols.index("REASON"), len(vals) - len(self.cols)
+            vals = vals[:i] + [(self.delim or " ").join(vals[i : i + extra + 1])] + vals[i + extra + 1 :]
+        if len(vals) != len(self.cols):
+            raise ValueError("%d values for the %d declared columns" % (len(vals), len(self.cols)))
+        return {c: v.strip() for c, v in zip(self.cols, vals)}, set()
+
+
+def _declared(line: str) -> Optional[_Split]:
+    """The reader a command line ``$ sinfo ... -o '%N|%T'`` / ``-O 'NodeList:|,StateLong:'`` declares, or None."""
+    m = _OPTION.search(line) if "sinfo" in line else None
+    if not m:
+        return None
+    spec = next(g for g in m.groups()[1:] if g is not None)
+    if m.group(1) in ("-o", "--format"):
+        cols = [_CODES.get(c, "?" + c) for c in _SPEC.findall(spec)]
+        seps = _SPEC.split(spec)[2:-1:2]  # the literal text between two fields
+        delim = seps[0].strip() if seps and len(set(seps)) == 1 and seps[0].strip() else None
+        return _Split(cols, delim) if cols else None
+    cols: List[str] = []
+    widths: List[int] = []
+    suffixes = set()
+    for field in spec.split(","):
+        name, colon, size = field.partition(":")
+        name = table.norm(name)
+        cols.append(_FIELD_NAMES.get(name, name))
+        m2 = re.match(r"^\.?([0-9]*)(.*)$", size)
+        widths.append(int(m2.group(1)) if m2 and m2.group(1) else 20)
+        suffixes.add(m2.group(2) if colon and m2 else None)
+    if suffixes == {None}:
+        return _Split(cols, None, widths)  # -O without ':': 20 characters (or the given size) a field, no separator
+    suffix = suffixes.pop() if len(suffixes) == 1 else " "
+    return _Split(cols, (suffix or " ").strip() or None)
+
+
 def _reader(lines: List[Tuple[int, str]], source: Optional[str]) -> Tuple[Any, List[Tuple[int, str]]]:
     """(the table reader of the header, the rows), or (None, rows) for a headerless built-in form."""
     if len(lines[0][1]) > MAX_LINE_CHARS:
         raise ParseError(
             "first line of %d characters: not sinfo output" % len(lines[0][1]), PARSER, source, lines[0][0]
         )
+    declared = _declared(lines[0][1])
+    if declared is not None:
+        keys = {COLUMNS.get(c) for c in declared.cols}
+        if "nodes" not in keys or not keys & {"state", "reason"}:
+            raise refused(
+                "the declared sinfo format has no node list (%N, NodeList) or no state or reason (%T, %E)",
+                source,
+                lines[0][0],
+            )
+        return declared, lines[1:]
+    if table.is_command(lines[0][1], "sinfo"):
+        rest = [ln for ln in lines[1:] if not _DATE.match(ln[1].strip())]
+        if not rest:
+            raise ParseError("no node lines after the command line", PARSER, source)
+        return _reader(rest, source)  # the command pasted above its output, declaring nothing
     head = _header(lines[0][1])
     if head is not None:
         delim = head[0]

@@ -100,6 +100,8 @@ def parse(
     if not isinstance(text, str):
         raise ParseError("squeue output is not text", PARSER, source)
     lines = [(n, ln.rstrip("\r\n")) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()]
+    if lines and table.is_command(lines[0][1], "squeue"):
+        lines = lines[1:]  # the command pasted above its output
     if lines and _DATE.match(lines[0][1].strip()):
         lines = lines[1:]
     if not lines:

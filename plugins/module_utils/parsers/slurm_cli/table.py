@@ -24,6 +24,12 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 _WORD = re.compile(r"\S+")
 
 
+def is_command(line: str, tool: str) -> bool:
+    """True for a line that is the command itself, as pasted above its output (``$ sinfo``, ``[root@h ~]# sacct
+    -a``, ``# squeue -l``, ``/usr/bin/sinfo -N``)."""
+    return bool(re.match(r"^\s*(?:[^\n]{0,80}?[$#>]\s+)?(?:\S*/)?%s(?:\s|$)" % re.escape(tool), line))
+
+
 def norm(name: str) -> str:
     """A column name as compared: upper case, no surrounding blanks."""
     return name.strip().upper()

@@ -142,3 +142,10 @@ def test_empty_window_and_garbage():
     assert P.parse_sacct_text(fixed([])) == []  # a header and dashes, no job in the window
     with pytest.raises(ParseError):
         P.parse_sacct_text("sacct: error: Unknown arguments\n")
+
+
+def test_the_command_pasted_above_its_output():
+    text = fixed([("35021740", "train", "gpu", "physics", 8, "NODE_FAIL", "0:0")])
+    for prompt in ("$ sacct -a -S now-1day", "[root@login1 ~]# sacct"):
+        (job,) = P.parse_sacct_text(prompt + "\n" + text)
+        assert job["state"] == "NODE_FAIL" and job["cause"] == "node"

@@ -208,3 +208,7 @@ def test_numbers_no_tool_prints_are_skipped_not_raised():
     text += "\tREQUEST_PING (1008) count:" + "9" * 5000 + " ave_time:1 total_time:1\n" + "x " * 5000 + "\n"
     sd = P.parse_sdiag(text)
     assert "agent_count" not in sd and sd["server_thread_count"] == 1 and sd["truncated"]
+
+
+def test_squeue_with_the_command_pasted_above():
+    assert len(P.parse_squeue_text("$ squeue -a\n" + SQUEUE_DEFAULT)) == 2

@@ -233,3 +233,30 @@ def test_builtin_formats_printed_by_their_format_strings():
     assert nodes["c018"]["state"] == "down" and nodes["c018"]["flags"] == ["*"]
     assert nodes["c005"]["reason"] == "Kill task failed" and nodes["c005"]["reason_user"] == "root(0)"
     assert "unavailable" not in nodes["c005"]  # -R -l carries the state
+
+
+def test_headerless_custom_formats_with_their_command_line():
+    """1.2: the SK captures come with their exact invocations (provenance.txt); given as the first line, the format
+    declares the columns: ``-o`` with a delimiter, ``-O 'Field: ,...'`` (variable width, space suffix), and the VP
+    capture's ``-o '%N,%T'``."""
+    nodes = by_name(P.parse_sinfo("$ sinfo -h -N -o '%N|%E|%H|%T'\n" + SK_HEADERLESS[0]))
+    assert nodes["na1"]["state"] == "mixed" and nodes["na1"]["reason"] is None
+    cmd = "$ sinfo -h -N -O 'NodeList: ,AllocMem: ,Memory: ,CPUsState: ,StateLong: ,Partition: ,Gres: ,GresUsed:'\n"
+    nodes = by_name(P.parse_sinfo(cmd + SK_HEADERLESS[2]))
+    assert (nodes["a002"]["state"], nodes["a002"]["flags"], nodes["a005"]["gpus_alloc"]) == ("drained", ["*"], 2)
+    assert nodes["c001"]["partitions"] == ["cpu"]
+    nodes = by_name(P.parse_sinfo("# sinfo -h -N -o '%N,%T'\n" + fx("vp-sinfo-states-headerless.txt")))
+    assert len(nodes) == 9 and nodes["lxfoo0166"]["state"] == "fail"
+    fixed = (
+        "$ sinfo -h -N -O NodeList,StateLong\n" + "%-20s%-20s\n" % ("b001", "down") + "%-20s%-20s\n" % ("b002", "idle")
+    )
+    assert by_name(P.parse_sinfo(fixed))["b001"]["state"] == "down"  # -O without ':': 20 characters a field
+    with pytest.raises(ParseError, match="no state or reason"):  # [VP sinfo_mem.txt]: memory only, no node health
+        P.parse_sinfo("$ sinfo -h -N -O NodeList,AllocMem,Memory,CPUsState\n" + fx("vp-sinfo-mem-headerless.txt"))
+
+
+@pytest.mark.parametrize("prompt", ["$ sinfo", "[root@login1 ~]# sinfo -a", "/usr/bin/sinfo -N -l", "# sinfo"])
+def test_the_command_pasted_above_its_output(prompt):
+    """A ticket's paste starts with the prompt and command: that line declares nothing and is skipped."""
+    text = DEFAULT if "-N" not in prompt else NLONG
+    assert by_name(P.parse_sinfo(prompt + "\n" + text)) == by_name(P.parse_sinfo(text))
