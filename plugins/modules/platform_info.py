@@ -88,6 +88,8 @@ platform:
       history_format: json
       accounting: {state: up, message: sacct answered (11 jobs)}
       errors: []
+      unseen: []
+      state: ok
     storage: null
     errors: []
 """
