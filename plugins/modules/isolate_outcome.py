@@ -12,7 +12,7 @@ version_added: 0.1.0
 author: gpuops.cluster contributors (@gpuops)
 description:
   - The logic of the C(gpuops.cluster.isolate) role and playbook (C(docs/isolation.md)); the role keeps the order
-    of the steps, this action says what their results mean. Pure computation on the controller: it runs no
+    of the steps, this action says what their results mean. Pure computation on the controller - it runs no
     command and writes nothing (the outcome file, the audit records and the exit status are
     C(gpuops.cluster.run_outcome)'s).
   - O(step=guard), right after C(gpuops.cluster.isolation_guard) - RV(outcome) has each node V(refused) (the
