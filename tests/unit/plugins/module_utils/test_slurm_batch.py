@@ -234,7 +234,10 @@ def test_pairs_keeps_order_and_drops_duplicates():
 def test_cancel_unrequeueable_runs_scancel_next_to_scontrol(tmp_path):
     log = tmp_path / "scancel.log"
     scancel = tmp_path / "scancel"
-    scancel.write_text('#!/bin/sh\necho "$*" >> %s\n[ "$1" = 4 ] && { echo "scancel: error: Kill job error" >&2; exit 1; }\nexit 0\n' % log)
+    scancel.write_text(
+        '#!/bin/sh\necho "$*" >> %s\n[ "$1" = 4 ] && { echo "scancel: error: Kill job error" >&2; exit 1; }\nexit 0\n'
+        % log
+    )
     scancel.chmod(scancel.stat().st_mode | stat.S_IXUSR)
     sc = FakeSlurm({"a": "IDLE", "b": "IDLE"}, [job(2, "a,b", requeue=False), job(4, "b", requeue=False)],
                    path=str(tmp_path / "scontrol"))  # fmt: skip

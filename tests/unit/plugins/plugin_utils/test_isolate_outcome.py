@@ -107,14 +107,21 @@ def test_a_node_slurm_shows_in_service_after_the_drain_failed():
     slurm = {"node_results": [entry("n1", verified={"slurm_state": "IDLE", "reason": None, "drained": False,
                                                     "draining": False, "down": False})]}  # fmt: skip
     out = iso.backend(["n1"], {"allowed": ["n1"]}, slurm, REQUEST, context())
-    assert out["outcome"]["n1"]["outcome"] == "failed" and out["outcome"]["n1"]["error"] == "Slurm shows IDLE after the drain"
+    assert (
+        out["outcome"]["n1"]["outcome"] == "failed"
+        and out["outcome"]["n1"]["error"] == "Slurm shows IDLE after the drain"
+    )
     assert out["outcome"]["n1"]["slurm_state"] == "IDLE" and out["release_done"] == []
 
 
 def test_down_is_out_of_service_and_draining_counts():
-    down = entry("n1", verified={"slurm_state": "DOWN", "reason": "x", "drained": False, "draining": False, "down": True})
+    down = entry(
+        "n1", verified={"slurm_state": "DOWN", "reason": "x", "drained": False, "draining": False, "down": True}
+    )
     busy = entry("n2", verified={"slurm_state": "MIXED+DRAIN", "reason": "x", "drained": False, "draining": True})
-    out = iso.backend(["n1", "n2"], {"allowed": ["n1", "n2"]}, {"node_results": [down, busy]}, REQUEST, context(mode="down"))
+    out = iso.backend(
+        ["n1", "n2"], {"allowed": ["n1", "n2"]}, {"node_results": [down, busy]}, REQUEST, context(mode="down")
+    )
     assert [out["outcome"][n]["outcome"] for n in ("n1", "n2")] == ["done", "done"]
     assert out["outcome"]["n1"]["detail"] == "set DOWN" and out["outcome"]["n1"]["decision"] == "isolated (down)"
 
@@ -159,7 +166,10 @@ def test_check_mode_says_would_be_and_a_skipped_back_end_reached_nobody():
 
 def test_rescue_fails_what_was_not_finished_with_the_tools_words():
     current = {"a": {"outcome": "refused", "detail": "limit"}, "b": {"outcome": "not_started"}}
-    failed = {"msg": "non-zero return code", "stderr": "  slurm_load_node error:\n  Unable to contact slurm controller\n"}
+    failed = {
+        "msg": "non-zero return code",
+        "stderr": "  slurm_load_node error:\n  Unable to contact slurm controller\n",
+    }
     out = iso.rescue(["a", "b", "c"], current, "isolate : Blast-radius guard", failed)
     assert out["a"] == {"outcome": "refused", "detail": "limit"}
     want = {"outcome": "failed", "detail": "the run stopped at: isolate : Blast-radius guard",
