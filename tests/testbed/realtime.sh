@@ -8,7 +8,8 @@
 #   realtime.sh down   stops what `up` started, by the pids it recorded; the bed stays
 #   realtime.sh status
 # Settings (environment): GPUOPS_RT_HC_INTERVAL (HealthCheckInterval, default 5), GPUOPS_RT_SCRAPE (scrape
-# interval, default 1s). Everything lives in $GPUOPS_TB/realtime (logs, pids, configs, TSDB, state dir).
+# interval, default 1s), GPUOPS_RT_CALL_TIMEOUT (health_check_call_timeout, default 5).
+# Everything lives in $GPUOPS_TB/realtime (logs, pids, configs, TSDB, state dir).
 # Every wait is on a condition with a deadline; nothing sleeps a fixed time.
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
@@ -18,6 +19,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 RT=$TB/realtime
 HC_INTERVAL=${GPUOPS_RT_HC_INTERVAL:-5}
 SCRAPE=${GPUOPS_RT_SCRAPE:-1s}
+# the bed's nvidia-smi/ibstat are Python processes (~0.3 s each, seconds on a loaded 2-core box): with the role's
+# default 2 s call timeout a loaded bed drains healthy nodes for collector.error (P1 reboot; seen on this bed)
+CALL_TIMEOUT=${GPUOPS_RT_CALL_TIMEOUT:-5}
 EDA_PORT=5000
 EDA_BIN=${GPUOPS_EDA_BIN:-$REPO/build/venv-eda/bin}
 export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
@@ -55,7 +59,8 @@ up() {
   mkdir -p "$RT/state" "$RT/tsdb" "$RT/am"
   # 1. the health check, by its role, under each node's slurmd (HealthCheckInterval in the bed's slurm.conf)
   playbook "$REPO/playbooks/health_check.yml" -e gpuops_targets=gpu_nodes -e gpuops_allow_target_patterns=true -e health_check_state=present \
-    -e "health_check_interval=$HC_INTERVAL" >"$RT/health_check-install.log" 2>&1 \
+    -e "health_check_interval=$HC_INTERVAL" -e health_check_call_timeout=$CALL_TIMEOUT \
+    -e health_check_collect_timeout=$((CALL_TIMEOUT * 3)) >"$RT/health_check-install.log" 2>&1 \
     || die "health_check role failed: $(tail -20 "$RT/health_check-install.log")"
   # 2. node_exporter in every node (its own netns: listens on the node's address)
   for name in $(node_names); do
@@ -82,11 +87,13 @@ EOF
   promtool check config "$RT/prometheus.yml" >"$RT/promtool.log" 2>&1 || die "promtool: $(cat "$RT/promtool.log")"
   hub_start prometheus prometheus --config.file="$RT/prometheus.yml" --storage.tsdb.path="$RT/tsdb" \
     --web.listen-address=127.0.0.1:9090
-  # 4. alertmanager with the collection's routing, its EDA receiver pointed at the local rulebook
+  # 4. alertmanager with the collection's routing, its EDA receiver pointed at the local rulebook; the people's
+  #    receivers (example.invalid) at a closed local port: nothing is looked up or sent off the bed
   head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$RT/eda-token"
   chmod 600 "$RT/eda-token"
   sed -e "s#http://127.0.0.1:5000/endpoint#http://127.0.0.1:$EDA_PORT/endpoint#" \
     -e "s#/etc/alertmanager/gpuops-eda-token#$RT/eda-token#" \
+    -e "s#http://[a-z]*\.example\.invalid/#http://127.0.0.1:9/#" \
     "$REPO/extensions/prometheus/alertmanager.yml" >"$RT/alertmanager.yml"
   amtool check-config "$RT/alertmanager.yml" >"$RT/amtool.log" 2>&1 || die "amtool: $(cat "$RT/amtool.log")"
   hub_start alertmanager prometheus-alertmanager --config.file="$RT/alertmanager.yml" --storage.path="$RT/am" \
@@ -97,7 +104,9 @@ EOF
     cd "$REPO"
     export GPUOPS_EDA_PORT=$EDA_PORT GPUOPS_EDA_TOKEN
     GPUOPS_EDA_TOKEN=$(cat "$RT/eda-token")
-    export PATH=$EDA_BIN:$PATH ANSIBLE_COLLECTIONS_PATH=$REPO/build ANSIBLE_CONFIG=$REPO/ansible.cfg
+    # ansible-runner runs the `ansible-playbook` it finds first: the collection's venv (its requirements: the
+    # store's SQLAlchemy...), not ansible-rulebook's own
+    export PATH=$REPO/.venv/bin:$EDA_BIN:$PATH ANSIBLE_COLLECTIONS_PATH=$REPO/build ANSIBLE_CONFIG=$REPO/ansible.cfg
     export ANSIBLE_PIPELINING=True ANSIBLE_CALLBACKS_ENABLED=gpuops.cluster.audit GPUOPS_STATE_DIR=$RT/state
     export GPUOPS_TB=$TB
     unset VIRTUAL_ENV PYTHONPATH

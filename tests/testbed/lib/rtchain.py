@@ -1,0 +1,208 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The real-time chain on the test bed (tests/testbed/realtime.sh), driven from Python: inject a fault the way
+it happens (the node's simulator state that the fake tools and the IB sysfs read), then watch each stage with
+its own clock: the health check's verdict (its state file), Prometheus's alert, the audit log's run_start of the
+playbook ansible-rulebook ran, and the action in Slurm. Shared by tests/integration/test_realtime_chain.py and
+bench/bench_realtime.py. Every wait polls a condition against a deadline."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+LIB = Path(__file__).resolve().parent
+REPO = LIB.parents[2]
+HC_STATE = "/var/lib/gpuops/health_check/state.json"
+
+
+def _epoch(iso: str) -> float:
+    iso = iso.rstrip("Z")
+    if "." in iso:  # Prometheus writes nanoseconds; datetime takes microseconds
+        head, frac = iso.split(".", 1)
+        iso = "%s.%s" % (head, frac[:6])
+    return datetime.datetime.fromisoformat(iso).replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+class Chain:
+    def __init__(self, root: str):
+        self.root = Path(root)
+        self.rt = self.root / "realtime"
+        if os.environ.get("GPUOPS_TB_PREFIX"):
+            prefix = os.environ["GPUOPS_TB_PREFIX"]
+        elif str(self.root) == "/tmp/gpuops-tb":
+            prefix = "gpuops"
+        else:
+            prefix = "g" + hashlib.md5(str(self.root).encode()).hexdigest()[:6]
+        self.hub = prefix + "-hub"
+        self.nodes = sorted(p.name for p in (self.root / "nodes").iterdir())
+
+    # --- plumbing -------------------------------------------------------------------------------------------
+    def run(self, cmd: List[str], timeout: float = 30, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=check)
+
+    def on_node(self, host: str, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
+        env_tb = "GPUOPS_TB=%s" % self.root
+        return self.run(["env", env_tb, "bash", str(LIB.parent / "testbed.sh"), "node", host] + list(cmd), check=check)
+
+    def http(self, url: str) -> Any:
+        out = self.run(["ip", "netns", "exec", self.hub, "curl", "-fsS", "--max-time", "3", url]).stdout
+        return json.loads(out)
+
+    def prom(self, path: str, **params: str) -> Any:
+        q = ("?" + urllib.parse.urlencode(params)) if params else ""
+        return self.http("http://127.0.0.1:9090" + path + q)["data"]
+
+    @staticmethod
+    def wait(pred: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            value = pred()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
+            time.sleep(interval)
+
+    # --- node state -----------------------------------------------------------------------------------------
+    def state_path(self, host: str) -> Path:
+        return self.root / "nodes" / host / "state.json"
+
+    def edit(self, host: str, fn: Callable[[Dict[str, Any]], None]) -> None:
+        path = self.state_path(host)
+        state = json.loads(path.read_text(encoding="utf-8"))
+        fn(state)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(state, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+
+    def sysfs(self, host: str) -> None:
+        env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+        cmd = [sys.executable, str(LIB / "simstate.py"), "sysfs", str(self.state_path(host))]
+        subprocess.run(cmd + [str(self.root / "nodes" / host / "sysfs")], env=env, check=True, timeout=30)
+
+    def slurm_state(self, host: str) -> str:
+        out = self.run([str(self.root / "bin" / "sinfo"), "-h", "-N", "-n", host, "-o", "%T"], check=False).stdout
+        return out.strip()
+
+    def drained(self, host: str) -> bool:
+        return "drain" in self.slurm_state(host)
+
+    def hc_run(self, host: str) -> Optional[Dict[str, Any]]:
+        proc = self.on_node(host, "cat", HC_STATE, check=False)
+        return json.loads(proc.stdout) if proc.returncode == 0 and proc.stdout.strip() else None
+
+    # --- faults ---------------------------------------------------------------------------------------------
+    def inject(self, kind: str, host: str, count: int = 1) -> float:
+        """Apply the simulator fault `kind` (tools/simnode catalogue) `count` times; the wall time after the
+        write (the fault is visible to the node's tools from then on)."""
+        sys.path.insert(0, str(REPO / "tools"))
+        from simnode import faults  # noqa: PLC0415 - the bed's simulator, on the path only here
+
+        def apply(s: Dict[str, Any]) -> None:
+            s["now"] = time.time()
+            rng = random.Random(7)
+            faults.apply(s, kind, rng)
+            if count > 1:  # a storm: the same kernel line repeated (one GPU, one code)
+                line = s["kernel_log"][-1]
+                s["kernel_log"].extend([dict(line) for i in range(count - 1)])
+
+        self.edit(host, apply)
+        if kind.startswith("ib"):
+            self.sysfs(host)
+        return time.time()
+
+    def heal(self, host: str, timeout: float = 60) -> None:
+        """The node's default state, the health check's memory of it forgotten, back in service, and no alert
+        of it firing in Prometheus."""
+        env = dict(os.environ, PYTHONPATH=str(REPO / "tools"))
+        subprocess.run(
+            [sys.executable, str(LIB / "simstate.py"), "init-many", str(self.root / "nodes"), host],
+            env=env, check=True, timeout=60,
+        )  # fmt: skip
+        self.on_node(host, "rm", "-rf", os.path.dirname(HC_STATE))
+        if self.drained(host):
+            self.run([str(self.root / "bin" / "scontrol"), "update", "NodeName=" + host, "State=RESUME"], check=False)
+        self.wait(lambda: self.slurm_state(host) == "idle", timeout, "%s idle" % host, interval=0.3)
+        self.wait(lambda: not self.alerts(node=host), timeout, "no alert of %s in Prometheus" % host, 0.5)
+
+    # --- observing the chain --------------------------------------------------------------------------------
+    def alerts(self, node: Optional[str] = None, name: Optional[str] = None, state: Optional[str] = None) -> list:
+        out = []
+        for a in self.prom("/api/v1/alerts")["alerts"]:
+            labels = a["labels"]
+            if node and labels.get("node") != node or name and labels.get("alertname") != name:
+                continue
+            if state and a["state"] != state:
+                continue
+            out.append(a)
+        return out
+
+    def audit_runs(self, playbook: str, after: float) -> List[Dict[str, Any]]:
+        """run_start records of `playbook` (a file name) in the EDA state dir's audit log, started after `after`."""
+        path = self.rt / "state" / "audit" / "audit.log"
+        if not path.exists():
+            return []
+        out = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if rec.get("event") == "run_start" and str(rec.get("playbook", "")).endswith("/" + playbook):
+                if _epoch(rec["time"]) > after:
+                    out.append(rec)
+        return out
+
+    def outcomes(self, workflow: str, after: float) -> List[Dict[str, Any]]:
+        out = []
+        for f in sorted((self.rt / "state" / "runs" / workflow).glob("*.json")):
+            rec = json.loads(f.read_text(encoding="utf-8"))
+            if _epoch(rec["started"]) >= int(after):
+                out.append(rec)
+        return out
+
+    def am_notified(self, alertname: str, node: str) -> bool:
+        for a in self.http("http://127.0.0.1:9093/api/v2/alerts"):
+            if a["labels"].get("alertname") == alertname and a["labels"].get("node") == node:
+                return True
+        return False
+
+    # --- one fault, timed -----------------------------------------------------------------------------------
+    def time_xid79(self, host: str, timeout: float = 60, count: int = 1) -> Dict[str, float]:
+        """Xid 79 in the node's kernel log; slurmd's health check sees it and drains the node itself."""
+        t0 = self.inject("xid79", host, count)
+        self.wait(lambda: self.drained(host), timeout, "%s drained" % host, interval=0.05)
+        verified = time.time()
+        run = self.wait(
+            lambda: (lambda r: r if r and r["timestamp"] > t0 and r["verdict"] == 3 else None)(self.hc_run(host)),
+            timeout, "the health check's verdict on %s" % host, 0.2,
+        )  # fmt: skip
+        # the run drained the node before it wrote its verdict: its start + run time bounds detection and action
+        seen = min(run["timestamp"], verified)
+        return {"detect": seen - t0, "started": seen - t0, "verified": verified - t0, "hc_run_s": run["run_seconds"]}
+
+    def time_ib_down(self, host: str, timeout: float = 180) -> Dict[str, float]:
+        """IB port 1 of an HCA Disabled (sysfs + ibstat): node_exporter's infiniband collector -> IbPortDown
+        (`for: 1m`) -> Alertmanager -> ansible-rulebook -> playbooks/isolate.yml through the guard -> DRAIN."""
+        t0 = self.inject("ib_port_down", host)
+        firing = self.wait(
+            lambda: self.alerts(node=host, name="IbPortDown", state="firing"), timeout, "IbPortDown firing", 0.2
+        )
+        detect = time.time()
+        del firing
+        run = self.wait(lambda: self.audit_runs("isolate.yml", t0), timeout, "isolate.yml started by EDA", 0.2)
+        self.wait(lambda: self.drained(host), timeout, "%s drained" % host, interval=0.1)
+        verified = time.time()
+        started = _epoch(run[0]["time"])
+        return {"detect": detect - t0, "started": started - t0, "verified": verified - t0}
