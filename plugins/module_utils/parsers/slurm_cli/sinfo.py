@@ -87,6 +87,12 @@ class _Nodes:
             if (row.get("count") or "").strip() in ("0", ""):
                 return  # sinfo's "0 n/a" row of an empty partition/state
             raise ParseError("no node list", PARSER)
+        count = (row.get("count") or "").strip()
+        if re.match(r"^[0-9]{1,9}$", count) and int(count) != len(names):
+            # sinfo cuts a fixed-width column silently: a node list that does not hold NODES names is cut
+            raise ParseError(
+                "node list %r holds %d names, NODES says %s (cut?)" % (row.get("nodes"), len(names), count), PARSER
+            )
         st: Dict[str, Any] = {"state": None, "flags": [], "state_flags": []}
         if row.get("state"):
             try:

@@ -260,3 +260,14 @@ def test_the_command_pasted_above_its_output(prompt):
     """A ticket's paste starts with the prompt and command: that line declares nothing and is skipped."""
     text = DEFAULT if "-N" not in prompt else NLONG
     assert by_name(P.parse_sinfo(prompt + "\n" + text)) == by_name(P.parse_sinfo(text))
+
+
+def test_a_silently_cut_node_list_is_not_read():
+    """1.1: sinfo cuts a value to its field width without a marker; a node list that no longer holds the NODES
+    sinfo counted is refused (that row), never read as fewer nodes."""
+    text = "PARTITION AVAIL NODES STATE NODELIST\ngpu up 30 alloc b22-[01-20],b22-2\ngpu up 2 down c[1-2]\n"
+    errors = []
+    nodes = by_name(P.parse_sinfo(text, "sinfo.txt", errors))
+    assert (
+        sorted(nodes) == ["c1", "c2"] and [e["line"] for e in errors] == [2] and "NODES says 30" in errors[0]["message"]
+    )
