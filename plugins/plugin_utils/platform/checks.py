@@ -9,7 +9,9 @@ None, ids ``cluster:<check>:<component>:<code>``), except ``scheduler.job_failur
 sent to it: a node finding (``host`` = the node), which the inspection adds to that node's findings.
 
 Evidence that could not be read is a ``collector.error`` (component ``collector:scheduler``, severity from
-``collector_errors``), never a P0: only a controller that answered DOWN or did not answer at all is.
+``collector_errors``), never a P0: only a controller that answered DOWN or did not answer at all is. A file a partial
+cluster capture lacks is no finding at all: the collector lists it in ``scheduler.unseen`` (unknown, reported in
+report.json's ``platform``; docs/findings.md "What was not seen").
 Thresholds: ``policy["scheduler"]`` (docs/checks.md "Platform: scheduler"). Pure Python; runs on the controller.
 """
 
