@@ -223,14 +223,18 @@ def backend(
     }
 
 
+def truncate(text: str, length: int = _ERROR_MAX) -> str:
+    """Jinja's ``truncate(length)`` as Ansible runs it (leeway 5, words kept whole, ``...``)."""
+    if len(text) <= length + 5:
+        return text
+    return text[: length - 3].rsplit(" ", 1)[0] + "..."
+
+
 def error_text(failed_result: Any) -> str:
     """The failed task's own words: its stderr, else its msg, whitespace folded, cut as Jinja's truncate(300)."""
     res = failed_result if isinstance(failed_result, dict) else {}
     text = str(res.get("stderr") or "").strip() or str(res.get("msg") if res.get("msg") is not None else "failed")
-    text = re.sub(r"\s+", " ", text)
-    if len(text) <= _ERROR_MAX + 5:
-        return text
-    return text[: _ERROR_MAX - 3].rsplit(" ", 1)[0] + "..."
+    return truncate(re.sub(r"\s+", " ", text))
 
 
 def rescue(
