@@ -15,7 +15,7 @@ import os
 import socket
 from urllib.parse import urlsplit
 
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, HostVarsOnce, host_var
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.change.change_window import audit_marker
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.inventory import preflight as _preflight
 
@@ -67,10 +67,31 @@ class ActionModule(ControllerAction):
         state_dir=dict(type="str", default=""),
         db_url=dict(type="str", default="", no_log=True),
         bmc=dict(type="dict", default={}),
+        sample=dict(type="list", elements="str", default=[]),
         fail=dict(type="bool", default=True),
     )
 
+    @staticmethod
+    def _from_hosts(sample, hostvars):
+        """``nodes`` and ``bmc`` read from the sampled hosts' variables: each probe (``__preflight_probe``, else not
+        probed) and whether its BMC address, user and password are set (booleans only, never the values)."""
+        hv = HostVarsOnce(hostvars)
+        nodes, bmc = {}, {}
+        for host in sample:
+            known = host in hv
+            nodes[host] = (host_var(hv, host, "__preflight_probe") if known else None) or {
+                "unreachable": True,
+                "msg": "not probed",
+            }
+            bmc[host] = {
+                key: bool(known and str(host_var(hv, host, "gpuops_bmc_" + key, "") or ""))
+                for key in ("address", "user", "password")
+            }
+        return nodes, bmc
+
     def step(self, args, check_mode, task_vars):
+        if args["sample"]:
+            args["nodes"], args["bmc"] = self._from_hosts(args["sample"], task_vars.get("hostvars") or {})
         ctl = {
             "audit": audit_marker() is not None,
             "state_dir": args["state_dir"],

@@ -54,6 +54,14 @@ options:
     description: Sampled host to C(address), C(user), C(password) booleans (whether each is set; never the values).
     type: dict
     default: {}
+  sample:
+    description:
+      - The sampled inventory hosts; when given, O(nodes) and O(bmc) are read from their variables (each host's
+        C(__preflight_probe), else "not probed"; whether C(gpuops_bmc_address), C(gpuops_bmc_user) and
+        C(gpuops_bmc_password) are set).
+    type: list
+    elements: str
+    default: []
   fail:
     description: Fail the task when a required item is missing.
     type: bool
