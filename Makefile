@@ -142,6 +142,16 @@ bench: setup
 	$(PY) bench/bench_planner.py
 	$(PY) bench/bench_inspect.py
 
+# issue 40: the real-time chain on the test bed (real slurmd health check, node_exporter, Prometheus,
+# Alertmanager, ansible-rulebook, real playbooks): per fault p50/p95/max to detection, action, verified action.
+# BENCH_RT_ARGS="--n 3 --ib-n 1" for a quick look; figures and settings: docs/performance.md
+BENCH_RT_ARGS ?=
+.PHONY: bench-realtime
+bench-realtime: setup
+	bash tests/testbed/deps.sh
+	bash tests/testbed/eda-setup.sh
+	$(PY) bench/bench_realtime.py $(BENCH_RT_ARGS)
+
 testbed-up:
 	bash tests/testbed/testbed.sh up
 

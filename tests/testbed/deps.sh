@@ -6,6 +6,7 @@ pkgs=(openssh-server slurmctld slurmd slurm-client munge openipmi ipmitool netca
       openjdk-17-jre-headless prometheus-alertmanager
       mariadb-server slurmdbd)  # issue 19: real Slurm accounting on the test bed (slurm.sh starts both per bed)
 pkgs+=(bindfs fio)  # issue 19 storage: a FUSE mount that hangs for real (test_storage_collect.py), the probe's fio
+pkgs+=(prometheus-node-exporter)  # issue 40: the real-time chain's node metrics (tests/testbed/realtime.sh)
 pkgs+=(postgresql-15)  # issue 15/17: the store tests run against a real PostgreSQL (tests/testbed/pg/pg.sh)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

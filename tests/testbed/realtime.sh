@@ -59,8 +59,8 @@ up() {
   mkdir -p "$RT/state" "$RT/tsdb" "$RT/am"
   # 1. the health check, by its role, under each node's slurmd (HealthCheckInterval in the bed's slurm.conf)
   playbook "$REPO/playbooks/health_check.yml" -e gpuops_targets=gpu_nodes -e gpuops_allow_target_patterns=true -e health_check_state=present \
-    -e "health_check_interval=$HC_INTERVAL" -e health_check_call_timeout=$CALL_TIMEOUT \
-    -e health_check_collect_timeout=$((CALL_TIMEOUT * 3)) >"$RT/health_check-install.log" 2>&1 \
+    -e "health_check_interval=$HC_INTERVAL" -e "health_check_call_timeout=$CALL_TIMEOUT" \
+    -e health_check_collect_timeout=8 >"$RT/health_check-install.log" 2>&1 \
     || die "health_check role failed: $(tail -20 "$RT/health_check-install.log")"
   # 2. node_exporter in every node (its own netns: listens on the node's address)
   for name in $(node_names); do

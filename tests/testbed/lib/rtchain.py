@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -98,6 +99,16 @@ class Chain:
     def drained(self, host: str) -> bool:
         return "drain" in self.slurm_state(host)
 
+    def hc_after(self, host: str, after: float, verdict: int) -> Optional[Dict[str, Any]]:
+        """The health check's last run when it ended after `after` with `verdict`."""
+        run = self.hc_run(host)
+        return run if run and run["timestamp"] > after and run["verdict"] == verdict else None
+
+    def reason(self, host: str) -> Optional[str]:
+        out = self.run([str(self.root / "bin" / "scontrol"), "show", "node", host], check=False).stdout
+        m = re.search(r"Reason=(.*?)(?: \[[^\]]*\])?$", out, re.M)
+        return m.group(1).strip() if m else None
+
     def hc_run(self, host: str) -> Optional[Dict[str, Any]]:
         proc = self.on_node(host, "cat", HC_STATE, check=False)
         return json.loads(proc.stdout) if proc.returncode == 0 and proc.stdout.strip() else None
@@ -114,7 +125,7 @@ class Chain:
             rng = random.Random(7)
             faults.apply(s, kind, rng)
             if count > 1:  # a storm: the same kernel line repeated (one GPU, one code)
-                line = s["kernel_log"][-1]
+                line = [ln for ln in s["kernel_log"] if "Xid" in ln["msg"]][-1]
                 s["kernel_log"].extend([dict(line) for i in range(count - 1)])
 
         self.edit(host, apply)
@@ -133,8 +144,13 @@ class Chain:
         self.on_node(host, "rm", "-rf", os.path.dirname(HC_STATE))
         if self.drained(host):
             self.run([str(self.root / "bin" / "scontrol"), "update", "NodeName=" + host, "State=RESUME"], check=False)
+        healed = time.time()
         self.wait(lambda: self.slurm_state(host) == "idle", timeout, "%s idle" % host, interval=0.3)
-        self.wait(lambda: not self.alerts(node=host), timeout, "no alert of %s in Prometheus" % host, 0.5)
+        # a healthy verdict after the heal: the health check forgot the fault and has nothing to drain for
+        self.wait(lambda: self.hc_after(host, healed, 0), timeout, "a healthy health check run on %s" % host, 0.5)
+        if self.slurm_state(host) != "idle":  # a run between the resume and the verdict drained it again
+            self.run([str(self.root / "bin" / "scontrol"), "update", "NodeName=" + host, "State=RESUME"], check=False)
+            self.wait(lambda: self.slurm_state(host) == "idle", timeout, "%s idle" % host, interval=0.3)
 
     # --- observing the chain --------------------------------------------------------------------------------
     def alerts(self, node: Optional[str] = None, name: Optional[str] = None, state: Optional[str] = None) -> list:
@@ -184,10 +200,10 @@ class Chain:
         t0 = self.inject("xid79", host, count)
         self.wait(lambda: self.drained(host), timeout, "%s drained" % host, interval=0.05)
         verified = time.time()
-        run = self.wait(
-            lambda: (lambda r: r if r and r["timestamp"] > t0 and r["verdict"] == 3 else None)(self.hc_run(host)),
-            timeout, "the health check's verdict on %s" % host, 0.2,
-        )  # fmt: skip
+        reason = self.reason(host) or ""
+        if not reason.startswith(("gpuops: gpu.xid", "gpuops: gpu.missing")):
+            raise AssertionError("%s drained for another reason: %r" % (host, reason))
+        run = self.wait(lambda: self.hc_after(host, t0, 3), timeout, "the health check's verdict on %s" % host, 0.2)
         # the run drained the node before it wrote its verdict: its start + run time bounds detection and action
         seen = min(run["timestamp"], verified)
         return {"detect": seen - t0, "started": seen - t0, "verified": verified - t0, "hc_run_s": run["run_seconds"]}
@@ -195,6 +211,7 @@ class Chain:
     def time_ib_down(self, host: str, timeout: float = 180) -> Dict[str, float]:
         """IB port 1 of an HCA Disabled (sysfs + ibstat): node_exporter's infiniband collector -> IbPortDown
         (`for: 1m`) -> Alertmanager -> ansible-rulebook -> playbooks/isolate.yml through the guard -> DRAIN."""
+        self.wait(lambda: not self.alerts(node=host, name="IbPortDown"), timeout, "no IbPortDown of %s" % host, 0.5)
         t0 = self.inject("ib_port_down", host)
         firing = self.wait(
             lambda: self.alerts(node=host, name="IbPortDown", state="firing"), timeout, "IbPortDown firing", 0.2

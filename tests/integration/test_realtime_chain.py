@@ -1,0 +1,121 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The real-time path end to end on the test bed, every daemon real (issue 40; tests/testbed/realtime.sh):
+the health check installed by its role and run by each node's slurmd, prometheus-node-exporter (textfile +
+infiniband) in every node, Prometheus with the generated rules, Alertmanager with the collection's routing,
+ansible-rulebook with the collection's rulebook running the real playbooks (isolate through the guard against
+the bed's Slurm). Faults are injected the way the node's tools see them (tools/simnode state, IB sysfs); every
+wait is a condition with a deadline. Needs prometheus, prometheus-alertmanager, prometheus-node-exporter
+(tests/testbed/deps.sh) and build/venv-eda (tests/testbed/eda-setup.sh); skipped without them, failed under
+CI=true."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "testbed" / "lib"))
+from rtchain import Chain  # noqa: E402
+
+REALTIME = REPO / "tests" / "testbed" / "realtime.sh"
+HC_INTERVAL = 5
+
+
+def _missing():
+    for tool in ("prometheus", "prometheus-alertmanager", "prometheus-node-exporter", "promtool", "amtool"):
+        if not shutil.which(tool):
+            return "no %s (tests/testbed/deps.sh)" % tool
+    if not (REPO / "build" / "venv-eda" / "bin" / "ansible-rulebook").exists():
+        return "no build/venv-eda (tests/testbed/eda-setup.sh)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def chain(testbed):
+    why = _missing()
+    if why:
+        if os.environ.get("CI") == "true":
+            pytest.fail(why)
+        pytest.skip(why)
+    env = dict(os.environ, GPUOPS_TB=str(testbed.root), GPUOPS_RT_HC_INTERVAL=str(HC_INTERVAL))
+    up = subprocess.run(
+        ["bash", str(REALTIME), "up"], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert up.returncode == 0, up.stderr[-3000:]
+    c = Chain(str(testbed.root))
+    try:
+        for host in c.nodes:
+            c.heal(host, timeout=120)
+        yield c
+    finally:
+        subprocess.run(["bash", str(REALTIME), "down"], env=env, capture_output=True, timeout=300, check=False)
+
+
+def _reason(c, host):
+    out = c.run([str(c.root / "bin" / "scontrol"), "show", "node", host]).stdout
+    m = re.search(r"Reason=(.*?)(?: \[[^\]]*\])?$", out, re.M)
+    return m.group(1).strip() if m else None
+
+
+def test_xid79_drained_by_slurmd_health_check_and_alert_fires(chain):
+    """Xid 79 in the kernel log: the next HealthCheckInterval run drains the node with the owned reason (second
+    scale), and the health check's textfile, scraped by node_exporter, fires GpuopsNodeHealthFailed."""
+    host = chain.nodes[1]
+    t = chain.time_xid79(host, timeout=HC_INTERVAL * 2 + 10)
+    assert t["verified"] < HC_INTERVAL * 2 + 10, t
+    assert re.match(r"^gpuops: gpu\.(missing|xid) gpu", _reason(chain, host) or ""), _reason(chain, host)
+    alerts = chain.wait(
+        lambda: chain.alerts(node=host, name="GpuopsNodeHealthFailed", state="firing"), 90, "GpuopsNodeHealthFailed"
+    )
+    assert {a["labels"]["severity"] for a in alerts} <= {"P0", "P1"}
+    chain.heal(host, timeout=120)
+
+
+def test_xid79_storm_of_1000_lines_is_one_finding_one_alert_one_drain(chain):
+    """1,000 identical Xid 79 lines on one node: one drain, one finding per GPU and check in the textfile, one
+    firing alert series for the Xid finding."""
+    host = chain.nodes[2]
+    t0 = time.time()
+    chain.time_xid79(host, timeout=HC_INTERVAL * 3 + 10, count=1000)
+    run = chain.hc_run(host)
+    assert run["verdict"] == 3 and run["drained"] is True
+    alerts = chain.wait(
+        lambda: chain.alerts(node=host, name="GpuopsNodeHealthFailed", state="firing"), 90, "GpuopsNodeHealthFailed"
+    )
+    xid = [a for a in alerts if a["labels"].get("check") == "gpu.xid"]
+    assert len(xid) <= 1, xid  # one series (gpu.missing may stand for the same event)
+    keys = [(a["labels"].get("check"), a["labels"].get("component")) for a in alerts]
+    assert len(keys) == len(set(keys)), keys
+    # slurmctld logged one drain of the node for the storm
+    log = (chain.root / "slurm-state" / "slurmctld.log").read_text(errors="replace")
+    drains = [
+        ln
+        for ln in log.splitlines()
+        if host in ln
+        and "drain" in ln.lower()
+        and ln[1:20] >= time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t0 - 1))
+    ]
+    assert 1 <= len(drains) <= 2, drains  # update_node: node ... state set to DRAINING (+ its reason line)
+    chain.heal(host, timeout=120)
+
+
+def test_ib_port_down_isolated_through_alertmanager_eda_and_the_guard(chain):
+    """An IB port going Disabled: node_exporter's infiniband collector -> IbPortDown (for 1m) -> Alertmanager ->
+    ansible-rulebook -> the real playbooks/isolate.yml through the guard -> the node DRAINED in Slurm, with the
+    run's outcome recorded as isolated."""
+    host = chain.nodes[3]
+    t0 = time.time()
+    t = chain.time_ib_down(host, timeout=420)
+    assert t["detect"] >= 55, t  # the rule's `for: 1m` holds before it fires: the alert is the rule's own
+    outs = [o for o in chain.outcomes("isolate", t0) if host in o["nodes"]]
+    assert outs and outs[-1]["nodes"][host]["outcome"] in ("isolated", "drained", "already_isolated"), outs
+    chain.heal(host, timeout=200)
