@@ -213,6 +213,8 @@ class ActionModule(ActionBase):
             "node_class": hv.get("gpuops_node_class"),
             "policy_overrides": host_var(hostvars, host, "gpuops_policy_overrides", {}),
             "baseline": host_var(hostvars, host, "gpuops_golden_baseline"),
+            # the windows in force, for the ledger's planned downtime (read here, once, with the other variables)
+            "maintenance_windows": host_var(hostvars, host, "gpuops_maintenance_windows"),
         }
 
     def _entries(self, hostvars, targets, profiles, collect_var, planned=None):
@@ -438,7 +440,7 @@ class ActionModule(ActionBase):
         # the service ledger (docs/service.md): SLA findings into the report now, the run recorded after the reports
         ledger = self._ledger_prepare(args, report, state_dir, db_url)
         if ledger is not None:  # the maintenance windows in force, for planned downtime (docs/service.md)
-            ledger[0]["windows_by_host"] = {h: hostvars[h].get("gpuops_maintenance_windows") for h in args["targets"]}
+            ledger[0]["windows_by_host"] = {h: (e or {}).get("maintenance_windows") for h, e in hosts.items()}
         t_eval = time.monotonic()
         paths = {}
         if args["write_reports"]:
