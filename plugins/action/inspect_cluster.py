@@ -11,6 +11,7 @@ import time
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import SCHEMA as FACTS_SCHEMA
@@ -25,6 +26,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import (
     gate as _gate,
     plan_handoff as _plan_handoff,
     pool as _pool,
+    run_notes as _run_notes,
 )
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.platform import plan as _platform_plan
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger_run as _ledger_run
@@ -56,6 +58,15 @@ _ARGS = {
     "slice": {"type": "dict", "default": {}},  # sliced runs (docs/scale-out.md): _slices.slice_options
     "plan_token": {"type": "str", "default": ""},  # the plan's handoff to the evaluation: _plan_handoff
 }
+
+
+_DISPLAY = Display()
+
+
+def _progress(n_hosts):
+    """Progress lines of a long inspection (issue 41; inspect/run_notes.py): through Display (a worker's stderr is
+    not the terminal), from run_notes.PROGRESS_MIN_HOSTS nodes."""
+    return _DISPLAY.display if n_hosts >= _run_notes.PROGRESS_MIN_HOSTS else False
 
 
 class ActionModule(ActionBase):
@@ -425,6 +436,7 @@ class ActionModule(ActionBase):
                 report = _inspect.inspect_nodes(
                     hosts,
                     timing=phases,
+                    progress=_progress(len(hosts)),
                     policy_overrides=args["policy_overrides"],
                     state_dir=state_dir,
                     db_url=db_url,
@@ -449,6 +461,7 @@ class ActionModule(ActionBase):
                 paths = _inspect.write_reports(
                     report,
                     report_dir,
+                    progress=_progress(len(hosts)),
                     templates_dir=args["report_templates"],
                     # a stable path others read (node_exporter): check mode leaves it alone
                     textfile_dir=None if self._task.check_mode else args["textfile_dir"],
