@@ -93,7 +93,7 @@ options:
     type: bool
     default: false
   verify:
-    description: With O(names), read every node back at the end (RV(node_results[].verified)); not in check mode.
+    description: With O(names), read every node back at the end (C(verified) in RV(node_results)); not in check mode.
     type: bool
     default: false
   scontrol_path:
