@@ -164,13 +164,33 @@ clean:
 # issue 15: a simulated quarter (tools/simcluster/generate.py --history-days, docs/simulation.md "History") loaded
 # into a fresh store, the service report over it, and its figures against the answer key (score_history.py).
 # 92 days from 2026-10-01 is the whole of 2026Q4; the period label comes from the history's manifest.
+# Service report vs fault truth (issue 39, docs/simulation.md): a quarter of a 16-node cluster drawn as a fault timeline,
+# the captures each 3-hourly inspection would have seen, the real inspections over them in time order into a fresh
+# store, then the service report, scored against the key computed from the timeline alone.
+TRUTH_NODES ?= 16
+TRUTH_DAYS ?= 92
+TRUTH_START ?= 2026-07-01
+TRUTH_INTERVAL_H ?= 3
+TRUTH_OUT := $(BUILD)/truth
+HISTORY_REPORT ?= $(ROOT)/reports/demo-history
+.PHONY: demo-history
+demo-history: setup
+	PYTHONPATH=$(BUILD) $(PY) tools/simcluster/truth_run.py --out $(TRUTH_OUT) --nodes $(TRUTH_NODES) \
+	  --days $(TRUTH_DAYS) --start $(TRUTH_START) --interval-h $(TRUTH_INTERVAL_H)
+	$(BIN)/ansible-playbook playbooks/service_report.yml -e gpuops_period=$(TRUTH_START)/$$($(PY) -c \
+	  'import datetime, sys; print((datetime.date.fromisoformat(sys.argv[1]) + datetime.timedelta(days=int(sys.argv[2]) - 1)).isoformat())' \
+	  $(TRUTH_START) $(TRUTH_DAYS)) -e gpuops_state_dir=$(TRUTH_OUT)/run/state -e gpuops_report_dir=$(HISTORY_REPORT) \
+	  > $(BUILD)/demo-history-ansible.log || { tail -40 $(BUILD)/demo-history-ansible.log; exit 1; }
+	@echo "Reports: $(HISTORY_REPORT)/service-report.json service-report.md service-report.html"
+	@echo "Truth: $(TRUTH_OUT)/timeline.json key.json; store $(TRUTH_OUT)/run/state; log: $(BUILD)/demo-history-ansible.log"
+
+# The ledger rows drawn directly (issue 15's history, 64 nodes): the loader and the report's arithmetic at scale.
 HISTORY_NODES ?= 64
 HISTORY_DAYS ?= 92
 HISTORY_START ?= 2026-10-01
 HISTORY_OUT := $(BUILD)/sim-history
-HISTORY_REPORT ?= $(ROOT)/reports/demo-history
-.PHONY: demo-history
-demo-history: setup
+.PHONY: demo-history-rows
+demo-history-rows: setup
 	rm -rf $(HISTORY_OUT)
 	$(PY) tools/simcluster/generate.py --nodes $(HISTORY_NODES) --out $(HISTORY_OUT) --seed 7 --faults default \
 	  --history-days $(HISTORY_DAYS) --history-start $(HISTORY_START)
@@ -178,8 +198,6 @@ demo-history: setup
 	period=$$($(PY) -c 'import json, sys; print(json.load(open(sys.argv[1]))["period"])' $(HISTORY_OUT)/history/manifest.json); \
 	  echo "service report for $$period"; \
 	  $(BIN)/ansible-playbook playbooks/service_report.yml -e gpuops_period=$$period \
-	    -e gpuops_state_dir=$(HISTORY_OUT)/state -e gpuops_report_dir=$(HISTORY_REPORT) \
-	    > $(BUILD)/demo-history-ansible.log || { tail -40 $(BUILD)/demo-history-ansible.log; exit 1; }
-	$(PY) tools/simcluster/score_history.py $(HISTORY_REPORT)/service-report.json $(HISTORY_OUT)/answer_key.json
-	@echo "Reports: $(HISTORY_REPORT)/service-report.json service-report.md service-report.html"
-	@echo "History: $(HISTORY_OUT)/history (JSONL + manifest.json), store $(HISTORY_OUT)/state; log: $(BUILD)/demo-history-ansible.log"
+	    -e gpuops_state_dir=$(HISTORY_OUT)/state -e gpuops_report_dir=$(HISTORY_REPORT)-rows \
+	    > $(BUILD)/demo-history-rows-ansible.log || { tail -40 $(BUILD)/demo-history-rows-ansible.log; exit 1; }
+	$(PY) tools/simcluster/score_history.py $(HISTORY_REPORT)-rows/service-report.json $(HISTORY_OUT)/answer_key.json

@@ -204,22 +204,64 @@ def _update_ids(conn: Any, table: Any, ids: List[int], values: Dict[str, Any]) -
         conn.execute(table.update().where(table.c.id.in_(part)).values(**values))
 
 
-def _periods(conn: Any, nodes: Dict[str, Dict[str, Any]], at: float, run_id: str) -> Dict[str, int]:
+def transition_times(
+    report: Dict[str, Any], nodes: Dict[str, Dict[str, Any]], observed: Dict[str, float], at: float
+) -> Dict[str, float]:
+    """When a node's state changed, from its own evidence (docs/service.md "Node service state"): a node found down
+    went down at the earliest evidence time of its P0/P1 findings; a node found up came back at its Slurm BootTime
+    (it rebooted into service). Each only when it lies between the node's previous sighting and this run; the
+    caller uses it only for a node whose state did change. Without such evidence the run's time is the change."""
+    out: Dict[str, float] = {}
+    for host, n in (report.get("nodes") or {}).items():
+        floor = observed.get(host)
+        state = (nodes.get(host) or {}).get("state")
+        if floor is None or not isinstance(n, dict) or state not in ("down", "up"):
+            continue
+        if state == "down":
+            times = [
+                evidence_time(f)
+                for f in n.get("findings") or []
+                if isinstance(f, dict) and f.get("severity") in ("P0", "P1")
+            ]
+        else:
+            times = [_epoch((_slurm_record(n.get("facts"), host) or {}).get("boot_time"))]
+        found = [x for x in times if x is not None and floor < x < at]
+        if found:
+            out[host] = min(found)
+    return out
+
+
+def _periods(
+    conn: Any, nodes: Dict[str, Dict[str, Any]], at: float, run_id: str, since: Optional[Dict[str, float]] = None
+) -> Dict[str, int]:
+    since = since or {}
     t = tables()["node_periods"]
     open_rows = conn.execute(
-        sa.select(t.c.id, t.c.host, t.c.state, t.c.partition, t.c.gpus).where(t.c.ended_at.is_(None))
+        sa.select(t.c.id, t.c.host, t.c.state, t.c.partition, t.c.gpus, t.c.started_at).where(t.c.ended_at.is_(None))
     ).all()
     current = {r.host: r for r in open_rows}
     extend, close, new = [], [], []
     for host, n in nodes.items():
         row = current.get(host)
+        if row is not None and n["status"] in ("unreachable", "error"):
+            # not read this run: its GPUs and partition are what they were (a rack without power still has its
+            # GPUs; counting 0 would make its downtime cost nothing)
+            n = dict(n, gpus=n["gpus"] or row.gpus, partition=n["partition"] or row.partition)
         if row is not None and (row.state, row.partition, row.gpus) == (n["state"], n["partition"], n["gpus"]):
             extend.append(row.id)
             continue
+        change = at
         if row is not None:
-            close.append(row.id)
-        new.append(dict(n, host=host, started_at=at, last_seen=at, last_run_id=run_id))
-    _update_ids(conn, t, close, {"ended_at": at, "last_seen": at})
+            when = since.get(host)
+            if when is not None and row.state != n["state"] and row.started_at < when < at:
+                change = when  # the evidence says when (transition_times)
+            close.append((row.id, change))
+        new.append(dict(n, host=host, started_at=change, last_seen=at, last_run_id=run_id))
+    by_time: Dict[float, List[int]] = {}
+    for rid, when in close:
+        by_time.setdefault(when, []).append(rid)
+    for when, ids in by_time.items():
+        _update_ids(conn, t, ids, {"ended_at": when, "last_seen": at})
     if extend and len(extend) + len(close) == len(open_rows):
         # every open period is a node of this run (a whole-cluster run): one statement, no id list
         conn.execute(t.update().where(t.c.ended_at.is_(None)).values(last_seen=at, last_run_id=run_id))
@@ -442,7 +484,7 @@ def record_run(
             },
         )
         observed = last_observed(conn, nodes, at)  # before the periods move on: the previous clean sightings
-        out["periods"] = _periods(conn, nodes, at, run_id)
+        out["periods"] = _periods(conn, nodes, at, run_id, transition_times(report, nodes, observed, at))
         new, still_open = _findings(conn, report, at, run_id)
         if alloc:
             conn.execute(

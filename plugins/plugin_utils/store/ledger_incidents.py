@@ -122,12 +122,13 @@ def insert_incidents(
     conn: Any, findings: List[Dict[str, Any]], at: float, detected: Optional[Dict[str, float]] = None
 ) -> List[str]:
     """Open incidents for new findings (finding_history values); returns the new ids. One fault is one incident
-    (docs/service.md "One fault, one incident"): the new findings of one node in one run open ONE incident (its
-    severity and component are the most severe finding's, ``detected_at`` the earliest), and a new finding on a node
-    whose incident is still running joins it when it is not more severe (a more severe one opens its own incident:
-    its clocks are stricter). The other findings are recorded as ``joined`` events; the incident is restored when
-    all of them are gone. A cluster finding opens its own incident. ``detected``: fingerprint -> when the fault was
-    detected (its evidence time, ``_ledger.detection_times``); the run's time ``at`` for the others."""
+        (docs/service.md "One fault, one incident"): the new findings of one node in one run open ONE incident (its
+        severity and component are the most severe finding's, ``detected_at`` the earliest), and a new finding on a node
+        whose incident is still running joins it when it is not more severe (a more severe one opens its own incident:
+        its clocks are stricter). The other findings are recorded as ``joined`` events; the incident is restored when
+        all of them are gone. The new cluster findings of one run are one incident too (a rack that lost power is the rack
+    finding and the capacity it took away); a later cluster finding opens its own. ``detected``: fingerprint -> when the fault was
+        detected (its evidence time, ``_ledger.detection_times``); the run's time ``at`` for the others."""
     detected = detected or {}
     if not findings:
         return []
@@ -147,7 +148,7 @@ def insert_incidents(
         if cur and SEVERITY_RANK.get(f["severity"], 9) >= SEVERITY_RANK.get(cur[1], 9):
             events.append(_event(cur[0], "joined", when, "inspection", "inspection", fp))
             continue
-        groups.setdefault(host if host else ("", fp), []).append(f)
+        groups.setdefault(host or "", []).append(f)
     ids = _new_ids(conn, at, len(groups)) if groups else []
     rows = []
     for iid, members in zip(ids, groups.values()):

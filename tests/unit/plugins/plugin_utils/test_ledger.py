@@ -300,3 +300,37 @@ def test_findings_a_cluster_finding_explains_open_no_incident_of_their_own(store
     out = _ledger.record_run(store, report(T0, members, [p0]))
     incidents = rows(store, "incidents", "incident_id")
     assert len(out["incidents_opened"]) == 1 and [(i["severity"], i["host"]) for i in incidents] == [("P0", None)]
+
+
+# ---------------------------------------------------------------------------------------------- when the state changed
+def test_a_node_is_down_from_its_fault_and_up_from_its_reboot(store_kw):
+    """Hourly runs: the Xid line of 08:20 makes b down from 08:20 (not from the 09:00 run); the repaired node booted
+    at 10:35 is up from 10:35 (not from the 11:00 run). 2h15m of downtime, as it happened."""
+    store = open_store(**store_kw)
+    _ledger.record_run(store, report(T0, {"b": {}}))  # 08:00 clean
+    xid = _at(finding("b"), first="2026-10-05T08:20:00Z")
+    _ledger.record_run(store, report(T0 + HOUR, {"b": {"status": "faulty", "findings": [xid]}}))
+    _ledger.record_run(store, report(T0 + 2 * HOUR, {"b": {"status": "faulty", "findings": [xid]}}))
+    back = report(T0 + 3 * HOUR, {"b": {}})
+    back["nodes"]["b"]["facts"]["slurm"]["nodes"][0]["boot_time"] = "2026-10-05T10:35:00"
+    _ledger.record_run(store, back)
+    periods = [(p["state"], p["started_at"], p["ended_at"]) for p in rows(store, "node_periods")]
+    assert periods == [
+        ("up", T0, T0 + 20 * 60),
+        ("down", T0 + 20 * 60, T0 + 2 * HOUR + 35 * 60),
+        ("up", T0 + 2 * HOUR + 35 * 60, None),
+    ]
+
+
+def test_evidence_outside_the_gap_between_sightings_is_not_the_change(store_kw):
+    """A BootTime from before the node was last seen down (an old boot) or an Xid line older than the clean run
+    does not move the change: the run's time it is."""
+    store = open_store(**store_kw)
+    _ledger.record_run(store, report(T0, {"b": {}}))
+    old = _at(finding("b"), first="2026-10-05T07:00:00Z")
+    _ledger.record_run(store, report(T0 + HOUR, {"b": {"status": "faulty", "findings": [old]}}))
+    back = report(T0 + 2 * HOUR, {"b": {}})
+    back["nodes"]["b"]["facts"]["slurm"]["nodes"][0]["boot_time"] = "2026-10-01T00:00:00"
+    _ledger.record_run(store, back)
+    periods = [(p["state"], p["started_at"]) for p in rows(store, "node_periods")]
+    assert periods == [("up", T0), ("down", T0 + HOUR), ("up", T0 + 2 * HOUR)]

@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpuops.cluster contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A fault timeline and its answer key (issue 39, docs/simulation.md "Service report vs fault truth").
+
+:func:`draw` draws what happens to a small cluster over a period: which node fails how and when, when it is
+repaired, when the on-call engineer acknowledges, arrives, locates and plans; maintenance windows with the nodes
+they drain; a rack that loses power. :func:`key` computes every scored figure of the service report from that
+timeline alone, with the service terms stated once below (TERMS) and this module's own arithmetic: it never
+imports the collection and never reads the ledger, the captures or the inspections, so a wrong rule in the
+collection cannot hide in a shared helper. ``truth_run.py`` renders the captures each scheduled inspection would
+have seen, runs the real inspections over them in time order, and compares the report with this key.
+
+Stdlib only (Python 3.8+).
+"""
+
+from __future__ import annotations
+
+import datetime
+import random
+
+HOUR = 3600.0
+DAY = 86400.0
+GPUS = 8
+RACK_SIZE = 4
+
+#: The service terms (issue 39), as the contract states them, once: severity of a fault by what it is (P0 a whole
+#: rack or more, P1 a node down or a hardware fault, P2 performance), the clocks per severity, the availability
+#: target. Working days Monday to Friday, UTC.
+TERMS = {
+    "targets": {
+        "P0": {"respond": "15m", "onsite": "4h", "locate": "2h"},
+        "P1": {"respond": "30m", "onsite": "next_business_day", "restore": "24h"},
+        "P2": {"respond": "2h", "plan": "3bd"},
+        "P3": {"respond": "1bd"},
+    },
+    "availability_target": 99.5,
+}
+CLOCK_STEP = {"respond": "ack", "onsite": "onsite", "locate": "locate", "restore": "repair", "plan": "plan"}
+
+#: The faults the timeline draws: the simulated node fault (tools/simnode), its severity under the terms, the
+#: component class the service report's MTTR/MTBF puts it in (docs/service.md "Component classes"), whether the
+#: node is out of service while it lasts (P0/P1: the terms' "node down or hardware fault"), and whether the evidence
+#: the tools print dates the fault (a kernel log line does; a port state read by ibstat does not: then a schedule
+#: learns of it up to one interval late).
+FAULTS = {
+    "xid79": {"severity": "P1", "cls": "gpu", "down": True, "dated": True, "repair_h": (6.0, 30.0)},
+    "ib_port_down": {"severity": "P1", "cls": "ib_link", "down": True, "dated": False, "repair_h": (8.0, 40.0)},
+    "thermal_throttle": {"severity": "P2", "cls": "gpu", "down": False, "dated": False, "repair_h": (20.0, 70.0)},
+}
+#: a rack that loses power: every node unreachable (nothing dates it), one P0 (the rack), class "other" (a cluster
+#: finding)
+RACK_LOSS = {"severity": "P0", "cls": "other", "down": True, "dated": False, "repair_h": (3.0, 8.0)}
+
+
+def hostnames(n: int) -> list:
+    return ["gpu-node-%02d" % (i + 1) for i in range(n)]
+
+
+def _utc(ts: float) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(ts, tz=datetime.timezone.utc)
+
+
+def _steps(rng: random.Random, severity: str, start: float) -> dict:
+    """The on-call engineer's steps (absolute times): acknowledged, on site (P0/P1), located (P0), plan (P2)."""
+    ack = start + rng.uniform(4, 45) * 60.0
+    out = {"ack": ack}
+    if severity in ("P0", "P1"):
+        out["onsite"] = ack + rng.uniform(0.5, 40.0) * HOUR
+    if severity == "P0":
+        out["locate"] = ack + rng.uniform(0.3, 3.0) * HOUR
+    if severity == "P2":
+        out["plan"] = ack + rng.uniform(0.5, 5.0) * DAY
+    return out
+
+
+def draw(seed: int, nodes: int, start: float, days: float, interval_s: float) -> dict:
+    """The fault timeline of ``nodes`` nodes over ``days`` days from ``start`` (epoch s, UTC), inspected every
+    ``interval_s``: faults (with repair and the engineer's steps), two maintenance windows that drain one rack each,
+    one rack power loss. Deterministic for a seed."""
+    if nodes < 2 * RACK_SIZE:
+        raise ValueError("the timeline needs at least two racks (%d nodes)" % (2 * RACK_SIZE))
+    rng = random.Random(seed)
+    hosts = hostnames(nodes)
+    racks = {"r%d" % (i // RACK_SIZE + 1): [] for i in range(nodes)}
+    for i, h in enumerate(hosts):
+        racks["r%d" % (i // RACK_SIZE + 1)].append(h)
+    end = start + days * DAY
+    busy = {h: [] for h in hosts}  # intervals a node already has something in (faults never overlap on one node)
+
+    # node faults that take a node down never overlap so much that a quarter of the cluster is out at once (that is a
+    # capacity P0 of its own, not one of the faults drawn here)
+    down_spans: list = []
+    max_down = max(1, -(-nodes // 4) - 1)
+
+    def free(h, a, b, down=False):
+        if down and sum(1 for x, y in down_spans if a < y and b > x) >= max_down:
+            return False
+        return all(b <= x or a >= y for x, y in busy[h])
+
+    def when(lo, hi):
+        # on the minute, away from the run times so that no fault starts exactly on an inspection
+        return float(int(rng.uniform(lo, hi) / 60.0) * 60 + 7)
+
+    # two maintenance windows: Saturday 00:00-12:00 UTC in the first and second half, each draining one rack
+    windows = []
+    for k, (frac, rack) in enumerate(((0.25, "r1"), (0.6, "r2"))):
+        day0 = _utc(start + frac * (end - start)).date()
+        while day0.weekday() != 5:
+            day0 += datetime.timedelta(days=1)
+        w_start = datetime.datetime(day0.year, day0.month, day0.day, tzinfo=datetime.timezone.utc).timestamp()
+        w_end = w_start + 12 * HOUR
+        drain_a, drain_b = w_start + 1 * HOUR, w_start + 11 * HOUR  # drained inside the window, with margins
+        windows.append(
+            {"name": "upgrade-%s-%d" % (rack, k + 1), "start": w_start, "end": w_end, "hosts": list(racks[rack]),
+             "drains": [{"host": h, "start": drain_a, "end": drain_b} for h in racks[rack]]}
+        )  # fmt: skip
+        for h in racks[rack]:
+            busy[h].append((w_start - 6 * HOUR, w_end + 6 * HOUR))
+
+    faults = []
+    # the P0: the last rack loses power once, in the middle of the period
+    rack = sorted(racks)[-1]
+    a = when(start + 0.45 * (end - start), start + 0.5 * (end - start))
+    b = a + rng.uniform(*RACK_LOSS["repair_h"]) * HOUR
+    faults.append(dict(RACK_LOSS, id="F-rack-%s" % rack, kind="rack_power_loss", hosts=list(racks[rack]), rack=rack,
+                       host=None, start=a, repair=b, steps=_steps(rng, "P0", a)))  # fmt: skip
+    for h in racks[rack]:
+        busy[h].append((a - 6 * HOUR, b + 6 * HOUR))
+    # node faults: each kind twice, on different nodes, plus a repeat offender (one node failing twice)
+    plan = ["xid79", "xid79", "ib_port_down", "thermal_throttle", "thermal_throttle"]
+    for n, kind in enumerate(plan):
+        spec = FAULTS[kind]
+        for _try in range(200):
+            h = rng.choice(hosts)
+            a = when(start + DAY, end - 2.5 * DAY)
+            b = a + rng.uniform(*spec["repair_h"]) * HOUR
+            if free(h, a - 6 * HOUR, b + 6 * HOUR, spec["down"]):
+                break
+        else:
+            raise RuntimeError("no room for fault %s" % kind)
+        busy[h].append((a - 6 * HOUR, b + 6 * HOUR))
+        if spec["down"]:
+            down_spans.append((a - HOUR, b + HOUR))
+        faults.append(dict(spec, id="F-%d-%s" % (n + 1, kind), kind=kind, hosts=[h], host=h, start=a, repair=b,
+                           steps=_steps(rng, spec["severity"], a)))  # fmt: skip
+    # the repeat offender: the first xid79 node loses an InfiniBand port later
+    first = next(f for f in faults if f["kind"] == "xid79")
+    h = first["host"]
+    for _try in range(200):
+        a = when(first["repair"] + 0.5 * DAY, end - 2 * DAY)
+        b = a + rng.uniform(*FAULTS["ib_port_down"]["repair_h"]) * HOUR
+        if free(h, a - 6 * HOUR, b + 6 * HOUR, True):
+            break
+    else:
+        raise RuntimeError("no room for the repeat fault")
+    faults.append(dict(FAULTS["ib_port_down"], id="F-repeat-ib_port_down", kind="ib_port_down", hosts=[h], host=h,
+                       start=a, repair=b, steps=_steps(rng, "P1", a)))  # fmt: skip
+    faults.sort(key=lambda f: f["start"])
+    return {
+        "schema": "gpuops.sim.truth/v1",
+        "seed": seed,
+        "start": start,
+        "end": end,
+        "interval_s": interval_s,
+        "gpus": GPUS,
+        "hosts": hosts,
+        "racks": racks,
+        "faults": faults,
+        "windows": windows,
+        "terms": TERMS,
+    }
+
+
+# ---------------------------------------------------------------------------------------------- the key
+def _weekday(ts_day: int) -> int:
+    return (ts_day + 3) % 7  # 1970-01-01 was a Thursday
+
+
+def due(start: float, target: str) -> float:
+    """The due time of a clock under the terms: minutes/hours, working days (Mon-Fri, UTC, a start outside them
+    counts from the next working day's 00:00) or the end of the next working day."""
+    day = int(start // DAY)
+    if target == "next_business_day":
+        day += 1
+        while _weekday(day) >= 5:
+            day += 1
+        return (day + 1) * DAY
+    if target.endswith("bd"):
+        amount = float(target[:-2])
+        sec = start - day * DAY
+        if _weekday(day) >= 5:
+            while _weekday(day) >= 5:
+                day += 1
+            sec = 0.0
+        for _n in range(int(amount)):
+            day += 1
+            while _weekday(day) >= 5:
+                day += 1
+        return day * DAY + sec + (amount - int(amount)) * DAY
+    return start + float(target[:-1]) * {"m": 60.0, "h": HOUR, "d": DAY}[target[-1]]
+
+
+def _merge(spans: list) -> list:
+    out: list = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def _clip(a: float, b: float, lo: float, hi: float) -> float:
+    return max(0.0, min(b, hi) - max(a, lo))
+
+
+def key(t: dict) -> dict:
+    """Every scored figure, from the timeline alone. Tolerances: availability 0.05 points; times one schedule
+    interval; a breach whose step lies within one interval of its due time is ``ambiguous`` (not scored)."""
+    start, end, interval, gpus = t["start"], t["end"], t["interval_s"], t["gpus"]
+    down: dict = {h: [] for h in t["hosts"]}
+    planned: dict = {h: [] for h in t["hosts"]}
+    for f in t["faults"]:
+        if f["down"]:
+            for h in f["hosts"]:
+                down[h].append((f["start"], f["repair"]))
+    for w in t["windows"]:
+        for d in w["drains"]:
+            planned[d["host"]].append((d["start"], d["end"]))
+    total = (end - start) * gpus * len(t["hosts"])
+    per_node, up_s, unplanned_s, planned_s = {}, {}, 0.0, 0.0
+    for h in t["hosts"]:
+        dn = sum(_clip(a, b, start, end) for a, b in _merge(down[h]))
+        pl = sum(_clip(a, b, start, end) for a, b in _merge(planned[h]))
+        up = (end - start) - dn - pl
+        up_s[h] = up
+        per_node[h] = round(100.0 * up / (up + dn), 3)
+        unplanned_s += dn * gpus
+        planned_s += pl * gpus
+    up_total = sum(up_s.values()) * gpus
+    incidents, breaches, ambiguous = [], [], []
+    for f in t["faults"]:
+        times = dict(f["steps"], detect=f["start"], repair=f["repair"])
+        clocks = {}
+        for clock, target in TERMS["targets"][f["severity"]].items():
+            step = times.get(CLOCK_STEP[clock])
+            if step is None:
+                continue
+            deadline = due(f["start"], target)
+            clocks[clock] = "breached" if step > deadline else "met"
+            # the collection learns the start up to one interval late (undated evidence) and a step to one interval:
+            # a verdict that a shift within that would flip (a step near its due time, a start near midnight before
+            # a "next working day") is not scored
+            late = due(f["start"] + interval, target)
+            if abs(step - deadline) <= interval or (step > deadline) != (step > late):
+                ambiguous.append("%s:%s" % (f["id"], clock))
+            elif step > deadline:
+                breaches.append("%s:%s" % (f["id"], clock))
+        incidents.append({"id": f["id"], "host": f["host"], "severity": f["severity"], "cls": f["cls"],
+                          "detect": f["start"], "ack": f["steps"]["ack"], "repair": f["repair"], "clocks": clocks})  # fmt: skip
+    repairs: dict = {}
+    failures: dict = {}
+    for f in t["faults"]:
+        repairs.setdefault(f["cls"], []).append((f["repair"] - f["start"]) / HOUR)
+        failures[f["cls"]] = failures.get(f["cls"], 0) + 1
+    up_nodes_h = sum(up_s.values()) / HOUR
+    per_host: dict = {}
+    for f in t["faults"]:
+        if f["host"]:
+            per_host[f["host"]] = per_host.get(f["host"], 0) + 1
+    # availability: 0.05 points, or more where undated faults leave the start of a downtime known only to the
+    # schedule (each such node down up to one interval later than it happened)
+    late = sum(len(f["hosts"]) * gpus * interval for f in t["faults"] if f["down"] and not f.get("dated", True))
+    tol_points = max(0.05, round(100.0 * late / total, 3))
+    return {
+        "availability": {
+            "cluster": round(100.0 * up_total / (up_total + unplanned_s), 3),
+            "nodes": per_node,
+            "planned_gpu_hours": round(planned_s / HOUR, 3),
+            "unplanned_gpu_hours": round(unplanned_s / HOUR, 3),
+            "unknown_gpu_hours": 0.0,
+            "target_met": round(100.0 * up_total / (up_total + unplanned_s), 3) >= TERMS["availability_target"],
+            "total_gpu_hours": round(total / HOUR, 3),
+        },
+        "incidents": incidents,
+        "incidents_by_severity": {s: sum(1 for i in incidents if i["severity"] == s) for s in ("P0", "P1", "P2", "P3")},
+        "breaches": sorted(breaches),
+        "ambiguous": sorted(ambiguous),
+        "mttr_h": {c: round(sum(v) / len(v), 3) for c, v in sorted(repairs.items())},
+        # MTBF as docs/service.md defines it: up node-time over failures (every node counts: all have GPUs)
+        "mtbf_h": {c: round(up_nodes_h / n, 3) for c, n in sorted(failures.items())},
+        "failures": dict(sorted(failures.items())),
+        "repeat_offenders": sorted(h for h, n in per_host.items() if n >= 2),
+        "tolerance": {"availability_points": tol_points, "time_s": interval},
+    }
