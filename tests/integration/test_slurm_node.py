@@ -139,3 +139,36 @@ def test_down_and_back(testbed, node_module):
     res = _ok(node_module(node, state="resumed"))
     assert res["changed"]
     testbed.wait_for(lambda: testbed.node_state(node) == "IDLE", timeout=15, what="node idle")
+
+
+def test_a_batch_in_one_call(testbed):
+    """names (issue 36): one call drains an idle and a busy node - check mode first, then for real, then again
+    (nothing to do) - and resumes both; every entry agrees with what scontrol shows, and a name that is a host
+    list is refused before anything runs."""
+    idle, busy = "gpu-node-01", "gpu-node-03"
+    job = testbed.sbatch("-w", busy, "--wrap", "sleep 30")
+    testbed.wait_for(lambda: testbed.job_state(job) == "RUNNING", timeout=15, what="job running")
+    drain = dict(names=[idle, busy], state="drained", reason="batch test", verify=True,
+                 scontrol_path=testbed.scontrol_path)  # fmt: skip
+    steps = testbed.module_steps("slurm_head", M, [dict(drain, _check=True), drain, drain])
+    check, run, again = ({e["name"]: e for e in s["node_results"]} for s in steps)
+    assert steps[0]["changed"] and check[idle]["slurm_state"] == "IDLE" and check[idle]["verified"] is None
+    _ok(steps[1])
+    assert run[idle]["state_before"] == "IDLE" and run[idle]["verified"]["slurm_state"] == "IDLE+DRAIN"
+    assert run[idle]["verified"]["drained"] is True and run[idle]["reason"] == "gpuops: batch test"
+    assert run[busy]["verified"]["draining"] is True and [j["job_id"] for j in run[busy]["jobs"]] == [job]
+    assert run[busy]["verified"]["slurm_state"] == testbed.node_state(busy)
+    _ok(steps[2])
+    assert steps[2]["changed"] is False and not any(e["changed"] for e in again.values())
+    testbed.slurm("scancel", str(job), check=False)
+    res = _ok(
+        testbed.module("slurm_head", M, dict(names=[idle, busy], state="resumed", scontrol_path=testbed.scontrol_path))
+    )
+    assert all(e["changed"] for e in res["node_results"])
+    testbed.wait_for(
+        lambda: all("DRAIN" not in testbed.node_state(n) for n in (idle, busy)), timeout=30, what="resumed"
+    )
+    bad = testbed.module(
+        "slurm_head", M, dict(names=["gpu-node-[01-02]"], state="present", scontrol_path=testbed.scontrol_path)
+    )
+    assert bad.get("failed") and "invalid node name" in bad["msg"] and not bad.get("commands")
