@@ -12,6 +12,8 @@ files change. Every file is written privately and atomically (0600; gpuops.prom 
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import gzip
 import hashlib
 import json
@@ -21,7 +23,7 @@ from typing import Any, Dict, Iterable, Iterator, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _json
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import report as _report, run_notes as _run_notes
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import ensure_private_dir, write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow
 
 #: File modes of the reports: private to the operator; gpuops.prom is group-readable for node_exporter's
@@ -71,25 +73,48 @@ def _facts_pieces(report: Dict[str, Any]) -> Iterator[str]:
     yield '},"schema":%s}\n' % _json.dumps(FACTS_SCHEMA)
 
 
-def _gzipped(pieces: Iterable[str], digest: Any, counter: Dict[str, int]) -> Iterator[bytes]:
-    """``pieces`` as one gzip stream (zlib level :data:`FACTS_LEVEL`), hashed and counted as it is written."""
+#: Pieces of this many characters are compressed each as one gzip member (RFC 1952 2.2: a gzip file is a series
+#: of members; gzip, zcat and Python's gzip read them as one stream), on :data:`GZIP_THREADS` threads: zlib
+#: releases the GIL while it compresses, so the two cores of a small controller share the work.
+GZIP_CHUNK = 4 << 20
+GZIP_THREADS = 2
+
+
+def _member(text: str) -> bytes:
     z = zlib.compressobj(FACTS_LEVEL, zlib.DEFLATED, 31)
+    return z.compress(text.encode("utf-8")) + z.flush()
+
+
+def _chunks(pieces: Iterable[str]) -> Iterator[str]:
     buf, size = [], 0
     for piece in pieces:
         buf.append(piece)
         size += len(piece)
-        if size < 1 << 20:
-            continue
-        out = z.compress("".join(buf).encode("utf-8"))
-        buf, size = [], 0
-        if out:
+        if size >= GZIP_CHUNK:
+            yield "".join(buf)
+            buf, size = [], 0
+    if buf:
+        yield "".join(buf)
+
+
+def _gzipped(pieces: Iterable[str], digest: Any, counter: Dict[str, int]) -> Iterator[bytes]:
+    """``pieces`` as a gzip file of one member per chunk (zlib level :data:`FACTS_LEVEL`), compressed on
+    :data:`GZIP_THREADS` threads with at most twice as many chunks in flight, in order; hashed and counted as
+    it is written."""
+    with concurrent.futures.ThreadPoolExecutor(GZIP_THREADS) as pool:
+        pending: collections.deque = collections.deque()
+        for chunk in _chunks(pieces):
+            pending.append(pool.submit(_member, chunk))
+            while len(pending) > 2 * GZIP_THREADS or (pending and pending[0].done()):
+                out = pending.popleft().result()
+                digest.update(out)
+                counter["bytes"] += len(out)
+                yield out
+        while pending:
+            out = pending.popleft().result()
             digest.update(out)
             counter["bytes"] += len(out)
             yield out
-    out = z.compress("".join(buf).encode("utf-8")) + z.flush()
-    digest.update(out)
-    counter["bytes"] += len(out)
-    yield out
 
 
 def write_facts_file(report: Dict[str, Any], report_dir: str) -> Dict[str, Any]:
@@ -135,7 +160,7 @@ def write_reports(
     else from the collection's (``_report.environment``); a template error raises ``_report.ReportTemplateError``
     before any file is written.
 
-    Each file is written privately and atomically (``_common.write_private_atomic``: temporary file created
+    Each file is written privately and atomically (``_files.write_private_atomic``: temporary file created
     0600 in ``report_dir``, fsync, rename; never through a link), whatever the umask; a missing ``report_dir``
     is created 0700. report.json and the facts are streamed node by node: never held as one text.
     """

@@ -143,3 +143,13 @@ def test_respond_by_counts_from_the_evidence_time_unless_the_fault_was_seen_earl
     ]
     assert report["nodes"]["b"]["findings"][0]["respond_by"] == "2026-12-07T16:00:00Z"
     assert "evidence_age_s" not in report["nodes"]["b"]
+
+
+def test_a_facts_file_of_many_gzip_members_reads_as_one_stream(tmp_path, monkeypatch):
+    """Chunks compressed on threads, one gzip member each (RFC 1952 2.2): gzip readers see one document."""
+    monkeypatch.setattr(_files, "GZIP_CHUNK", 16)
+    paths = _files.write_reports(_report_with_facts(), str(tmp_path))
+    raw = open(paths["facts"], "rb").read()
+    assert raw.count(b"\x1f\x8b\x08") > 3  # several members
+    assert json.loads(gzip.decompress(raw))["nodes"] == dict(FACTS, c=None)
+    assert _files.load_report(str(tmp_path))["nodes"]["b"]["facts"] == FACTS["b"]
