@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Run gpuops.cluster.capture on the node and write the capture directory on the controller.
 
-The files are written privately (0600, directories 0700) and atomically with ``_common.write_private_atomic``:
+The files are written privately (0600, directories 0700) and atomically with ``_files.write_private_atomic``:
 a link already in ``dest`` is replaced, never written through, and no file lands outside ``dest``.
 """
 
@@ -14,7 +14,7 @@ import os
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import ensure_private_dir, write_private_atomic
 
 
 class ActionModule(ActionBase):

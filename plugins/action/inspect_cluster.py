@@ -15,7 +15,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import SCHEMA as FACTS_SCHEMA
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy, _runbooks
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import (
     fleet as _fleet,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import drill as _backup_drill, store as _backup
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError

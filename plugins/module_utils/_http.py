@@ -35,7 +35,8 @@ from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
 from ansible.module_utils.urls import Request
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_INPUT_BYTES, decode
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_INPUT_BYTES
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import decode
 
 AUTH_MODES = ("auto", "session", "basic")
 SESSIONS_PATH = "/redfish/v1/SessionService/Sessions"

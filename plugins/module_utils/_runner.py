@@ -24,7 +24,8 @@ import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_INPUT_BYTES, decode
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_INPUT_BYTES
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import decode
 
 #: Environment every tool runs with: machine-readable, untranslated output.
 C_ENV = {"LC_ALL": "C", "LANG": "C", "LANGUAGE": "C"}

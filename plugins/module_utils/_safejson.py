@@ -139,7 +139,7 @@ def load_file(
 ) -> Any:
     """:func:`loads` of the file at ``path``, read no further than ``max_bytes`` + 1 (``what``: the path).
 
-    A plain ``open``: for a capture file use ``_common.read_capture_bytes`` and :func:`loads`, which
+    A plain ``open``: for a capture file use ``_files.read_capture_bytes`` and :func:`loads`, which
     refuse links and special files as well.
     """
     with open(path, "rb") as fh:

@@ -19,12 +19,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import capture as _capture
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import ipmi as _ipmi, redfish as _redfish
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
-    ParseError,
-    error_record,
-    internal_error,
-    read_text,
-)
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, internal_error
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import read_text
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
 
 DOMAIN = "bmc"

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The capture directory: one format for live and offline evidence (docs/capture.md).
 
-Every file of a capture is read through :func:`_common.read_capture_bytes` (``read``/``read_text``): plain
+Every file of a capture is read through :func:`_files.read_capture_bytes` (``read``/``read_text``): plain
 files only, no link followed, the size cap enforced while reading. The capture directory itself may be a
 link (the operator named it in ``gpuops_capture_dir``); nothing inside it is followed out of it.
 
@@ -16,11 +16,10 @@ import os
 import stat
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
-    ParseError,
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import _file_kind
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import (
     UnsafeFileError,
-    _file_kind,
-    error_record,
     is_capture_file,
     list_capture_dir,
     read_text,

@@ -21,7 +21,8 @@ import re
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records, error_record, read_text
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records, error_record
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import read_text
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
 
 PARSER = "dcgmi_diag"

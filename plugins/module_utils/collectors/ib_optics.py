@@ -25,11 +25,8 @@ import time
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import capture as _capture
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
-    ParseError,
-    error_record,
-    list_capture_dir,
-)
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import list_capture_dir
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.ethtool import (
     parse_ethtool_module,
     parse_ethtool_stats,

@@ -16,15 +16,12 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import capture as _capture
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
-    ParseError,
-    Records,
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records, error_record, to_int
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import (
     UnsafeFileError,
     decode,
-    error_record,
     list_capture_dir,
     read_capture_bytes,
-    to_int,
     write_private_atomic,
 )
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.ib import (

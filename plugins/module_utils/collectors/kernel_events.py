@@ -27,12 +27,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import capture as _capture
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
-    ParseError,
-    error_record,
-    normalize_bus_id,
-    read_text,
-)
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, normalize_bus_id
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import read_text
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.kernel_log import (

@@ -4,7 +4,7 @@
 """Live evidence capture: run the real tools on a node (each with a timeout) and return a capture directory.
 
 The files are the tools' own output as printed (docs/capture.md), so the collectors read them exactly as
-they read the live node. Every file is written with ``_common.write_private_atomic`` (0600, temporary file +
+they read the live node. Every file is written with ``_files.write_private_atomic`` (0600, temporary file +
 rename: never through a link), into a directory created 0700. Runs on managed nodes (Python 3.8+). No Ansible
 imports.
 """
@@ -22,7 +22,7 @@ import zlib
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import capture as _capture
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import (
     UnsafeFileError,
     ensure_private_dir,
     read_capture_bytes,

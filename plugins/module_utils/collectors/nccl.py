@@ -36,10 +36,10 @@ from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
     Records,
     error_record,
     parse_int,
-    read_text,
     to_float,
     to_int,
 )
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import read_text
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
 
 DOMAIN = "nccl"

@@ -25,7 +25,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import sched as P
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record, read_text
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import read_text
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.unseen import domain_state, not_captured
 

@@ -25,10 +25,9 @@ import time
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
-    ParseError,
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, error_record
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import (
     ensure_private_dir,
-    error_record,
     read_text,
     write_private_atomic,
 )

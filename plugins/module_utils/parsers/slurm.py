@@ -18,13 +18,8 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
-    ParseError,
-    Records,
-    error_record,
-    parse_int,
-    read_text,
-)
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records, error_record, parse_int
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import read_text
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, which
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, parse_time
 

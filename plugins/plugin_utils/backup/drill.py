@@ -18,7 +18,7 @@ import shutil
 import time
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import ensure_private_dir, write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, parse_time
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import store as _backup
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup import keys as _backup_keys

@@ -17,7 +17,7 @@ import stat
 import tempfile
 from typing import Any, List, Mapping, Optional, Sequence
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import ensure_private_dir
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup.objects import (
     BackupError,
     DEFAULT_KEY_FILE,

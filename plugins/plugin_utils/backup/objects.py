@@ -19,7 +19,7 @@ import stat
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _backup as _node
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import ensure_private_dir, write_private_atomic
 
 
 SCHEMA = "gpuops.backup/v2"

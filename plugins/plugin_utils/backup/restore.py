@@ -15,7 +15,7 @@ import os
 from typing import Any, Dict, List, Mapping, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _backup as _node
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup.keys import (
     SigningKey,
 )

@@ -32,7 +32,7 @@ import shutil
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _backup as _node
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import ensure_private_dir, write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, parse_time, utcnow
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.backup.keys import (
     SigningKey,

@@ -19,7 +19,7 @@ import pwd
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import audit as _audit
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 

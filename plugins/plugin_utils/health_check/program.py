@@ -26,7 +26,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence
 
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import collect_all
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command, run_in_child
 from ansible_collections.gpuops.cluster.plugins.module_utils._slurm import node_status
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow_iso

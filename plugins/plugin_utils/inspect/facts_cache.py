@@ -34,7 +34,7 @@ import stat
 import tempfile
 from typing import Any, Dict, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import ensure_private_dir
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _json
 
 CACHE_SCHEMA = "gpuops.facts-cache/v2"

@@ -29,7 +29,7 @@ import uuid
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import write_private_atomic
 
 SCHEMA = "gpuops.inspect-plan/v1"
 _TOKEN = re.compile(r"[0-9a-f]{32}")

@@ -15,7 +15,8 @@ import os
 from typing import Any, Callable, Dict
 
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers import slurm as _slurm_parse
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import checks as _checks
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as _state, state_store as _state_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.onboard import burnin

@@ -16,7 +16,8 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, normalize_bus_id
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import normalize_bus_id
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import ensure_private_dir
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time, utcnow_iso
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.store.state import StateError, StateLock, atomic_write_json
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson

@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional
 
 import jinja2
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, write_private_atomic
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import ensure_private_dir, write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import report as _report
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.service.report import ServiceReportError
 

@@ -28,7 +28,7 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import (
     ensure_private_dir,
     open_private,
     write_private_atomic,

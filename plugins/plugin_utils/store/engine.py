@@ -13,7 +13,7 @@ import zlib
 from typing import Any, Dict, Iterator, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import ensure_private_dir, open_private
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import ensure_private_dir, open_private
 
 try:
     import sqlalchemy as sa

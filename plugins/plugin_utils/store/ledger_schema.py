@@ -117,9 +117,9 @@ def define(meta: Any) -> Any:
         sa.Column("state", s(16), nullable=False),  # open | closed
         sa.Column("detected_at", ts, nullable=False),
         sa.Column("acknowledged_at", ts),
-        sa.Column("onsite_at", ts),  # the service terms' "on site" clock (migration 0004)
+        sa.Column("onsite_at", ts),  # the service terms' "on site" clock (migration 0007)
         sa.Column("located_at", ts),
-        sa.Column("planned_at", ts),  # the P2 "tuning plan" clock (migration 0004)
+        sa.Column("planned_at", ts),  # the P2 "tuning plan" clock (migration 0007)
         sa.Column("cause", sa.Text),
         sa.Column("mitigated_at", ts),
         sa.Column("restored_at", ts),

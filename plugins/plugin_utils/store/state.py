@@ -10,7 +10,7 @@ Layout (docs/state.md)::
 
 A host document holds the previous IB counter readings and boot ids, GPU counter readings, clear
 markers and recorded GPU resets, escalation history, the active (remembered) faults and an optional
-golden baseline saved by onboarding. Writes are atomic and private (``_common.write_private_atomic``:
+golden baseline saved by onboarding. Writes are atomic and private (``_files.write_private_atomic``:
 temporary file created 0600, fsync, rename; never through a link), lock files are 0600 and opened without
 following links, and the directories this module creates are 0700, whatever the umask.
 
@@ -29,7 +29,7 @@ import time
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import (
+from ansible_collections.gpuops.cluster.plugins.module_utils._files import (
     ensure_private_dir,
     fsync_dir,
     open_private,
@@ -66,7 +66,7 @@ def empty_host_state(host: Optional[str] = None) -> Dict[str, Any]:
 
 
 def private_dir(path: str, tighten: bool = False) -> str:
-    """``_common.ensure_private_dir``, tried once more when another process created a missing component at
+    """``_files.ensure_private_dir``, tried once more when another process created a missing component at
     the same moment (the first try then sees it appear and takes it for a file); a real file still raises."""
     try:
         return ensure_private_dir(path, tighten=tighten)

@@ -28,6 +28,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import (
     collect as _collect,
 )
 from ansible_collections.gpuops.cluster.plugins.module_utils import _common as C
+from ansible_collections.gpuops.cluster.plugins.module_utils import _files as F
 
 SECRET = "s3cr3t-h3-do-not-leak"
 
@@ -41,9 +42,9 @@ def secret(tmp_path):
 
 def _refused(path, reason, **kw):
     with pytest.raises(C.ParseError) as ei:
-        C.read_text(str(path), **kw)
+        F.read_text(str(path), **kw)
     exc = ei.value
-    assert isinstance(exc, C.UnsafeFileError)
+    assert isinstance(exc, F.UnsafeFileError)
     assert exc.reason == reason
     assert exc.source == str(path)
     assert str(path) in str(exc)
@@ -61,6 +62,7 @@ def _in_child(code, *args, timeout=20):
         "import resource, sys\n"
         "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
         "from ansible_collections.gpuops.cluster.plugins.module_utils import _common as C\n"
+        "from ansible_collections.gpuops.cluster.plugins.module_utils import _files as F\n"
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     try:
@@ -84,7 +86,7 @@ def _read_in_child(path, max_bytes=C.MAX_INPUT_BYTES, timeout=20):
     """read_text(path) in a bounded child; returns (outcome, detail): REFUSED, READ, MEMORY, TIMEOUT."""
     code = """
         try:
-            text = C.read_text(sys.argv[1], int(sys.argv[2]))
+            text = F.read_text(sys.argv[1], int(sys.argv[2]))
         except C.ParseError as exc:
             print("REFUSED", getattr(exc, "reason", None), exc)
         except MemoryError:
@@ -98,8 +100,8 @@ def _read_in_child(path, max_bytes=C.MAX_INPUT_BYTES, timeout=20):
 def test_plain_file_is_read_and_missing_is_none(tmp_path):
     p = tmp_path / "ibstat.txt"
     p.write_bytes(b"CA 'mlx5_0'\n\xff\n")
-    assert C.read_text(str(p)) == "CA 'mlx5_0'\n\ufffd\n"
-    assert C.read_text(str(tmp_path / "absent.txt")) is None
+    assert F.read_text(str(p)) == "CA 'mlx5_0'\n\ufffd\n"
+    assert F.read_text(str(tmp_path / "absent.txt")) is None
 
 
 def test_symlink_to_a_secret_is_refused_and_never_read(tmp_path, secret):
@@ -189,7 +191,7 @@ def test_file_over_the_cap_is_refused(tmp_path):
     exc = _refused(p, "too_large", max_bytes=1000)
     assert "1000" in str(exc)
     p.write_bytes(b"x" * 1000)
-    assert len(C.read_text(str(p), 1000)) == 1000
+    assert len(F.read_text(str(p), 1000)) == 1000
 
 
 def test_cap_is_enforced_while_reading_a_file_that_grows(tmp_path, monkeypatch):
@@ -207,7 +209,7 @@ def test_cap_is_enforced_while_reading_a_file_that_grows(tmp_path, monkeypatch):
                 fh.write(b"y" * 5000)
         return st
 
-    monkeypatch.setattr(C.os, "fstat", fstat_then_grow)
+    monkeypatch.setattr(F.os, "fstat", fstat_then_grow)
     reads = []
     real_read = os.read
 
@@ -216,7 +218,7 @@ def test_cap_is_enforced_while_reading_a_file_that_grows(tmp_path, monkeypatch):
         reads.append(len(data))
         return data
 
-    monkeypatch.setattr(C.os, "read", counting_read)
+    monkeypatch.setattr(F.os, "read", counting_read)
     exc = _refused(p, "too_large", max_bytes=100)
     assert "while being read" in str(exc)
     assert sum(reads) <= 101
@@ -237,7 +239,7 @@ def test_capture_subdir_link_is_refused(tmp_path):
     outside = tmp_path / "outside"
     (outside / "class" / "infiniband").mkdir(parents=True)
     os.symlink(str(outside), cap / "sys")
-    with pytest.raises(C.UnsafeFileError) as ei:
+    with pytest.raises(F.UnsafeFileError) as ei:
         _capture.subdir(str(cap), _capture.SYSFS_IB)
     assert ei.value.reason == "symlink" and str(cap / "sys") in str(ei.value)
     assert _capture.subdir(str(cap), "redfish") is None

@@ -348,7 +348,7 @@ def test_huge_and_non_utf8_capture(tmp_path, monkeypatch):
     (tmp_path / "kernel.log").write_bytes(b"\xff\xfe NVRM: Xid (PCI:0000:01:00): 79, \xc3\x28 GPU has fallen off\n")
     res = ke.collect(capture_dir=str(tmp_path))
     assert res["errors"] == [] and res["events"][0]["code"] == 79
-    import ansible_collections.gpuops.cluster.plugins.module_utils._common as common
+    import ansible_collections.gpuops.cluster.plugins.module_utils._files as common
 
     monkeypatch.setattr(common, "MAX_INPUT_BYTES", 10)
     monkeypatch.setattr(ke, "read_text", lambda p: common.read_text(p, max_bytes=10))

@@ -15,7 +15,7 @@ import stat
 
 import pytest
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _common as C
+from ansible_collections.gpuops.cluster.plugins.module_utils import _files as F
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import livecapture as _livecapture
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pipeline as _inspect
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.replace import parts as _replace
@@ -63,12 +63,12 @@ def assert_private_dir(path):
 
 def test_write_private_atomic_modes_dirs_and_no_leftovers(tmp_path):
     target = tmp_path / "a" / "b" / "report.json"
-    assert C.write_private_atomic(str(target), '{"x": 1}') == str(target)
+    assert F.write_private_atomic(str(target), '{"x": 1}') == str(target)
     assert target.read_text() == '{"x": 1}'
     assert_private(target)
     assert_private_dir(tmp_path / "a")
     assert_private_dir(tmp_path / "a" / "b")
-    C.write_private_atomic(str(target), b"\x00bytes", mode=0o640)
+    F.write_private_atomic(str(target), b"\x00bytes", mode=0o640)
     assert target.read_bytes() == b"\x00bytes"
     assert mode(target) == 0o640
     assert sorted(os.listdir(target.parent)) == ["report.json"]
@@ -77,14 +77,14 @@ def test_write_private_atomic_modes_dirs_and_no_leftovers(tmp_path):
 def test_write_private_atomic_refuses_world_modes(tmp_path):
     for bad in (0o644, 0o604, 0o660, 0o666):
         with pytest.raises(ValueError):
-            C.write_private_atomic(str(tmp_path / "x"), "x", mode=bad)
+            F.write_private_atomic(str(tmp_path / "x"), "x", mode=bad)
     assert not (tmp_path / "x").exists()
 
 
 def test_write_private_atomic_replaces_a_planted_link_never_writes_through_it(tmp_path, victim):
     target = tmp_path / "report.json"
     os.symlink(str(victim), target)
-    C.write_private_atomic(str(target), "new")
+    F.write_private_atomic(str(target), "new")
     assert victim.read_text() == SECRET and mode(victim) == 0o644
     assert not os.path.islink(target) and target.read_text() == "new"
     assert_private(target)
@@ -94,9 +94,9 @@ def test_write_private_atomic_cleans_up_on_failure(tmp_path, monkeypatch):
     def boom(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(C.os, "fsync", boom)
+    monkeypatch.setattr(F.os, "fsync", boom)
     with pytest.raises(OSError):
-        C.write_private_atomic(str(tmp_path / "r.json"), "x")
+        F.write_private_atomic(str(tmp_path / "r.json"), "x")
     assert os.listdir(tmp_path) == []
 
 
@@ -104,13 +104,13 @@ def test_ensure_private_dir_creates_0700_and_leaves_existing_dirs_alone(tmp_path
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o755)
-    C.ensure_private_dir(str(shared / "x" / "y"))
+    F.ensure_private_dir(str(shared / "x" / "y"))
     assert mode(shared) == 0o755  # the operator's directory is not re-moded
     assert_private_dir(shared / "x")
     assert_private_dir(shared / "x" / "y")
     (tmp_path / "file").write_text("")
     with pytest.raises(OSError):
-        C.ensure_private_dir(str(tmp_path / "file" / "sub"))
+        F.ensure_private_dir(str(tmp_path / "file" / "sub"))
 
 
 def test_open_private_refuses_links_and_tightens_our_old_lock(tmp_path, victim):
@@ -118,14 +118,14 @@ def test_open_private_refuses_links_and_tightens_our_old_lock(tmp_path, victim):
     link.parent.mkdir()
     os.symlink(str(victim), link)
     with pytest.raises(OSError):
-        C.open_private(str(link))
+        F.open_private(str(link))
     assert victim.read_text() == SECRET
     old = tmp_path / "locks" / "old.lock"
     old.write_text("")
     old.chmod(0o644)
-    os.close(C.open_private(str(old)))
+    os.close(F.open_private(str(old)))
     assert_private(old)
-    fd = C.open_private(str(tmp_path / "new" / "n.lock"))
+    fd = F.open_private(str(tmp_path / "new" / "n.lock"))
     os.close(fd)
     assert_private(tmp_path / "new" / "n.lock")
     assert_private_dir(tmp_path / "new")
@@ -342,6 +342,6 @@ def test_ensure_private_dir_tolerates_a_directory_created_by_another_process(tmp
             return False
         return real_isdir(p)
 
-    monkeypatch.setattr(C.os.path, "isdir", racing_isdir)
-    assert C.ensure_private_dir(str(target)) == str(target)
+    monkeypatch.setattr(F.os.path, "isdir", racing_isdir)
+    assert F.ensure_private_dir(str(target)) == str(target)
     assert seen and real_isdir(str(target))

@@ -7,8 +7,8 @@
 A ledger created by 0002 from this collection's schema already has them (0002 creates the tables as
 ``ledger_schema`` defines them); one created by an older collection gets them here.
 
-Revision ID: 0004_sla_clocks
-Revises: 0002_ledger
+Revision ID: 0007_sla_clocks
+Revises: 0006_ledger_hash
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ try:
 except ImportError:  # sanity import test
     sa = op = None
 
-revision = "0004_sla_clocks"
-down_revision = "0002_ledger"
+revision = "0007_sla_clocks"
+down_revision = "0006_ledger_hash"
 branch_labels = None
 depends_on = None
 
