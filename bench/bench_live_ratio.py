@@ -199,6 +199,18 @@ def phases(out: str):
     return rows
 
 
+def _inventory_hosts(inv: Path) -> list:
+    """The hosts of group gpu_nodes in ``inv`` (ansible-inventory --list)."""
+    out = subprocess.run(
+        [str(VENV_BIN / "ansible-inventory"), "-i", str(inv), "--list"],
+        capture_output=True,
+        text=True,
+        env=env(),
+        check=True,
+    ).stdout
+    return json.loads(out).get("gpu_nodes", {}).get("hosts", [])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--hosts", type=int, default=60)
@@ -208,6 +220,11 @@ def main() -> None:
     ap.add_argument("--workdir", default="/tmp/gpuops-bench-live")
     ap.add_argument("--keep", action="store_true", help="reuse an existing work directory (no regeneration)")
     ap.add_argument("--repo", default=str(REPO), help="measure this checkout's collection (built: make setup)")
+    ap.add_argument(
+        "--inventory",
+        help="an existing inventory of real hosts instead of the local ones (the test bed's $GPUOPS_TB/inventory.yml:"
+        " sshd in network namespaces, real SSH; issue 41): no hosts are built, the nodes' own tools answer",
+    )
     ap.add_argument(
         "--floor",
         action="store_true",
@@ -228,8 +245,11 @@ def main() -> None:
     TARGET[0] = Path(args.repo).resolve()
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
-    inv = work / "inventory"
-    if not (args.keep and inv.exists()):
+    inv = Path(args.inventory).resolve() if args.inventory else work / "inventory"
+    if args.inventory:
+        args.hosts = len(_inventory_hosts(inv))
+        print("over SSH: %d hosts of %s" % (args.hosts, inv), flush=True)
+    elif not (args.keep and inv.exists()):
         t0 = time.perf_counter()
         inv = build(work, args.hosts)
         print("built %d live local hosts in %.1f s (%s)" % (args.hosts, time.perf_counter() - t0, work), flush=True)
@@ -243,7 +263,7 @@ def main() -> None:
     if args.node_parse:
         runs.append(("node", inspect + ["-e", "gpuops_parse_on=node"]))
     run(inspect)  # warm-up, not timed: renders every tool answer once, warms the page cache
-    for node in sorted((work / "nodes").iterdir()):
+    for node in [] if args.inventory else sorted((work / "nodes").iterdir()):
         for tool in TOOLS:
             _script(node / "bin" / tool, replay_script(node / "cache", tool, node / "rec" / tool))
     run(ping)
@@ -265,6 +285,7 @@ def main() -> None:
     )  # fmt: skip
     result = {
         "repo": str(TARGET[0]),
+        "connection": "ssh (%s)" % inv if args.inventory else "local",
         "hosts": args.hosts,
         "forks": args.forks,
         "runs": rows,
