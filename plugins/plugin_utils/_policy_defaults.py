@@ -252,6 +252,8 @@ DEFAULT_POLICY: Dict[str, Any] = {
             "ib.port_rate",
             "ib.errors",
             "ib.link_flap",
+            "ib.optics",  # a dead leaf: every member's port dark (no light) is the leaf, not N cables
+            "ib.link_speed",
             "node.mounts",
             "bmc.sensor",
             "bmc.leak",

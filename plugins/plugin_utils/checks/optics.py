@@ -379,12 +379,20 @@ def check_congestion(ctx: Ctx, facts: Dict[str, Any], store: Dict[str, Any], t: 
             _congestion_one(ctx, "net:%s" % ifname, cnt, (t, boot), store, str(as_dict(entry).get("source")))
 
 
+def _port_down(rec: Dict[str, Any]) -> bool:
+    """The record's own port state (mlxlink ``State``) says the link is not up."""
+    state = (as_str(rec.get("state")) or "").strip().lower()
+    return bool(state) and state not in ("active", "up")
+
+
 def check_status(ctx: Ctx, rec: Dict[str, Any], th: Dict[str, Any]) -> None:
     """mlxlink's own troubleshooting verdict: a Status Opcode other than 0 or a Recommendation other than "No issue
     was observed" (with or without the period) is one ``ib.optics`` finding in the tool's words."""
     op, words = rec.get("status_opcode"), as_str(rec.get("recommendation"))
     ok_words = words is None or words.strip().rstrip(".").lower() == "no issue was observed"
     if (op is None or op == 0) and ok_words:
+        return
+    if _port_down(rec):  # no link: ib.port_state reports the port (a dead leaf's correlation explains it), not twice
         return
     st = th["status"]
     cls = "admin" if op in st["admin_opcodes"] else "cable" if op in st["cable_opcodes"] else "other"
@@ -578,6 +586,8 @@ def check_optics(ctx: Ctx, facts: Dict[str, Any], hs: Dict[str, Any]) -> None:
         if isinstance(mod, dict) and mod.get("unreadable"):
             check_unreadable(ctx, rec, mod, th)  # one finding: its readings and flags mean nothing
             continue
+        if isinstance(mod, dict) and mod.get("ddm") and _port_down(rec):
+            continue  # no link: no light is expected on it, and ib.port_state reports the port (the readings stay in the facts)
         if isinstance(mod, dict) and mod.get("ddm"):
             if not check_loss_of_light(ctx, rec, mod, th):
                 _check_module(ctx, rec, mod, th)
