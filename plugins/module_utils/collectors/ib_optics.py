@@ -90,49 +90,41 @@ def _module_from_ethtool(m: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def _mlxlink_port(hca: str, source: str) -> Dict[str, Any]:
+    """The fields naming the port of an ``optics`` record read with mlxlink (port 1 of the HCA, no netdev)."""
+    return {"component": "%s/1" % hca, "hca": hca, "port": 1, "netdev": None, "tool": "mlxlink", "source": source}
+
+
 def mlxlink_record(text: str, hca: str, source: str, errors: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """One ``optics`` record from ``mlxlink`` text; None (and an error record) when it cannot be parsed."""
     try:
         parsed = parse_mlxlink(text, source)
     except ParseError as exc:
         if "not supported" in str(exc).lower():
-            return {
-                "component": "%s/1" % hca,
-                "hca": hca,
-                "port": 1,
-                "netdev": None,
-                "tool": "mlxlink",
-                "source": source,
-                "module": None,
-                "phy": None,
-                "unsupported": True,
-            }
+            return dict(_mlxlink_port(hca, source), module=None, phy=None, unsupported=True)
         # only -E- lines (no permission, device busy): the tool failed; anything else is not mlxlink output
         errors.append(exc.to_error(DOMAIN, "tool_error" if "section found: error:" in exc.message else None))
         return None
     mod = parsed.get("module")
-    return {
-        "component": "%s/1" % hca,
-        "hca": hca,
-        "port": 1,
-        "netdev": None,
-        "tool": "mlxlink",
-        "source": source,
-        "state": parsed.get("state"),
-        "speed": parsed.get("speed"),
-        "width": parsed.get("width"),
-        "physical_state": parsed.get("physical_state"),
-        "fw_version": parsed.get("fw_version"),
-        "fec": parsed.get("fec"),
-        "recommendation": parsed.get("recommendation"),
-        "status_opcode": parsed.get("status_opcode"),
-        "group_opcode": parsed.get("group_opcode"),
-        "enabled_speeds": parsed.get("enabled_speeds"),
-        "cable_speeds": parsed.get("cable_speeds"),
-        "module": _module_from_mlxlink(mod) if mod else None,
-        "phy": parsed.get("phy"),
-        "unsupported": bool(parsed.get("unsupported")) and not mod,
-    }
+    return dict(
+        _mlxlink_port(hca, source),
+        **{
+            "state": parsed.get("state"),
+            "speed": parsed.get("speed"),
+            "width": parsed.get("width"),
+            "physical_state": parsed.get("physical_state"),
+            "fw_version": parsed.get("fw_version"),
+            "fec": parsed.get("fec"),
+            "recommendation": parsed.get("recommendation"),
+            "status_opcode": parsed.get("status_opcode"),
+            "group_opcode": parsed.get("group_opcode"),
+            "enabled_speeds": parsed.get("enabled_speeds"),
+            "cable_speeds": parsed.get("cable_speeds"),
+            "module": _module_from_mlxlink(mod) if mod else None,
+            "phy": parsed.get("phy"),
+            "unsupported": bool(parsed.get("unsupported")) and not mod,
+        },
+    )
 
 
 def ethtool_record(text: str, ifname: str, source: str, errors: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
