@@ -16,7 +16,7 @@ Runs on managed nodes (Python 3.8+). No Ansible imports.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 PARSER = "imex"
 DAEMON_STATES = (
@@ -38,13 +38,21 @@ def empty() -> Dict[str, Any]:
     return {"configured": None, "daemon": None, "domain": None, "error": None}
 
 
-def parse_daemon(text: Optional[str], out: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """``nvidia-imex-ctl -q`` into ``{configured, daemon, domain, error}`` (``out`` updated when given)."""
+def _begin(text: Optional[str], out: Optional[Dict[str, Any]]) -> Tuple[Dict[str, Any], bool]:
+    """The record to fill (``out`` or a new one) and whether the text is read already: none, or IMEX not configured."""
     res = out if out is not None else empty()
     if text is None:
-        return res
+        return res, True
     if NOT_CONFIGURED in text:
         res["configured"] = False
+        return res, True
+    return res, False
+
+
+def parse_daemon(text: Optional[str], out: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """``nvidia-imex-ctl -q`` into ``{configured, daemon, domain, error}`` (``out`` updated when given)."""
+    res, done = _begin(text, out)
+    if done:
         return res
     words = text.split()
     word = words[-1].strip().upper() if words else ""
@@ -58,11 +66,8 @@ def parse_daemon(text: Optional[str], out: Optional[Dict[str, Any]] = None) -> D
 
 def parse_domain(text: Optional[str], out: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """``nvidia-imex-ctl -N -j`` into ``domain`` (UP / DOWN / DEGRADED; anything else: an error, domain None)."""
-    res = out if out is not None else empty()
-    if text is None:
-        return res
-    if NOT_CONFIGURED in text:
-        res["configured"] = False
+    res, done = _begin(text, out)
+    if done:
         return res
     found = _STATUS.findall(text)
     status = found[-1].upper() if found else None
