@@ -194,6 +194,13 @@ def _deltas(e: Dict[str, Any], pe: Dict[str, Any]) -> Dict[str, float]:
     return {} if any(v < 0 for v in out.values()) else out  # counters reset (driver reload): new baseline
 
 
+#: The NVLink counters alarmed on any rise between two readings: counter, severity, words, action, reason.
+_DELTA_RULES = (
+    ("recovery", "P1", "link recoveries", "reset_gpu", "DCGM NVLink error limit 1: the health watch fails the GPU"),
+    ("replay", "P2", "replays", "monitor", "DCGM NVLink error limit 1; retransmitted, no data lost: P2"),
+)
+
+
 def _nvlink_counters(ctx: Ctx, g: Dict[str, Any], key: str, deltas: Dict[str, float], interval: float) -> None:
     """DCGM's NVLink health watch on two readings: any recovery (the link retrained; DCGM fails the GPU), any
     replay (a flit retransmitted; DCGM fails on >= 1, we alarm P2: the data arrived), CRC errors at the DCGM limit
@@ -216,28 +223,18 @@ def _nvlink_counters(ctx: Ctx, g: Dict[str, Any], key: str, deltas: Dict[str, fl
             % (th["crc_per_second"], th["crc_window_s"]),
             evidence=evidence,
         )
-    if deltas.get("recovery", 0) >= th["recovery_delta"]:
-        add_link(
-            "gpu.nvlink",
-            "P1",
-            "recovery",
-            "%s NVLink %s: %d link recoveries since the last reading" % (gpu_label(g), key, deltas["recovery"]),
-            "reset_gpu",
-            "gpu.nvlink: recovery delta >= %s (DCGM NVLink error limit 1: the health watch fails the GPU)"
-            % th["recovery_delta"],
-            evidence=evidence,
-        )
-    if deltas.get("replay", 0) >= th["replay_delta"]:
-        add_link(
-            "gpu.nvlink",
-            "P2",
-            "replay",
-            "%s NVLink %s: %d replays since the last reading" % (gpu_label(g), key, deltas["replay"]),
-            "monitor",
-            "gpu.nvlink: replay delta >= %s (DCGM NVLink error limit 1; retransmitted, no data lost: P2)"
-            % th["replay_delta"],
-            evidence=evidence,
-        )
+    for name, sev, what, action, why in _DELTA_RULES:
+        limit = th[name + "_delta"]
+        if deltas.get(name, 0) >= limit:
+            add_link(
+                "gpu.nvlink",
+                sev,
+                name,
+                "%s NVLink %s: %d %s since the last reading" % (gpu_label(g), key, deltas[name], what),
+                action,
+                "gpu.nvlink: %s delta >= %s (%s)" % (name, limit, why),
+                evidence=evidence,
+            )
 
 
 def check_fabric(ctx: Ctx, g: Dict[str, Any]) -> None:
