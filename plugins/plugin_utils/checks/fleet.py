@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Dict, List, Optional, Tuple
 
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks.ib import add_port_rate
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks.context import (
     Ctx,
     as_dict,
@@ -135,16 +136,13 @@ def _rate_peers(ctx: Ctx, active: List[Tuple[str, Dict[str, Any]]], cfg: Dict[st
     for name, p in active:
         have = as_num(p.get("rate_gbps"))
         if have is not None and have < rate:
-            ctx.add(
-                "ib.port_rate",
-                "P2",
+            add_port_rate(
+                ctx,
                 name,
-                "rate",
                 "IB port %s at %g Gb/s while %d of %d Active %s ports run at %g (inferred from peers, "
                 "confidence %d%%)" % (name, have, agree, len(active), what, rate, round(100 * conf["confidence"])),
-                "reseat",
-                "ib.port_rate: zero-config baseline, below the rate of the adapter's peer ports (downtrained link)",
-                evidence=_port_evidence(p, dict(conf, source="node_peers", expected_rate_gbps=rate)),
+                "zero-config baseline, below the rate of the adapter's peer ports (downtrained link)",
+                _port_evidence(p, dict(conf, source="node_peers", expected_rate_gbps=rate)),
             )
 
 

@@ -18,6 +18,12 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks.context impo
 )
 
 
+def add_port_rate(ctx: Ctx, port: str, message: str, basis: str, evidence: Dict[str, Any]) -> None:
+    """An ``ib.port_rate`` finding: an Active port below the rate it should run at (a downtrained link): P2, reseat.
+    ``basis`` says where the expected rate came from (the profile, the node's peer ports)."""
+    ctx.add("ib.port_rate", "P2", port, "rate", message, "reseat", "ib.port_rate: " + basis, evidence=evidence)
+
+
 def _ports(facts: Dict[str, Any]) -> List[Tuple[str, Dict[str, Any], Dict[str, Any]]]:
     out = []
     for hca in as_list(as_dict(facts.get("ib")).get("hcas")):
@@ -102,15 +108,12 @@ def check_ib_ports(ctx: Ctx, facts: Dict[str, Any], profile: Optional[Dict[str, 
         elif expected_here and rate_want and state == "ACTIVE":
             rate = as_num(p.get("rate_gbps"))
             if rate is not None and rate < rate_want:
-                ctx.add(
-                    "ib.port_rate",
-                    "P2",
+                add_port_rate(
+                    ctx,
                     name,
-                    "rate",
                     "IB port %s at %g Gb/s, expected %g" % (name, rate, rate_want),
-                    "reseat",
-                    "ib.port_rate: below profile ib_rate_gbps (downtrained link)",
-                    evidence=ev,
+                    "below profile ib_rate_gbps (downtrained link)",
+                    ev,
                 )
 
 
