@@ -78,19 +78,14 @@ _value:
 from typing import Any, Dict, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _filters
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 
 NAME = "dcgm_diag"
 
 
 def dcgm_diag(data: Any, source: Optional[str] = None, strict: Any = True) -> Dict[str, Any]:
     """dcgmi diag table or JSON -> the dcgm domain (docs/facts.md)."""
-    if isinstance(data, dict) or hasattr(data, "items"):
-        value: Any = plain(data)
-    else:
-        value = _filters.text_arg(NAME, data, "dcgmi diag output")
-    src = _filters.str_option(NAME, "source", source)
-    return _filters.run(NAME, lambda: _filters.dcgm_domain(value, src), strict, "tests")
+    value = _filters.text_or_mapping(NAME, data, "dcgmi diag output")
+    return _filters.parse_filter(NAME, value, source, strict, _filters.dcgm_domain, "tests")
 
 
 class FilterModule:

@@ -80,8 +80,7 @@ NAME = "ibstat"
 def ibstat(data: Any, source: Optional[str] = None, strict: Any = True) -> Dict[str, Any]:
     """ibstat / ibstatus output -> the ib domain (docs/facts.md)."""
     text = _filters.text_arg(NAME, data, "ibstat or ibstatus output")
-    src = _filters.str_option(NAME, "source", source)
-    return _filters.run(NAME, lambda: _filters.ib_domain(text, src), strict, "hcas")
+    return _filters.parse_filter(NAME, text, source, strict, _filters.ib_domain, "hcas")
 
 
 class FilterModule:

@@ -70,11 +70,14 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils import _filters
 NAME = "ipmi_sdr"
 
 
+def _listing(text: str, source: Optional[str]) -> Dict[str, Any]:
+    return _filters.bmc_listing(text, source, "sensors", "ipmitool_sdr")
+
+
 def ipmi_sdr(data: Any, source: Optional[str] = None, strict: Any = True) -> Dict[str, Any]:
     """ipmitool sdr / sdr elist / sensor output -> ``{source, sensors, errors}``."""
     text = _filters.text_arg(NAME, data, "ipmitool sdr, sdr elist or sensor output")
-    src = _filters.str_option(NAME, "source", source)
-    return _filters.run(NAME, lambda: _filters.bmc_listing(text, src, "sensors", "ipmitool_sdr"), strict, "sensors")
+    return _filters.parse_filter(NAME, text, source, strict, _listing, "sensors")
 
 
 class FilterModule:

@@ -70,11 +70,14 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils import _filters
 NAME = "ipmi_sel"
 
 
+def _listing(text: str, source: Optional[str]) -> Dict[str, Any]:
+    return _filters.bmc_listing(text, source, "sel", "ipmitool_sel")
+
+
 def ipmi_sel(data: Any, source: Optional[str] = None, strict: Any = True) -> Dict[str, Any]:
     """ipmitool sel list / elist output -> ``{source, sel, errors}``."""
     text = _filters.text_arg(NAME, data, "ipmitool sel list or sel elist output")
-    src = _filters.str_option(NAME, "source", source)
-    return _filters.run(NAME, lambda: _filters.bmc_listing(text, src, "sel", "ipmitool_sel"), strict, "sel")
+    return _filters.parse_filter(NAME, text, source, strict, _listing, "sel")
 
 
 class FilterModule:

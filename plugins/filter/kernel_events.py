@@ -130,8 +130,8 @@ def kernel_events(
     ref = _filters.time_option(NAME, "ref_time", ref_time)
     limit = _filters.int_option(NAME, "max_events", max_events)
     records = _gpus(gpus)
-    src = _filters.str_option(NAME, "source", source)
-    return _filters.run(NAME, lambda: _filters.kernel_domain(text, src, since, records, limit, ref), strict, "events")
+    domain = lambda t, src: _filters.kernel_domain(t, src, since, records, limit, ref)  # noqa: E731
+    return _filters.parse_filter(NAME, text, source, strict, domain, "events")
 
 
 class FilterModule:

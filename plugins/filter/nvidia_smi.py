@@ -102,8 +102,9 @@ def nvidia_smi(
     """nvidia-smi XML or text output -> the gpu domain (docs/facts.md)."""
     text = _filters.text_arg(NAME, data, "nvidia-smi -q -x or nvidia-smi -q output")
     nv_text = None if nvlink is None else _filters.text_arg(NAME, nvlink, "nvidia-smi nvlink output (option nvlink)")
-    src = _filters.str_option(NAME, "source", source)
-    return _filters.run(NAME, lambda: _filters.gpu_domain(text, src, nv_text), strict, "gpus")
+    return _filters.parse_filter(
+        NAME, text, source, strict, lambda t, src: _filters.gpu_domain(t, src, nv_text), "gpus"
+    )
 
 
 class FilterModule:

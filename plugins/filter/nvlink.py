@@ -76,8 +76,7 @@ NAME = "nvlink"
 def nvlink(data: Any, source: Optional[str] = None, strict: Any = True) -> Dict[str, Any]:
     """nvidia-smi nvlink -s/-e output -> ``{source, gpus: [{index, name, uuid, nvlink}], errors}``."""
     text = _filters.text_arg(NAME, data, "nvidia-smi nvlink -s/-e output")
-    src = _filters.str_option(NAME, "source", source)
-    return _filters.run(NAME, lambda: _filters.nvlink_domain(text, src), strict, "gpus")
+    return _filters.parse_filter(NAME, text, source, strict, _filters.nvlink_domain, "gpus")
 
 
 class FilterModule:

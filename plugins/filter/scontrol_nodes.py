@@ -75,19 +75,14 @@ _value:
 from typing import Any, Dict, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _filters
-from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import plain
 
 NAME = "scontrol_nodes"
 
 
 def scontrol_nodes(data: Any, source: Optional[str] = None, strict: Any = True) -> Dict[str, Any]:
     """scontrol show node output (text, -o, or --json text/object) -> ``{source, nodes, errors}``."""
-    if isinstance(data, dict) or hasattr(data, "items"):
-        value: Any = plain(data)
-    else:
-        value = _filters.text_arg(NAME, data, "scontrol show node output")
-    src = _filters.str_option(NAME, "source", source)
-    return _filters.run(NAME, lambda: _filters.slurm_domain(value, src), strict, "nodes")
+    value = _filters.text_or_mapping(NAME, data, "scontrol show node output")
+    return _filters.parse_filter(NAME, value, source, strict, _filters.slurm_domain, "nodes")
 
 
 class FilterModule:

@@ -268,3 +268,19 @@ def run(name: str, build: Callable[[], Dict[str, Any]], strict: Any, parsed: str
     except Exception as exc:  # noqa: BLE001 - the filter boundary: a parser bug is reported, not a traceback
         raise fail(name, "internal error while parsing: %s: %s" % (type(exc).__name__, exc)) from exc
     return finish(name, result, strict, parsed)
+
+
+def text_or_mapping(name: str, data: Any, what: str) -> Any:
+    """A filter's input that may be a mapping (a JSON document already loaded) or the text of ``what``."""
+    if isinstance(data, dict) or hasattr(data, "items"):
+        return plain(data)
+    return text_arg(name, data, what)
+
+
+def parse_filter(
+    name: str, value: Any, source: Any, strict: Any, domain: Callable[[Any, Optional[str]], Dict[str, Any]], parsed: str
+) -> Dict[str, Any]:
+    """The rest of a parser filter once its input is read: its ``source`` option, then ``domain(value, source)``
+    under :func:`run` (``parsed``: the key that counts what was read)."""
+    src = str_option(name, "source", source)
+    return run(name, lambda: domain(value, src), strict, parsed)
