@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_LINE_CHARS, ParseError, Records
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm_cli import hostlist, states, table
 
@@ -235,15 +235,10 @@ def parse(
     text: str, source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
 ) -> List[Dict[str, Any]]:
     """The jobs of any accepted sacct text (see the module doc). Raises ParseError when nothing can be read."""
-    if not isinstance(text, str):
-        raise ParseError("sacct output is not text", PARSER, source)
-    lines = [(n, ln.rstrip("\r\n")) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()]
+    lines = table.text_lines(text, PARSER, source)
     if not lines:
         return []  # no job in the window: an answer, not an error
-    if len(lines[0][1]) > MAX_LINE_CHARS:
-        raise ParseError(
-            "first line of %d characters: not %s output" % (len(lines[0][1]), PARSER), PARSER, source, lines[0][0]
-        )
+    table.check_first_line(lines, PARSER, source)
     reader, body, cols = _reader(lines, source)
     jobs = _Jobs(any(column(c) == "nodes" for c in cols))
     records = Records(PARSER, source, DOMAIN, errors)

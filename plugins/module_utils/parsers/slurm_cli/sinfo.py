@@ -25,7 +25,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_LINE_CHARS, ParseError, Records
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm_cli import hostlist, states, table
 
 PARSER = "sinfo"
@@ -256,10 +256,7 @@ def _declared(line: str) -> Optional[_Split]:
 
 def _reader(lines: List[Tuple[int, str]], source: Optional[str]) -> Tuple[Any, List[Tuple[int, str]]]:
     """(the table reader of the header, the rows), or (None, rows) for a headerless built-in form."""
-    if len(lines[0][1]) > MAX_LINE_CHARS:
-        raise ParseError(
-            "first line of %d characters: not sinfo output" % len(lines[0][1]), PARSER, source, lines[0][0]
-        )
+    table.check_first_line(lines, PARSER, source)
     declared = _declared(lines[0][1])
     if declared is not None:
         keys = {COLUMNS.get(c) for c in declared.cols}
@@ -294,11 +291,9 @@ def parse(
     text: str, source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
 ) -> List[Dict[str, Any]]:
     """The nodes of any accepted sinfo output (see the module doc). Raises ParseError when nothing can be read."""
-    if not isinstance(text, str):
-        raise ParseError("sinfo output is not text", PARSER, source)
-    if text.lstrip().startswith("{"):
+    if isinstance(text, str) and text.lstrip().startswith("{"):
         return parse_json(text, source)
-    lines = [(n, ln.rstrip("\r\n")) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()]
+    lines = table.text_lines(text, PARSER, source)
     if lines and _DATE.match(lines[0][1].strip()):
         lines = lines[1:]  # -l / -N -l / -i print the date first (strftime "%a %b %d %T %Y")
     if not lines:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_LINE_CHARS, ParseError, Records
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm_cli import hostlist, states, table
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm_cli.sinfo import gpus_of
@@ -97,19 +97,14 @@ def parse(
     text: str, source: Optional[str] = None, errors: Optional[List[Dict[str, Any]]] = None
 ) -> List[Dict[str, Any]]:
     """Pending and running jobs of any accepted squeue text; ParseError when the form cannot be read."""
-    if not isinstance(text, str):
-        raise ParseError("squeue output is not text", PARSER, source)
-    lines = [(n, ln.rstrip("\r\n")) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()]
+    lines = table.text_lines(text, PARSER, source)
     if lines and table.is_command(lines[0][1], "squeue"):
         lines = lines[1:]  # the command pasted above its output
     if lines and _DATE.match(lines[0][1].strip()):
         lines = lines[1:]
     if not lines:
         return []
-    if len(lines[0][1]) > MAX_LINE_CHARS:
-        raise ParseError(
-            "first line of %d characters: not %s output" % (len(lines[0][1]), PARSER), PARSER, source, lines[0][0]
-        )
+    table.check_first_line(lines, PARSER, source)
     first = lines[0][1]
     words = table.norm(first).replace("|", " ").split()
     reader: Any

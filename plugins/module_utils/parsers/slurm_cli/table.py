@@ -19,9 +19,26 @@ caller's per-line boundary records it). Pure; Python 3.8+.
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_LINE_CHARS, ParseError
 
 _WORD = re.compile(r"\S+")
+
+
+def text_lines(text: Any, tool: str, source: Optional[str]) -> List[Tuple[int, str]]:
+    """The non-blank lines of a tool's output with their line numbers; ParseError when the output is not text."""
+    if not isinstance(text, str):
+        raise ParseError("%s output is not text" % tool, tool, source)
+    return [(n, ln.rstrip("\r\n")) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()]
+
+
+def check_first_line(lines: List[Tuple[int, str]], tool: str, source: Optional[str]) -> None:
+    """ParseError when the first line is longer than any line of the tool's output can be (not its output)."""
+    if len(lines[0][1]) > MAX_LINE_CHARS:
+        raise ParseError(
+            "first line of %d characters: not %s output" % (len(lines[0][1]), tool), tool, source, lines[0][0]
+        )
 
 
 def is_command(line: str, tool: str) -> bool:
