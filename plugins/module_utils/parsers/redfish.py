@@ -206,22 +206,27 @@ def _each(doc: Dict[str, Any], key: str, rec: Optional[Records], build: Any) -> 
             build(item)
 
 
+def _legacy_sensor(e: Dict[str, Any], kind: str, reading: str, unit: str, source: str) -> Dict[str, Any]:
+    """A sensor from an entry of a legacy array whose reading has a fixed unit (Thermal Temperatures[], Power
+    Voltages[]): its name, ``e[reading]``, status and thresholds."""
+    return _sensor(
+        _str(e.get("Name")) or _id(e),
+        kind,
+        _num(e.get(reading)),
+        unit,
+        sensor_status(e),
+        thresholds=_thresholds(e),
+        source=source,
+    )
+
+
 def parse_thermal(doc: Dict[str, Any], rec: Optional[Records] = None) -> Dict[str, Any]:
     """Legacy ``Chassis/<id>/Thermal``: Temperatures[] and Fans[] (incl. iLO4 FanName/CurrentReading/Units)."""
     sensors: List[Dict[str, Any]] = []
 
     def temperature(t: Dict[str, Any]) -> None:
-        sensors.append(
-            _sensor(
-                _str(t.get("Name")) or _id(t),
-                sensor_type(dict(t, ReadingType="Temperature"))[0],  # a coolant temperature is "coolant"
-                _num(t.get("ReadingCelsius")),
-                "C",
-                sensor_status(t),
-                thresholds=_thresholds(t),
-                source="Thermal",
-            )
-        )
+        kind = sensor_type(dict(t, ReadingType="Temperature"))[0]  # a coolant temperature is "coolant"
+        sensors.append(_legacy_sensor(t, kind, "ReadingCelsius", "C", "Thermal"))
 
     def fan(f: Dict[str, Any]) -> None:
         reading = _num(f.get("Reading"))
@@ -293,17 +298,7 @@ def parse_power(doc: Dict[str, Any], rec: Optional[Records] = None) -> Dict[str,
         sensors.append(sensor)
 
     def voltage(v: Dict[str, Any]) -> None:
-        sensors.append(
-            _sensor(
-                _str(v.get("Name")) or _id(v),
-                "voltage",
-                _num(v.get("ReadingVolts")),
-                "V",
-                sensor_status(v),
-                thresholds=_thresholds(v),
-                source="Power",
-            )
-        )
+        sensors.append(_legacy_sensor(v, "voltage", "ReadingVolts", "V", "Power"))
 
     def control(c: Dict[str, Any]) -> None:
         watts = _num(c.get("PowerConsumedWatts"))
