@@ -242,15 +242,9 @@ def parse(
     reader, body, cols = _reader(lines, source)
     jobs = _Jobs(any(column(c) == "nodes" for c in cols))
     records = Records(PARSER, source, DOMAIN, errors)
-    for n, line in body:
-        with records.at(n):
-            if records.too_long(line, n):
-                continue
-            try:
-                row, cut = reader.row(line)
-            except ValueError as exc:
-                raise ParseError(str(exc), PARSER, source, n) from None
-            jobs.add(_meaning(row), {column(c) for c in cut if column(c)})
+    table.read_rows(
+        records, body, reader, lambda row, cut: jobs.add(_meaning(row), {column(c) for c in cut if column(c)})
+    )
     out = list(jobs.by_id.values())
     for job in out:
         if not job.pop("from_steps"):

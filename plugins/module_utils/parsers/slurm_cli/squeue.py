@@ -16,7 +16,7 @@ start, node_count, gpus_per_node, gpus, nodes}]`` (the shape of ``sched.parse_sq
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError, Records
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import parse_time
@@ -125,15 +125,11 @@ def parse(
         )
     out: List[Dict[str, Any]] = []
     records = Records(PARSER, source, DOMAIN, errors)
-    for n, line in body:
-        with records.at(n):
-            if records.too_long(line, n):
-                continue
-            try:
-                row = reader.row(line)[0]
-            except ValueError as exc:
-                raise ParseError(str(exc), PARSER, source, n) from None
-            job = _job(_meaning(row))
-            if job is not None:
-                out.append(job)
+
+    def keep(row: Dict[str, str], _cut: Set[str]) -> None:
+        job = _job(_meaning(row))
+        if job is not None:
+            out.append(job)
+
+    table.read_rows(records, body, reader, keep)
     return records.finish(out)

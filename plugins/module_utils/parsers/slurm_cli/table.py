@@ -19,9 +19,9 @@ caller's per-line boundary records it). Pure; Python 3.8+.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_LINE_CHARS, ParseError
+from ansible_collections.gpuops.cluster.plugins.module_utils._common import MAX_LINE_CHARS, ParseError, Records
 
 _WORD = re.compile(r"\S+")
 
@@ -39,6 +39,25 @@ def check_first_line(lines: List[Tuple[int, str]], tool: str, source: Optional[s
         raise ParseError(
             "first line of %d characters: not %s output" % (len(lines[0][1]), tool), tool, source, lines[0][0]
         )
+
+
+def read_rows(
+    records: Records,
+    body: List[Tuple[int, str]],
+    reader: Any,
+    use: Callable[[Dict[str, str], Set[str]], None],
+) -> None:
+    """``use(row, cut_columns)`` for each row of ``body`` read by ``reader``, each inside ``records``' per-line
+    boundary: a line too long is recorded and skipped, a row the reader refuses is a ParseError at its line."""
+    for n, line in body:
+        with records.at(n):
+            if records.too_long(line, n):
+                continue
+            try:
+                row, cut = reader.row(line)
+            except ValueError as exc:
+                raise ParseError(str(exc), records.parser, records.source, n) from None
+            use(row, cut)
 
 
 def is_command(line: str, tool: str) -> bool:
