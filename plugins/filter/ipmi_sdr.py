@@ -63,6 +63,7 @@ _value:
     errors: []
 """
 
+import functools
 from typing import Any, Dict, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _filters
@@ -70,14 +71,11 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils import _filters
 NAME = "ipmi_sdr"
 
 
-def _listing(text: str, source: Optional[str]) -> Dict[str, Any]:
-    return _filters.bmc_listing(text, source, "sensors", "ipmitool_sdr")
-
-
 def ipmi_sdr(data: Any, source: Optional[str] = None, strict: Any = True) -> Dict[str, Any]:
     """ipmitool sdr / sdr elist / sensor output -> ``{source, sensors, errors}``."""
     text = _filters.text_arg(NAME, data, "ipmitool sdr, sdr elist or sensor output")
-    return _filters.parse_filter(NAME, text, source, strict, _listing, "sensors")
+    listing = functools.partial(_filters.bmc_listing, key="sensors", parser="ipmitool_sdr")
+    return _filters.parse_filter(NAME, text, source, strict, listing, "sensors")
 
 
 class FilterModule:

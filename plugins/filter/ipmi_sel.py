@@ -63,6 +63,7 @@ _value:
     errors: []
 """
 
+import functools
 from typing import Any, Dict, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _filters
@@ -70,14 +71,11 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils import _filters
 NAME = "ipmi_sel"
 
 
-def _listing(text: str, source: Optional[str]) -> Dict[str, Any]:
-    return _filters.bmc_listing(text, source, "sel", "ipmitool_sel")
-
-
 def ipmi_sel(data: Any, source: Optional[str] = None, strict: Any = True) -> Dict[str, Any]:
     """ipmitool sel list / elist output -> ``{source, sel, errors}``."""
     text = _filters.text_arg(NAME, data, "ipmitool sel list or sel elist output")
-    return _filters.parse_filter(NAME, text, source, strict, _listing, "sel")
+    listing = functools.partial(_filters.bmc_listing, key="sel", parser="ipmitool_sel")
+    return _filters.parse_filter(NAME, text, source, strict, listing, "sel")
 
 
 class FilterModule:
