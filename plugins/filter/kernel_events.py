@@ -130,8 +130,9 @@ def kernel_events(
     ref = _filters.time_option(NAME, "ref_time", ref_time)
     limit = _filters.int_option(NAME, "max_events", max_events)
     records = _gpus(gpus)
-    domain = lambda t, src: _filters.kernel_domain(t, src, since, records, limit, ref)  # noqa: E731
-    return _filters.parse_filter(NAME, text, source, strict, domain, "events")
+    return _filters.parse_filter(
+        NAME, text, source, strict, lambda t, src: _filters.kernel_domain(t, src, since, records, limit, ref), "events"
+    )
 
 
 class FilterModule:
