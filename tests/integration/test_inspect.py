@@ -399,6 +399,8 @@ def test_missing_capture_dir_is_error_and_auto_isolation_skips_it(tmp_path):
         "-e",
         "gpuops_auto_isolate=true",
         "-e",
+        "gpuops_allow_unaudited=true",  # auto-isolation needs the audit trail (issue 41): opted out, recorded in state
+        "-e",
         "gpuops_state_dir=%s" % (tmp_path / "state"),
         "-e",
         json.dumps({"gpuops_slurm_controller": {"host": "localhost", "scontrol_path": str(scontrol)}}),

@@ -415,7 +415,8 @@ def _inspect_auto(testbed, tmp_path, state_dir, extra=()):
         "-e",
         "gpuops_report_dir=%s" % (tmp_path / "reports"),
         "-e",
-        json.dumps({"gpuops_isolation_guard": OPEN, "isolate_requeue_after": 0}),
+        # auto-isolation needs the audit trail (issue 41): opted out here, recorded in state_dir
+        json.dumps({"gpuops_isolation_guard": OPEN, "isolate_requeue_after": 0, "gpuops_allow_unaudited": True}),
     ] + list(extra)
     return _run_playbook(testbed, wrapper, out, extra=args)
 
