@@ -68,9 +68,9 @@ _value:
     sources: {nvidia: RESTART_BM / CONTACT_SUPPORT, dcgm_health: F, k8s_device_plugin: unhealthy,
               gpud: "F, RebootSystem -> HardwareInspection", gcm: crit, azure_nhc: fail, aws_suite: REBOOT,
               imbue_hardware: "yes"}
-    source: "NVIDIA Xid catalog (analyzing-xid-catalog, sheet as of 2025-10-29): RESTART_BM -> P1 (BUCKETS)"
+    source: "NVIDIA Xid catalog (Xid-Catalog.xlsx of 2025-09-30): RESTART_BM -> P1 (BUCKETS)"
     disagreements: null
-    note: Reboot the node; repeated -> inspect riser, slot, power and seating before replacing the GPU
+    note: Reboot the node; repeated -> inspect riser, slot, power and seating (kernel PCI/AER logs), then contact support (NVIDIA CONTACT_SUPPORT)
     fatal_escalation: null
     rule: "xid_catalog[79] (NVIDIA: RESTART_BM)"
 """

@@ -2,7 +2,7 @@
 from the collections path the playbooks use.
 
 The hook shares code with the collection instead of copying it: the audit chain writer
-(``plugins/plugin_utils/store/audit.py``), the private atomic writer (``plugins/module_utils/_common.py``) and the
+(``plugins/plugin_utils/store/audit.py``), the private atomic writer (``plugins/module_utils/_files.py``) and the
 time formatter (``plugins/module_utils/_timeutil.py``). They are found under ``$ANSIBLE_COLLECTIONS_PATH``, else
 ``<root>/build``, else Ansible's configured collections paths; when the collection is not there the hook fails with :class:`CollectionNotFound` (an OSError)
 and writes nothing.
@@ -84,9 +84,9 @@ def audit(root: Optional[str] = None) -> Any:
     return module("plugin_utils.store.audit", root)
 
 
-def common(root: Optional[str] = None) -> Any:
-    """The node-side helpers (plugins/module_utils/_common.py): private atomic writes, private directories."""
-    return module("module_utils._common", root)
+def files(root: Optional[str] = None) -> Any:
+    """The file helpers (plugins/module_utils/_files.py): private atomic writes, private directories."""
+    return module("module_utils._files", root)
 
 
 def timeutil(root: Optional[str] = None) -> Any:

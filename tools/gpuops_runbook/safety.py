@@ -145,9 +145,9 @@ def private_dir(path: str) -> str:
 
 def write_private(path: str, text: str) -> None:
     """Atomically write `text` to `path`, 0600 whatever the umask: the collection's own private atomic writer
-    (plugins/module_utils/_common.py ``write_private_atomic``). Without the collection on the collections path
+    (plugins/module_utils/_files.py ``write_private_atomic``). Without the collection on the collections path
     this raises collection.CollectionNotFound and writes nothing."""
-    collection.common().write_private_atomic(path, text, 0o600)
+    collection.files().write_private_atomic(path, text, 0o600)
 
 
 # ------------------------------------------------------------------------------------------------ people, paths

@@ -513,8 +513,8 @@ def test_cli_lookup(capsys):
 def test_private_writes_use_the_collections_writer_and_fail_closed_without_it(tmp_path, monkeypatch):
     from gpuops_runbook import collection
 
-    common = collection.common()
-    assert common.__name__ == "ansible_collections.gpuops.cluster.plugins.module_utils._common"
+    files = collection.files()
+    assert files.__name__ == "ansible_collections.gpuops.cluster.plugins.module_utils._files"
     assert hook._audit_module(ROOT).__name__.endswith("plugin_utils.store.audit")
     old = os.umask(0o000)
     try:
