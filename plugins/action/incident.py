@@ -30,7 +30,11 @@ def clock_line(inc):
             parts.append("%s %s" % (c["clock"], c["state"]))
         else:
             parts.append("%s %s due %s" % (c["clock"], c["state"], _ledger_incidents.iso(c["due"])))
-    steps = [w for w in ("acknowledged", "onsite", "located", "planned", "mitigated", "restored") if inc.get(w + "_at") is not None]
+    steps = [
+        w
+        for w in ("acknowledged", "onsite", "located", "planned", "mitigated", "restored")
+        if inc.get(w + "_at") is not None
+    ]
     return "%s %s %s detected %s%s: %s" % (
         inc["incident_id"],
         inc["severity"],

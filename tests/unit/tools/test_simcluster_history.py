@@ -119,9 +119,11 @@ def _period(host, state, a, b, gpus=8, part="a"):
     return {"host": host, "state": state, "partition": part, "gpus": gpus, "started_at": S + a, "ended_at": S + b}
 
 
-def _inc(iid, sev, detected, ack=None, loc=None, rest=None, onsite=None, planned=None):
+def _inc(iid, sev, detected, ack=None, loc=None, rest=None, **steps):
+    """An incident row; ``steps``: onsite, planned (the on-site and plan clocks' step times)."""
     return {"incident_id": iid, "severity": sev, "detected_at": detected, "acknowledged_at": ack,
-            "located_at": loc, "restored_at": rest, "onsite_at": onsite, "planned_at": planned}  # fmt: skip
+            "located_at": loc, "restored_at": rest, "onsite_at": steps.get("onsite"),
+            "planned_at": steps.get("planned")}  # fmt: skip
 
 
 def _t(day, hour=0, minute=0):
