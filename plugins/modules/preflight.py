@@ -49,7 +49,6 @@ options:
     description: The store (C(gpuops_db_url)); checked by a TCP connect (PostgreSQL) or its directory (SQLite).
     type: str
     default: ""
-    no_log: true
   bmc:
     description: Sampled host to C(address), C(user), C(password) booleans (whether each is set; never the values).
     type: dict

@@ -28,6 +28,7 @@ HINTS = {  # how each playbook names its nodes instead; the others act on no nod
     "gpu_reset": TARGETS,
     "backup": TARGETS,
     "collect": TARGETS,
+    "preflight": TARGETS,
     "isolate": '-e \'{"isolate_nodes": ["NODE"]}\'',
     "resume": '-e \'{"resume_nodes": ["NODE"]}\'',
     "restore_drill": '-e \'{"gpuops_drill_nodes": ["NODE"]}\'',
