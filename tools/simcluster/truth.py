@@ -20,6 +20,8 @@ from __future__ import annotations
 import datetime
 import random
 
+from simcluster import history_key
+
 HOUR = 3600.0
 DAY = 86400.0
 GPUS = 8
@@ -174,32 +176,10 @@ def draw(seed: int, nodes: int, start: float, days: float, interval_s: float) ->
 
 
 # ---------------------------------------------------------------------------------------------- the key
-def _weekday(ts_day: int) -> int:
-    return (ts_day + 3) % 7  # 1970-01-01 was a Thursday
-
-
 def due(start: float, target: str) -> float:
-    """The due time of a clock under the terms: minutes/hours, working days (Mon-Fri, UTC, a start outside them
-    counts from the next working day's 00:00) or the end of the next working day."""
-    day = int(start // DAY)
-    if target == "next_business_day":
-        day += 1
-        while _weekday(day) >= 5:
-            day += 1
-        return (day + 1) * DAY
-    if target.endswith("bd"):
-        amount = float(target[:-2])
-        sec = start - day * DAY
-        if _weekday(day) >= 5:
-            while _weekday(day) >= 5:
-                day += 1
-            sec = 0.0
-        for _n in range(int(amount)):
-            day += 1
-            while _weekday(day) >= 5:
-                day += 1
-        return day * DAY + sec + (amount - int(amount)) * DAY
-    return start + float(target[:-1]) * {"m": 60.0, "h": HOUR, "d": DAY}[target[-1]]
+    """The due time of a clock under the terms: the simulator's own clock arithmetic (history_key.due_at: minutes or
+    hours, working days Monday to Friday UTC, the end of the next working day), never the collection's."""
+    return history_key.due_at(start, target)
 
 
 def _merge(spans: list) -> list:
