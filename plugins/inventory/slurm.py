@@ -118,6 +118,7 @@ cache_plugin: ansible.builtin.jsonfile
 cache_connection: ~/.cache/gpuops-inventory
 cache_timeout: 600
 
+---
 # offline, from a capture:
 plugin: gpuops.cluster.slurm
 scontrol_show_node_file: captures/cluster/scontrol-show-node.txt
