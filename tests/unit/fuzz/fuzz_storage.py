@@ -48,8 +48,8 @@ def lfs_df_variants(n: int = 12, seed: int = 37) -> List[str]:
             flags = " " + rng.choice(["D", "DR", "N", "S", "I", "f", "f(0100)"]) if rng.random() < 0.2 else ""
             lines.append("%s%s%s %d%% /%s[%s:%d]%s" % (uuid, gap, gap.join(cols), pct, fs, kind, idx, flags))
         spelling = rng.choice(["filesystem_summary:", "filesystem summary:"])
-        lines += ["", "%s %s %s %s 50%% /%s" % (spelling, _val(rng, mode, 10**9), _val(rng, mode, 5 * 10**8),
-                                             _val(rng, mode, 5 * 10**8), fs), ""]  # fmt: skip
+        sizes = (_val(rng, mode, 10**9), _val(rng, mode, 5 * 10**8), _val(rng, mode, 5 * 10**8))
+        lines += ["", "%s %s %s %s 50%% /%s" % ((spelling,) + sizes + (fs,)), ""]
         out.append("\n".join(lines) + "\n")
     return out
 

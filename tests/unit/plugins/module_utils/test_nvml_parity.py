@@ -106,7 +106,8 @@ def _gb200(after: bool) -> dict:
 
 #: The findings the state must give on every path (check, component, code, severity, action), from the policy's
 #: documented rules: 2 uncorrectable with no Xid: P1 reset_gpu (the correctable counts are judged only without an
-#: uncorrectable one: gpu_ecc.check_ecc; the SRAM/DRAM limits are tested in test_checks_gpu_blackwell); lifetime: P3; SRAM threshold exceeded: P1 replace; channel
+#: uncorrectable one: gpu_ecc.check_ecc; the SRAM/DRAM limits are tested in test_checks_gpu_blackwell); lifetime: P3;
+#: SRAM threshold exceeded: P1 replace; channel
 #: repair pending: P2 reset_gpu; remap pending without an uncorrectable Xid: P2 reset_gpu; HBM 92 C at its own
 #: 90 C max operating: P2 tune; fabric health (route unhealthy): P1 isolate; 30 s of HW power brake in 600 s:
 #: P2 monitor; NVLink5 link 3: a failed recovery (P1 reset_gpu) and an effective BER of 3e-11 > 1e-12 (P2).

@@ -93,9 +93,9 @@ def test_sinfo_states_reasons_gpus():
     assert nodes["gpu-node-01"]["partitions"] == ["gpu"] and nodes["gpu-node-01"]["reason"] is None
     flag = P.parse_sinfo("n1|gpu*|down*|gpu:8|gpu:0|Not responding\nn1|debug|down*|gpu:8|gpu:0|Not responding\n")
     keys = ("name", "partitions", "state", "flags", "gpus", "gpus_alloc", "reason")
-    assert [{k: n[k] for k in keys} for n in flag] == [{"name": "n1", "partitions": ["gpu", "debug"], "state": "down",
-                                                       "flags": ["*"], "gpus": 8, "gpus_alloc": 0,
-                                                       "reason": "Not responding"}]  # fmt: skip
+    want = {"name": "n1", "partitions": ["gpu", "debug"], "state": "down", "flags": ["*"], "gpus": 8, "gpus_alloc": 0,
+            "reason": "Not responding"}  # fmt: skip
+    assert [{k: n[k] for k in keys} for n in flag] == [want]
     assert flag[0]["state_flags"] == ["NOT_RESPONDING"]
     for bad in ("", "gpu-node-01 idle\n", fx("sinfo.txt")[:30]):
         with pytest.raises(ParseError):
