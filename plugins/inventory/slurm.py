@@ -21,7 +21,7 @@ description:
   - Slurm's answers are data. A node whose name is not a plain host name is left out with a warning. An
     unreadable or unparsable source is a clear parser error.
   - Source files must be named C(*.slurm.yml) or C(*.slurm.yaml).
-author: gpuops.cluster contributors
+author: gpuops.cluster contributors (@gpuops)
 extends_documentation_fragment:
   - ansible.builtin.constructed
   - ansible.builtin.inventory_cache

@@ -392,9 +392,9 @@ def _part_of(name: str) -> Optional[str]:
 
 def _unknown_parts(f: _Facts) -> None:
     """A part of a captured family that was not captured: unknown for that part (never an error, never healthy)."""
-    families = {p.split(":")[0] for p in f.parts if p}
+    families = {p.split(":", maxsplit=1)[0] for p in f.parts if p}
     for part, what in PARTS:
-        if part.split(":")[0] in families and part not in f.parts:
+        if part.split(":", maxsplit=1)[0] in families and part not in f.parts:
             f.out["unknown"].append(
                 {"part": part, "files": what, "message": "%s was not captured: %s is unknown" % (what, part)}
             )

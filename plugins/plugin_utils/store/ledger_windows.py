@@ -91,10 +91,7 @@ def record_windows(store: Any, rows: List[Dict[str, Any]], tables: Optional[Any]
     out = {"written": 0, "widened": 0}
     with store.begin(lock=LOCK) as conn:
         ids = [r["window_id"] for r in rows]
-        have = {
-            wid: scope
-            for wid, scope in conn.execute(sa.select(mw.c.window_id, mw.c.scope).where(mw.c.window_id.in_(ids)))
-        }
+        have = dict(conn.execute(sa.select(mw.c.window_id, mw.c.scope).where(mw.c.window_id.in_(ids))).all())
         for row in rows:
             old = have.get(row["window_id"])
             if old is None:

@@ -261,7 +261,7 @@ def _reader(lines: List[Tuple[int, str]], source: Optional[str]) -> Tuple[Any, L
     if declared is not None:
         keys = {COLUMNS.get(c) for c in declared.cols}
         if "nodes" not in keys or not keys & {"state", "reason"}:
-            raise refused(
+            raise refused(  # pylint: disable=raising-format-tuple
                 "the declared sinfo format has no node list (%N, NodeList) or no state or reason (%T, %E)",
                 source,
                 lines[0][0],

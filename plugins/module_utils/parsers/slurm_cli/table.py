@@ -136,20 +136,20 @@ class Aligned:
 
     def __init__(self, header: str, spacey: Sequence[str] = ()) -> None:
         self.heads = _words(header)
-        self.cols = [norm(w) for _, _, w in self.heads]
+        self.cols = [norm(w) for _start, _end, w in self.heads]
         self.wide = [c for c in self.cols if c in spacey]
 
     def row(self, line: str) -> Tuple[Dict[str, str], Set[str]]:
         cols, heads = self.cols, self.heads
         words = _words(line)
         if len(words) == len(cols):
-            return {c: w for c, (_, _, w) in zip(cols, words)}, set()
+            return {c: w for c, (_start, _end, w) in zip(cols, words)}, set()
         if len(words) > len(cols) and self.wide:
             i = cols.index(self.wide[0])
             extra = len(words) - len(cols)
             mid = words[i : i + extra + 1]
-            vals = [w for _, _, w in words[:i]] + [line[mid[0][0] : mid[-1][1]]]
-            vals += [w for _, _, w in words[i + extra + 1 :]]
+            vals = [w for _start, _end, w in words[:i]] + [line[mid[0][0] : mid[-1][1]]]
+            vals += [w for _start, _end, w in words[i + extra + 1 :]]
             return dict(zip(cols, vals)), set()
         if len(words) > len(cols):
             raise ValueError("%d words under a header of %d columns" % (len(words), len(cols)))

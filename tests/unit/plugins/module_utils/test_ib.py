@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import ib as _ib
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
-from ib_cases import FIX, GPUD_FLAT, GPUD_TREE, IBSTAT, PANIC, REAL_LAYOUT, build_real_tree, by_name, capture_with, read  # noqa: F401
+from ib_cases import FIX, GPUD_FLAT, GPUD_TREE, IBSTAT, PANIC, by_name, capture_with, read
 
 # ----------------------------------------------------------------------------------------------- real samples
 

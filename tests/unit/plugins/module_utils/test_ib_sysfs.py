@@ -9,7 +9,7 @@ import time
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import ib as _ib
-from ib_cases import FIX, GPUD_FLAT, GPUD_TREE, IBSTAT, PANIC, REAL_LAYOUT, build_real_tree, by_name, capture_with, read  # noqa: F401
+from ib_cases import build_real_tree, by_name
 
 
 # ----------------------------------------------------------------------------------------------- real layout
