@@ -60,16 +60,25 @@ def chain(testbed):
         subprocess.run(["bash", str(REALTIME), "down"], env=env, capture_output=True, timeout=300, check=False)
 
 
+@pytest.fixture
+def node(chain, request):
+    """The node a test faults (the test function's `node_index` attribute), healed afterwards
+    whatever the test's outcome: a node left drained would make the guard refuse the next test's isolation."""
+    host = chain.nodes[request.function.node_index]
+    yield host
+    chain.heal(host, timeout=200)
+
+
 def _reason(c, host):
     out = c.run([str(c.root / "bin" / "scontrol"), "show", "node", host]).stdout
     m = re.search(r"Reason=(.*?)(?: \[[^\]]*\])?$", out, re.M)
     return m.group(1).strip() if m else None
 
 
-def test_xid79_drained_by_slurmd_health_check_and_alert_fires(chain):
+def test_xid79_drained_by_slurmd_health_check_and_alert_fires(chain, node):
     """Xid 79 in the kernel log: the next HealthCheckInterval run drains the node with the owned reason (second
     scale), and the health check's textfile, scraped by node_exporter, fires GpuopsNodeHealthFailed."""
-    host = chain.nodes[1]
+    host = node
     t = chain.time_xid79(host, timeout=HC_INTERVAL * 2 + 10)
     assert t["verified"] < HC_INTERVAL * 2 + 10, t
     assert re.match(r"^gpuops: gpu\.(missing|xid) gpu", _reason(chain, host) or ""), _reason(chain, host)
@@ -77,13 +86,12 @@ def test_xid79_drained_by_slurmd_health_check_and_alert_fires(chain):
         lambda: chain.alerts(node=host, name="GpuopsNodeHealthFailed", state="firing"), 90, "GpuopsNodeHealthFailed"
     )
     assert {a["labels"]["severity"] for a in alerts} <= {"P0", "P1"}
-    chain.heal(host, timeout=120)
 
 
-def test_xid79_storm_of_1000_lines_is_one_finding_one_alert_one_drain(chain):
+def test_xid79_storm_of_1000_lines_is_one_finding_one_alert_one_drain(chain, node):
     """1,000 identical Xid 79 lines on one node: one drain, one finding per GPU and check in the textfile, one
     firing alert series for the Xid finding."""
-    host = chain.nodes[2]
+    host = node
     t0 = time.time()
     chain.time_xid79(host, timeout=HC_INTERVAL * 3 + 10, count=1000)
     run = chain.hc_run(host)
@@ -105,17 +113,20 @@ def test_xid79_storm_of_1000_lines_is_one_finding_one_alert_one_drain(chain):
         and ln[1:20] >= time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t0 - 1))
     ]
     assert 1 <= len(drains) <= 2, drains  # update_node: node ... state set to DRAINING (+ its reason line)
-    chain.heal(host, timeout=120)
 
 
-def test_ib_port_down_isolated_through_alertmanager_eda_and_the_guard(chain):
+def test_ib_port_down_isolated_through_alertmanager_eda_and_the_guard(chain, node):
     """An IB port going Disabled: node_exporter's infiniband collector -> IbPortDown (for 1m) -> Alertmanager ->
     ansible-rulebook -> the real playbooks/isolate.yml through the guard -> the node DRAINED in Slurm, with the
     run's outcome recorded as isolated."""
-    host = chain.nodes[3]
+    host = node
     t0 = time.time()
     t = chain.time_ib_down(host, timeout=420)
     assert t["detect"] >= 55, t  # the rule's `for: 1m` holds before it fires: the alert is the rule's own
     outs = [o for o in chain.outcomes("isolate", t0) if host in o["nodes"]]
     assert outs and outs[-1]["nodes"][host]["outcome"] == "done", outs
-    chain.heal(host, timeout=200)
+
+
+test_xid79_drained_by_slurmd_health_check_and_alert_fires.node_index = 1
+test_xid79_storm_of_1000_lines_is_one_finding_one_alert_one_drain.node_index = 2
+test_ib_port_down_isolated_through_alertmanager_eda_and_the_guard.node_index = 3
