@@ -7,7 +7,8 @@ An incident opens when a P0-P2 finding first appears (``_ledger.record_run``) or
 (:func:`record_ticket`); its id ``INC-YYYYMMDD-NNNN`` is drawn inside the transaction that holds the database lock
 ``ledger``, so two runs at once never give the same id. The steps after ``detected``: ``acknowledged``,
 ``on site`` (an engineer at the hardware), ``located`` (cause recorded), ``planned`` (the remote plan written),
-``mitigated`` (isolated / workload moved), ``restored`` (back in service and healthy) and ``closed`` (the review done for P0/P1), each an ``incident_events`` row saying who or what set it.
+``mitigated`` (isolated / workload moved), ``restored`` (back in service and healthy) and ``closed`` (the review
+done for P0/P1), each an ``incident_events`` row saying who or what set it.
 
 :func:`apply_step` is the operator command (``gpuops.cluster.incident``): idempotent (a step already taken changes
 nothing and says so), out-of-order steps refused with the reason, check mode computes the change and writes
