@@ -123,8 +123,9 @@ def test_ib_port_down_isolated_through_alertmanager_eda_and_the_guard(chain, nod
     t0 = time.time()
     t = chain.time_ib_down(host, timeout=420)
     assert t["detect"] >= 55, t  # the rule's `for: 1m` holds before it fires: the alert is the rule's own
-    outs = [o for o in chain.outcomes("isolate", t0) if host in o["nodes"]]
-    assert outs and outs[-1]["nodes"][host]["outcome"] == "done", outs
+    # the run writes its outcome after it has seen the drain in Slurm: wait for the file
+    outs = chain.wait(lambda: [o for o in chain.outcomes("isolate", t0) if host in o["nodes"]], 60, "isolate outcome")
+    assert outs[-1]["nodes"][host]["outcome"] == "done", outs
 
 
 test_xid79_drained_by_slurmd_health_check_and_alert_fires.node_index = 1
