@@ -125,28 +125,6 @@ def test_each_recorded_run_trims_what_fell_out_of_the_retention(run_action, tmp_
 
 
 # ---------------------------------------------------------------------------------------------- maintenance windows
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_args(request, tmp_path):
-    """inspect_cluster's store arguments: the embedded SQLite store, or a fresh PostgreSQL database."""
-    if request.param == "sqlite":
-        yield {"state_dir": str(tmp_path / "state")}
-        return
-    import uuid  # pylint: disable=import-outside-toplevel
-
-    server = request.getfixturevalue("pg_server_url")
-    name = "w_" + uuid.uuid4().hex[:16]
-    admin = sa.create_engine(server, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.exec_driver_sql("CREATE DATABASE %s" % name)
-    yield {
-        "state_dir": str(tmp_path / "state"),
-        "db_url": sa.engine.make_url(server).set(database=name).render_as_string(hide_password=False),
-    }
-    with admin.connect() as conn:
-        conn.exec_driver_sql("DROP DATABASE IF EXISTS %s WITH (FORCE)" % name)
-    admin.dispose()
-
-
 def _berlin(text):
     import datetime  # pylint: disable=import-outside-toplevel
     import zoneinfo  # pylint: disable=import-outside-toplevel
@@ -154,7 +132,7 @@ def _berlin(text):
     return datetime.datetime.fromisoformat(text).replace(tzinfo=zoneinfo.ZoneInfo("Europe/Berlin")).timestamp()
 
 
-def test_an_inventory_window_reaches_the_ledger_and_makes_downtime_planned(run_action, tmp_path, store_args):
+def test_an_inventory_window_reaches_the_ledger_and_makes_downtime_planned(run_action, tmp_path, store_kw):
     """Issue 39: the inspection writes the windows in force (gpuops_maintenance_windows) into the ledger, so the
     service report counts a drain inside one as planned downtime."""
     from ansible_collections.gpuops.cluster.plugins.plugin_utils.service import report as sr  # pylint: disable=import-outside-toplevel
@@ -166,10 +144,10 @@ def test_an_inventory_window_reaches_the_ledger_and_makes_downtime_planned(run_a
     window = [{"name": "rack-a-rollout", "start": day + "T10:00", "end": day + "T14:00", "timezone": "Europe/Berlin"}]
     hv = {h: dict(v, gpuops_maintenance_windows=window) for h, v in HV.items()}
     hv["elsewhere"] = {"__inspect_collect": HV["ok"]["__inspect_collect"]}  # no window: not in its scope
-    args = dict(_args(tmp_path), targets=sorted(hv), **store_args)
+    args = dict(_args(tmp_path), targets=sorted(hv), **store_kw)  # SQLite under the state dir, or PostgreSQL
     res = run_action(inspect_cluster, args, task_vars={"hostvars": hv})
     assert res["ledger"]["maintenance_windows"] == {"written": 1, "widened": 0, "invalid": {}}
-    store = open_store(**store_args)
+    store = open_store(**store_kw)
     try:
         rows = _table(store, "maintenance_windows")
         assert len(rows) == 1 and rows[0]["name"] == "rack-a-rollout"
