@@ -130,16 +130,19 @@ class Calendar:
 
     def _workdays_from(self, day: datetime.date) -> Any:
         """The working days from ``day`` (included) on, as dates: a dateutil recurrence without the holidays."""
-        if _rrule is None:
-            raise SlaError("business-day targets need python-dateutil on the controller (requirements.txt)")
+        if _rrule is None:  # a node's Python without dateutil (the health check): the same days, day by day
+            return (
+                d
+                for d in (day + datetime.timedelta(days=n) for n in range(3700))
+                if d.weekday() in self.workdays and d not in self.holidays
+            )
         start = datetime.datetime(day.year, day.month, day.day)
         rules = _rrule.rruleset()
         rules.rrule(_rrule.rrule(_rrule.DAILY, dtstart=start, byweekday=self.workdays, count=3700))
         for holiday in self.holidays:
             if holiday >= day:
                 rules.exdate(datetime.datetime(holiday.year, holiday.month, holiday.day))
-        for when in rules:
-            yield when.date()
+        return (when.date() for when in rules)
 
     def _local(self, day: datetime.date, hour: float = 0.0) -> float:
         midnight = datetime.datetime(day.year, day.month, day.day, tzinfo=self.tz)

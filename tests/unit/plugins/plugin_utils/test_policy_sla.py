@@ -116,3 +116,14 @@ def test_bad_sla_policy_is_an_error_naming_the_key(override, key):
     with pytest.raises(_policy.PolicyError) as err:
         _policy.merge_policy(None, {"sla": override})
     assert key in str(err.value)
+
+
+def test_working_days_without_dateutil_are_the_same_days(monkeypatch):
+    """The node-side health check has no dateutil (stdlib only): respond-by in working days still works there and
+    gives the same dates as the controller's rrule."""
+    cal = _sla.Calendar({"holidays": ["2026-12-25"]})
+    with_rrule = [_sla.due(_epoch(t), "1bd", cal) for t in ("2026-12-24T09:00:00Z", "2026-12-12T10:00:00Z")]
+    monkeypatch.setattr(_sla, "_rrule", None)
+    without = [_sla.due(_epoch(t), "1bd", cal) for t in ("2026-12-24T09:00:00Z", "2026-12-12T10:00:00Z")]
+    assert without == with_rrule == [_epoch("2026-12-28T09:00:00Z"), _epoch("2026-12-15T00:00:00Z")]
+    assert _sla.due(_epoch("2026-12-11T16:00:00Z"), "next_business_day", cal) == _epoch("2026-12-15T00:00:00Z")
