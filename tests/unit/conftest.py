@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 from action_runner import _run_action
@@ -27,3 +28,15 @@ def fake_path(tmp_path, monkeypatch):
         os.symlink(target, str(bindir / real))
     monkeypatch.setenv("PATH", str(bindir))
     return bindir
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """The chromium executable for the browser tests (reports, service report); skip without it, unless CI=true:
+    then fail."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not found:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail("CI=true: chromium is not installed (make deps), the browser tests cannot run")
+        pytest.skip("chromium not installed (make deps); CI=true makes this a failure")
+    return found

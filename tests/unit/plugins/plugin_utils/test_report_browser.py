@@ -11,7 +11,6 @@ Skipped only when chromium is absent and CI is not true; with CI=true a missing 
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 from headless_chromium import Browser
@@ -22,21 +21,6 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import repo
 SHOTS = os.path.join(_report._runbooks.COLLECTION_ROOT, "tests", "output", "report-browser")
 BASE = _report.DEFAULT_RUNBOOK_BASE
 HOSTILE = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script> Xid 79 text'
-
-
-def _ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    """The chromium executable; skip without it, unless CI=true: then fail."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not found:
-        if _ci():
-            pytest.fail("CI=true: chromium is not installed (make deps), the report browser tests cannot run")
-        pytest.skip("chromium not installed (make deps); CI=true makes this a failure")
-    return found
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import shutil
 import time
 
 import pytest
@@ -28,20 +27,6 @@ N_RACKS, PER_RACK = 250, 40
 FAULTS = [("gpu-node-%05d" % (r * PER_RACK + 17), "faulty", "gpu.xid", "P1") for r in range(0, N_RACKS, 25)]
 FAULTS += [("gpu-node-00100", "degraded", "gpu.row_remap", "P2"), ("gpu-node-00200", "error", None, None)]
 STALE = "gpu-node-04017"  # the faulty node of rack-100, its capture taken 5 days before the inspection
-
-
-def _ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not found:
-        if _ci():
-            pytest.fail("CI=true: chromium is not installed (make deps), the report browser tests cannot run")
-        pytest.skip("chromium not installed (make deps); CI=true makes this a failure")
-    return found
 
 
 def _big_report():

@@ -10,7 +10,6 @@ Skipped only when chromium is absent and CI is not true; with CI=true a missing 
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 from headless_chromium import Browser
@@ -25,16 +24,6 @@ from service_ledger import D, E, build_ledger  # noqa: E402
 
 SHOTS = os.path.join(_report._runbooks.COLLECTION_ROOT, "tests", "output", "service-report-browser")
 CHARTS = ("availability", "incidents", "sla", "mttr", "capacity")
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not found:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail("CI=true: chromium is not installed (make deps), the service report browser test cannot run")
-        pytest.skip("chromium not installed (make deps); CI=true makes this a failure")
-    return found
 
 
 @pytest.fixture(scope="module")
