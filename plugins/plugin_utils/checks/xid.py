@@ -204,6 +204,12 @@ def _recovery_verdict(ctx: Ctx, value: Any) -> Optional[Tuple[str, str, str]]:
     return (sa[0], sa[1], ra) if sa else None
 
 
+def _policy_override(ctx: Ctx, code: int) -> bool:
+    """Whether the site's ``xid.overrides`` sets a severity or an action for ``code``."""
+    over = as_dict(as_dict(ctx.policy["xid"]["overrides"]).get(str(code)))
+    return "severity" in over or "action" in over
+
+
 def _lone_xid45(grp: Dict[str, Any], notes: List[str]) -> Tuple[str, str]:
     """WORKFLOW_XID_45: "Solo: RESTART_FM / Not Solo: IGNORE (follow guidance in other Xid)"."""
     if grp.get("fabric_manager") is False:
@@ -228,6 +234,8 @@ def xid_verdict(
     if ra:
         sev, action = ra[0], ra[1]
         notes.append("recovery_actions[%s] (Xid 154 carries the new action)" % ra[2])
+    elif code == 45 and grp.get("solo") and _policy_override(ctx, code):
+        notes.append("solo Xid 45: the site's xid.overrides[45] applies, not NVIDIA WORKFLOW_XID_45 (RESTART_FM)")
     elif code == 45 and grp.get("solo"):
         sev, action = _lone_xid45(grp, notes)
     elif row.get("user_caused"):

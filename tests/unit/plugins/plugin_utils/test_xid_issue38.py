@@ -17,6 +17,7 @@ import os
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.kernel_log import parse_kernel_log
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy as P
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as S
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.checks import xid_decode
 from checks_helpers import BUS, HOST, facts, gpu, only, run, xid
@@ -153,6 +154,22 @@ def test_d5_lone_xid45_restarts_the_fabric_manager():
     f["node"]["services"] = {"nvidia-persistenced": {"running": True}}
     fs, _unused = run(f)
     assert sa(only(fs, "gpu.xid", "gpu2", 45)[0]) == ("P3", "none")
+
+
+def test_d5_solo_xid45_honours_the_sites_xid_overrides():
+    # docs/policy.md: xid.overrides.<code> replaces the catalogue row's severity/action; for a solo Xid 45 too
+    for over, want in (
+        ({"severity": "P3", "action": "monitor"}, ("P3", "monitor")),
+        ({"severity": "P1", "action": "reboot"}, ("P1", "reboot")),
+    ):
+        pol = P.merge_policy(None, {"xid": {"overrides": {"45": over}}})
+        fs, _unused = run(facts(events=[xid(45, index=2, pid="4242", process="python3")]), policy=pol)
+        f = only(fs, "gpu.xid", "gpu2", 45)[0]
+        assert sa(f) == want and "xid.overrides[45]" in f["rule"]
+    # an override of another code leaves NVIDIA's WORKFLOW_XID_45 (Solo: RESTART_FM) in place
+    pol = P.merge_policy(None, {"xid": {"overrides": {"94": {"severity": "P2", "action": "monitor"}}}})
+    fs, _unused = run(facts(events=[xid(45, index=2)]), policy=pol)
+    assert sa(only(fs, "gpu.xid", "gpu2", 45)[0]) == ("P2", "restart_fabric_manager")
 
 
 def test_d5_xid45_caused_by_a_previous_xid_is_still_not_reported():
