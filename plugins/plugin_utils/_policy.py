@@ -23,7 +23,7 @@ import json
 import re
 from typing import Any, Dict, Optional, Tuple
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _xid_catalog
+from ansible_collections.gpuops.cluster.plugins.module_utils import _sxid_catalog, _xid_catalog
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, parse_time
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.service import sla as _sla
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy_defaults import DEFAULT_POLICY
@@ -80,6 +80,7 @@ PROFILE_KEYS = {
 #: Paths (dotted) under which a site may add keys of its own. "*" matches one level of any key.
 _OPEN_PATHS = (
     "xid.overrides",
+    "sxid.overrides",
     "escalation",
     "escalation.*",
     "clear_rules.checks",
@@ -223,6 +224,7 @@ def validate_policy(policy: Dict[str, Any]) -> None:
     _validate_times(policy)
     _validate_tables(policy)
     _validate_xid(policy)
+    _validate_sxid(policy)
     _validate_escalation(policy["escalation"])
     _validate_cluster(policy)
     for name, profile in policy["profiles"].items():
@@ -371,6 +373,27 @@ def _validate_xid(policy: Dict[str, Any]) -> None:
         _check_sev_action({k: v for k, v in row.items() if k in ("severity", "action")}, "xid.overrides.%s" % code)
     if policy["xid"]["user_caused_severity"] not in SEVERITIES:
         raise PolicyError("policy key 'xid.user_caused_severity' must be one of %s" % ", ".join(SEVERITIES))
+
+
+def _validate_sxid(policy: Dict[str, Any]) -> None:
+    classes = tuple(_sxid_catalog.CLASSES) + ("unlisted",)
+    for key, row in policy["sxid"]["overrides"].items():
+        path = "sxid.overrides.%s" % key
+        if str(key) not in classes:
+            try:
+                int(str(key))
+            except ValueError:
+                raise PolicyError(
+                    "policy key '%s' must be an SXid number or a class (%s)" % (path, ", ".join(classes))
+                ) from None
+        if not isinstance(row, dict):
+            raise PolicyError("policy key '%s' must be a mapping" % path)
+        for name in row:
+            if name not in ("severity", "action", "when_fatal", "note"):
+                raise PolicyError("unknown policy key '%s.%s'" % (path, name))
+        if not isinstance(row.get("when_fatal", False), bool):
+            raise PolicyError("policy key '%s.when_fatal' must be true or false" % path)
+        _check_sev_action({k: v for k, v in row.items() if k in ("severity", "action")}, path)
 
 
 def _validate_escalation(escalation: Dict[str, Any]) -> None:

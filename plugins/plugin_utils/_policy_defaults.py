@@ -45,6 +45,13 @@ DEFAULT_POLICY: Dict[str, Any] = {
         # Xid 154 carries the NEW recovery action: act on it.
         "recovery_action_xid": 154,
     },
+    "sxid": {
+        # Per-code or per-class overrides of the NVSwitch SXid catalogue (_sxid_catalog.py, the Fabric Manager guide's
+        # classes non_fatal, non_fatal_reset, potentially_fatal, fatal, notable; "unlisted" = a code outside the
+        # guide): {"20034": {"severity": "P1", "action": "reboot"}}. A code's row wins over its class's;
+        # "when_fatal" (true) applies the row only when the line says Fatal. Repeats: escalation["nvswitch.sxid"].
+        "overrides": {},
+    },
     "thresholds": {
         "temperature": {
             # Relative to the GPU's own slowdown/shutdown temperatures (facts temperature.slowdown_c/shutdown_c).

@@ -49,7 +49,7 @@ CHECKS: Dict[str, str] = {
     "node.drift": "kernel / OS vs the golden baseline",
     "node.pcie_aer": "kernel.events (kind aer) on GPUs and the ports above them; Xid 79 correlation (slot vs GPU)",
     "collector.error": "facts errors (every collector error record)",
-    "nvswitch.sxid": "kernel.events (kind sxid)",
+    "nvswitch.sxid": "kernel.events (kind sxid) + SXid catalogue + policy sxid/escalation",
     "backup.failed": "backup (the last configuration backup of the node failed: backup status/<node>.json)",
     "backup.stale": "backup (no verified configuration snapshot newer than policy backup.stale_hours)",
 }

@@ -371,6 +371,23 @@ def _sxid_fatal_word(ev: Dict[str, Any]) -> Optional[bool]:
     return False if any(w in ("non-fatal", "nonfatal") for w in words) else None
 
 
+def sxid_row(policy: Dict[str, Any], code: Any, fatal_word: Optional[bool]) -> Dict[str, Any]:
+    """The SXid catalogue's verdict on ``code`` with the policy's ``sxid.overrides`` applied: the code's own row
+    wins over its class's ("unlisted" for a code outside the guide); a row with ``when_fatal`` applies only when
+    the line says Fatal. ``e["override"]`` names the key that applied."""
+    e = _sxid_catalog.lookup(code, fatal_word)
+    table = as_dict(as_dict(policy.get("sxid")).get("overrides"))
+    for key in (str(e["code"]) if e["code"] is not None else None, e["class"] or "unlisted"):
+        row = as_dict(table.get(key)) if key is not None else {}
+        if not row or (row.get("when_fatal") and not fatal_word):
+            continue
+        e["severity"] = row.get("severity", e["severity"])
+        e["action"] = row.get("action", e["action"])
+        e["override"] = "sxid.overrides[%s]" % key
+        break
+    return e
+
+
 def check_sxid(ctx: Ctx, facts: Dict[str, Any], counts) -> None:
     """NVSwitch SXid lines judged by the Fabric Manager guide's classes (``_sxid_catalog``); one finding per (code,
     switch) with the lines counted per link (``evidence.links``)."""
@@ -395,7 +412,7 @@ def check_sxid(ctx: Ctx, facts: Dict[str, Any], counts) -> None:
         link = lm.group(1) if lm else "?"
         grp["links"][link] = grp["links"].get(link, 0) + 1
     for (code, bus), grp in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1] or "")):
-        e = _sxid_catalog.lookup(code, grp["word"])
+        e = sxid_row(ctx.policy, code, grp["word"])
         comp = "nvswitch%s" % grp["dev"] if grp["dev"] else ("nvswitch:%s" % bus if bus else "nvswitch")
         links = ", ".join("link %s: %d" % kv for kv in sorted(grp["links"].items(), key=lambda kv: kv[0].zfill(4)))
         ctx.add(
@@ -407,7 +424,8 @@ def check_sxid(ctx: Ctx, facts: Dict[str, Any], counts) -> None:
             % (bus or "?", code, "fatal" if e["fatal"] else "non-fatal", grp["count"], _plural(grp["count"]), links),
             e["action"],
             "nvswitch.sxid: %s (%s): %s"
-            % (e["class"] or "code not in the guide", _sxid_catalog.GUIDE if e["known"] else "line word", e["guide"]),
+            % (e["class"] or "code not in the guide", _sxid_catalog.GUIDE if e["known"] else "line word", e["guide"])
+            + ("; policy %s" % e["override"] if e.get("override") else ""),
             evidence={
                 "count": grp["count"],
                 "links": dict(sorted(grp["links"].items())),
