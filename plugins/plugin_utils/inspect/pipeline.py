@@ -393,7 +393,7 @@ def inspect_nodes(
         {host: _facts_cache.facts_of(read[host][2]) for host in unprofiled}, classes, base_policy
     )
     platform_cluster, platform_nodes = _platform_findings(platform, base_policy, now, hosts)
-    file_states = states if isinstance(states, _state_store.FileStateStore) else None
+    file_states = None  # one state backend, the store (issue 36): no staged state files
     saved = states.load_hosts(sorted(hosts)) if states and file_states is None else {}
     timing["read_s"] = time.monotonic() - t0
     ctx = {
