@@ -29,7 +29,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils.store.state import 
 @contextlib.contextmanager
 def _opened(p):
     """The claims' backend: the store when db_url (gpuops_db_url) is set, else the state directory."""
-    store = _state_store.open_state(p["state_dir"], p["db_url"]) or _state_store.FileStateStore(p["state_dir"])
+    store = _state_store.open_state(p["state_dir"], p["db_url"], need="the guard")
     try:
         yield store
     finally:

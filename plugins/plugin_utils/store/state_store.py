@@ -1,34 +1,38 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The shared state behind one interface (docs/state.md "Backends"): per-host state documents and the isolation
-guard's claims.
+"""The controller state (docs/state.md): per-host state documents and the isolation guard's claims, in ONE
+backend, the store (``store/engine.py``, docs/store.md).
 
-``open_state(state_dir, db_url)`` is the one place that picks the backend:
+``open_state(state_dir, db_url)`` opens it: :class:`DbStateStore`, tables ``host_state`` and ``guard_claims``
+(``state_schema.py``), on
 
-- ``db_url`` set (``gpuops_db_url``): :class:`DbStateStore` on the store (``_db``, docs/store.md), tables
-  ``host_state`` and ``guard_claims`` (``_db/state_schema.py``). Every read-modify-write runs in one database
-  transaction under a database lock (PostgreSQL advisory transaction lock, SQLite's write lock), so it holds
-  across controllers and AWX execution nodes; a batch of host states (``save_hosts``) is one transaction: all of
-  it or none of it.
-- else ``state_dir`` (``gpuops_state_dir``): :class:`FileStateStore`, the embedded default for one controller:
-  ``<state_dir>/hosts/<host>.json`` and ``<state_dir>/isolation/history.json`` under fcntl locks (``_state``,
-  ``_guard``), exactly as before.
-- neither: None (no state: check mode, or a run that keeps none).
+- the embedded SQLite file ``<state_dir>/gpuops.db`` (``gpuops_state_dir`` alone: one controller, zero set-up), or
+- the database ``db_url`` names (``gpuops_db_url``: PostgreSQL for several controllers or AWX execution nodes);
+- neither: None (no state: check mode, or a run that keeps none), or StateError when the caller ``need``s one.
 
-Both have the same methods and the same answers: ``load_host``, ``load_hosts``, ``save_host``, ``save_hosts``,
-``update_host(host, fn)``, ``guard_and_claim``, ``release_claims``, ``load_history``. The guard's decision is
-``_guard.decide`` (pure) on both. Errors are ``_state.StateError`` (a ``StoreError`` of the database included).
+Every read-modify-write runs in one database transaction under a database lock (PostgreSQL advisory transaction
+lock, SQLite's write lock), so it holds across processes, controllers and execution nodes; a batch of host states
+(``save_hosts``) is one transaction: all of it or none of it. Methods: ``load_host``, ``load_hosts``,
+``save_host``, ``save_hosts``, ``update_host(host, fn)``, ``guard_and_claim``, ``release_claims``,
+``load_history``, ``host_names``. The guard's decision is ``_guard.decide`` (pure). Errors are
+``_state.StateError`` (a ``StoreError`` of the database included).
+
+The JSON files an older collection kept in the state directory (``<state_dir>/hosts/<host>.json``,
+``<state_dir>/isolation/history.json``) are imported once, on the first open that finds them
+(:func:`import_state_files`), then moved aside.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
 
+from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import utcnow_iso
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import guard as _guard
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as _state
@@ -46,17 +50,30 @@ CHUNK = 500  # rows per statement in a batch (one transaction whatever the batch
 StateFn = Callable[[Dict[str, Any]], Optional[Dict[str, Any]]]
 
 
-def open_state(state_dir: Optional[str] = None, db_url: Optional[str] = None) -> Any:
-    """The state backend for (``state_dir``, ``db_url``): the database when ``db_url`` is set, else the state
-    directory, else None. A database that cannot be used raises StateError with the store's reason."""
-    if db_url:
-        try:
-            return DbStateStore(open_store(db_url=db_url))
-        except StoreError as exc:
-            raise _state.StateError(str(exc)) from None
+def open_state(state_dir: Optional[str] = None, db_url: Optional[str] = None, need: Optional[str] = None) -> Any:
+    """The controller state: the store ``db_url`` names, else the embedded SQLite file in ``state_dir``; None
+    without either (StateError naming ``need``, e.g. "the guard", when the caller cannot do without). On the
+    first open that finds an older collection's JSON files in ``state_dir`` they are imported (StateError naming
+    the file when one cannot be read: the store is then not used). A store that cannot be used raises
+    StateError with the store's reason."""
+    if not db_url and not state_dir:
+        if need:
+            raise _state.StateError(
+                "%s needs a state directory (gpuops_state_dir) or a database (gpuops_db_url) to keep its state" % need
+            )
+        return None
+    try:
+        store = open_store(state_dir=None if db_url else state_dir, db_url=db_url)
+    except StoreError as exc:
+        raise _state.StateError(str(exc)) from None
+    states = DbStateStore(store)
     if state_dir:
-        return FileStateStore(state_dir)
-    return None
+        try:
+            states.imported = import_state_files(state_dir, states)
+        except BaseException:
+            states.close()
+            raise
+    return states
 
 
 def _need_dict(states: Any) -> None:
@@ -64,70 +81,8 @@ def _need_dict(states: Any) -> None:
         raise _state.StateError("host states must be a mapping host -> state")
 
 
-class FileStateStore:
-    """The embedded default: JSON files in the state directory under fcntl locks (one controller)."""
-
-    backend = "file"
-
-    def __init__(self, state_dir: str) -> None:
-        self.state_dir = state_dir
-
-    def where(self, host: Optional[str] = None) -> str:
-        """Where a host's state (or the state) lives, for messages and results."""
-        return _state.host_state_path(self.state_dir, host) if host else self.state_dir
-
-    def load_host(self, host: str, on_corrupt: str = "raise") -> Dict[str, Any]:
-        return _state.load_host_state(self.state_dir, host, on_corrupt=on_corrupt)
-
-    def load_host_file(self, host: str) -> Tuple[Dict[str, Any], Optional[bytes]]:
-        """The host's state and its file's bytes (None: no file): ``_state.load_host_state_file``."""
-        return _state.load_host_state_file(self.state_dir, host)
-
-    def load_hosts(self, hosts: Iterable[str]) -> Dict[str, Dict[str, Any]]:
-        return {host: self.load_host(host) for host in hosts}
-
-    def save_host(self, host: str, state: Dict[str, Any]) -> None:
-        _state.save_host_state(self.state_dir, host, state)
-
-    def save_hosts(
-        self, states: Dict[str, Dict[str, Any]], previous: Optional[Dict[str, Dict[str, Any]]] = None
-    ) -> int:
-        """Each host's file is written atomically (a killed run leaves every file whole: the old or the new
-        document); the batch as a whole is not one transaction on this backend (docs/state.md). With
-        ``previous`` (the states this run loaded) a host whose state did not change is not rewritten. Returns
-        how many hosts were written."""
-        _need_dict(states)
-        return _state.save_host_states(self.state_dir, states, previous)
-
-    def update_host(self, host: str, fn: StateFn, timeout: float = 30.0) -> Dict[str, Any]:
-        return _state.update_host_state(self.state_dir, host, fn, timeout=timeout)
-
-    def guard_and_claim(self, targets: Iterable[Any], cluster: Any, **kw: Any) -> Dict[str, Any]:
-        """``_guard.guard_and_claim`` on ``<state_dir>/isolation/history.json`` (keywords: policy,
-        override_reason, claim, now); a callable ``cluster`` is read under the lock."""
-        return _guard.guard_and_claim(self.state_dir, targets, cluster, **kw)
-
-    def release_claims(self, run_id: str, outcomes: Dict[str, str], **kw: Any) -> Dict[str, Any]:
-        """``_guard.release_claims`` (keywords: lock_timeout, now, write)."""
-        return _guard.release_claims(self.state_dir, run_id, outcomes, **kw)
-
-    def load_history(self) -> List[Dict[str, Any]]:
-        return _guard.load_history(self.state_dir)
-
-    def host_names(self) -> List[str]:
-        """The hosts that have a state file (``<state_dir>/hosts/<host>.json``)."""
-        try:
-            names = os.listdir(os.path.join(self.state_dir, "hosts"))
-        except FileNotFoundError:
-            return []
-        return sorted(n[: -len(".json")] for n in names if n.endswith(".json") and not n.startswith("."))
-
-    def close(self) -> None:
-        """Nothing to close (the interface of DbStateStore)."""
-
-
 def _plain(data: Any) -> Any:
-    """A JSON-clean copy (what the file backend's ``json.dumps(default=str)`` would store)."""
+    """A JSON-clean copy (what ``json.dumps(default=str)`` keeps: a key given as an int is stored as its str)."""
     return json.loads(json.dumps(data, sort_keys=True, default=str))
 
 
@@ -148,13 +103,14 @@ def _entry(row: Any) -> Dict[str, Any]:
 
 
 class DbStateStore:
-    """The shared backend: tables ``host_state`` and ``guard_claims`` in the store (SQLite or PostgreSQL)."""
+    """The controller state: tables ``host_state`` and ``guard_claims`` in the store (SQLite or PostgreSQL)."""
 
     backend = "db"
 
     def __init__(self, store: Any) -> None:
         self.store = store
         self.tables = state_schema.tables()
+        self.imported: Optional[Dict[str, Any]] = None  # what open_state imported from the old files (None: nothing)
 
     def where(self, host: Optional[str] = None) -> str:
         return "%s host_state[%s]" % (self.store.url, host) if host else self.store.url
@@ -342,44 +298,127 @@ class DbStateStore:
         self.store.close()
 
 
-def import_file_state(state_dir: str, dst: DbStateStore, overwrite: bool = False, write: bool = True) -> Dict[str, Any]:
-    """One-shot move of a controller's file state into the database (docs/state.md "Moving to the database"):
-    every ``<state_dir>/hosts/<host>.json`` and the guard's claims of ``<state_dir>/isolation/history.json``, in
-    ONE transaction under the ``isolation-guard`` lock. A host the database already has is kept (listed in
-    ``skipped``) unless ``overwrite``; a claim already there (same node, time and run) is not doubled. A corrupt
-    file stops the import before anything is written (StateError). ``write=False`` (check mode) only counts.
-    The files are left in place. Returns ``{hosts, skipped, claims, changed}``."""
-    src = FileStateStore(state_dir)
-    names = src.host_names()
-    states = {host: src.load_host(host) for host in names}  # StateError names a corrupt file
-    history = src.load_history()
+# -- the one-time import of an older collection's state files --------------------------------------------------
+IMPORTED_SUFFIX = ".imported-"  # <state_dir>/hosts.imported-<UTC stamp>, <state_dir>/isolation/history.json.imported-...
+
+
+def _old_paths(state_dir: str) -> Dict[str, str]:
+    return {"hosts": os.path.join(state_dir, "hosts"), "history": _guard.history_path(state_dir)}
+
+
+def _refuse(path: str, why: Any, store: Any) -> _state.StateError:
+    return _state.StateError(
+        "cannot import the old state file %s into the store %s: %s. Nothing was imported, and no run uses the state "
+        "until it is (the guard's claims must not read as none): repair the file, or move it aside if its state may be lost (docs/state.md "
+        '"The state files of older versions")' % (path, store.store.url, why)
+    )
+
+
+def _read_old(path: str, what: str) -> Any:
+    """The JSON document of an old state file; None when it is gone (another process imported it)."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        raise ValueError("cannot read it: %s" % (exc.strerror or exc)) from None
+    data = _safejson.loads(raw, what=what)  # not UTF-8, not JSON, nested too deep: a ValueError
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    return data
+
+
+def _old_hosts(state_dir: str, dst: DbStateStore) -> Dict[str, Dict[str, Any]]:
+    """Every ``<state_dir>/hosts/<host>.json``, normalized; any file that cannot be read refuses the import."""
+    directory = _old_paths(state_dir)["hosts"]
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise _refuse(directory, "cannot list it: %s" % (exc.strerror or exc), dst) from None
+    out: Dict[str, Dict[str, Any]] = {}
+    for name in names:
+        if not name.endswith(".json") or name.startswith("."):  # staged or temporary files, *.corrupt-<epoch>
+            continue
+        path = os.path.join(directory, name)
+        host = name[: -len(".json")]
+        try:
+            _state._check_name(host)  # pylint: disable=protected-access
+            data = _read_old(path, "state file")
+        except (ValueError, _state.StateError) as exc:
+            raise _refuse(path, exc, dst) from None
+        if data is not None:
+            out[host] = _state.normalize_host_state(data, host)
+    return out
+
+
+def _old_claims(state_dir: str, dst: DbStateStore) -> List[Dict[str, Any]]:
+    """The guard's entries of ``<state_dir>/isolation/history.json`` as guard_claims rows. An entry the guard never
+    counted (no node, no finite time) is left out, as the guard left it out; a file that cannot be read, or that is
+    not ``{"entries": [...]}``, refuses the import (its claims must not become "no claims")."""
+    path = _old_paths(state_dir)["history"]
+    try:
+        data = _read_old(path, "isolation history")
+        if data is not None and not isinstance(data.get("entries", []), list):
+            raise ValueError('"entries" is not a list')
+    except ValueError as exc:
+        raise _refuse(path, exc, dst) from None
+    rows = []
+    for e in (data or {}).get("entries") or []:
+        when = _guard._entry_time(e) if isinstance(e, dict) else None  # pylint: disable=protected-access
+        if when is None or not isinstance(e.get("node"), str) or not e["node"]:
+            continue
+        row = {k: e.get(k) for k in ("released_at", "override_reason")}
+        row.update(node=e["node"], time=when, run_id=str(e.get("run_id") or ""), ticket=str(e.get("ticket") or ""))
+        row["state"] = e.get("state") if e.get("state") in (_guard.CLAIMED, _guard.DONE, _guard.FAILED) else _guard.CLAIMED
+        rows.append(row)
+    return rows
+
+
+def _move_aside(path: str, stamp: str) -> Optional[str]:
+    """Rename an imported file or directory to ``<path>.imported-<stamp>``; None when it is gone already."""
+    target = path + IMPORTED_SUFFIX + stamp
+    if os.path.lexists(target):
+        target = "%s.%d" % (target, os.getpid())
+    try:
+        os.rename(path, target)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _state.StateError("imported %s into the store but cannot move it aside: %s" % (path, exc)) from None
+    return target
+
+
+def import_state_files(state_dir: str, dst: DbStateStore) -> Optional[Dict[str, Any]]:
+    """Import an older collection's state files into the store, once (docs/state.md "The state files of older
+    versions"): every ``<state_dir>/hosts/<host>.json`` and the guard's claims of
+    ``<state_dir>/isolation/history.json``, in ONE transaction under the ``isolation-guard`` lock (no guard decision
+    runs half-way through it). A host the store already has keeps the store's document (listed in ``skipped``); a
+    claim the store already has (same node, time and run) is not added again. Once committed, the files are moved
+    aside (``hosts.imported-<stamp>``, ``history.json.imported-<stamp>``): the next open finds nothing to import; a
+    run killed between the commit and the move imports nothing new the next time. A file that cannot be read refuses
+    the whole import (StateError naming it; nothing written, nothing moved). Returns None when there was nothing to
+    import, else ``{hosts, skipped, claims, moved}``."""
+    paths = _old_paths(state_dir)
+    if not (os.path.lexists(paths["hosts"]) or os.path.lexists(paths["history"])):
+        return None  # every open but the first: two stat calls
     gc = dst.tables["guard_claims"]
     with dst._tx(_guard.LOCK_NAME) as conn:  # pylint: disable=protected-access
-        have = set(dst._docs(conn, names))  # pylint: disable=protected-access
-        hosts = sorted(h for h in names if overwrite or h not in have)
+        states = _old_hosts(state_dir, dst)  # read under the lock: another controller may be importing them
+        claims = _old_claims(state_dir, dst)
+        have = set(dst._docs(conn, sorted(states)))  # pylint: disable=protected-access
+        hosts = sorted(h for h in states if h not in have)
         known = {(e["node"], e["time"], e["run_id"]) for e in dst._history(conn)}  # pylint: disable=protected-access
-        claims = []
-        for e in history:
-            when = _guard._entry_time(e)  # pylint: disable=protected-access
-            if when is None or not isinstance(e.get("node"), str) or (e["node"], when, e.get("run_id") or "") in known:
-                continue
-            row = {k: e.get(k) for k in ("released_at", "override_reason")}
-            row.update(node=e["node"], time=when, run_id=e.get("run_id") or "", ticket=e.get("ticket") or "")
-            row["state"] = e.get("state") or _guard.CLAIMED
-            claims.append(row)
-        if write and hosts:
-            stamp = utcnow_iso()
-            rows = [
-                {
-                    "host": h,
-                    "doc": _host_doc(h, states[h], states[h].get("updated_at") or stamp),
-                    "updated_at": time.time(),
-                }
-                for h in hosts
-            ]
-            for i in range(0, len(rows), CHUNK):
-                dst._upsert(conn, rows[i : i + CHUNK])  # pylint: disable=protected-access
-        if write and claims:
-            conn.execute(sa.insert(gc), claims)
-    skipped = sorted(set(names) - set(hosts))
-    return {"hosts": hosts, "skipped": skipped, "claims": len(claims), "changed": bool(hosts or claims)}
+        new = [c for c in claims if (c["node"], c["time"], c["run_id"]) not in known]
+        now, stamp = time.time(), utcnow_iso()
+        rows = [{"host": h, "doc": _host_doc(h, states[h], states[h].get("updated_at") or stamp), "updated_at": now}
+                for h in hosts]  # fmt: skip
+        for i in range(0, len(rows), CHUNK):
+            dst._upsert(conn, rows[i : i + CHUNK])  # pylint: disable=protected-access
+        for i in range(0, len(new), CHUNK):
+            conn.execute(sa.insert(gc), new[i : i + CHUNK])
+    tag = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    moved = [m for m in (_move_aside(paths["hosts"], tag), _move_aside(paths["history"], tag)) if m]
+    return {"hosts": hosts, "skipped": sorted(set(states) - set(hosts)), "claims": len(new), "moved": moved}
