@@ -14,6 +14,15 @@ else
   P=g$(printf %s "$TB" | md5sum | cut -c1-6)
 fi
 NET=${GPUOPS_TB_NET:-10.200.0}
+# the BMC emulators (bmc/bmc.sh): the default bed keeps 8443/9001 and <repo>/build/bmc; another bed gets its own
+# ports and state dir (<bed>-bmc, beside it: testbed.sh down removes the bed) derived from its path, so two beds (two checkouts, or a CI run beside a developer's bed)
+# never answer for, inject faults into or tear down each other's emulators
+if [ "$TB" != /tmp/gpuops-tb ]; then
+  _bmc_h=$(( 0x$(printf %s "$TB" | md5sum | cut -c1-4) % 900 ))
+  export BMC_WORK=${BMC_WORK:-$TB-bmc} BMC_REDFISH_PORT=${BMC_REDFISH_PORT:-$((30000 + _bmc_h))}
+  export BMC_IPMI_PORT=${BMC_IPMI_PORT:-$((31000 + _bmc_h))}  # its console listens on +1000: 32000-32899
+  unset _bmc_h
+fi
 HUB=${P}-hub
 BRIDGE=${P}br0
 LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
