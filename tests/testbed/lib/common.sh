@@ -15,8 +15,8 @@ else
 fi
 NET=${GPUOPS_TB_NET:-10.200.0}
 # the BMC emulators (bmc/bmc.sh): the default bed keeps 8443/9001 and <repo>/build/bmc; another bed gets its own
-# ports and state dir (<bed>-bmc, beside it: testbed.sh down removes the bed) derived from its path, so two beds (two checkouts, or a CI run beside a developer's bed)
-# never answer for, inject faults into or tear down each other's emulators
+# ports and state dir (<bed>-bmc, beside it: testbed.sh down removes the bed) derived from its path, so two
+# beds (two checkouts, or a CI run beside a developer's bed) never answer for, inject faults into or tear down each other's emulators
 if [ "$TB" != /tmp/gpuops-tb ]; then
   _bmc_h=$(( 0x$(printf %s "$TB" | md5sum | cut -c1-4) % 900 ))
   export BMC_WORK=${BMC_WORK:-$TB-bmc} BMC_REDFISH_PORT=${BMC_REDFISH_PORT:-$((30000 + _bmc_h))}
