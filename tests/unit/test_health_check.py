@@ -282,7 +282,7 @@ def test_hanging_tools_are_bounded(tmp_path):
     assert took < 20, took
     assert res["run_seconds"] < 12
     assert res["decision"]["action"] == "none"  # the scheduler could not be read: nothing done
-    assert res["verdict"] in (-1, 3)
+    assert res["verdict"] == -1  # nothing could be read in time: unknown, never "failed"
     assert Path(tmp_path / hc.TEXTFILE).exists()
 
 

@@ -23,7 +23,7 @@ import re
 import socket
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import collect_all
 from ansible_collections.gpuops.cluster.plugins.module_utils._files import write_private_atomic
@@ -39,6 +39,8 @@ SCHEMA = "gpuops.health_check/v1"
 TEXTFILE = "gpuops_node_health.prom"
 #: verdict codes of ``gpuops_node_health``
 VERDICTS = {"unknown": -1, "healthy": 0, "advice": 1, "degraded": 2, "failed": 3}
+#: checks that report missing, unreadable or timed-out evidence: never a drain, the verdict unknown
+GAP_CHECKS = ("collector.error",)
 DEFAULTS: Dict[str, Any] = {
     "node_name": None,  # Slurm NodeName; default $SLURMD_NODENAME, else the short hostname
     "host": None,  # inventory hostname (finding ids); default node_name
@@ -138,7 +140,30 @@ def drain_targets(findings: Sequence[Dict[str, Any]], cfg: Dict[str, Any]) -> Li
         and f.get("action") in cfg["drain_actions"]
         and not _policy.is_withheld(f)
         and f.get("check") not in correlated
+        and f.get("check") not in GAP_CHECKS
     ]
+
+
+def evidence_gap(
+    status: str, why: Optional[str], findings: Sequence[Dict[str, Any]], domains: Optional[Dict[str, Any]] = None
+) -> Tuple[str, Optional[str]]:
+    """The node's status with evidence gaps as unknown: ``(status, why)``. Pure.
+
+    A collector that failed, timed out or spent its budget (``collector.error``, e.g. the policy's P1 ``reboot``
+    for ``gpu:timeout``) says "I could not see", not "it is broken": on a loaded node the tools answer late and
+    the check must not drain healthy nodes for it. A node that is ``faulty`` only through such findings is
+    ``error`` (verdict unknown, never drained); a real fault read alongside a gap stays ``faulty``.
+    """
+    if status != "faulty":
+        return status, why
+    unknown = {d for d, st in (domains or {}).items() if isinstance(st, dict) and st.get("state") == "unknown"}
+    for f in findings:  # a P0/P1 read from evidence (node_assessment's own test), other than a gap: a fault
+        if f.get("severity") in ("P0", "P1") and f.get("check") not in GAP_CHECKS and not _policy.is_withheld(f):
+            if _checks.finding_domain(f) not in unknown:
+                return status, why
+    gaps = [f for f in findings if f.get("check") in GAP_CHECKS]
+    first = gaps[0].get("message") if gaps else why
+    return "error", "evidence unreadable (unknown, not a fault): %s" % first
 
 
 def label(value: Any, limit: int = 48) -> str:
@@ -315,6 +340,7 @@ def run(cfg: Dict[str, Any], env: Optional[Dict[str, str]] = None, write: bool =
     )
     domains = _checks.domain_states(facts, cfg["profile"], cfg["policy"])
     status, why = _cluster.node_assessment(findings, facts, cfg["policy"], domains)
+    status, why = evidence_gap(status, why, findings, domains)
     code = verdict(status, findings)
     slurm = _slurm_status(facts, node, cfg["reason_prefix"])
     plan = decide(slurm, drain_targets(findings, cfg), code, state.get("own_reason"), cfg)
