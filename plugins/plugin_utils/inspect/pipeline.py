@@ -328,7 +328,7 @@ def _judge(
     return nodes
 
 
-def inspect_nodes(
+def inspect_nodes(  # noqa: PLR0913 - the inspection's inputs, each documented below
     hosts: Dict[str, Dict[str, Any]],
     profiles: Optional[Dict[str, Any]] = None,
     policy_overrides: Optional[Dict[str, Any]] = None,
@@ -336,19 +336,27 @@ def inspect_nodes(
     now: Optional[datetime.datetime] = None,
     include_facts: bool = True,
     collect_options: Optional[Dict[str, Any]] = None,
-    **extra: Any,
+    *,
+    platform: Optional[Dict[str, Any]] = None,
+    db_url: Optional[str] = None,
+    workers: Optional[int] = None,
+    timing: Optional[Dict[str, Any]] = None,
+    progress: Any = None,
+    evaluate_only: bool = False,
 ) -> Dict[str, Any]:
     """Inspect every host and return report.json's dict.
 
-    ``workers=`` (keyword): worker processes for reading and evaluating (default: the CPUs, ``_pool``);
-    ``timing=`` (keyword): a dict that receives the seconds of each phase (read_s, evaluate_s, cluster_s);
-    ``progress=`` (keyword): where each stage's progress lines go (``_run_notes.progress_sink``: stderr from 500
-    nodes by default, a callable, or False).
+    ``platform``: the cluster platform facts (``gpuops.cluster.platform_info``, issue 19) or None; their findings
+    join the cluster findings, a node finding of a platform check (a node that fails its jobs) joins that node's.
+    ``db_url``: gpuops_db_url, the shared state in the store (docs/state.md "Backends"; else ``state_dir``'s files).
+    ``workers``: worker processes for reading and evaluating (default: the CPUs, ``_pool``);
+    ``timing``: a dict that receives the seconds of each phase (read_s, evaluate_s, cluster_s; state_written);
+    ``progress``: where each stage's progress lines go (``_run_notes.progress_sink``: stderr from 500 nodes by
+    default, a callable, or False).
+    ``evaluate_only``: a slice's half (:func:`evaluate_nodes`): the nodes evaluated, no platform checks' cluster
+    view, no cluster view, no report.
     Captured nodes are parsed and evaluated on every CPU, in host order: the report is the serial run's. With a
     ``state_dir`` a capture whose fingerprint is unchanged reuses its parsed facts (``_facts_cache``).
-
-    ``platform=`` (keyword): the cluster platform facts (``gpuops.cluster.platform_info``, issue 19) or None; their findings
-    join the cluster findings, a node finding of a platform check (a node that fails its jobs) joins that node's.
 
     ``hosts`` maps inventory hostname -> {
         ``facts``: the aggregate facts of a live collection (or None),
@@ -365,16 +373,9 @@ def inspect_nodes(
     the report's ``fleet_baseline`` says what was inferred per class (``_fleet.profiles_yaml`` turns it into a
     ``gpuops_profiles`` block).
     """
-    platform = extra.pop("platform", None)
-    evaluate_only = extra.pop("evaluate_only", False)  # a slice (evaluate_nodes): the nodes, no cluster view
-    db_url = extra.pop("db_url", None)  # gpuops_db_url: the shared state in the store (docs/state.md "Backends")
-    n_workers = extra.pop("workers", None)
-    timing = extra.pop("timing", None)
     timing = {} if timing is None else timing
-    sink = _run_notes.progress_sink(extra.pop("progress", None), len(hosts))
+    sink = _run_notes.progress_sink(progress, len(hosts))
     t0 = time.monotonic()
-    if extra:
-        raise TypeError("inspect_nodes: unknown argument(s) %s" % ", ".join(sorted(extra)))
     states = _state_store.open_state(state_dir, db_url)
     now = now or utcnow()
     generated_at = iso_z(now)
@@ -385,7 +386,7 @@ def inspect_nodes(
     host_profiles = resolve_profiles(hosts, profiles, base_policy)
     cache = _facts_cache.FactsCache(state_dir, collect_options) if state_dir else None
     with _run_notes.Stage(sink, "read", len(hosts)):
-        read = _read_hosts(hosts, base_policy, base_hash, collect_options, cache, n_workers)
+        read = _read_hosts(hosts, base_policy, base_hash, collect_options, cache, workers)
     # nodes without a profile are compared with the majority of their class (zero-config fleet baseline)
     unprofiled = [host for host in sorted(hosts) if not host_profiles[host]]
     classes = {host: (hosts[host] or {}).get("node_class") for host in unprofiled}
@@ -417,7 +418,7 @@ def inspect_nodes(
         _state.discard_staged(state_dir, older_than_s=86400)  # left by a run killed before its renames
     try:
         with _run_notes.Stage(sink, "evaluate", len(order)):
-            nodes = _judge(order, ctx, states, evaluate_only, timing, n_workers)
+            nodes = _judge(order, ctx, states, evaluate_only, timing, workers)
     except BaseException:
         if file_states is not None:
             _state.discard_staged(state_dir, ctx["stage"])  # nothing of a failed batch is put in place
@@ -439,43 +440,73 @@ def inspect_nodes(
         )
 
 
-def evaluate_nodes(hosts: Dict[str, Dict[str, Any]], **kwargs: Any) -> Dict[str, Any]:
+def evaluate_nodes(  # noqa: PLR0913 - inspect_nodes' inputs but the platform
+    hosts: Dict[str, Dict[str, Any]],
+    *,
+    profiles: Optional[Dict[str, Any]] = None,
+    policy_overrides: Optional[Dict[str, Any]] = None,
+    state_dir: Optional[str] = None,
+    db_url: Optional[str] = None,
+    now: Optional[datetime.datetime] = None,
+    include_facts: bool = True,
+    collect_options: Optional[Dict[str, Any]] = None,
+    workers: Optional[int] = None,
+    timing: Optional[Dict[str, Any]] = None,
+    progress: Any = None,
+) -> Dict[str, Any]:
     """A slice's half of :func:`inspect_nodes` (docs/scale-out.md): every node evaluated exactly as an unsliced run
     does, without the platform checks, the cluster view or the report: ``{nodes: {host: entry}, policy_hash,
     generated_at}``. The merge step (``_slices.merge_report``) finishes them with :func:`finish_report`."""
-    return inspect_nodes(hosts, evaluate_only=True, **kwargs)
+    return inspect_nodes(
+        hosts,
+        profiles=profiles,
+        policy_overrides=policy_overrides,
+        state_dir=state_dir,
+        now=now,
+        include_facts=include_facts,
+        collect_options=collect_options,
+        db_url=db_url,
+        workers=workers,
+        timing=timing,
+        progress=progress,
+        evaluate_only=True,
+    )
 
 
-def finish_report(
+def finish_report(  # noqa: PLR0913 - the evaluated nodes and what the cluster view reads, documented below
     nodes: Dict[str, Dict[str, Any]],
     hosts: Dict[str, Dict[str, Any]],
     base_policy: Dict[str, Any],
     now: datetime.datetime,
     include_facts: bool = True,
-    **extra: Any,
+    *,
+    platform: Optional[Dict[str, Any]] = None,
+    platform_cluster: Optional[List[Dict[str, Any]]] = None,
+    baselines: Optional[Dict[str, Any]] = None,
+    timing: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """The cluster half of an inspection: cluster findings over the evaluated ``nodes`` (their findings are
     rewritten in place by the correlation), the report, the fleet-baseline summary and the platform summary.
 
     ``platform`` / ``platform_cluster``: the platform facts and their cluster findings (the node findings of the
     platform checks are already in ``nodes``); ``baselines``: the fleet baselines the nodes were judged against
-    (None: inferred here from the nodes' facts, as the merge of a sliced run does).
+    (None: inferred here from the nodes' facts, as the merge of a sliced run does); ``timing``: receives
+    ``cluster_s``.
     """
-    platform = extra.get("platform")
     base_hash = _policy.policy_hash(base_policy)
     unprofiled = [host for host in sorted(nodes) if nodes[host].get("baseline") != "profile"]
     classes = {host: (hosts.get(host) or {}).get("node_class") for host in unprofiled}
-    baselines = extra.get("baselines")
     if baselines is None:
         baselines = _fleet.infer_baselines(
             {host: _whole(nodes[host]["facts"]) for host in unprofiled}, classes, base_policy
         )
     t_cluster = time.monotonic()
     # statuses first: the cluster view must know which nodes are unknown (status error); the job view (job_storm)
-    cluster_findings = _cluster.evaluate_cluster(nodes, base_policy, now, platform)
-    cluster_findings += extra.get("platform_cluster") or []
-    if extra.get("timing") is not None:
-        extra["timing"]["cluster_s"] = time.monotonic() - t_cluster
+    names = {h: str(e["slurm_node_name"]) for h, e in hosts.items() if isinstance(e, dict) and e.get("slurm_node_name")}
+    cluster_findings = _cluster.evaluate_cluster(nodes, base_policy, now, platform, names)
+    cluster_findings += platform_cluster or []
+    if timing is not None:
+        timing["cluster_s"] = time.monotonic() - t_cluster
     report = _report.build_report(
         iso_z(now),
         nodes,
