@@ -221,6 +221,8 @@ class ActionModule(ActionBase):
             "rack": hv.get("gpuops_rack"),
             "leaf": hv.get("gpuops_leaf_switch"),
             "power": hv.get("gpuops_power_domain"),
+            # the Slurm NodeName where the inventory name differs (the job view names nodes by it: job_storm)
+            "slurm_node_name": hv.get("gpuops_slurm_node_name"),
             "node_class": hv.get("gpuops_node_class"),
             "policy_overrides": host_var(hostvars, host, "gpuops_policy_overrides", {}),
             "baseline": host_var(hostvars, host, "gpuops_golden_baseline"),

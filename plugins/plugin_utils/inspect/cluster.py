@@ -130,6 +130,7 @@ def evaluate_cluster(
     policy: Optional[Dict[str, Any]] = None,
     now: Any = None,
     platform: Optional[Dict[str, Any]] = None,
+    slurm_names: Optional[Dict[str, str]] = None,
 ) -> List[Dict[str, Any]]:
     """Cluster findings (P0, except the P2 ``cluster.unknown``) for the inspected nodes.
 
@@ -143,6 +144,8 @@ def evaluate_cluster(
       platform: the platform facts (the scheduler's job view) or None: with it, application-class Xids on the
         nodes of one job become one ``job.xid_storm`` finding first (``job_storm.attribute``: its members'
         findings are rewritten as a correlation's are, and take part in no correlation).
+      slurm_names: host -> Slurm NodeName where they differ (``gpuops_slurm_node_name``): the job view names nodes
+        by Slurm's names.
 
     Returns: the cluster findings (host None, ids ``cluster:<check>:<component>:<code>``), in order:
       ``job.xid_storm`` (component ``job:<id>``, severity ``job_storm.severity``, action ``restart_app``),
@@ -154,7 +157,7 @@ def evaluate_cluster(
       was withheld (their domain could not be read) take part in no correlation.
     """
     policy = policy if policy is not None else DEFAULT_POLICY
-    storms = _job_storm.attribute(nodes, platform, policy, parse_time(now) or utcnow()) if platform else []
+    storms = _job_storm.attribute(nodes, platform, policy, parse_time(now) or utcnow(), slurm_names) if platform else []
     cl = _Cluster(nodes, policy, now)
     cl.out.extend(storms)
     cl.subnet_manager()

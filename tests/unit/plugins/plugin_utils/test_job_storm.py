@@ -17,6 +17,7 @@ RESTART_APP; 43: IGNORE "GPU stopped processing"; 45: WORKFLOW_XID_45; 69: RESTA
 from __future__ import annotations
 
 import copy
+import datetime
 
 import pytest
 
@@ -177,3 +178,41 @@ def test_slurm_name_mapping_and_short_names(tmp_path):
     }
     out = job_storm.attribute(nodes, plat, DEFAULT_POLICY, NOW, names={"gpu-b": "n02"})
     assert [f["evidence"]["hosts"] for f in out] == [["gpu-b", "n01.example.org"]]
+
+
+# kernel line of formats.md section 4.1 with the syslog prefix of the simulator's kernel.log (see
+# tests/integration/test_job_storm_inspect.py); Xid 45 is application-class (issue 38)
+_SIM_XID45 = "2026-12-02T09:41:%02d+00:00 %s kernel: NVRM: Xid (PCI:%s): 45, pid=%d, name=pt_main_thread, Ch 00000008\n"
+
+
+def test_inspection_passes_gpuops_slurm_node_name_to_the_job_view(tmp_path):
+    """The inventory calls the nodes gpu-node-01/02, Slurm calls them sn01/sn02 (gpuops_slurm_node_name, docs/
+    inventory.md): squeue's NodeList names sn[01-02] (cluster-formats.md 1.5). The inspection must map the job's
+    Slurm names back to its hosts, as every other Slurm call of the collection does."""
+    import sys
+    from pathlib import Path
+
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pipeline
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "tools"))
+    from simcluster import generate as G  # noqa: E402 pylint: disable=import-outside-toplevel
+
+    sim = tmp_path / "sim"
+    G.generate(3, str(sim), 7, "none")
+    hosts = {}
+    for i, host in enumerate(("gpu-node-01", "gpu-node-02")):
+        cap = sim / "captures" / host
+        text = (cap / "kernel.log").read_text()
+        bus = ":".join(text.split("NVRM: GPU at PCI:", 1)[1].split(":")[:3])
+        with (cap / "kernel.log").open("a") as fh:
+            fh.write(_SIM_XID45 % (i, host, bus, 40000 + i))
+        hosts[host] = {"capture_dir": str(cap), "slurm_node_name": "sn%02d" % (i + 1)}
+    squeue = "7001|gpu|mallory|RUNNING|None|2026-12-02T08:58:00|2026-12-02T09:00:00|2|gres:gpu:8|sn[01-02]\n"
+    plat = _platform(tmp_path, squeue=squeue, sacct="")
+    now = datetime.datetime(2026, 12, 2, 10, 0, tzinfo=datetime.timezone.utc)
+    report = pipeline.inspect_nodes(hosts, now=now, platform=plat, workers=1)
+    storms = [f for f in report["summary"]["cluster_findings"] if f["check"] == "job.xid_storm"]
+    assert [f["evidence"]["hosts"] for f in storms] == [["gpu-node-01", "gpu-node-02"]], storms
+    for host in hosts:
+        (f,) = [f for f in report["nodes"][host]["findings"] if f["check"] == "gpu.xid" and f["code"] == "45"]
+        assert f["cause"] == storms[0]["id"] and f["action"] == "monitor"
