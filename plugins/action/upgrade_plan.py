@@ -15,6 +15,7 @@ from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import collect_all
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import planner as _planner
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.upgrade import plan as _upgrade
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError, plain
 
 #: Inventory variable -> planner key, per host.
@@ -106,6 +107,9 @@ class ActionModule(ControllerAction):
                 msg="upgrade_plan: the baseline is refused: " + "; ".join(p["message"] for p in res["problems"]),
             )
             return res
+        # the lines the role shows (plan: "components: ...", verify: "still not at target: ...")
+        res["components_text"] = _upgrade.components_text(res["nodes"])
+        res["pending_text"] = {h: _upgrade.pending_text(n["steps"]) for h, n in res["nodes"].items() if n["steps"]}
         res["msg"] = "%d host(s) in %d batch(es); %d at target, %d blocked, %d deferred" % (
             len(res["ordered_hosts"]),
             len(res["batches"]),

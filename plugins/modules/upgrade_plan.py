@@ -153,6 +153,18 @@ stats:
   returned: always
   type: dict
   sample: {batches: 3, planned: 9, deferred: 1, est_total_s: 8100, min_online_share: {gpu: 0.9}}
+components_text:
+  description: The hosts with steps and their components, in plan order, as the upgrade role shows the plan
+    (C(host: comp+comp, host: comp)); empty when no host has a step.
+  returned: when the baseline is accepted
+  type: str
+  sample: "gpu-node-01: vbios+hca_fw+driver, gpu-node-05: driver"
+pending_text:
+  description: Per host with steps, the components not at target as the upgrade role's verify reports them
+    (C(component from (want to)), joined by C(; )).
+  returned: when the baseline is accepted
+  type: dict
+  sample: {gpu-node-07: "vbios ['96.00.5E.00.01'] (want 96.00.89.00.01); bmc  (want 1.2)"}
 window_s:
   description: The window seconds the plan was cut to (null - no limit).
   returned: always

@@ -9,6 +9,7 @@ documented in docs/upgrades.md.
 * ``validate_baseline(baseline, matrix)`` -> list of problems (empty: the targets may be rolled out).
 * ``current_versions(facts)`` -> the installed versions of one node, from the facts of docs/facts.md.
 * ``plan_node(current, target, node_class)`` -> ordered upgrade steps (empty list: the node is at target).
+* ``pending_text(steps)`` / ``components_text(nodes)`` -> the verify failure and plan lines the role shows.
 """
 
 from __future__ import annotations
@@ -551,6 +552,27 @@ def summarize(steps: List[Dict[str, Any]]) -> Dict[str, Any]:
         "downgrade": any(s["downgrade"] for s in steps),
         "verify": unknown_components(steps),
     }
+
+
+def _jinja_text(value: Any) -> str:
+    """A value as the role's messages always showed it (Jinja2 in a string: None empty, lists/dicts as Python)."""
+    return "" if value is None else str(value)
+
+
+def pending_text(steps: List[Dict[str, Any]]) -> str:
+    """The components still off target, for the verify message: ``vbios 1.0 (want 2.0); bmc  (want 1.2)``."""
+    return "; ".join(
+        "%s %s (want %s)" % (s.get("component"), _jinja_text(s.get("from")), _jinja_text(s.get("to"))) for s in steps
+    )
+
+
+def components_text(nodes: Dict[str, Any]) -> str:
+    """The plan's ``components:`` line: ``n1: vbios+hca_fw, n3: driver`` (nodes with steps, in plan order)."""
+    return ", ".join(
+        "%s: %s" % (h, "+".join(str(c) for c in _l(_d(n.get("summary")).get("components"))))
+        for h, n in nodes.items()
+        if isinstance(n, dict) and n.get("steps")
+    )
 
 
 def target_for(baseline: Dict[str, Any], node_class: Optional[str]) -> Optional[Dict[str, Any]]:
