@@ -18,11 +18,11 @@ Runs on the controller or the Slurm head node (Python 3.8+). No Ansible imports.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._runner import run_command
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm import parse_show_job, parse_show_node
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm_cli import hostlist
 
 #: Job states that still occupy a node (a node is not drained while one of these is on it).
 ACTIVE_JOB_STATES = frozenset(
@@ -39,57 +39,6 @@ class SlurmError(Exception):
 
 # ----------------------------------------------------------------------------------------------------------
 # pure helpers
-
-
-def expand_hostlist(hostlist: Optional[str]) -> List[str]:
-    """Expand a Slurm host list: ``gpu-node-[01-03,07],login1`` -> [gpu-node-01, gpu-node-02, ...].
-
-    Nested ranges in several bracket groups (``r[1-2]-n[01-02]``) are expanded too; zero padding is kept.
-    ``(null)``, ``None`` or an empty string give ``[]``.
-    """
-    if not hostlist or hostlist in ("(null)", "None"):
-        return []
-    out: List[str] = []
-    for part in _split_top(hostlist):
-        out.extend(_expand_one(part))
-    return out
-
-
-def _split_top(text: str) -> List[str]:
-    parts, depth, cur = [], 0, []
-    for ch in text:
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth = max(0, depth - 1)
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
-    return [p.strip() for p in parts if p.strip()]
-
-
-def _expand_one(pattern: str) -> List[str]:
-    m = re.match(r"^([^\[]*)\[([^\]]*)\](.*)$", pattern)
-    if not m:
-        return [pattern]
-    head, body, tail = m.groups()
-    values: List[str] = []
-    for item in body.split(","):
-        item = item.strip()
-        r = re.match(r"^(\d+)-(\d+)$", item)
-        if r:
-            lo, hi = r.group(1), r.group(2)
-            width = len(lo) if lo.startswith("0") else 0
-            if int(hi) - int(lo) > 100000:  # refuse absurd ranges from garbage input
-                values.append(item)
-                continue
-            values.extend(str(i).zfill(width) for i in range(int(lo), int(hi) + 1))
-        elif item:
-            values.append(item)
-    return [head + v + rest for v in values for rest in _expand_one(tail)]
 
 
 def gpuops_reason(reason: str, prefix: str) -> str:
@@ -119,11 +68,17 @@ def join_reason(others: Optional[str], ours: Optional[str]) -> Optional[str]:
 
 
 def jobs_on_node(jobs: Sequence[Dict[str, Any]], node: str) -> List[Dict[str, Any]]:
-    """Active jobs whose node list includes ``node``, as small dicts for the module's result."""
+    """Active jobs whose node list includes ``node``, as small dicts for the module's result.
+
+    A node list Slurm would not print (``parsers/slurm_cli/hostlist.py`` refuses it) is a SlurmError naming the
+    job: which nodes that job holds is unknown, so nothing is decided on a guess."""
     out = []
     for job in jobs:
         state = (job.get("state") or "").upper()
-        nodes = expand_hostlist(job.get("node_list"))
+        try:
+            nodes = hostlist.expand(job.get("node_list"))
+        except hostlist.HostlistError as exc:
+            raise SlurmError("scontrol show job: job %s: unreadable NodeList: %s" % (job.get("job_id"), exc)) from None
         if node not in nodes or state not in ACTIVE_JOB_STATES:
             continue
         out.append(

@@ -23,8 +23,8 @@ import re
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
-from ansible_collections.gpuops.cluster.plugins.module_utils._slurm import expand_hostlist
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm import tokenize
+from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm_cli import hostlist
 
 PARSER = "slurm topology"
 #: Switch and block names, full match (they become variable values and group names).
@@ -50,10 +50,10 @@ def _lines(text: str) -> List[str]:
 
 
 def _hosts(value: Optional[str], source: Optional[str], lineno: int) -> List[str]:
-    names = expand_hostlist(value or "")
-    if len(names) > _MAX_NODES:
-        raise ParseError("host list expands to more than %d names" % _MAX_NODES, PARSER, source, lineno)
-    return names
+    try:
+        return hostlist.expand(value or "", limit=_MAX_NODES)
+    except hostlist.HostlistError as exc:  # a list Slurm would not print, or one over _MAX_NODES names
+        raise ParseError(str(exc), PARSER, source, lineno) from None
 
 
 def parse_topology(text: str, source: Optional[str] = None) -> List[Dict[str, Any]]:

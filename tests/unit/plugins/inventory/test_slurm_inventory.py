@@ -393,3 +393,35 @@ def test_parse_gres_pure():
     assert slurm_nodes.group_name("slurm_state_", "NOT_RESPONDING") == "slurm_state_not_responding"
     assert slurm_nodes.group_name("", "9lives") == "_9lives"
     assert slurm_nodes.group_name("", "***") is None
+
+
+@pytest.mark.parametrize(
+    "nodes, said",
+    [
+        ("gpu[1-10/2]", "bad range"),  # ClusterShell's step: not Slurm output (cluster-formats.md 1.5)
+        ("gpu[10-1]", "reversed range"),
+        ("gpu[01-03", "'[' without ']'"),
+        ("bgl[123x456]", "bad range"),  # the legacy 3-D box
+    ],
+)
+def test_topology_host_lists_slurm_never_prints_are_refused_with_the_line(nodes, said):
+    from ansible_collections.gpuops.cluster.plugins.module_utils._common import ParseError
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.inventory import topology
+
+    text = "SwitchName=leaf01 Nodes=gpu[01-02]\nSwitchName=leaf02 Nodes=%s\n" % nodes
+    with pytest.raises(ParseError) as err:
+        topology.parse_topology(text, "topology.conf")
+    assert said in str(err.value) and err.value.line == 2 and "topology.conf" in str(err.value)
+    # the forms Slurm prints still read (cluster-formats.md 1.5: width = len(lo), several ranges)
+    (rec,) = topology.parse_topology("SwitchName=leaf01 Nodes=c[020-022],f[8-10]\n")
+    assert rec["nodes"] == ["c020", "c021", "c022", "f8", "f9", "f10"]
+
+
+def test_bad_topology_host_list_is_a_clear_inventory_error(tmp_path):
+    (tmp_path / "t.conf").write_text("SwitchName=leaf01 Nodes=node[1-10/2]\n", encoding="utf-8")
+    _h, _g, proc = inventory(
+        tmp_path,
+        "plugin: gpuops.cluster.slurm\nscontrol_show_node_file: %s\ntopology_file: t.conf\n" % CN,
+        expect_ok=False,
+    )
+    assert proc.returncode != 0 and "node[1-10/2]" in proc.stderr and "Traceback" not in proc.stderr

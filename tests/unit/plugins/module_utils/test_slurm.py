@@ -16,7 +16,6 @@ from ansible_collections.gpuops.cluster.plugins.module_utils import _slurm
 from ansible_collections.gpuops.cluster.plugins.module_utils._slurm import (
     Scontrol,
     SlurmError,
-    expand_hostlist,
     gpuops_reason,
     jobs_on_node,
     join_reason,
@@ -123,26 +122,46 @@ def job(job_id=1, state="RUNNING", requeueable=True, others=()):
     return {"job_id": job_id, "state": state, "requeueable": requeueable, "other_nodes": list(others)}
 
 
+def _running(node_list, job_id=7):
+    return {"job_id": job_id, "state": "RUNNING", "node_list": node_list, "batch_flag": True, "requeue": True}
+
+
+# node lists in Slurm's forms (cluster-formats.md 1.5, SchedMD hostlist.c): commas split only outside brackets,
+# the width of a range is len(lo), text may follow a bracket, several brackets per name are read
 @pytest.mark.parametrize(
-    "text, expected",
+    "text, node, others",
     [
-        ("gpu-node-[01-03,07],login1", ["gpu-node-01", "gpu-node-02", "gpu-node-03", "gpu-node-07", "login1"]),
-        ("r[1-2]-n[01-02]", ["r1-n01", "r1-n02", "r2-n01", "r2-n02"]),
-        ("gpu-node-01", ["gpu-node-01"]),
-        ("n[8-11]", ["n8", "n9", "n10", "n11"]),
-        ("(null)", []),
-        ("", []),
-        (None, []),
-        ("x[5-3]", []),
-        ("broken[", ["broken["]),
+        ("gpu-node-[01-03,07],login1", "gpu-node-07", ["gpu-node-01", "gpu-node-02", "gpu-node-03", "login1"]),
+        ("e05-[42,76],e22-13", "e22-13", ["e05-42", "e05-76"]),
+        ("c[020-022]", "c021", ["c020", "c022"]),
+        ("n[8-10]", "n10", ["n8", "n9"]),
+        ("n[08-10]", "n08", ["n09", "n10"]),
+        ("node[1-2]-ib", "node2-ib", ["node1-ib"]),
+        ("rack[1-2]n[01-02]", "rack2n01", ["rack1n01", "rack1n02", "rack2n02"]),
+        ("gpu-node-01", "gpu-node-01", []),
     ],
 )
-def test_expand_hostlist(text, expected):
-    assert expand_hostlist(text) == expected
+def test_jobs_on_node_reads_slurm_node_lists(text, node, others):
+    (j,) = jobs_on_node([_running(text)], node)
+    assert j["other_nodes"] == others
 
 
-def test_expand_hostlist_refuses_absurd_range():
-    assert expand_hostlist("n[0-99999999]") == ["n0-99999999"]
+@pytest.mark.parametrize("text", ["(null)", "", None, "None assigned"])
+def test_jobs_on_node_no_hosts(text):
+    assert jobs_on_node([_running(text)], "gpu-node-01") == []
+
+
+# lists Slurm never prints (cluster-formats.md 1.5): a reversed range, an unbalanced bracket, a ClusterShell step,
+# the legacy 3-D box, a typo that would expand to 100 million names. Before, the lax helper in _slurm.py
+# guessed (broken[ -> a node named "broken[", n[0-99999999] -> a node named "n0-99999999").
+@pytest.mark.parametrize("text", ["x[5-3]", "broken[", "n]1", "n[1-10/2]", "bgl[123x456]", "exe[1-100000000]"])
+def test_jobs_on_node_refuses_a_node_list_slurm_never_prints(text):
+    with pytest.raises(SlurmError, match="job 7: unreadable NodeList"):
+        jobs_on_node([_running(text)], "gpu-node-01")
+
+
+def test_one_hostlist_parser():
+    assert not hasattr(_slurm, "expand_hostlist") and not hasattr(_slurm, "_expand_one")
 
 
 @pytest.mark.parametrize(
@@ -346,7 +365,10 @@ def test_plan_is_idempotent_after_applying():
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(st.text(max_size=60))
 def test_fuzz_hostlist_and_reason(text):
-    assert isinstance(expand_hostlist(text), list)
+    try:
+        assert isinstance(jobs_on_node([_running(text)], "n1"), list)
+    except SlurmError as exc:  # a list Slurm never prints: a clear error, never another exception
+        assert "unreadable NodeList" in str(exc)
     others, ours = split_reason(text, P)
     assert others is None or isinstance(others, str)
     assert ours is None or ours.startswith(P)
