@@ -3,11 +3,12 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """gpuops.cluster.collect_info: where the node's evidence is parsed (``parse_on``).
 
-``parse_on: node`` (the default) runs the collect_info module on the node: it runs the tools and parses there
-(NVML when pynvml is installed). ``parse_on: controller`` runs ``gpuops.cluster.capture`` on the node instead,
-which runs the same tools and sends their output back, and parses it here with the capture-directory collectors
+``parse_on: controller`` (the default, as in roles/inspect) has the node run the tools and send their output
+back - by one POSIX shell command (``capture_via: shell``, the default: no Python on the node) or by
+``gpuops.cluster.capture`` (``capture_via: python``) - and parses it here with the capture-directory collectors
 (``_livetree``), in this task's worker process: the node imports no parser (docs/performance.md, "Live path").
-A capture_dir is always read by the module, wherever the task runs.
+``parse_on: node`` runs the collect_info module on the node: it runs the tools and parses there (NVML when pynvml
+is installed). A capture_dir is always read by the module, wherever the task runs.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from ansible.plugins.action import ActionBase
 
 PARSE_ON = ("node", "controller")
 CAPTURE_VIA = ("shell", "python")
+#: the one default live mode (documented in plugins/modules/collect_info.py; roles/inspect defaults to the same)
+DEFAULT_PARSE_ON = "controller"
+DEFAULT_CAPTURE_VIA = "shell"
 #: what reads the shell capture's script from stdin on the node
 SHELL = "/bin/sh"
 #: collect_info options the node-side capture takes as they are
@@ -31,12 +35,12 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         args = dict(self._task.args)
-        parse_on = args.pop("parse_on", None) or "node"
+        parse_on = args.pop("parse_on", None) or DEFAULT_PARSE_ON
         if parse_on not in PARSE_ON:
             raise AnsibleActionFail(
                 "collect_info: parse_on must be one of %s, not %r" % (", ".join(PARSE_ON), parse_on)
             )
-        via = args.pop("capture_via", None) or "shell"
+        via = args.pop("capture_via", None) or DEFAULT_CAPTURE_VIA
         max_bytes = args.pop("capture_max_bytes", None)
         if via not in CAPTURE_VIA:
             raise AnsibleActionFail(

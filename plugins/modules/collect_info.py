@@ -18,6 +18,15 @@ description:
     M(gpuops.cluster.node_info)), so the result is the aggregate of C(docs/facts.md).
   - A tool that fails or hangs is reported in C(facts.errors) (the inspection turns it into a C(collector.error)
     finding); the module itself does not fail for it.
+  - "Three live modes, one default. O(parse_on=controller) with O(capture_via=shell) (the default, and what the
+    inspection role uses - C(inspect_parse_on), C(inspect_capture_via)): the node runs one POSIX shell script and
+    no Python, the controller parses; the cheapest (below a ping on the 60-host bench, C(docs/performance.md),
+    section \"Live modes, one default\"). O(parse_on=controller) with O(capture_via=python): the node runs
+    M(gpuops.cluster.capture) - pick it for nodes whose tools may hang in the kernel (D state), which a shell cannot
+    abandon, or nodes without coreutils C(timeout). O(parse_on=node): this module collects and parses on the
+    node - pick it for nodes with pynvml where C(nvidia-smi -q -x) is slow (NVML is used only in this mode)."
+  - O(result_format) only says how the facts come back; the inspection asks for V(capture) with
+    O(parse_on=controller) and V(json) with O(parse_on=node).
 extends_documentation_fragment:
   - gpuops.cluster.common
   - gpuops.cluster.common.attributes_info
@@ -45,7 +54,7 @@ options:
     type: path
     default: /
   use_nvml:
-    description: Try NVML (pynvml) before C(nvidia-smi).
+    description: Try NVML (pynvml) before C(nvidia-smi). Only with O(parse_on=node).
     type: bool
     default: true
   parse_on:
@@ -56,12 +65,12 @@ options:
         action plugin parses it on the controller with the capture-directory collectors, in the task's worker
         process. The node then imports no parser (about half of a live collection's cost on the node,
         C(docs/performance.md)); GPUs are read with C(nvidia-smi -q -x) (NVML is not used), the facts say
-        C(parsed_on=controller), and C(mode) stays C(live). What M(gpuops.cluster.inspect_cluster) uses by default
-        (role variable C(inspect_parse_on)).
+        C(parsed_on=controller), and C(mode) stays C(live). The default, and what the inspection uses by default
+        (role variable C(inspect_parse_on), inventory variable C(gpuops_parse_on)).
       - Ignored with O(capture_dir) (always read where the task runs).
     type: str
     choices: [node, controller]
-    default: node
+    default: controller
   capture_via:
     description:
       - How the node runs its tools with O(parse_on=controller).
@@ -74,6 +83,7 @@ options:
         section "Live path"). The node needs C(sh), C(grep), C(mktemp) and C(timeout) (coreutils); with become the
         script runs as the become user. A node whose tools hang in the kernel (D state) holds the command until
         the task's C(timeout) ends it; the node is then unknown, never judged.
+        The default, and what the inspection uses by default (role variable C(inspect_capture_via)).
       - V(python) - M(gpuops.cluster.capture) runs the tools from Python on the node (each abandoned after
         O(timeout) seconds even in D state, side by side in threads).
       - Ignored with O(parse_on=node) and with O(capture_dir).
@@ -113,6 +123,12 @@ EXAMPLES = r"""
   gpuops.cluster.collect_info:
     mounts: [/home, /lustre]
     timeout: 20
+  register: node
+
+- name: Parse on the node (NVML through pynvml, for nodes where nvidia-smi -q -x is slow)
+  gpuops.cluster.collect_info:
+    parse_on: node
+    result_format: json
   register: node
 
 - name: Analyse saved evidence instead of the live node
@@ -174,7 +190,7 @@ def main():
             "use_nvml": {"type": "bool", "default": True},
             "result_format": {"type": "str", "choices": ["dict", "json", "capture"], "default": "dict"},
             # handled by the action plugin (controller: gpuops.cluster.capture runs here instead of this module)
-            "parse_on": {"type": "str", "choices": ["node", "controller"], "default": "node"},
+            "parse_on": {"type": "str", "choices": ["node", "controller"], "default": "controller"},
             "capture_via": {"type": "str", "choices": ["shell", "python"], "default": "shell"},
             "capture_max_bytes": {"type": "int", "default": 67108864},
         },
