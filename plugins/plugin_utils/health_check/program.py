@@ -57,6 +57,9 @@ DEFAULTS: Dict[str, Any] = {
     "resume": True,
     "drain_actions": list(_policy.DISRUPTIVE_ACTIONS),  # each needs the node out of service first
     "drain_severities": ["P0", "P1"],
+    # an expected IB port DOWN (Polling, Disabled) in this many consecutive runs drains the node (0: never); one
+    # flap shorter than (ib_down_runs - 1) x HealthCheckInterval does not
+    "ib_down_runs": 3,
     "state_file": "/var/lib/gpuops/health_check/state.json",
     "textfile_dir": None,
     "version": None,  # the bundle's content version, set by the bundler
@@ -82,6 +85,9 @@ def load_config(raw: Any) -> Dict[str, Any]:
     for key in ("call_timeout", "collect_timeout", "scontrol_timeout"):
         if not isinstance(cfg[key], (int, float)) or isinstance(cfg[key], bool) or not 0 < cfg[key] <= 60:
             raise ConfigError("%s must be a number of seconds in (0, 60]" % key)
+    runs = cfg["ib_down_runs"]
+    if not isinstance(runs, int) or isinstance(runs, bool) or not 0 <= runs <= 100:
+        raise ConfigError("ib_down_runs must be an integer in [0, 100] (0: never drain for a port down)")
     for key in ("domains", "drain_actions", "drain_severities"):
         if not isinstance(cfg[key], list) or not all(isinstance(v, str) for v in cfg[key]):
             raise ConfigError("%s must be a list of strings" % key)
@@ -141,6 +147,50 @@ def drain_targets(findings: Sequence[Dict[str, Any]], cfg: Dict[str, Any]) -> Li
         and not _policy.is_withheld(f)
         and f.get("check") not in correlated
         and f.get("check") not in GAP_CHECKS
+    ]
+
+
+#: ib.port_state codes of a port that is down (state DOWN: physically Polling, Disabled, Sleep...); INIT/ARMED is the
+#: subnet manager's (a P0 about the SM when many nodes see it), a missing port is the profile's
+IB_DOWN_CODES = ("DOWN",)
+
+
+def ib_down_streaks(findings: Sequence[Dict[str, Any]], previous: Any) -> Dict[str, int]:
+    """Consecutive runs each expected IB port was seen DOWN: ``{port: runs}``. Pure.
+
+    A port counts when this run has an ``ib.port_state`` finding for it with a DOWN code (the port is expected up:
+    by the profile's ``ib_ports`` or by its Active peers of the same adapter model, checks/ib.py, checks/fleet.py);
+    a port not seen DOWN in this run drops out (a flap that came back starts from zero)."""
+    prev = previous if isinstance(previous, dict) else {}
+    out: Dict[str, int] = {}
+    for f in findings:
+        if f.get("check") == "ib.port_state" and f.get("code") in IB_DOWN_CODES and not _policy.is_withheld(f):
+            port = str(f.get("component"))
+            before = prev.get(port)
+            out[port] = (before if isinstance(before, int) and not isinstance(before, bool) and before > 0 else 0) + 1
+    return out
+
+
+def ib_down_targets(
+    findings: Sequence[Dict[str, Any]], streaks: Dict[str, int], cfg: Dict[str, Any]
+) -> List[Dict[str, Any]]:
+    """``ib.port_state`` DOWN findings whose port has been down ``ib_down_runs`` runs in a row (drain targets).
+
+    ``ib.port_state`` is a correlated check (a dead leaf darkens every member: the controller's one P0, not N
+    drains), so a single run never drains for it; a port that stays down for several runs is contained from the
+    node (a job placed on a node without its fabric fails), and the node resumes itself once the port is Active
+    again. A leaf failure therefore drains its members after ``ib_down_runs`` runs and resumes them when it is
+    back; the controller's correlation still raises the one P0 for the leaf."""
+    need = cfg.get("ib_down_runs") or 0
+    if need <= 0:
+        return []
+    return [
+        f
+        for f in findings
+        if f.get("check") == "ib.port_state"
+        and f.get("code") in IB_DOWN_CODES
+        and not _policy.is_withheld(f)
+        and streaks.get(str(f.get("component")), 0) >= need
     ]
 
 
@@ -343,7 +393,9 @@ def run(cfg: Dict[str, Any], env: Optional[Dict[str, str]] = None, write: bool =
     status, why = evidence_gap(status, why, findings, domains)
     code = verdict(status, findings)
     slurm = _slurm_status(facts, node, cfg["reason_prefix"])
-    plan = decide(slurm, drain_targets(findings, cfg), code, state.get("own_reason"), cfg)
+    streaks = ib_down_streaks(findings, state.get("ib_down_runs"))
+    targets = drain_targets(findings, cfg) + ib_down_targets(findings, streaks, cfg)
+    plan = decide(slurm, targets, code, state.get("own_reason"), cfg)
     error = apply(plan, node, cfg, cfg["scontrol_timeout"]) if write else None
     if error:
         resuming = plan["action"] == "resume"  # a failed resume leaves our drain; a failed drain is not ours
@@ -368,6 +420,7 @@ def run(cfg: Dict[str, Any], env: Optional[Dict[str, str]] = None, write: bool =
         "timestamp": time.time(),
         "finished_at": utcnow_iso(),
         "host_state": host_state,
+        "ib_down_runs": streaks,
     }
     result["run_seconds"] = round(time.monotonic() - t0, 3)
     # CPU of the program and every tool it ran (reaped children): the figure a loaded machine does not inflate
