@@ -30,6 +30,8 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils.store.ledger_incide
     insert_incidents,
     restore_incidents,
 )
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store.ledger_keys import component_class
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store.ledger_keys import fingerprint as _fingerprint
 
 try:
     import sqlalchemy as sa
@@ -42,16 +44,6 @@ CHUNK = 2000
 OUT_OF_SERVICE = {"DRAIN", "DRAINED", "DRAINING", "DOWN", "FAIL", "FAILING", "MAINT", "NOT_RESPONDING", "NO_RESPOND"}
 #: The audit's own floor: changes derived from the audit trail are kept at least this long (compliance regimes).
 AUDIT_MIN_DAYS = 183
-COMPONENTS = ("gpu", "hbm", "nvlink", "ib_link", "psu", "fan", "node", "storage", "scheduler", "other")
-_PREFIX = (
-    (("gpu.ecc", "gpu.retired_pages", "gpu.row_remap", "gpu.hbm"), "hbm"),
-    (("gpu.nvlink", "gpu.fabric", "nvswitch.", "node.fabric_manager"), "nvlink"),
-    (("gpu.",), "gpu"),
-    (("ib.", "cluster.subnet_manager"), "ib_link"),
-    (("storage.", "node.mounts"), "storage"),
-    (("scheduler.", "cluster.capacity"), "scheduler"),
-    (("node.", "collector.", "cluster.unknown"), "node"),
-)
 
 
 class LedgerError(Exception):
@@ -62,23 +54,6 @@ def tables() -> Dict[str, Any]:
     if not _T:
         _T.update(ledger_schema.tables().tables)
     return _T
-
-
-def component_class(check_id: Any, component: Any = None) -> str:
-    """The component class of a finding (contract: gpu hbm nvlink ib_link psu fan node storage scheduler other)
-    from its check id; a BMC finding is ``psu`` or ``fan`` when its component says so, else ``node``."""
-    check = str(check_id or "")
-    if check.startswith("bmc."):
-        comp = str(component or "").lower()
-        if "psu" in comp or "power_supply" in comp or "powersupply" in comp:
-            return "psu"
-        if "fan" in comp:
-            return "fan"
-        return "node"
-    for prefixes, cls in _PREFIX:
-        if check.startswith(prefixes):
-            return cls
-    return "other"
 
 
 def report_time(report: Dict[str, Any]) -> float:
@@ -312,11 +287,6 @@ def _pairs(report: Dict[str, Any]) -> Iterable[Tuple[str, str, Dict[str, Any]]]:
     for f in summary.get("cluster_findings") or []:
         if isinstance(f, dict):
             yield _fingerprint("", f), "", f
-
-
-def _fingerprint(host: str, f: Dict[str, Any]) -> str:
-    fid = str(f.get("id") or "%s:%s:%s" % (f.get("check"), f.get("component"), f.get("code")))
-    return ("%s|%s" % (host, fid))[:512]
 
 
 def _finding_rows(report: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:

@@ -24,6 +24,7 @@ import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.service import sla as _sla
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger_keys as _keys
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger_schema
 
 try:
@@ -82,26 +83,44 @@ def _event(iid: str, step: str, at: float, actor: str, source: str, detail: Opti
 SEVERITY_RANK = {"P0": 0, "P1": 1, "P2": 2, "P3": 3}
 
 
-def _open_fingerprints(conn: Any, fps: List[str]) -> Set[str]:
-    """The fingerprints among ``fps`` that an open incident already holds (as the one that opened it, or joined)."""
+def _open_holders(conn: Any, fps: List[str]) -> Dict[str, str]:
+    """fingerprint -> the open incident that holds it (as the one that opened it, or joined), for ``fps``."""
     t = tables()
     inc, ev = t["incidents"], t["incident_events"]
-    have: Set[str] = set()
+    have: Dict[str, str] = {}
     for i in range(0, len(fps), 2000):
         part = fps[i : i + 2000]
-        have.update(
-            r[0]
-            for r in conn.execute(
-                sa.select(inc.c.fingerprint).where(inc.c.state == "open", inc.c.fingerprint.in_(part))
-            )
-        )
         q = (
-            sa.select(ev.c.detail)
+            sa.select(ev.c.detail, ev.c.incident_id)
             .join(inc, inc.c.incident_id == ev.c.incident_id)
             .where(inc.c.state == "open", ev.c.step == "joined", ev.c.detail.in_(part))
         )
-        have.update(r[0] for r in conn.execute(q))
+        have.update((r[0], r[1]) for r in conn.execute(q))
+        q = sa.select(inc.c.fingerprint, inc.c.incident_id).where(inc.c.state == "open", inc.c.fingerprint.in_(part))
+        have.update((r[0], r[1]) for r in conn.execute(q))
     return have
+
+
+def _open_fingerprints(conn: Any, fps: List[str]) -> Set[str]:
+    """The fingerprints among ``fps`` that an open incident already holds (as the one that opened it, or joined)."""
+    return set(_open_holders(conn, fps))
+
+
+def _earlier(conn: Any, when: Dict[str, float]) -> List[str]:
+    """Move open incidents' ``detected_at`` (and their ``detected`` event) back to an earlier detection of the same
+    fault seen by another path (an inspection's evidence after an alert, an alert's startsAt after an inspection):
+    ``when``: incident id -> time. Returns the ids moved."""
+    t = tables()
+    inc, ev = t["incidents"], t["incident_events"]
+    moved = []
+    for iid, at in sorted(when.items()):
+        res = conn.execute(inc.update().where(inc.c.incident_id == iid, inc.c.detected_at > at).values(detected_at=at))
+        if res.rowcount:
+            conn.execute(
+                ev.update().where(ev.c.incident_id == iid, ev.c.step == "detected", ev.c.at > at).values(at=at)
+            )
+            moved.append(iid)
+    return moved
 
 
 def _running(conn: Any, hosts: Set[str]) -> Dict[str, Tuple[str, str]]:
@@ -135,9 +154,15 @@ def insert_incidents(
         return []
     t = tables()
     inc = t["incidents"]
-    have = _open_fingerprints(conn, [f["fingerprint"] for f in findings])
+    have = _open_holders(conn, [f["fingerprint"] for f in findings])
     todo = [f for f in findings if f["fingerprint"] not in have]
+    earlier: Dict[str, float] = {}  # an alert opened it: this inspection's evidence may be older
+    for f in findings:
+        iid, when = have.get(f["fingerprint"]), detected.get(f["fingerprint"])
+        if iid and when is not None:
+            earlier[iid] = min(when, earlier.get(iid, when))
     if not todo:
+        _earlier(conn, earlier)
         return []
     running = _running(conn, {f["host"] for f in todo if f.get("host")})
     groups: Dict[Any, List[Dict[str, Any]]] = {}
@@ -148,6 +173,7 @@ def insert_incidents(
         cur = running.get(host) if host else None
         if cur and SEVERITY_RANK.get(f["severity"], 9) >= SEVERITY_RANK.get(cur[1], 9):
             events.append(_event(cur[0], "joined", when, "inspection", "inspection", fp))
+            earlier[cur[0]] = min(when, earlier.get(cur[0], when))
             continue
         groups.setdefault(host or "", []).append(f)
     ids = _new_ids(conn, at, len(groups)) if groups else []
@@ -176,6 +202,7 @@ def insert_incidents(
         conn.execute(inc.insert(), rows)
     if events:
         conn.execute(t["incident_events"].insert(), events)
+    _earlier(conn, earlier)
     return ids
 
 
@@ -469,3 +496,96 @@ def record_ticket(store: Any, ticket: Dict[str, Any], now: Optional[float] = Non
             },
         )
     return {"ticket_id": tid, "incident_id": iid, "recorded": True}
+
+
+def _realtime_one(conn: Any, ev: Dict[str, Any], at: float, windows: Dict[str, str]) -> Dict[str, Any]:
+    """Open or join the incident of one validated event (inside the locked transaction); returns its result."""
+    t = tables()
+    inc, iev = t["incidents"], t["incident_events"]
+    host, fp, src = ev["host"], ev["fingerprint"], ev["source"]
+    out = {k: ev[k] for k in ("host", "check_id", "severity", "source", "fingerprint")}
+    iid = _open_holders(conn, [fp]).get(fp)
+    if iid is None and ev["code"] is None:  # a health-check series names no code: the same check and component
+        q = sa.select(inc.c.incident_id).where(inc.c.state == "open", inc.c.fingerprint.startswith(fp, autoescape=True))
+        iid = conn.execute(q).scalar()
+    cur = _running(conn, {host}).get(host)
+    if iid is None and cur and SEVERITY_RANK[ev["severity"]] >= SEVERITY_RANK.get(cur[1], 9):
+        iid = cur[0]  # one fault, one incident: the node's running incident, as insert_incidents joins
+    floor_at = (
+        at if iid is None else conn.execute(sa.select(inc.c.detected_at).where(inc.c.incident_id == iid)).scalar()
+    )
+    np_ = t["node_periods"]
+    seen = [  # the node's sightings before the fault: a period's first and last (record_run's floor)
+        conn.execute(sa.select(sa.func.max(c)).where(np_.c.host == host, c < floor_at)).scalar()
+        for c in (np_.c.started_at, np_.c.last_seen)
+    ]
+    when = max([min(ev["detected_at"], at)] + [float(x) for x in seen if x is not None])  # never after now
+    if iid is None:
+        iid = _new_ids(conn, at, 1)[0]
+        row = {"incident_id": iid, "fingerprint": fp, "host": host, "severity": ev["severity"], "state": "open"}
+        row.update(component=ev["component_class"], title=ev["summary"] or None, source=src, detected_at=when)
+        conn.execute(inc.insert(), row)
+        conn.execute(iev.insert(), _event(iid, "detected", when, src, "realtime", fp))
+        out["outcome"] = "opened"
+    else:
+        seen = sa.select(iev.c.id).where(iev.c.incident_id == iid, iev.c.actor == src, iev.c.detail == fp)
+        out["outcome"] = "repeat" if conn.execute(seen.limit(1)).first() else "joined"
+        conn.execute(iev.insert(), _event(iid, out["outcome"], at, src, "realtime", fp))
+        _earlier(conn, {iid: when})
+    why = ev["suppress"] or windows.get(host)
+    out.update(incident_id=iid, act=False, suppressed=why, runbook=ev["runbook"])
+    out["detected_at"] = conn.execute(sa.select(inc.c.detected_at).where(inc.c.incident_id == iid)).scalar()
+    if why:
+        conn.execute(
+            iev.insert(),
+            _event(iid, "suppressed", at, src, "realtime", ("%s: %s" % (ev["runbook"] or "-", why))[:_TEXT_MAX]),
+        )
+    elif ev["runbook"]:
+        acted = sa.select(iev.c.at).where(
+            iev.c.incident_id == iid, iev.c.step == "acted", iev.c.detail == ev["runbook"]
+        )
+        done = conn.execute(acted.limit(1)).scalar()
+        if done is None:  # claimed before the runbook acts: a repeat in the meantime finds it and is skipped
+            conn.execute(iev.insert(), _event(iid, "acted", at, src, "realtime", ev["runbook"]))
+            out["act"] = True
+        else:
+            out["acted_at"] = done
+    return out
+
+
+def record_realtime(
+    store: Any, events: List[Dict[str, Any]], now: Optional[float] = None, sla: Optional[Dict[str, Any]] = None
+) -> Dict[str, Any]:
+    """The ledger entry of the real-time paths (EDA alerts, the node health check; docs/service.md "Real-time
+    events"), one transaction under the lock ``ledger``. Each event (``_keys.realtime_event``; a bad one is refused
+    with its reason, the others go on) opens an incident or joins the open one of the same fault: the fingerprint an
+    inspection's finding has, else the node's running incident when not more severe; the earlier detection of either
+    path wins, bounded as ``record_run`` bounds it. ``act``: once per incident and runbook, never in a maintenance
+    window or with ``suppress``. Returns {at, results, opened, joined, repeats, suppressed, below, refused, act}."""
+    if not isinstance(events, list):
+        raise IncidentError("record_realtime needs a list of events, not %s" % type(events).__name__)
+    at = float(now if now is not None else time.time())
+    opens = (sla or _sla.DEFAULT_SLA).get("open_severities") or []
+    results: List[Dict[str, Any]] = []
+    valid = []
+    for i, raw in enumerate(events):
+        try:
+            valid.append((i, _keys.realtime_event(raw)))
+        except _keys.RealtimeError as exc:
+            results.append({"index": i, "outcome": "refused", "error": "event %d: %s" % (i, exc), "act": False})
+    if valid:
+        with store.begin(lock=LOCK) as conn:
+            windows = _keys.windows_in_force(
+                conn, tables()["maintenance_windows"], {ev["host"] for _i, ev in valid}, at
+            )
+            for i, ev in valid:
+                if ev["severity"] not in opens:
+                    results.append({"index": i, "host": ev["host"], "outcome": "below", "act": False})
+                    continue
+                results.append(dict(_realtime_one(conn, ev, at, windows), index=i))
+    results.sort(key=lambda r: r["index"])
+    out: Dict[str, Any] = {"at": at, "results": results, "suppressed": [r for r in results if r.get("suppressed")]}
+    for key, word in (("opened",) * 2, ("joined",) * 2, ("repeats", "repeat"), ("below",) * 2, ("refused",) * 2):
+        out[key] = [r for r in results if r["outcome"] == word]
+    out["act"] = {r["host"]: r["incident_id"] for r in results if r.get("act")}
+    return out
