@@ -299,7 +299,9 @@ class DbStateStore:
 
 
 # -- the one-time import of an older collection's state files --------------------------------------------------
-IMPORTED_SUFFIX = ".imported-"  # <state_dir>/hosts.imported-<UTC stamp>, <state_dir>/isolation/history.json.imported-...
+IMPORTED_SUFFIX = (
+    ".imported-"  # <state_dir>/hosts.imported-<UTC stamp>, <state_dir>/isolation/history.json.imported-...
+)
 
 
 def _old_paths(state_dir: str) -> Dict[str, str]:
@@ -323,7 +325,10 @@ def _read_old(path: str, what: str) -> Any:
         if exc.errno == errno.ENOENT:
             return None
         raise ValueError("cannot read it: %s" % (exc.strerror or exc)) from None
-    data = _safejson.loads(raw, what=what)  # not UTF-8, not JSON, nested too deep: a ValueError
+    try:
+        data = _safejson.loads(raw, what=what)  # not UTF-8, not JSON, nested too deep: a ValueError
+    except ValueError as exc:
+        raise ValueError("not readable JSON (%s)" % exc) from None
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     return data
@@ -372,7 +377,9 @@ def _old_claims(state_dir: str, dst: DbStateStore) -> List[Dict[str, Any]]:
             continue
         row = {k: e.get(k) for k in ("released_at", "override_reason")}
         row.update(node=e["node"], time=when, run_id=str(e.get("run_id") or ""), ticket=str(e.get("ticket") or ""))
-        row["state"] = e.get("state") if e.get("state") in (_guard.CLAIMED, _guard.DONE, _guard.FAILED) else _guard.CLAIMED
+        row["state"] = (
+            e.get("state") if e.get("state") in (_guard.CLAIMED, _guard.DONE, _guard.FAILED) else _guard.CLAIMED
+        )
         rows.append(row)
     return rows
 

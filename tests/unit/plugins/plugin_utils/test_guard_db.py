@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
-"""The isolation guard on the shared state's database backend (plugins/plugin_utils/store/state_store.py): the cap holds
-across processes (execution nodes) on one database, and claims, releases and expiry answer exactly as the file
-backend does (docs/isolation.md "Several controllers")."""
+"""The isolation guard on the state's one backend, the store (plugins/plugin_utils/store/state_store.py): the cap holds
+across processes (execution nodes) on one database, and claims, releases and expiry answer alike on the embedded
+SQLite file, a SQLite db_url and PostgreSQL (docs/isolation.md "Several controllers")."""
 
 from __future__ import annotations
 
@@ -33,10 +33,11 @@ def db_url(store_kw, tmp_path):
     return "sqlite:///%s" % (tmp_path / "x.db")
 
 
-@pytest.fixture(params=["file", "sqlite", "postgresql"])
+@pytest.fixture(params=["embedded", "sqlite", "postgresql"])
 def backend(request, tmp_path):
-    """An opened state store of each kind: the file default, the database on SQLite and on PostgreSQL."""
-    if request.param == "file":
+    """An opened state store of each kind: the embedded SQLite file of the state directory, a SQLite db_url and
+    PostgreSQL."""
+    if request.param == "embedded":
         store = _state_store.open_state(state_dir=str(tmp_path / "state"))
     elif request.param == "sqlite":
         store = _state_store.open_state(state_dir=str(tmp_path / "state"), db_url="sqlite:///%s" % (tmp_path / "x.db"))
@@ -48,7 +49,9 @@ def backend(request, tmp_path):
 
 def test_backend_is_chosen_from_state_dir_and_db_url(tmp_path, db_url):
     assert _state_store.open_state() is None
-    assert _state_store.open_state(state_dir=str(tmp_path)).backend == "file"
+    embedded = _state_store.open_state(state_dir=str(tmp_path / "embedded"))
+    assert embedded.backend == "db" and embedded.store.url == "sqlite:///%s" % (tmp_path / "embedded" / "gpuops.db")
+    embedded.close()
     store = _state_store.open_state(state_dir=str(tmp_path), db_url=db_url)
     assert store.backend == "db"
     store.close()
@@ -83,7 +86,7 @@ def test_four_processes_on_a_stale_view_claim_two_of_eight_in_total(db_url):
     assert {e["run_id"] for e in history} == winners
 
 
-def test_claims_releases_and_expiry_answer_as_the_file_backend(backend):
+def test_claims_releases_and_expiry_answer_alike_on_every_store(backend):
     c = cluster()
     pol = {"window_s": 0, "claim_ttl_s": 7200}
     a = backend.guard_and_claim(["gpu-node-01", "gpu-node-02", "gpu-node-03"], c, policy=pol,
