@@ -260,16 +260,27 @@ def check_capacity(out: Out, sched: Dict[str, Any], sp: Dict[str, Any]) -> None:
         )
 
 
+def storage_unknown(platform_facts: Any) -> List[Dict[str, Any]]:
+    """The storage parts a partial capture did not hold (the storage facts' ``unknown``: ``[{part, files,
+    message}]``, docs/findings.md "What was not seen")."""
+    rows = as_dict(as_dict(platform_facts).get("storage")).get("unknown")
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+
+
 def platform_summary(platform_facts: Any, now: float) -> Optional[Dict[str, Any]]:
-    """The figures for report.json ``platform``: queue waits and GPU capacity; None without scheduler facts."""
+    """The figures for report.json ``platform``: queue waits and GPU capacity, the scheduler parts not captured
+    (``unseen``) and the storage parts not captured (``storage_unknown``); None without scheduler facts (with
+    storage facts alone: only ``storage_unknown``, when a storage part is unknown)."""
     sched = as_dict(as_dict(platform_facts).get("scheduler"))
     if not sched:
-        return None
+        unknown = storage_unknown(platform_facts)
+        return {"state": None, "unseen": [], "storage_unknown": unknown} if unknown else None
     ref = as_dict(platform_facts).get("collected_at")
     ref = float(ref) if isinstance(ref, (int, float)) and not isinstance(ref, bool) else now
     return {
         "state": sched.get("state"),
         "unseen": sched.get("unseen") or [],
+        "storage_unknown": storage_unknown(platform_facts),
         "controllers": sched.get("controllers"),
         "accounting": sched.get("accounting"),
         "queue": queue_stats(sched, ref),
