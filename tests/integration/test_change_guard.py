@@ -222,7 +222,10 @@ D=$(dirname "$0")
 echo "$*" >> "$D/calls"
 case "$1" in
   show) if [ -f "$D/resv_$3" ]; then cat "$D/resv_$3"; exit 0; fi; echo "Reservation $3 not found"; exit 1 ;;
-  create) n=${3#ReservationName=}; echo "ReservationName=$n $*" > "$D/resv_$n"; echo "Reservation created: $n" ;;
+  create) n=${3#ReservationName=}; printf '%s\n' "ReservationName=$n StartTime=2026-12-05T02:00:00 EndTime=2026-12-05T05:00:00 Duration=03:00:00" \
+      "   Nodes=node[1-2] NodeCnt=2 CoreCnt=448 Features=(null) PartitionName=(null) Flags=MAINT,IGNORE_JOBS,SPEC_NODES" \
+      "   TRES=cpu=448" "   Users=root Groups=(null) Accounts=(null) Licenses=(null) State=INACTIVE BurstBuffer=(null) Watts=n/a" \
+      "   MaxStartDelay=(null)" > "$D/resv_$n"; echo "Reservation created: $n" ;;
   delete) n=${2#ReservationName=}; rm "$D/resv_$n" || exit 1 ;;
   *) exit 2 ;;
 esac
@@ -244,19 +247,30 @@ def test_reservation_is_idempotent_by_name(tmp_path):
     # present, present, absent, absent: create once, delete once
     # the collection-wide setting (gpuops_slurm_controller) is the role's default
     controller = json.dumps({"gpuops_slurm_controller": {"scontrol_path": str(fake)}})
+    state = str(tmp_path / "ledger")
     rc, out = playbook(tmp_path, "reservation.yml", controller, "resv_start=2026-12-05T02:00:00",
-                       "resv_minutes=180", audit=False)  # fmt: skip
+                       "resv_minutes=180", "gpuops_state_dir=%s" % state, audit=False)  # fmt: skip
     assert rc == 0, out
     assert calls.read_text().splitlines() == [
         "show reservation gpuops-maint",
         "create reservation ReservationName=gpuops-maint Flags=MAINT,IGNORE_JOBS StartTime=2026-12-05T02:00:00"
         " Duration=180 Nodes=node1,node2 Users=root",
+        "show reservation gpuops-maint",  # read again (TZ=UTC) for the service ledger
         "show reservation gpuops-maint",
+        "show reservation gpuops-maint",  # and again for the ledger (present twice: recorded once, then unchanged)
         "show reservation gpuops-maint",
         "delete ReservationName=gpuops-maint",
         "show reservation gpuops-maint",
     ]
-    assert "changed=2" in out
+    assert "changed=3" in out  # created, its window written, deleted (the window had ended: left as it was)
+    # the MAINT reservation is a maintenance window of the service ledger: 02:00-05:00 UTC on node1, node2
+    import sqlite3
+
+    with sqlite3.connect(os.path.join(state, "gpuops.db")) as db:
+        rows = db.execute("SELECT name, starts_at, ends_at, scope FROM maintenance_windows").fetchall()
+    assert [(n, a, b, json.loads(sc)) for n, a, b, sc in rows] == [
+        ("slurm:gpuops-maint", 1796436000.0, 1796446800.0, {"hosts": ["node1", "node2"]})
+    ]
 
 
 def test_role_defaults_mirror_argument_specs():

@@ -14,6 +14,11 @@ report reads the windows that were in force, not the ones defined when the repor
   in ``invalid`` (the change guard refuses it too), never silently dropped.
 - :func:`record_windows`: upsert the rows in one transaction under the ledger lock; an existing row's hosts are
   the union of what every run saw (a run limited to some hosts never narrows a window).
+- :func:`reservation_row`, :func:`record_reservation`, :func:`end_reservation`: a Slurm MAINT reservation the change
+  guard creates (``change/reservations.py`` reads ``scontrol show reservation``) is a window too, ``slurm:<name>``
+  over the reservation's StartTime..EndTime and its nodes (as inventory names); recorded when the guard creates it
+  (or finds it), its end moved to the deletion time when the guard deletes it early (a reservation deleted before
+  it began leaves no window).
 
 Pure controller code, no Ansible imports.
 """
@@ -24,6 +29,7 @@ import datetime
 import hashlib
 from typing import Any, Dict, List, Optional, Tuple
 
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import reservations as _resv
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import windows as _windows
 
 try:
@@ -106,3 +112,110 @@ def record_windows(store: Any, rows: List[Dict[str, Any]], tables: Optional[Any]
                 )
                 out["widened"] += 1
     return out
+
+
+# ---------------------------------------------------------------------------------------------- Slurm reservations
+RESERVATION_PREFIX = "slurm:"
+
+
+def reservation_row(win: Dict[str, Any], host_of: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    """A ``maintenance_windows`` row from ``reservations.window`` output; ``host_of`` maps a Slurm NodeName to its
+    inventory name (``gpuops_slurm_node_name``), others keep their Slurm name. The id is derived from the name and
+    the start, so the same reservation recorded twice (or with a new EndTime) is one row."""
+    host_of = host_of or {}
+    name = RESERVATION_PREFIX + str(win["name"])
+    digest = hashlib.sha256(("%s|%.0f" % (name, float(win["start"]))).encode("utf-8")).hexdigest()[:24]
+    scope = {"all": True} if win.get("all") else {"hosts": sorted({host_of.get(h, h) for h in win["hosts"]})}
+    return {
+        "window_id": "resv-%s" % digest,
+        "name": name[:255],
+        "starts_at": float(win["start"]),
+        "ends_at": float(win["end"]),
+        "scope": scope,
+    }
+
+
+def _tables(tables: Optional[Any]) -> Any:
+    if tables is not None:
+        return tables
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import (  # pylint: disable=import-outside-toplevel
+        ledger_schema,
+    )
+
+    return ledger_schema.tables()
+
+
+def record_reservation(store: Any, row: Dict[str, Any], tables: Optional[Any] = None) -> str:
+    """Insert or update one reservation row (its EndTime and nodes as scontrol now prints them); returns
+    ``written``, ``updated`` or ``unchanged``."""
+    mw = _tables(tables).tables["maintenance_windows"]
+    with store.begin(lock=LOCK) as conn:
+        old = conn.execute(sa.select(mw.c.ends_at, mw.c.scope).where(mw.c.window_id == row["window_id"])).first()
+        if old is None:
+            conn.execute(mw.insert(), dict(row))
+            return "written"
+        if float(old.ends_at) == row["ends_at"] and old.scope == row["scope"]:
+            return "unchanged"
+        conn.execute(
+            mw.update()
+            .where(mw.c.window_id == row["window_id"])
+            .values(ends_at=row["ends_at"], scope=row["scope"], name=row["name"])
+        )
+        return "updated"
+
+
+def end_reservation(store: Any, name: str, now: float, tables: Optional[Any] = None) -> Dict[str, int]:
+    """The guard deleted reservation ``name`` at ``now``: a window of it still open ends now, one not yet begun is
+    removed (it never held a node). Returns {ended, removed}."""
+    mw = _tables(tables).tables["maintenance_windows"]
+    out = {"ended": 0, "removed": 0}
+    full = (RESERVATION_PREFIX + str(name))[:255]
+    with store.begin(lock=LOCK) as conn:
+        rows = conn.execute(
+            sa.select(mw.c.window_id, mw.c.starts_at).where(
+                mw.c.name == full, mw.c.window_id.like("resv-%"), mw.c.ends_at > now
+            )
+        ).all()
+        for window_id, starts_at in rows:
+            if float(starts_at) >= now:
+                conn.execute(mw.delete().where(mw.c.window_id == window_id))
+                out["removed"] += 1
+            else:
+                conn.execute(mw.update().where(mw.c.window_id == window_id).values(ends_at=float(now)))
+                out["ended"] += 1
+    return out
+
+
+def reservation_to_ledger(
+    store: Any, name: str, state: str, now: float, text: Optional[str] = None, check_mode: bool = False, **opts: Any
+) -> Dict[str, Any]:
+    """What the change guard does after it created (``present``: ``text`` is ``scontrol show reservation <name>``
+    read after the create) or deleted (``absent``) reservation ``name``; ``opts``: ``timezone`` the text's times
+    are in (default UTC), ``host_of`` Slurm NodeName -> inventory name. Returns ``{changed, msg, window}``; a
+    reservation that is not MAINT is not a maintenance window (left out, said so); text that is not scontrol's, or
+    a MAINT reservation without a usable start, end or nodes, raises ``reservations.ReservationError``."""
+    if state == "absent":
+        if check_mode:
+            return {
+                "changed": False,
+                "msg": "check mode: would end the window of reservation %s" % name,
+                "window": None,
+            }
+        done = end_reservation(store, name, now)
+        changed = bool(done["ended"] or done["removed"])
+        msg = "reservation %s: %d window(s) ended, %d not begun removed" % (name, done["ended"], done["removed"])
+        return {"changed": changed, "msg": msg, "window": None, **done}
+    rec = _resv.find(_resv.parse(text), name)
+    if rec is None:
+        raise _resv.ReservationError("scontrol shows no reservation named %s" % name)
+    if not _resv.is_maintenance(rec):
+        return {
+            "changed": False,
+            "msg": "reservation %s is not a maintenance reservation (Flags=%s): no window" % (name, rec.get("Flags")),
+            "window": None,
+        }
+    row = reservation_row(_resv.window(rec, opts.get("timezone") or "UTC"), opts.get("host_of"))
+    if check_mode:
+        return {"changed": False, "msg": "check mode: would record window %s" % row["name"], "window": row}
+    how = record_reservation(store, row)
+    return {"changed": how != "unchanged", "msg": "window %s %s" % (row["name"], how), "window": row}
