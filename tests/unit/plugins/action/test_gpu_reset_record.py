@@ -5,12 +5,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.action import gpu_reset_record as A
-from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as _state
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state_store as _state_store
 
 BUS = "00000000:18:00.0"
 
@@ -22,11 +20,20 @@ def _args(tmp_path, **extra):
     return {k: v for k, v in args.items() if v is not None}  # None: the argument is not given
 
 
+def _stored(tmp_path, host="gpu-node-03", fn=None):
+    """The host's state in the store of the state directory (its embedded SQLite file); ``fn``: update it first."""
+    store = _state_store.open_state(str(tmp_path))
+    try:
+        return store.update_host(host, fn) if fn else store.load_host(host)
+    finally:
+        store.close()
+
+
 def test_records_resets_and_clear_markers(tmp_path, run_action):
     out = run_action(A, _args(tmp_path, gpus=[{"bus_id": BUS, "serial": "S1"}, {"bus_id": "00000000:19:00.0"}]))
     assert out["changed"] is True and out["recorded"] == 2 and "diff" not in out
-    assert out["path"] == str(tmp_path / "hosts" / "gpu-node-03.json")
-    hs = json.loads((tmp_path / "hosts" / "gpu-node-03.json").read_text())
+    assert out["path"] == "sqlite:///%s host_state[gpu-node-03]" % (tmp_path / "gpuops.db")
+    hs = _stored(tmp_path)
     assert hs["resets"] == [
         {"bus_id": BUS, "serial": "S1", "time": "2026-12-02T10:00:00Z"},
         {"bus_id": "00000000:19:00.0", "serial": None, "time": "2026-12-02T10:00:00Z"},
@@ -36,9 +43,9 @@ def test_records_resets_and_clear_markers(tmp_path, run_action):
 
 
 def test_keeps_the_rest_of_the_host_state_and_defaults_to_now(tmp_path, run_action):
-    _state.update_host_state(str(tmp_path), "gpu-node-03", lambda s: s.update(boot_id="b1"))
+    _stored(tmp_path, fn=lambda s: s.update(boot_id="b1"))
     out = run_action(A, _args(tmp_path, time=None, gpus=[{"bus_id": BUS}]))
-    hs = _state.load_host_state(str(tmp_path), "gpu-node-03")
+    hs = _stored(tmp_path)
     assert hs["boot_id"] == "b1" and hs["resets"][0]["time"].endswith("Z")
     assert out["resets"][0]["time"] == hs["resets"][0]["time"]
 
@@ -48,7 +55,7 @@ def test_check_mode_writes_nothing_and_diff_shows_the_change(tmp_path, run_actio
     assert out["changed"] is True and out["recorded"] == 1
     assert out["diff"]["before"] == {"resets": [], "clears": {}}
     assert out["diff"]["after"]["clears"] == {BUS: "2026-12-02T10:00:00Z"}
-    assert not (tmp_path / "hosts").exists()
+    assert not (tmp_path / "hosts").exists() and _stored(tmp_path)["resets"] == []
 
 
 @pytest.mark.parametrize(
@@ -69,9 +76,12 @@ def test_refuses_bad_input_and_writes_nothing(tmp_path, run_action, monkeypatch,
     assert list(tmp_path.iterdir()) == []  # no hosts/, no locks/, nothing
 
 
-def test_a_corrupt_host_state_is_not_overwritten(tmp_path, run_action):
+def test_a_corrupt_old_host_state_file_is_not_imported_nor_overwritten(tmp_path, run_action):
+    """A state file an older collection left (hosts/<host>.json) that is not JSON: the first open refuses to import
+    it, naming it, and the reset is not recorded over it."""
     (tmp_path / "hosts").mkdir()
     (tmp_path / "hosts" / "gpu-node-03.json").write_text("{broken")
     out = run_action(A, _args(tmp_path))
-    assert out["failed"] is True and "corrupt state file" in out["msg"]
+    assert out["failed"] is True and "cannot import the old state file" in out["msg"] and "Traceback" not in out["msg"]
+    assert str(tmp_path / "hosts" / "gpu-node-03.json") in out["msg"]
     assert (tmp_path / "hosts" / "gpu-node-03.json").read_text() == "{broken"

@@ -5,11 +5,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from ansible_collections.gpuops.cluster.plugins.action import isolation_guard as A
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state_store as _state_store
 
 SHOW = "\n".join(
     "NodeName=gpu-node-%02d State=%s Partitions=gpu Gres=gpu:8" % (i, "IDLE+DRAIN" if i == 8 else "IDLE")
@@ -32,7 +31,12 @@ def _decide(tmp_path, slurm, **extra):
 
 
 def _history(tmp_path):
-    return json.loads((tmp_path / "isolation" / "history.json").read_text())["entries"]
+    """The guard's claims in the store of the state directory (its embedded SQLite file)."""
+    store = _state_store.open_state(str(tmp_path))
+    try:
+        return store.load_history()
+    finally:
+        store.close()
 
 
 @pytest.mark.parametrize(
@@ -78,7 +82,7 @@ def test_a_failing_scontrol_is_a_clear_failure_and_claims_nothing(tmp_path, run_
 
 
 def _history_or_none(tmp_path):
-    return _history(tmp_path) if (tmp_path / "isolation" / "history.json").exists() else None
+    return _history(tmp_path) or None
 
 
 def test_decide_claims_the_allowed_nodes_worst_severity_first(tmp_path, run_action, slurm):
@@ -105,7 +109,7 @@ def test_check_mode_decides_but_claims_and_writes_nothing(tmp_path, run_action, 
     assert slurm.reads == 1  # Slurm is read in check mode too (read-only)
     assert out["changed"] is True and out["allowed"] == ["gpu-node-01", "gpu-node-02"]
     assert out["diff"] == {"before": {"claimed": []}, "after": {"claimed": ["gpu-node-01", "gpu-node-02"]}}
-    assert not sd.exists()  # no state directory, no lock, no history
+    assert _history(sd) == [] and not (sd / "isolation").exists()  # no claim, no lock, no history file
     # nothing allowed: nothing would change
     slurm.set(SHOW)
     full = run_action(A, _decide(sd, slurm, nodes=["gpu-node-08"]), check_mode=True)

@@ -26,6 +26,7 @@ from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import (
 )
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import checks as _checks
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pipeline as _inspect, pool as _pool
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state_store as _state_store
 from sim_inventory import gpu_nodes
 
 REPO = Path(__file__).resolve().parents[4]
@@ -151,6 +152,15 @@ def test_whatever_reading_one_node_raises_is_that_nodes_error(sim, baseline, poo
     assert _judged(report) == baseline
 
 
+def _stored(state_dir, host):
+    """The host's state in the store of the state directory (its embedded SQLite file)."""
+    store = _state_store.open_state(str(state_dir))
+    try:
+        return store.load_host(host)
+    finally:
+        store.close()
+
+
 def test_whatever_judging_one_node_raises_is_that_nodes_error_and_its_state_is_kept(
     sim, baseline, pooled, monkeypatch, tmp_path
 ):
@@ -158,7 +168,7 @@ def test_whatever_judging_one_node_raises_is_that_nodes_error_and_its_state_is_k
     monkeypatch.setenv("GPUOPS_INSPECT_WORKERS", "2")
     state = tmp_path / "state"
     _run(hosts, profiles, state_dir=str(state))
-    before = (state / "hosts" / (BAD + ".json")).read_bytes()
+    before = _stored(state, BAD)
     real = _checks.evaluate_node
 
     def evaluate(facts, profile, policy, state_, now, host, *a, **kw):
@@ -177,7 +187,7 @@ def test_whatever_judging_one_node_raises_is_that_nodes_error_and_its_state_is_k
     node = report["nodes"][BAD]
     assert node["status"] == "error"
     assert any("RecursionError" in f["message"] for f in node["findings"] if f["check"] == "collector.error")
-    assert (state / "hosts" / (BAD + ".json")).read_bytes() == before  # not judged: its state is left as it was
+    assert _stored(state, BAD) == before  # not judged: its state is left as it was (updated_at included)
     assert {h for h, n in report["nodes"].items() if n["status"] != "error"} == set(hosts) - {BAD}
 
 
