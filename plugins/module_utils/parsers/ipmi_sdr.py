@@ -158,8 +158,24 @@ def _worst(a: str, b: str) -> str:
     return a if STATUS_ORDER.index(a) >= STATUS_ORDER.index(b) else b
 
 
+#: state_severity's answers by text (an SDR and a SEL repeat a few dozen state texts, and every node the same ones):
+#: bounded, cleared when full
+_SEVERITIES: Dict[str, str] = {}
+
+
 def state_severity(text: str) -> str:
     """Severity of one discrete state / SEL event text: ok | non_critical | critical | non_recoverable."""
+    if type(text) is not str:  # noqa: E721 - exactly str: a subclass may compare or lower differently
+        return _state_severity(text)
+    sev = _SEVERITIES.get(text)
+    if sev is None:
+        if len(_SEVERITIES) >= 4096:
+            _SEVERITIES.clear()
+        sev = _SEVERITIES[text] = _state_severity(text)
+    return sev
+
+
+def _state_severity(text: Any) -> str:
     t = (text or "").lower()
     if any(w in t for w in _NONREC_WORDS):
         return "non_recoverable"

@@ -62,10 +62,56 @@ _DATE_PATTERNS = (
 _TIME = re.compile(r"^([0-9]{1,2}):([0-9]{2})(?::([0-9]{2}))?(?:\s*([AaPp][Mm]))?(?:\s+([A-Za-z][A-Za-z0-9+:-]*))?$")
 
 
+#: per-process tables of a SEL's recurring texts (a node's SEL repeats a few dozen dates, sensors and events over
+#: hundreds of rows, and its peers the same ones): bounded, cleared when full. Each holds what the general code
+#: answers for that text, so a hit gives the same row (tests/unit/plugins/module_utils/test_parse_fast_paths.py).
+_TABLE_MAX = 8192
+#: date column -> "YYYY-MM-DD" (a valid day from year 1000: the time is appended), None (no such date: the row's
+#: time is None whatever its time column), or "" (the general path decides)
+_DATES: Dict[str, Optional[str]] = {}
+#: (sensor column, event column, direction column) -> (sensor type, name, number, event, direction, severity)
+_SEMANTICS: Dict[Tuple[str, str, str], Tuple[Any, ...]] = {}
+_PLAIN_TIME = re.compile(r"[0-9]{2}:[0-9]{2}:[0-9]{2}")
+_RECORD_ID = re.compile(r"^[0-9a-fA-F]{1,8}$")
+
+
+def _date_prefix(date_s: str) -> Optional[str]:
+    """:data:`_DATES`' answer for a stripped date column."""
+    for rx, order in _DATE_PATTERNS:
+        m = rx.match(date_s)
+        if m:
+            parts = dict(zip(order, (int(v) for v in m.groups())))
+            break
+    else:
+        return None
+    year = parts.get("Y", 2000 + parts.get("y", 0))
+    if year < 1000:
+        return ""  # strftime's %Y of a 3-digit year is not zero-padded everywhere: the general path
+    try:
+        datetime.date(year, parts["m"], parts["d"])
+    except ValueError:
+        return None
+    return "%04d-%02d-%02d" % (year, parts["m"], parts["d"])
+
+
 def sel_time(date_s: str, time_s: str) -> Optional[str]:
     """ISO 8601 time from a SEL date and time column; None for Pre-Init / Unspecified / unparseable."""
     date_s = (date_s or "").strip()
     time_s = (time_s or "").strip()
+    prefix = _DATES.get(date_s, "")
+    if prefix == "" and date_s not in _DATES:
+        if len(_DATES) >= _TABLE_MAX:
+            _DATES.clear()
+        prefix = _DATES[date_s] = _date_prefix(date_s)
+    if prefix is None:
+        return None  # not a date, or no such day: the general path's None whatever the time
+    if prefix and _PLAIN_TIME.fullmatch(time_s) and time_s[:2] < "24" and time_s[3:5] < "60" and time_s[6:] < "60":
+        return prefix + "T" + time_s  # a naive HH:MM:SS: what strftime writes for it
+    return _sel_time(date_s, time_s)
+
+
+def _sel_time(date_s: str, time_s: str) -> Optional[str]:
+    """:func:`sel_time`'s general path (stripped columns)."""
     parts: Dict[str, int] = {}
     for rx, order in _DATE_PATTERNS:
         m = rx.match(date_s)
@@ -149,7 +195,7 @@ def parse_sel(
         if "|" not in s or rec.too_long(s, lineno):
             continue  # 'SEL has no entries', 'Unable to send command', ...
         cols = [c.strip() for c in s.split("|")]
-        if len(cols) < 4 or not re.match(r"^[0-9a-fA-F]{1,8}$", cols[0]):
+        if len(cols) < 4 or not _RECORD_ID.match(cols[0]):
             continue
         with rec.at(lineno):
             ev = _sel_entry(cols, lineno, rec)
@@ -188,27 +234,16 @@ def _sel_entry(cols: List[str], lineno: int, rec: Records) -> Dict[str, Any]:
     event = rest[1] if len(rest) > 1 else ""
     direction_raw = rest[2] if len(rest) > 2 else ""
     extra = " | ".join(rest[3:]) if len(rest) > 3 else ""
-    stype, sname, snum = split_sel_sensor(sensor_col)
-    direction = None
-    d = direction_raw.lower()
-    if d.startswith("deasserted"):
-        direction = "deasserted"
-    elif d.startswith("asserted"):
-        direction = "asserted"
-    event_clean = re.sub(r"\s*\(\)\s*$", "", event).strip() or None
-    severity = state_severity(event_clean or "")
-    if (
-        direction == "asserted"
-        and LEAK_NAME.search(sname or sensor_col)
-        and (event_clean or "").lower()
-        in ("state asserted", "device present", "transition to critical from less severe")
-    ):
-        severity = "critical"  # a leak sensor is a generic discrete sensor: its asserted state is the leak
-    if direction == "deasserted":
-        low = (event_clean or "").lower()
-        severity = "non_critical" if low in ("fully redundant", "presence detected", "device present") else "ok"
+    key = (sensor_col, event, direction_raw)
+    sem = _SEMANTICS.get(key)
+    if sem is None:
+        sem = _semantics(sensor_col, event, direction_raw)
+        if len(_SEMANTICS) >= _TABLE_MAX:
+            _SEMANTICS.clear()
+        _SEMANTICS[key] = sem
+    stype, sname, snum, event_clean, direction, severity = sem
     reading = threshold = None
-    m = _SEL_READING.search(extra)
+    m = _SEL_READING.search(extra) if extra else None
     if m:
         reading, threshold = _sel_number(m.group(1)), _sel_number(m.group(2))
         if reading is None or threshold is None:
@@ -230,6 +265,30 @@ def _sel_entry(cols: List[str], lineno: int, rec: Records) -> Dict[str, Any]:
         "preinit_seconds": preinit,
         "line": lineno,
     }
+
+
+def _semantics(sensor_col: str, event: str, direction_raw: str) -> Tuple[Any, ...]:
+    """A SEL row's sensor, event, direction and severity from its sensor, event and direction columns."""
+    stype, sname, snum = split_sel_sensor(sensor_col)
+    direction = None
+    d = direction_raw.lower()
+    if d.startswith("deasserted"):
+        direction = "deasserted"
+    elif d.startswith("asserted"):
+        direction = "asserted"
+    event_clean = re.sub(r"\s*\(\)\s*$", "", event).strip() or None
+    severity = state_severity(event_clean or "")
+    if (
+        direction == "asserted"
+        and LEAK_NAME.search(sname or sensor_col)
+        and (event_clean or "").lower()
+        in ("state asserted", "device present", "transition to critical from less severe")
+    ):
+        severity = "critical"  # a leak sensor is a generic discrete sensor: its asserted state is the leak
+    if direction == "deasserted":
+        low = (event_clean or "").lower()
+        severity = "non_critical" if low in ("fully redundant", "presence detected", "device present") else "ok"
+    return stype, sname, snum, event_clean, direction, severity
 
 
 def _sel_number(token: str) -> Optional[float]:
