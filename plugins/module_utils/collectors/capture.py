@@ -33,6 +33,8 @@ FILES = {
     "nvidia-smi-q.txt": "nvidia-smi -q",
     "nvidia-smi-nvlink-s.txt": "nvidia-smi nvlink -s",
     "nvidia-smi-nvlink-e.txt": "nvidia-smi nvlink -e",
+    "nvidia-imex-ctl-q.txt": "nvidia-imex-ctl -q (GB200 / NVL72: the IMEX daemon state)",
+    "nvidia-imex-ctl-N-j.txt": "nvidia-imex-ctl -N -j (the IMEX domain status, JSON)",
     "kernel.log": "journalctl -k -o short-iso (or dmesg -T / dmesg --time-format=iso / syslog)",
     "infiniband-sysfs.txt": "the allowlisted /sys/class/infiniband attributes as one listing, a "
     "'<hca>/<path>:<value>' line each (what grep -r . prints in that directory)",

@@ -33,6 +33,9 @@ XML_FILE = "nvidia-smi-q.xml"
 TEXT_FILE = "nvidia-smi-q.txt"
 NVLINK_S_FILE = "nvidia-smi-nvlink-s.txt"
 NVLINK_E_FILE = "nvidia-smi-nvlink-e.txt"
+#: IMEX in a capture (docs/capture.md): ``nvidia-imex-ctl -q`` and ``nvidia-imex-ctl -N -j``, each as printed
+IMEX_DAEMON_FILE = "nvidia-imex-ctl-q.txt"
+IMEX_DOMAIN_FILE = "nvidia-imex-ctl-N-j.txt"
 #: Seconds left below which the optional NVLink commands are not started.
 _MIN_NVLINK_BUDGET = 1.0
 
@@ -207,7 +210,38 @@ def collect_capture(capture_dir: str) -> Dict[str, Any]:
     result["errors"] = errors + result["errors"]
     _drop_explained_exit(result, ("capture:" + XML_FILE, "capture:" + TEXT_FILE))
     _merge_nvlink(result, nv_texts)
+    _imex_capture(capture_dir, meta, result)
     return _domain(result)
+
+
+def _imex_capture(capture_dir: str, meta: Dict[str, Any], result: Dict[str, Any]) -> None:
+    """IMEX from a capture's ``nvidia-imex-ctl`` files, read as the live :func:`_imex` reads the tool: ``imex`` only
+    when the capture holds one of them with output (none: not captured, or not installed on the node)."""
+    state = None
+    for name, parse in ((IMEX_DAEMON_FILE, _imex_parser.parse_daemon), (IMEX_DOMAIN_FILE, _imex_parser.parse_domain)):
+        source = "capture:" + name
+        try:
+            text = _capture.read(capture_dir, name)
+        except ParseError as exc:
+            result["errors"].append(exc.to_error(DOMAIN))
+            continue
+        status = _capture.file_status(meta, name)
+        stderr = status.get("stderr") or ""
+        if status.get("timed_out"):
+            result["errors"].append(error_record(DOMAIN, "timeout", "nvidia-imex-ctl timed out", source, "imex"))
+            continue
+        if text is None or not (text.strip() or _imex_parser.NOT_CONFIGURED in stderr):
+            continue  # not captured, or the tool was not there (capture.json says so): nothing to judge
+        state = state if state is not None else _imex_parser.empty()
+        parse(text + ("\n" + stderr if _imex_parser.NOT_CONFIGURED in stderr else ""), state)
+        if state["configured"] is False:
+            break
+    if state is None:
+        return
+    why = state.pop("error", None)
+    if why and state["configured"] is not False:
+        result["errors"].append(error_record(DOMAIN, "parse", why, "capture:nvidia-imex-ctl", _imex_parser.PARSER))
+    result["imex"] = state
 
 
 def _collect_smi(nvidia_smi: str, deadline: float) -> Dict[str, Any]:

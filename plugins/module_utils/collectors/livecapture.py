@@ -37,6 +37,8 @@ COMMANDS: List[Tuple[str, List[str]]] = [
     ("nvidia-smi-q.txt", ["nvidia-smi", "-q"]),
     ("nvidia-smi-nvlink-s.txt", ["nvidia-smi", "nvlink", "-s"]),
     ("nvidia-smi-nvlink-e.txt", ["nvidia-smi", "nvlink", "-e"]),
+    ("nvidia-imex-ctl-q.txt", ["nvidia-imex-ctl", "-q"]),  # GB200 / NVL72 only: elsewhere "not found", no file
+    ("nvidia-imex-ctl-N-j.txt", ["nvidia-imex-ctl", "-N", "-j"]),
     ("ibstat.txt", ["ibstat"]),
     ("ipmitool-sdr.txt", ["ipmitool", "sdr", "elist"]),
     ("ipmitool-sel.txt", ["ipmitool", "sel", "elist"]),
@@ -62,7 +64,14 @@ def _kernel_log_argv(since: Optional[str]) -> List[List[str]]:
 
 #: fact domain -> the capture files its collector reads (docs/capture.md), for a capture of some domains only
 DOMAIN_FILES: Dict[str, Tuple[str, ...]] = {
-    "gpu": ("nvidia-smi-q.xml", "nvidia-smi-q.txt", "nvidia-smi-nvlink-s.txt", "nvidia-smi-nvlink-e.txt"),
+    "gpu": (
+        "nvidia-smi-q.xml",
+        "nvidia-smi-q.txt",
+        "nvidia-smi-nvlink-s.txt",
+        "nvidia-smi-nvlink-e.txt",
+        "nvidia-imex-ctl-q.txt",
+        "nvidia-imex-ctl-N-j.txt",
+    ),
     "kernel": ("kernel.log",),
     "ib": ("ibstat.txt", _capture.SYSFS_IB_FLAT, "optics"),
     "bmc": (

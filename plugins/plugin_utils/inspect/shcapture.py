@@ -171,7 +171,12 @@ def build_script(token: str, options: Dict[str, Any]) -> str:
         lines.append(run("nvidia-smi-q.xml", cmd["nvidia-smi-q.xml"]))
         if want("nvidia-smi-q.txt"):  # the text only when the XML failed
             lines.append('[ "$rc" = 0 ] || %s' % run("nvidia-smi-q.txt", cmd["nvidia-smi-q.txt"]))
-    for name in ("nvidia-smi-nvlink-s.txt", "nvidia-smi-nvlink-e.txt"):
+    for name in (
+        "nvidia-smi-nvlink-s.txt",
+        "nvidia-smi-nvlink-e.txt",
+        "nvidia-imex-ctl-q.txt",
+        "nvidia-imex-ctl-N-j.txt",
+    ):
         if want(name):
             lines.append(run(name, cmd[name]))
     if want("kernel.log"):

@@ -456,7 +456,13 @@ def test_capture_directory_contents(fastdir):
     st = _state()
     faults.apply(st, "dcgm_hang", random.Random(0))
     meta = capture(st, fastdir)
-    expected = set(_capture.FILES) - {"capture.json", "nccl-all-reduce.txt"}  # NCCL output: burn-in only
+    # NCCL output: burn-in only; IMEX (nvidia-imex-ctl): GB200 / NVL72 only, the simulated node is an H100
+    expected = set(_capture.FILES) - {
+        "capture.json",
+        "nccl-all-reduce.txt",
+        "nvidia-imex-ctl-q.txt",
+        "nvidia-imex-ctl-N-j.txt",
+    }
     assert expected <= set(os.listdir(fastdir))
     optics = {n for n in meta["files"] if n.startswith(("mlxlink-", "ethtool-"))}  # per-HCA / per-netdev files
     assert set(meta["files"]) - optics == expected and optics == {"mlxlink-mlx5_%d.txt" % i for i in range(8)}

@@ -99,3 +99,92 @@ def test_not_installed_leaves_no_imex_key(monkeypatch):
 def test_imex_judged(imex, want):
     fs = only(run(facts(gpu={"imex": imex}))[0], "gpu.fabric", "node", "imex")
     assert [(f["severity"], f["action"]) for f in fs] == want
+
+
+# ------------------------------------------------------------------------------------ IMEX in a capture directory
+# The files of docs/capture.md (nvidia-imex-ctl-q.txt, nvidia-imex-ctl-N-j.txt) holding the outputs of
+# tests/fixtures/imex (formats of gpu-knowledge-2026.md 3.4; see its SOURCE).
+IMEX_FIX = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "imex")
+
+
+def _fix(name):
+    with open(os.path.join(IMEX_FIX, name), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _capture_dir(tmp_path, daemon=None, domain=None, meta=None):
+    import json
+
+    if daemon is not None:
+        (tmp_path / "nvidia-imex-ctl-q.txt").write_text(daemon)
+    if domain is not None:
+        (tmp_path / "nvidia-imex-ctl-N-j.txt").write_text(domain)
+    if meta is not None:
+        (tmp_path / "capture.json").write_text(json.dumps({"schema": "gpuops.capture/v1", "files": meta}))
+    return str(tmp_path)
+
+
+def test_capture_file_list_names_the_imex_files():
+    from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import capture as C
+
+    assert "nvidia-imex-ctl-q.txt" in C.FILES and "nvidia-imex-ctl-N-j.txt" in C.FILES
+
+
+def test_a_capture_with_imex_output_is_read(tmp_path):
+    d = _capture_dir(tmp_path, _fix("daemon-waiting.txt"), _fix("domain-degraded.json"))
+    gpu = G.collect(capture_dir=d)
+    # -q: one word; -N -j: the LAST "status" (the domain's, after the per-node READY / UNAVAILABLE)
+    assert gpu["imex"] == {"configured": True, "daemon": "WAITING_FOR_PEERS", "domain": "DEGRADED"}
+    assert not [e for e in gpu["errors"] if e.get("parser") == "imex"]
+    # and the judgement reads it as it reads a live node's: DEGRADED domain -> P2 monitor (test_imex_judged)
+    fs = only(run(facts(gpu={"imex": gpu["imex"]}))[0], "gpu.fabric", "node", "imex")
+    assert [(f["severity"], f["action"]) for f in fs] == [("P2", "monitor")]
+
+
+def test_a_capture_of_an_unconfigured_node(tmp_path):
+    d = _capture_dir(tmp_path, _fix("not-configured.txt"), _fix("not-configured.txt"))
+    gpu = G.collect(capture_dir=d)
+    assert gpu["imex"] == {"configured": False, "daemon": None, "domain": None} and not gpu["errors"]
+
+
+def test_the_message_on_stderr_recorded_in_capture_json(tmp_path):
+    meta = {"nvidia-imex-ctl-q.txt": {"rc": 1, "stderr": _fix("not-configured.txt")}}
+    gpu = G.collect(capture_dir=_capture_dir(tmp_path, "", None, meta))
+    assert gpu["imex"]["configured"] is False
+
+
+def test_only_the_daemon_file(tmp_path):
+    gpu = G.collect(capture_dir=_capture_dir(tmp_path, _fix("daemon-ready.txt")))
+    assert gpu["imex"] == {"configured": True, "daemon": "READY", "domain": None}
+
+
+@pytest.mark.parametrize(
+    "daemon, domain, want_domain",
+    [
+        ("Segmentation fault\n", '{"nodes": {}, "status": "SOMETHING"}', None),  # garbage and an unknown word
+        (None, _fix("domain-degraded.json")[:60], None),  # cut before the domain's status: only a node's READY
+        (None, _fix("domain-degraded.json").rstrip()[:-1], "DEGRADED"),  # cut after it: still read
+    ],
+)
+def test_broken_and_truncated_imex_files(tmp_path, daemon, domain, want_domain):
+    gpu = G.collect(capture_dir=_capture_dir(tmp_path, daemon, domain))
+    assert gpu["imex"]["domain"] == want_domain
+    errors = [e for e in gpu["errors"] if e.get("parser") == "imex"]
+    assert [e["kind"] for e in errors] == ([] if want_domain else ["parse"])
+
+
+def test_no_imex_file_tool_missing_timeout_or_a_link(tmp_path):
+    (tmp_path / "a").mkdir()
+    assert "imex" not in G.collect(capture_dir=_capture_dir(tmp_path / "a"))  # no IMEX file: not captured
+    # the capture ran without the tool: an empty file and capture.json's error: not installed, nothing to judge
+    meta = {"nvidia-imex-ctl-q.txt": {"rc": None, "error": "nvidia-imex-ctl not found on PATH"}}
+    (tmp_path / "b").mkdir()
+    assert "imex" not in G.collect(capture_dir=_capture_dir(tmp_path / "b", "", None, meta))
+    (tmp_path / "c").mkdir()
+    meta = {"nvidia-imex-ctl-N-j.txt": {"rc": 124, "timed_out": True, "stderr": ""}}
+    gpu = G.collect(capture_dir=_capture_dir(tmp_path / "c", None, "", meta))
+    assert [e["kind"] for e in gpu["errors"] if "imex" in str(e.get("source"))] == ["timeout"]
+    (tmp_path / "d").mkdir()
+    os.symlink("/etc/hostname", str(tmp_path / "d" / "nvidia-imex-ctl-q.txt"))
+    gpu = G.collect(capture_dir=str(tmp_path / "d"))
+    assert "imex" not in gpu and any("nvidia-imex-ctl-q.txt" in str(e.get("source")) for e in gpu["errors"])

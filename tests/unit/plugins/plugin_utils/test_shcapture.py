@@ -327,3 +327,24 @@ def test_a_fifo_or_device_in_the_sysfs_tree_is_never_opened(node):
     assert time.monotonic() - t0 < 4  # no read blocked until the timeout
     listing = sh["infiniband-sysfs.txt"]
     assert "planted" not in listing and "./mlx5_0/ports/1/state:" in listing
+
+
+def test_imex_is_captured_by_both_captures_and_read(node):
+    # a GB200 node: nvidia-imex-ctl answers in the formats of gpu-knowledge-2026.md 3.4 (tests/fixtures/imex/SOURCE)
+    fix = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "imex")
+    _tool(
+        node["bin"],
+        "nvidia-imex-ctl",
+        'case "$*" in "-q") cat %s/daemon-waiting.txt;; "-N -j") cat %s/domain-degraded.json;; *) exit 2;; esac'
+        % (fix, fix),
+    )
+    py = _livecapture.capture_tree(**_options(node, domains=["gpu"]))["tree"]
+    sh, _raw = shell_capture(_options(node, domains=["gpu"]))
+    for tree in (py, sh):
+        assert tree["nvidia-imex-ctl-q.txt"] == "WAITING_FOR_PEERS\n"
+        imex = _livetree.parse_tree(tree)["gpu"]["imex"]
+        assert imex == {"configured": True, "daemon": "WAITING_FOR_PEERS", "domain": "DEGRADED"}
+    # a node without the tool (the sim node's default): no file, no imex facts, no error
+    os.unlink(str(node["bin"] / "nvidia-imex-ctl"))
+    sh, _raw = shell_capture(_options(node, domains=["gpu"]))
+    assert "nvidia-imex-ctl-q.txt" not in sh and "imex" not in _livetree.parse_tree(sh)["gpu"]
