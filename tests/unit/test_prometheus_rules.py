@@ -227,3 +227,59 @@ def test_docs_list_every_alert_with_its_runbook_and_test():
             assert "[%s]" % rule["labels"]["runbook"] in row, rule["alert"]
             assert "extensions/prometheus/tests/%s" % group_file[group["name"]] in row, rule["alert"]
     assert set(rows) == set(rules_by_name(doc)), "docs/alerting.md lists an alert the rules do not define"
+
+
+def _alerting_doc_links():
+    """Every Markdown link of docs/alerting.md to a .md file: (link text, path from the root, anchor)."""
+    import re
+
+    with open(os.path.join(ROOT, "docs", "alerting.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    out = []
+    for m in re.finditer(r"\[([^\]]*)\]\(([^)#\s]+\.md)(?:#([^)\s]*))?\)", text):
+        out.append((m.group(0), os.path.normpath(os.path.join("docs", m.group(2))), m.group(3)))
+    return out
+
+
+def test_every_alert_link_opens_a_heading_of_its_runbook():
+    """The anchor of every runbook_url (generated and committed rule file) and of every runbook link in
+    docs/alerting.md is a heading of the target file, as markdown-it-py reads it (runbook_oracle: an oracle outside
+    _runbooks' own heading scanner)."""
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "plugins", "plugin_utils"))
+    from runbook_oracle import github_anchors  # pylint: disable=import-outside-toplevel
+
+    with open(os.path.join(ROOT, "extensions", "prometheus", "gpuops-rules.yml"), encoding="utf-8") as fh:
+        committed_doc = yaml.safe_load(fh)
+    urls = [r["annotations"]["runbook_url"] for doc in (generated(), committed_doc) for g in doc["groups"]
+            for r in g["rules"]]  # fmt: skip
+    assert urls
+    for url in urls:
+        assert url.startswith(_prom_rules.RUNBOOK_BASE), url
+        path, _sep, anchor = url[len(_prom_rules.RUNBOOK_BASE) :].partition("#")
+        assert os.path.isfile(os.path.join(ROOT, path)), url
+        assert anchor and anchor in github_anchors(os.path.join(ROOT, path)), "%s: no such heading" % url
+    with open(os.path.join(ROOT, "docs", "alerting.md"), encoding="utf-8") as fh:
+        rows = {line.split("|")[1].strip(" `"): line for line in fh if line.startswith("| `")}
+    for name, rule in rules_by_name(committed_doc).items():  # the doc's row links where the alert links
+        page = rule["annotations"]["runbook_url"][len(_prom_rules.RUNBOOK_BASE) :]
+        assert "(../%s)" % page in rows.get(name, ""), "docs/alerting.md row of %s does not link %s" % (name, page)
+    for whole, path, anchor in _alerting_doc_links():
+        assert os.path.isfile(os.path.join(ROOT, path)), whole
+        if anchor:
+            assert anchor in github_anchors(os.path.join(ROOT, path)), "docs/alerting.md %s: no such heading" % whole
+
+
+def test_the_link_check_catches_a_heading_that_is_gone(tmp_path):
+    """The oracle itself: a runbook whose "## Run" was renamed no longer has the #run anchor."""
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "plugins", "plugin_utils"))
+    from runbook_oracle import github_anchors  # pylint: disable=import-outside-toplevel
+
+    with open(os.path.join(ROOT, "runbooks", "gpu-throttling.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    assert "run" in github_anchors(os.path.join(ROOT, "runbooks", "gpu-throttling.md"))
+    (tmp_path / "r.md").write_text(text.replace("\n## Run\n", "\n## Commands\n"))
+    assert "run" not in github_anchors(str(tmp_path / "r.md"))
