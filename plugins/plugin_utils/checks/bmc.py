@@ -27,25 +27,39 @@ def check_bmc(ctx: Ctx, facts: Dict[str, Any]) -> None:
     if not bmc:
         return
     th = ctx.policy["thresholds"]["bmc"]
+    fail_states = _failure_states(th)
     for s in as_list(bmc.get("sensors")):
         if isinstance(s, dict):
-            check_sensor(ctx, s, th)
+            check_sensor(ctx, s, th, fail_states)
     check_sel(ctx, bmc, th)
     check_redfish(ctx, as_dict(bmc.get("redfish")), th)
 
 
-def check_sensor(ctx: Ctx, s: Dict[str, Any], th: Dict[str, Any]) -> None:
-    """One BMC sensor: leak and coolant sensors by their own tables, the others by status and failure states."""
+def _failure_states(th: Dict[str, Any]) -> List[str]:
+    return [st.lower() for st in th["failure_states"]]
+
+
+def _evidence(s: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: s.get(k) for k in ("type", "reading", "unit", "status", "states")}
+
+
+def check_sensor(ctx: Ctx, s: Dict[str, Any], th: Dict[str, Any], fail_states: Any = None) -> None:
+    """One BMC sensor: leak and coolant sensors by their own tables, the others by status and failure states
+    (``fail_states``: ``thresholds.bmc.failure_states`` in lower case, worked out once per node by the caller)."""
     name, status, typ = s.get("name"), s.get("status"), s.get("type")
     comp = "bmc/%s" % name
-    ev = {k: s.get(k) for k in ("type", "reading", "unit", "status", "states")}
     if typ in ("coolant", "leak"):
-        _check_liquid(ctx, s, th, comp, ev)
+        _check_liquid(ctx, s, th, comp, _evidence(s))
         return
     typed = sev_action(as_dict(th["sensor_type_status"].get(as_str(typ))), status)
     sa = typed or sev_action(th["sensor_status"], status)
-    fail_states = [st.lower() for st in th["failure_states"]]
-    bad = [str(st) for st in as_list(s.get("states")) if str(st).lower() in fail_states]
+    if fail_states is None:
+        fail_states = _failure_states(th)
+    states = s.get("states")
+    bad = [str(st) for st in as_list(states) if str(st).lower() in fail_states] if states else []
+    if not bad and not sa:
+        return  # nothing to report: most sensors of a node
+    ev = _evidence(s)
     if bad:  # an asserted failure state counts even when the status column says ok (a failed PSU can)
         fs = ("P2", "replace") if typ == "power_supply" else ("P2", "monitor")
         if sa is None or severity_rank(sa[0]) > severity_rank(fs[0]):
@@ -128,6 +142,9 @@ def redfish_sel(bmc: Dict[str, Any]) -> List[Dict[str, Any]]:
     return out
 
 
+_SEL_SEVERITY = {"critical": "P2", "non_recoverable": "P2", "warning": "P3", "non_critical": "P3"}
+
+
 def check_sel(ctx: Ctx, bmc: Dict[str, Any], th: Dict[str, Any]) -> None:
     # SEL: asserted critical entries in the lookback that no later deassertion closed; ipmitool sel and the
     # Redfish log entries by the same window (ctx.ref = the evidence time, docs/capture.md)
@@ -143,15 +160,14 @@ def check_sel(ctx: Ctx, bmc: Dict[str, Any], th: Dict[str, Any]) -> None:
                 for k in [k for k in open_ if k[0] == key[0]]:
                     open_.pop(k, None)
             continue
+        sev = _SEL_SEVERITY.get(str(e.get("severity") or "").lower())
+        if not sev:
+            continue  # an entry that raises nothing: its time is not read (most of a SEL)
         ts = parse_time(e.get("time"))
         if ts is None or ts < lookback:
             continue
-        sev = {"critical": "P2", "non_recoverable": "P2", "warning": "P3", "non_critical": "P3"}.get(
-            str(e.get("severity") or "").lower()
-        )
-        if sev:
-            cur = open_.setdefault(key, {"entry": e, "count": 0, "severity": sev})
-            cur["count"] += 1
+        cur = open_.setdefault(key, {"entry": e, "count": 0, "severity": sev})
+        cur["count"] += 1
     for (sensor, event), o in sorted(open_.items()):
         e = o["entry"]
         ctx.add(
