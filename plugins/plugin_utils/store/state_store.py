@@ -154,8 +154,19 @@ class DbStateStore:
             try:
                 out.update({row.host: row.doc for row in conn.execute(q)})
             except ValueError as exc:  # a row that is not JSON, or over the budget (_engine's json_deserializer)
-                raise _state.StateError("corrupt state row in %s: %s" % (self.store.url, exc)) from None
+                bad = self._corrupt_host(conn, hosts[i : i + CHUNK])
+                raise _state.StateError("corrupt state row of %s in %s: %s" % (bad, self.store.url, exc)) from None
         return out
+
+    def _corrupt_host(self, conn: Any, hosts: List[str]) -> str:
+        """The first of ``hosts`` whose row cannot be read (for the message; only after a batch read failed)."""
+        t = self.tables["host_state"]
+        for host in hosts:
+            try:
+                conn.execute(sa.select(t.c.doc).where(t.c.host == host)).all()
+            except ValueError:
+                return host
+        return "a host"
 
     def _normalized(self, host: str, doc: Any) -> Dict[str, Any]:
         if doc is None:

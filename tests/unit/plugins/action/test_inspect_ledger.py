@@ -78,17 +78,20 @@ def test_check_mode_records_nothing(run_action, tmp_path):
 
 def test_ledger_off_records_nothing(run_action, tmp_path):
     res = run_action(inspect_cluster, _args(tmp_path, ledger=False), task_vars={"hostvars": HV})
-    assert "ledger" not in res and not (tmp_path / "state" / "gpuops.db").exists()
+    # the host states live in the store of the state directory (issue 36); the ledger's tables stay empty
+    store = open_store(state_dir=str(tmp_path / "state"))
+    assert "ledger" not in res and not _table(store, "incidents") and not _table(store, "node_periods")
 
 
-def test_a_corrupt_store_stops_the_run_after_the_reports_are_written(run_action, tmp_path):
+def test_a_corrupt_store_stops_the_run_before_anything_is_judged(run_action, tmp_path):
     (tmp_path / "state").mkdir(mode=0o700)
     (tmp_path / "state" / "gpuops.db").write_bytes(b"this is not a database" * 100)
     with pytest.raises(AnsibleActionFail) as err:
         run_action(inspect_cluster, _args(tmp_path), task_vars={"hostvars": HV})
     msg = str(err.value)
-    assert "not recorded in the service ledger" in msg and "corrupt" in msg and "the reports were written" in msg
-    assert (tmp_path / "r" / "report.json").exists()
+    # the store holds the host states too (issue 36): without them nothing is judged, never "no state"
+    assert "corrupt" in msg and "gpuops.db" in msg and "Traceback" not in msg
+    assert not (tmp_path / "r" / "report.json").exists()
 
 
 def test_the_audit_trail_is_loaded_and_an_isolation_mitigates(run_action, tmp_path):

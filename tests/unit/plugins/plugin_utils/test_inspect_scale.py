@@ -25,7 +25,7 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import (
 )
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import ledger as _ledger
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pool as _pool, report as _report
-from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as _state
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as _state, state_store as _state_store
 from sim_inventory import gpu_nodes
 
 REPO = Path(__file__).resolve().parents[4]
@@ -222,6 +222,14 @@ def _entry(head, body):
     return json.dumps(head).encode() + b"\n" + body
 
 
+def _forget_the_state(state):
+    """Remove the store of the state directory (its embedded SQLite file): the next run is a first run again; the
+    facts cache beside it stays."""
+    for name in ("gpuops.db", "gpuops.db-wal", "gpuops.db-shm"):
+        if (state / name).exists():
+            (state / name).unlink()
+
+
 def test_a_torn_edited_or_forged_cache_entry_is_parsed_again_never_a_traceback(sim, tmp_path, monkeypatch):
     """An entry is its key as one JSON line, then the facts' text with its length and sha256 in the key line:
     a torn body, a body edited in place (same length), a key line naming another length, or a body that
@@ -237,7 +245,7 @@ def test_a_torn_edited_or_forged_cache_entry_is_parsed_again_never_a_traceback(s
     path = Path(cache._path(host, capture))
     fingerprint = _facts_cache.capture_fingerprint(capture)
     _inspect.inspect_nodes(one, profiles=profiles, now=WHEN, state_dir=str(state))
-    shutil.rmtree(state / "hosts")
+    _forget_the_state(state)
     head_line, _sep, body = path.read_bytes().partition(b"\n")
     head = json.loads(head_line)
     assert head["schema"] == _facts_cache.CACHE_SCHEMA and head["length"] == len(body) and json.loads(body)
@@ -255,7 +263,7 @@ def test_a_torn_edited_or_forged_cache_entry_is_parsed_again_never_a_traceback(s
         calls.clear()
         again = _report.to_json(_inspect.inspect_nodes(one, profiles=profiles, now=WHEN, state_dir=str(state)))
         assert calls and calls[0] == capture, content[:80]
-        shutil.rmtree(state / "hosts", ignore_errors=True)
+        _forget_the_state(state)
         assert same(again) == same(first)
 
 
@@ -280,69 +288,66 @@ def test_the_parent_holds_facts_as_text_and_the_checkup_and_ledger_read_alike(si
     assert json.loads(_report.to_json(report))["nodes"] == json.loads(json.dumps(decoded["nodes"], default=str))
 
 
-def test_pooled_workers_read_the_state_files_and_a_corrupt_one_stops_the_run_before_anything_is_saved(
+def test_pooled_states_are_saved_in_one_batch_and_a_corrupt_row_stops_the_run_before_anything_is_saved(
     sim, pooled, tmp_path
 ):
-    """File backend, pooled: each worker reads its hosts' state files and hands back only the changed ones (as the
-    bytes to write); a repeat over unchanged captures writes no file; a corrupt state file of one host stops the
-    run with the StateError naming it, and no other host's file was touched (the parent saves after the pool)."""
+    """Pooled: every host's new state is saved in one batch in the store of the state directory; a repeat over
+    unchanged captures rewrites only the few states that move on; a corrupt state row of one host stops the run with
+    the StateError naming it, and no other host's state was touched (the batch is saved after the pool)."""
+    import sqlalchemy as sa  # pylint: disable=import-outside-toplevel
+
     hosts, profiles = sim
     state = tmp_path / "state"
     timing = {}
     _inspect.inspect_nodes(hosts, profiles=profiles, now=WHEN, state_dir=str(state), timing=timing)
     assert timing["state_written"] == len(hosts)
-    files = {h: state / "hosts" / (h + ".json") for h in hosts}
-    doc = json.loads(files[sorted(hosts)[3]].read_text())
+    store = _state_store.open_state(str(state))
+    before = store.load_hosts(sorted(hosts))
+    doc = before[sorted(hosts)[3]]
     assert doc["host"] == sorted(hosts)[3] and doc["schema"] == _state.HOST_STATE_SCHEMA and doc["updated_at"]
-    before = {h: (p.stat().st_ino, p.read_bytes()) for h, p in files.items()}
     timing = {}
     _inspect.inspect_nodes(hosts, profiles=profiles, now=WHEN, state_dir=str(state), timing=timing)
-    after = {h: (p.stat().st_ino, p.read_bytes()) for h, p in files.items()}
+    after = store.load_hosts(sorted(hosts))
     changed = sorted(h for h in hosts if after[h] != before[h])
-    # a few faulty nodes' states move on (repeat counts, escalation); every other file is left as it was
+    # a few faulty nodes' states move on (repeat counts, escalation); every other state is left as it was
     assert len(changed) == timing["state_written"] < len(hosts) // 4
     for h in changed:
-        old_doc, new_doc = json.loads(before[h][1]), json.loads(after[h][1])
-        assert after[h][0] != before[h][0] and _state.state_text(old_doc) != _state.state_text(new_doc), h
-    before = after
+        assert _state.state_text(before[h]) != _state.state_text(after[h]), h
     bad = sorted(hosts)[17]
-    files[bad].write_text('{"active_faults": {')
+    with store.store.begin() as conn:
+        conn.execute(sa.text("UPDATE host_state SET doc = :d WHERE host = :h"), {"d": '{"active_faults": {', "h": bad})
     later = WHEN + datetime.timedelta(days=3)  # every host's state would change (times, escalations)
-    with pytest.raises(_state.StateError, match=bad):
+    with pytest.raises(_state.StateError, match="corrupt state row of %s" % bad):
         _inspect.inspect_nodes(hosts, profiles=profiles, now=later, state_dir=str(state))
-    assert {h: p.read_bytes() for h, p in files.items() if h != bad} == {
-        h: b for h, (_i, b) in before.items() if h != bad
-    }
-    # the other workers' staged states were removed, not put in place
-    assert sorted(p.name for p in (state / "hosts").iterdir()) == sorted(p.name for p in files.values())
+    others = sorted(h for h in hosts if h != bad)
+    assert store.load_hosts(others) == {h: after[h] for h in others}
+    store.close()
 
 
-def test_a_worker_killed_mid_batch_leaves_every_state_file_as_it_was(sim, pooled, tmp_path, monkeypatch):
-    """The workers stage their hosts' changed states (written and fsynced next to the host's file); the parent puts
-    them in place only after every host was judged. A worker that dies after others staged theirs: PoolError, no
-    host file written, no staged file left; the next run completes and puts its own batch in place."""
+def test_a_worker_killed_mid_batch_saves_no_state_and_the_next_run_completes(sim, pooled, tmp_path, monkeypatch):
+    """The parent saves the batch only after every host was judged. A worker that dies after others judged theirs:
+    PoolError, no host state saved; the next run completes and saves its own batch."""
     hosts, profiles = sim
-    state = tmp_path / "state"  # a first run: every host's state is new, so every host stages one
-    victim = sorted(hosts)[-2]  # in the last chunk: earlier chunks have staged their states by then
+    state = tmp_path / "state"  # a first run: every host's state is new
+    victim = sorted(hosts)[-2]  # in the last chunk: earlier chunks were judged by then
     real = _inspect._evaluate_host
-    seen = tmp_path / "staged-when-killed"
 
     def dying(host, ctx):
         if host == victim:
-            seen.write_text(str(len(list((state / "hosts").glob(".*.staged")))))
             os._exit(9)
         return real(host, ctx)
 
     monkeypatch.setattr(_inspect, "_evaluate_host", dying)
     with pytest.raises(_pool.PoolError):
         _inspect.inspect_nodes(hosts, profiles=profiles, now=WHEN, state_dir=str(state))
-    assert int(seen.read_text()) >= 5  # others had staged theirs when the worker died
-    assert not list((state / "hosts").iterdir())  # no host file, no staged file
+    store = _state_store.open_state(str(state))
+    assert store.host_names() == []  # no host state saved
     monkeypatch.setattr(_inspect, "_evaluate_host", real)
     timing = {}
     _inspect.inspect_nodes(hosts, profiles=profiles, now=WHEN, state_dir=str(state), timing=timing)
     assert timing["state_written"] == len(hosts)
-    assert sorted(p.name for p in (state / "hosts").iterdir()) == sorted(h + ".json" for h in hosts)
+    assert store.host_names() == sorted(hosts)
+    store.close()
 
 
 def test_staged_states_are_put_in_place_only_for_their_own_host(tmp_path):
