@@ -101,6 +101,14 @@ options:
     description: Name of the variable the live hosts registered the M(gpuops.cluster.collect_info) result in.
     type: str
     default: __inspect_collect
+  platform_var:
+    description:
+      - Name of the variable the platform hosts (RV(platform_hosts)) registered the M(gpuops.cluster.platform_info)
+        result in. Its cluster platform facts (scheduler, storage) join the evaluation; a platform host without that
+        result gives platform facts carrying the error (the scheduler and storage checks are then unknown).
+      - With a cluster capture directory (C(gpuops_cluster_capture_dir)) the platform facts are read from it instead.
+    type: str
+    default: __inspect_platform
   write_reports:
     description: Write the report files.
     type: bool

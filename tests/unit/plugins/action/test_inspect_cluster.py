@@ -6,12 +6,13 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 
 import pytest
-from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.cluster.plugins.action import inspect_cluster
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import steps as _steps
 
 HOSTVARS = {
     "live-1": {"inventory_hostname": "live-1"},
@@ -34,27 +35,27 @@ def test_no_target_names_the_pattern_and_the_inventory(run_action, targets):
     args = {"target_pattern": "gpu_nodes:&rack9", "validate_only": False}
     if targets is not None:
         args["targets"] = targets
-    with pytest.raises(AnsibleActionFail) as exc:
-        run_action(inspect_cluster, args, task_vars=TASK_VARS)
-    msg = str(exc.value)
+    res = run_action(inspect_cluster, args, task_vars=TASK_VARS)
+    msg = res["msg"]
+    assert res["failed"] and msg.startswith("inspect_cluster: "), res
     assert "the host pattern 'gpu_nodes:&rack9'" in msg and "matched no host" in msg and "/etc/gpuops/hosts.yml" in msg
 
 
 @pytest.mark.parametrize("value", ["P4", "p1", "high", " P1", "P1 "])
 def test_bad_fail_on_is_refused_by_name(run_action, value):
-    with pytest.raises(AnsibleActionFail, match="gpuops_fail_on must be one of P0, P1, P2, P3"):
-        run_action(
-            inspect_cluster, {"targets": ["cap-1"], "fail_on": value, "validate_only": True}, task_vars=TASK_VARS
-        )
+    res = run_action(
+        inspect_cluster, {"targets": ["cap-1"], "fail_on": value, "validate_only": True}, task_vars=TASK_VARS
+    )
+    assert res["failed"] and "inspect_cluster: gpuops_fail_on must be one of P0, P1, P2, P3" in res["msg"], res
 
 
 def test_textfile_dir_must_exist(run_action, tmp_path):
-    with pytest.raises(AnsibleActionFail, match="gpuops_textfile_dir .* is not a directory"):
-        run_action(
-            inspect_cluster,
-            {"targets": ["cap-1"], "textfile_dir": str(tmp_path / "missing"), "validate_only": True},
-            task_vars=TASK_VARS,
-        )
+    res = run_action(
+        inspect_cluster,
+        {"targets": ["cap-1"], "textfile_dir": str(tmp_path / "missing"), "validate_only": True},
+        task_vars=TASK_VARS,
+    )
+    assert res["failed"] and re.search("^inspect_cluster: gpuops_textfile_dir .* is not a directory", res["msg"]), res
 
 
 @pytest.mark.parametrize(
@@ -68,7 +69,7 @@ def test_textfile_dir_must_exist(run_action, tmp_path):
 )
 def test_gate_counts_findings_at_or_above(fail_on, count, by):
     summary = {"nodes": 20, "status": {"healthy": 20}, "severity": {"P0": 1, "P1": 2, "P2": 3, "P3": 4}}
-    gate = inspect_cluster.ActionModule._gate(summary, {"fail_on": fail_on, "fail_on_unknown": "10%"})
+    gate = _steps.gate(summary, fail_on=fail_on, fail_on_unknown="10%")
     if count is None:
         assert gate is None
     else:
@@ -83,12 +84,12 @@ def test_gate_counts_findings_at_or_above(fail_on, count, by):
 
 @pytest.mark.parametrize("value", ["ten", "101%", "-1", "1.5", "5%%", "P1", "10%,2"])
 def test_bad_fail_on_unknown_is_refused_by_name(run_action, value):
-    with pytest.raises(AnsibleActionFail, match="gpuops_fail_on_unknown must be a percentage"):
-        run_action(
-            inspect_cluster,
-            {"targets": ["cap-1"], "fail_on": "P1", "fail_on_unknown": value, "validate_only": True},
-            task_vars=TASK_VARS,
-        )
+    res = run_action(
+        inspect_cluster,
+        {"targets": ["cap-1"], "fail_on": "P1", "fail_on_unknown": value, "validate_only": True},
+        task_vars=TASK_VARS,
+    )
+    assert res["failed"] and "gpuops_fail_on_unknown must be a percentage" in res["msg"], res
 
 
 def test_evaluation_counts_live_outcomes_and_writes_the_textfile(run_action, tmp_path):

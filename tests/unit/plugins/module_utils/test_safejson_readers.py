@@ -188,9 +188,9 @@ def test_audit_ledger_line(tmp_path):
 
 
 def test_live_facts_json():
-    from ansible_collections.gpuops.cluster.plugins.action import inspect_cluster
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import steps
 
-    entry, status = inspect_cluster.ActionModule._live({"facts_json": '{"gpu": ' + DEEP + "}"})
+    entry, status = steps.live({"facts_json": '{"gpu": ' + DEEP + "}"})
     assert REFUSED in json.dumps(entry), entry
 
 

@@ -324,22 +324,22 @@ def test_class_from_policy_profiles_and_no_class_is_allowed(tmp_path):
 
 
 def test_action_plugin_refuses_a_class_typo_before_reading_anything():
-    action = pytest.importorskip("ansible_collections.gpuops.cluster.plugins.action.inspect_cluster")
-    from ansible.errors import AnsibleActionFail
+    steps = pytest.importorskip("ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect.steps")
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import StepError
 
     hv = {
         "a": {"gpuops_node_class": CLASS, "gpuops_profiles": PROFILES, "gpuops_capture_dir": "/nonexistent"},
         "b": {"gpuops_node_class": "h100-sxm8", "gpuops_profiles": PROFILES},
         "c": {"gpuops_profiles": PROFILES},
     }
-    with pytest.raises(AnsibleActionFail) as exc:
-        action.ActionModule._classes(hv, ["a", "b", "c"], {})
+    with pytest.raises(StepError) as exc:
+        steps.classes(hv, ["a", "b", "c"], {})
     assert "'h100-sxm8'" in str(exc.value) and "known classes: %s" % CLASS in str(exc.value)
-    profiles, without = action.ActionModule._classes(hv, ["a", "c"], {})
+    profiles, without = steps.classes(hv, ["a", "c"], {})
     assert profiles == {"a": PROFILE, "c": None} and without == ["c"]
     # a class defined in the policy overrides is known
-    profiles, _w = action.ActionModule._classes(hv, ["b"], {"profiles": {"h100-sxm8": {"gpu_count": 8}}})
+    profiles, _w = steps.classes(hv, ["b"], {"profiles": {"h100-sxm8": {"gpu_count": 8}}})
     assert profiles == {"b": {"gpu_count": 8}}
     # no profile defined anywhere: the class keys other data only (upgrade baselines), profile checks off
-    profiles, without = action.ActionModule._classes({"u": {"gpuops_node_class": CLASS}}, ["u"], {})
+    profiles, without = steps.classes({"u": {"gpuops_node_class": CLASS}}, ["u"], {})
     assert profiles == {"u": None} and without == ["u"]
