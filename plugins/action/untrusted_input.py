@@ -20,10 +20,11 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from ansible import context
 from ansible.parsing.splitter import parse_kv, split_args
 from ansible.parsing.quoting import unquote
-from ansible.plugins.action import ActionBase
 from ansible.template import is_trusted_as_template
 from ansible.utils.unsafe_proxy import wrap_var
 from ansible.utils.vars import load_extra_vars
+
+from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
 
 #: Ticket, change and alert ids (same rule as the ticket hook); always re.fullmatch.
 ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}")
@@ -232,10 +233,9 @@ def check(
     raise InputError("unknown kind %r" % kind)
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
-    _requires_connection = False
+class ActionModule(ControllerAction):
+    NAME = "untrusted_input"
+    ARGUMENT_SPEC = ARGS
 
     def _is_template(self, value: str) -> bool:
         return bool(self._templar.is_possibly_template(value))
@@ -293,42 +293,30 @@ class ActionModule(ActionBase):
                 out[name] = wrap_var(value)
         return out
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        task_vars = task_vars or {}
-        _validation, args = self.validate_argument_spec(argument_spec=ARGS)
+    def step(self, args, check_mode, task_vars):
         if not _FACT.fullmatch(args["fact"]):
-            result.update(
-                failed=True, msg="untrusted_input: fact must be a private name (__name), got %r" % args["fact"]
-            )
-            return result
+            raise StepError("fact must be a private name (__name), got %r" % args["fact"])
         names = {kind: args[kind] for kind in KINDS}
         bad_names = [n for kind in KINDS for n in names[kind] + args["required"] if not _VAR.fullmatch(n)]
         if bad_names:
-            result.update(failed=True, msg="untrusted_input: not variable names: %s" % ", ".join(bad_names))
-            return result
+            raise StepError("not variable names: %s" % ", ".join(bad_names))
         extra = load_extra_vars(self._loader) or {}
         cut = raw_params_error(context.CLIARGS.get("extra_vars") or (), extra)
         if cut:
-            result.update(failed=True, refused=["_raw_params"], msg=cut)
-            return result
+            return {"failed": True, "refused": ["_raw_params"], "msg": cut}
         _extra_names, extra_templates = self._extra_var_templates(extra)
         named = {n for kind in KINDS for n in names[kind]}
         if not args["all_extra_vars"]:  # an operator's own -e template (e.g. windows read from a file) stays usable
             extra_templates = [t for t in extra_templates if re.split(r"[.\[]", t, maxsplit=1)[0] in named]
         if extra_templates:
-            result.update(
-                failed=True,
+            raise StepError(
+                "extra vars %s hold template syntax ({{ }}, {%% %%}, {# #}); outside text is data, never a template: "
+                "refused, nothing was done (pass literal text; the ticket hook, the EDA rulebook and AWX surveys mark "
+                "it !unsafe)" % ", ".join(extra_templates),
                 refused=extra_templates,
-                msg="untrusted_input: extra vars %s hold template syntax ({{ }}, {%% %%}, {# #}); outside text is "
-                "data, never a template: refused, nothing was done (pass literal text; the ticket hook, the EDA "
-                "rulebook and AWX surveys mark it !unsafe)" % ", ".join(extra_templates),
             )
-            return result
         errors: List[str] = []
         out = self._check_all(names, args["required"], task_vars, extra, errors)
         if errors:
-            result.update(failed=True, msg="untrusted_input: refused: %s" % "; ".join(errors), refused=errors)
-            return result
-        result.update(changed=False, ansible_facts={args["fact"]: out})
-        return result
+            raise StepError("refused: %s" % "; ".join(errors), refused=errors)
+        return {"changed": False, "ansible_facts": {args["fact"]: out}}
