@@ -532,7 +532,7 @@ def _realtime_one(conn: Any, ev: Dict[str, Any], at: float, windows: Dict[str, s
         out["outcome"] = "repeat" if conn.execute(seen.limit(1)).first() else "joined"
         conn.execute(iev.insert(), _event(iid, out["outcome"], at, src, "realtime", fp))
         _earlier(conn, {iid: when})
-    why = ev["suppress"] or windows.get(host)
+    why = None if ev["suppress"] is False else ev["suppress"] or windows.get(host)
     out.update(incident_id=iid, act=False, suppressed=why, runbook=ev["runbook"])
     out["detected_at"] = conn.execute(sa.select(inc.c.detected_at).where(inc.c.incident_id == iid)).scalar()
     if why:

@@ -142,6 +142,9 @@ def realtime_event(event: Any) -> Dict[str, Any]:
     out["detected_at"] = float(when)
     for key in ("summary", "suppress"):
         value = event.get(key)
+        if key == "suppress" and value is False:  # a response no window holds back (a coolant leak)
+            out[key] = False
+            continue
         if value is not None and (not isinstance(value, str) or len(value) > TEXT_MAX):
             raise RealtimeError("%s must be text of at most %d characters" % (key, TEXT_MAX))
         out[key] = value if key == "summary" else (value or None)

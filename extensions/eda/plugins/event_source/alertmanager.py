@@ -17,6 +17,12 @@ small event from it:
                             annotation, URL and fingerprint is dropped
   payload.refused           how many alerts of the body were dropped
 
+Each kept alert also carries, only when present and fully matching its pattern (else the field is dropped, the
+alert kept), what the incident ledger needs to name the fault (gpuops.cluster.incident_event, docs/alerting.md
+"Incidents, repeats and suppression"): ``startsAt`` (RFC 3339 UTC or offset time) and the labels ``check``
+(gpu.xid), ``component`` (gpu:0), ``code`` (79) and ``severity`` (P0-P3). None of these patterns admits a brace,
+a percent sign, a quote or a space.
+
 A body whose alerts are all refused produces no event. Request headers never reach the event. A body that is not
 JSON, nested deeper than MAX_DEPTH or larger than MAX_BODY is refused with HTTP 400/413 before it is decoded (the
 collection's plugins/module_utils/_safejson.py). A node label names a host: whether it is one of the inventory's
@@ -115,6 +121,16 @@ HOSTNAME = re.compile(
     r"(?=.{1,253}\Z)[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?)*"
 )
 ALERTNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_:]{0,127}")
+#: labels kept when they fully match (the ledger validates them again: store/ledger_keys.py)
+LABELS = {
+    "check": re.compile(r"[a-z][a-z0-9_]{0,31}(?:\.[a-z0-9_]{1,63}){1,3}"),
+    "component": re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,127}"),
+    "code": re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]{0,63}"),
+    "severity": re.compile(r"P[0-3]"),
+}
+STARTS_AT = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:[0-9]{2})"
+)
 STATUSES = ("firing", "resolved")
 
 
@@ -188,7 +204,15 @@ def sanitize(body: Any) -> Tuple[Optional[Dict[str, Any]], int]:
         node = _plain(labels.get("node"), HOSTNAME)
         if name is None or node is None or node.lower() in RESERVED_NODES:
             continue
-        kept.append({"status": a["status"], "labels": {"alertname": name, "node": node}})
+        keep: Dict[str, Any] = {"status": a["status"], "labels": {"alertname": name, "node": node}}
+        for key, pattern in LABELS.items():
+            value = _plain(labels.get(key), pattern)
+            if value is not None:
+                keep["labels"][key] = value
+        starts = _plain(a.get("startsAt"), STARTS_AT)
+        if starts is not None:
+            keep["startsAt"] = starts
+        kept.append(keep)
     refused = len(alerts) - len(kept)
     if not kept:
         return None, refused
