@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+import _state_db
+
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
 GENERATE = REPO / "tools" / "simcluster" / "generate.py"
@@ -188,7 +190,7 @@ def test_inspect_honours_gpuops_state_dir_from_the_environment(sims, tmp_path):
         sims[16], "-e", "gpuops_report_dir=%s" % (tmp_path / "r1"), env=_env(GPUOPS_STATE_DIR=str(env_state))
     )
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert sorted(p.name for p in (env_state / "hosts").iterdir()) == ["gpu-node-%02d.json" % i for i in range(1, 17)]
+    assert _state_db.host_names(env_state) == ["gpu-node-%02d" % i for i in range(1, 17)]
     # gpuops_state_dir still wins over the environment
     proc = _inspect(
         sims[16],
@@ -199,7 +201,7 @@ def test_inspect_honours_gpuops_state_dir_from_the_environment(sims, tmp_path):
         env=_env(GPUOPS_STATE_DIR=str(tmp_path / "unused")),
     )
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert (var_state / "hosts" / "gpu-node-01.json").is_file() and not (tmp_path / "unused").exists()
+    assert _state_db.host_state(var_state, "gpu-node-01") and not (tmp_path / "unused").exists()
 
 
 def test_every_role_reads_gpuops_state_dir_then_the_environment(tmp_path):

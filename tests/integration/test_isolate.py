@@ -22,6 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 from simnode import faults  # noqa: E402
 
+import _state_db  # noqa: E402
+
 VENV_BIN = REPO / ".venv" / "bin"
 OPEN = {"max_share_cluster": 1, "max_share_partition": 1, "max_share_rack": 1}
 
@@ -140,7 +142,7 @@ def test_drain_idle_busy_and_foreign_drained_node_then_resume(testbed, tmp_path,
     marker = json.loads(testbed.on_node(idle, "cat", "/var/lib/gpuops/maintenance.json").stdout)
     assert marker["ticket"] == "T-1" and marker["why"] == "integration test" and len(marker["findings"]) == 1
     assert json.loads((state_dir / "isolation" / ("%s.json" % busy)).read_text())["findings"] == []
-    hist = json.loads((state_dir / "isolation" / "history.json").read_text())["entries"]
+    hist = _state_db.claims(state_dir)
     assert sorted(e["node"] for e in hist) == sorted([idle, busy])
     # resume: inspection passes on a clean node -> back in service, markers gone
     stats, rres, proc = _resume(testbed, tmp_path, state_dir, [idle, busy, bobs])
@@ -323,14 +325,14 @@ def _guard_lock_held(state_dir: Path, db: Optional[Path] = None) -> bool:
     return False
 
 
-@pytest.mark.parametrize("window,store", [(0, "file"), (1, "file"), (3600, "file"), (0, "sqlite")])
+@pytest.mark.parametrize("window,store", [(0, "embedded"), (1, "embedded"), (3600, "embedded"), (0, "sqlite")])
 def test_two_runs_interleaved_on_a_stale_slurm_view_never_exceed_the_cap(testbed, tmp_path, state_dir, window, store):
     """Issue 35, observation 5. Run B reads Slurm (every node in service) and is held right after that read; run A
     then decides, drains and releases (done) the cap's worth of nodes; only then does B go on. B must not decide
     on its view from before A's drain: the guard reads Slurm under its lock, so while B's read is held B holds the
     lock and A decides after B, on a view with B's drains. Whatever the interleaving and the flap window, at most
-    the cap (25 % of the bed) is out of service; on the state directory and on the store shared by controllers
-    (gpuops_db_url, SQLite here; the read then runs inside the store's lock)."""
+    the cap (25 % of the bed) is out of service; on the embedded store of the state directory and on the store
+    shared by controllers (gpuops_db_url, SQLite here); the read runs inside the store's lock."""
     nodes = testbed.nodes
     cap = len(nodes) // 4
     pol = {"max_share_cluster": 0.25, "max_share_partition": 0.25, "max_share_rack": 1, "window_s": window}
@@ -340,7 +342,7 @@ def test_two_runs_interleaved_on_a_stale_slurm_view_never_exceed_the_cap(testbed
     gated.write_text(GATED_SCONTROL.format(gate=gate, real=testbed.scontrol_path), encoding="utf-8")
     gated.chmod(0o755)
     half = len(nodes) // 2
-    db = tmp_path / "store.db" if store == "sqlite" else None
+    db = tmp_path / "store.db" if store == "sqlite" else state_dir / "gpuops.db"
 
     def run_vars(part, ticket, scontrol):
         return {
@@ -352,7 +354,7 @@ def test_two_runs_interleaved_on_a_stale_slurm_view_never_exceed_the_cap(testbed
             "isolate_requeue_after": 0,
             "isolate_node_marker": False,
             "isolate_slurm_controller": {"host": "slurm_head", "scontrol_path": scontrol},
-            "isolate_db_url": "sqlite:///%s" % db if db else "",
+            "isolate_db_url": "sqlite:///%s" % db if store == "sqlite" else "",
         }
 
     b, b_out = _start_isolate(testbed, tmp_path, "run-b", run_vars(nodes[half:], "T-B", str(gated)))

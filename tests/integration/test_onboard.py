@@ -32,6 +32,8 @@ if str(REPO / "tools") not in sys.path:
 from simcluster.generate import NODE_CLASS  # noqa: E402
 from simcluster.generate import PROFILE as SIM_PROFILE  # noqa: E402
 
+import _state_db  # noqa: E402
+
 # the hardware part of the simulated cluster's class (its service and version keys would add inspection checks)
 HARDWARE = (
     "gpu_model",
@@ -192,7 +194,7 @@ def test_a_first_run_accepts_clean_and_stops_faulty_nodes(bed, state_dir, tmp_pa
     assert bed.node_state("gpu-node-01").startswith("IDLE") and "DRAIN" not in bed.node_state("gpu-node-01")
     baseline = json.loads((state_dir / "baselines" / "gpu-node-01.json").read_text())
     assert len(baseline["gpu"]["gpus"]) == 8 and baseline["gpu"]["driver_version"] == "535.161.08"
-    hs = json.loads((state_dir / "hosts" / "gpu-node-01.json").read_text())
+    hs = _state_db.host_state(state_dir, "gpu-node-01")
     assert hs["baseline"] == baseline  # where every later inspection reads it (drift checks)
     md = (state_dir / "onboarding" / "gpu-node-01.signoff.md").read_text()
     assert md.count("| passed |") == 6 and "OPS-42" in md

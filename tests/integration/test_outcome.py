@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
+import _state_db
 from _fault_matrix import SLURMCTLD_GONE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -143,7 +144,7 @@ def test_slurmctld_killed_mid_isolate_exits_2_and_frees_the_cap(testbed, tmp_pat
     # the tool's own error reached the record: one of the texts a client prints for a controller that is gone
     assert any(t in out["nodes"][b]["error"] for t in SLURMCTLD_GONE), out["nodes"][b]
     assert "gpuops outcome: isolate" in proc.stdout and "INCOMPLETE" in proc.stdout
-    hist = json.loads((state_dir / "isolation" / "history.json").read_text())["entries"]
+    hist = _state_db.claims(state_dir)
     assert {e["node"]: e["state"] for e in hist} == {a: "failed", b: "failed"}
     # the audit trail names each node, the ticket, the change and the tool's own error text
     recs = [r for r in _audit(state_dir) if r.get("event") == "outcome"]

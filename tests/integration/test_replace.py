@@ -20,6 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 from simnode import faults  # noqa: E402
 
+import _state_db  # noqa: E402
+
 GPU = 2  # the failed GPU's index
 
 
@@ -167,8 +169,8 @@ def test_serial_unchanged_is_refused_and_the_node_stays_drained(testbed, bed):
     assert "DRAIN" in testbed.node_state(host)
     assert os.path.exists(_replace.record_path(str(state_dir(bed, ticket)), ticket, host))
     # the guard's history holds the isolation claim of this run (the guard was not skipped)
-    history = json.loads((state_dir(bed, ticket) / "isolation" / "history.json").read_text())
-    assert [e.get("node") for e in history["entries"]] == [host], history
+    history = _state_db.claims(state_dir(bed, ticket))
+    assert [e.get("node") for e in history] == [host], history
 
 
 def outcome_of(bed, ticket):

@@ -22,6 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 from simnode import faults  # noqa: E402
 
+import _state_db  # noqa: E402
+
 VENV_BIN = REPO / ".venv" / "bin"
 
 
@@ -155,7 +157,7 @@ def test_gpu_reset_success_recorded_and_resumed(testbed, tmp_path):
     assert res["outcome"] == "reset" and res["gpus"] == [2] and res["reset"] is True and res["resumed"] is True
     assert res["escalated"] is False
     assert testbed.load_state(node)["gpus"][2]["remap"]["pending"] is False
-    host_state = json.loads((sd / "hosts" / ("%s.json" % node)).read_text())
+    host_state = _state_db.host_state(sd, node)
     assert [r["bus_id"] for r in host_state["resets"]] == [testbed.load_state(node)["gpus"][2]["bus_id"]]
     testbed.wait_for(lambda: testbed.node_state(node).rstrip("*") == "IDLE", timeout=30, what="node idle")
     # nothing pending any more: a second run does nothing (no drain)

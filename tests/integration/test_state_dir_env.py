@@ -22,6 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 from simnode import faults  # noqa: E402
 
+import _state_db  # noqa: E402
+
 VENV_BIN = REPO / ".venv" / "bin"
 OPEN = {"max_share_cluster": 1, "max_share_partition": 1, "max_share_rack": 1}
 
@@ -79,13 +81,13 @@ def test_isolate_and_resume_use_gpuops_state_dir_from_the_environment(testbed, t
     assert "DRAIN" in testbed.node_state(node)
     marker = json.loads((state / "isolation" / ("%s.json" % node)).read_text())
     assert "T-14" in json.dumps(marker)
-    assert node in json.dumps(json.loads((state / "isolation" / "history.json").read_text()))
+    assert node in [c["node"] for c in _state_db.claims(state)]  # the guard's claim, in the state dir's store
     # resume: the inspection gate keeps its memory (host documents) in the same directory, the marker goes
     out = tmp_path / "resume.json"
     _run(testbed, tmp_path, _role_play("resume", {"resume_nodes": [node], "resume_ticket": "T-14"}, out), state)
     res = json.loads(out.read_text())
     assert res["resumed"] == [node], res
-    assert (state / "hosts" / ("%s.json" % node)).is_file()
+    assert _state_db.host_state(state, node) is not None
     assert not (state / "isolation" / ("%s.json" % node)).exists()
     testbed.wait_for(lambda: testbed.node_state(node).rstrip("*") == "IDLE", timeout=30, what="node idle")
 
@@ -100,6 +102,6 @@ def test_gpu_reset_records_the_reset_under_gpuops_state_dir(testbed, tmp_path):
     _run(testbed, tmp_path, _role_play("gpu_reset", {"gpu_reset_ticket": "T-14"}, out, hosts=node), state)
     res = json.loads(out.read_text())
     assert res["outcome"] == "reset" and res["gpus"] == [2], res
-    host_state = json.loads((state / "hosts" / ("%s.json" % node)).read_text())
+    host_state = _state_db.host_state(state, node)
     assert [r["bus_id"] for r in host_state["resets"]] == [testbed.load_state(node)["gpus"][2]["bus_id"]]
     testbed.wait_for(lambda: testbed.node_state(node).rstrip("*") == "IDLE", timeout=30, what="node idle")

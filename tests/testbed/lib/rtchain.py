@@ -27,6 +27,23 @@ REPO = LIB.parents[2]
 HC_STATE = "/var/lib/gpuops/health_check/state.json"
 
 
+def _forget_claims(state_dir: Path) -> None:
+    """Drop the isolation guard's claims from the state dir's store (``gpuops.db``, table ``guard_claims``: where the
+    guard keeps them since issue 36), so that each trial starts without the earlier trials' claims."""
+    import sqlite3  # pylint: disable=import-outside-toplevel
+
+    db = state_dir / "gpuops.db"
+    if db.exists():
+        conn = sqlite3.connect(str(db), timeout=30)
+        try:
+            with conn:
+                conn.execute("DELETE FROM guard_claims")
+        except sqlite3.OperationalError:  # no such table yet: no claim either
+            pass
+        finally:
+            conn.close()
+
+
 def _epoch(iso: str) -> float:
     iso = iso.rstrip("Z")
     if "." in iso:  # Prometheus writes nanoseconds; datetime takes microseconds
@@ -155,10 +172,10 @@ class Chain:
         self.on_node(host, "rm", "-rf", os.path.dirname(HC_STATE))
         # each run is its own trial: the guard's flap window (a node isolated within the hour counts as out of
         # service even when resumed, docs/isolation.md) would refuse the next isolation on a 4-node bed
-        for name in ("history.json", host + ".json"):
-            path = self.rt / "state" / "isolation" / name
-            if path.exists():
-                path.unlink()
+        marker = self.rt / "state" / "isolation" / (host + ".json")
+        if marker.exists():
+            marker.unlink()
+        _forget_claims(self.rt / "state")
         if self.drained(host):
             self.run([str(self.root / "bin" / "scontrol"), "update", "NodeName=" + host, "State=RESUME"], check=False)
         healed = time.time()
