@@ -9,7 +9,9 @@
   (an exporter's own alert such as GpuXid79) is named by its runbook catalogue entry's first ``codes`` pair (else
   its first ``check``); one without a ``severity`` label is not recorded (the ledger does not guess a severity) and
   its node is still acted on.
-  ``detected_at`` is the alert's ``startsAt`` (the time Prometheus saw the condition), else the call's time.
+  ``detected_at`` is the alert's ``startsAt`` (the time Prometheus saw the condition), else the call's time. The
+  node health check's drain reaches the ledger this way: its textfile series fire GpuopsNodeHealthFailed (source
+  ``health_check``; the series name check and component, no code: the ledger matches them by check and component).
 - :func:`suppressions`: host -> why the real-time path leaves it alone: an inventory maintenance window in force
   (``gpuops_maintenance_windows``, docs/windows.md), an unreleased isolation-guard claim of another run (a
   rolling upgrade draining it), or an upgrade run in progress whose plan holds the host (``<state_dir>/upgrades/
@@ -30,6 +32,8 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils import _runbooks
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import guard as _guard
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import windows as _windows
 
+#: the node health check's own alerts (its textfile series, docs/health_check.md): their source is the health check
+HEALTH_CHECK_ALERTS = ("GpuopsNodeHealth",)
 #: an upgrade run older than this without its report died: it owns nothing any more (the guard's claim TTL)
 UPGRADE_TTL_S = float(_guard.DEFAULT_POLICY["claim_ttl_s"])
 
@@ -84,7 +88,7 @@ def alert_events(
             "check_id": check,
             "severity": labels.get("severity"),
             "detected_at": started if started is not None and started > 0 else float(now),
-            "source": "alertmanager",
+            "source": "health_check" if str(name).startswith(HEALTH_CHECK_ALERTS) else "alertmanager",
             "summary": "%s on %s" % (name, labels.get("node")),
         }
         for key, value in (("component", labels.get("component")), ("code", code), ("runbook", runbook)):

@@ -257,3 +257,34 @@ def test_check_mode_records_nothing_and_acts_on_nobody(tmp_path):
         task_vars=_hostvars(n1=[]),
     )
     assert got["act_hosts"] == [] and not (state / "gpuops.db").exists()
+
+
+def test_the_health_checks_alert_is_the_health_check_source_without_a_code():
+    # the series labels render_textfile writes (docs/metrics.md "Node-side health check"): check, severity, action,
+    # component; no code
+    alerts = [
+        {
+            "status": "firing",
+            "labels": {
+                "alertname": "GpuopsNodeHealthFailed",
+                "node": "n1",
+                "check": "gpu.xid",
+                "component": "gpu:0",
+                "severity": "P0",
+            },
+            "startsAt": "2026-12-07T11:59:55Z",
+        }
+    ]
+    events, problems = rt.alert_events(alerts, NOON)
+    assert problems == []
+    assert events == [
+        {
+            "host": "n1",
+            "check_id": "gpu.xid",
+            "component": "gpu:0",
+            "severity": "P0",
+            "detected_at": NOON - 5,
+            "source": "health_check",
+            "summary": "GpuopsNodeHealthFailed on n1",
+        }
+    ]
