@@ -1,20 +1,20 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpuops.cluster contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The controller state directory (``gpuops_state_dir``): what the health policy remembers between runs.
+"""The host state documents (``gpuops.state/v1``, docs/state.md) and the state directory's fcntl locks.
 
-Layout (docs/state.md)::
+The controller keeps the documents in ONE backend, the store (``state_store.py``: table ``host_state`` of the
+embedded ``<state_dir>/gpuops.db`` or of ``gpuops_db_url``; issue 36). This module holds what works on a document
+(``empty_host_state``, ``normalize_host_state``, ``document``, ``copy_state``, ``state_text``,
+``record_gpu_reset``, ``record_clear``), ``StateError``, ``StateLock`` (``<state_dir>/locks/<name>.lock``, for
+what is not in the store: replacement records, the guard's file functions) and the reader of an older
+collection's ``<state_dir>/hosts/<host>.json`` (``load_host_state``). ``encode_if_changed``, ``stage_host_state``,
+``discard_staged`` and ``save_host_states`` are the inspection's staged file writes of the former file backend:
+``inspect/pipeline.py`` no longer takes that path (its ``file_states`` is None) and they go with it.
 
-    <state_dir>/hosts/<inventory_hostname>.json   one JSON document per host (HOST_STATE_SCHEMA)
-    <state_dir>/locks/<name>.lock                 fcntl lock files (StateLock), reused by isolation/audit
-
-A host document holds the previous IB counter readings and boot ids, GPU counter readings, clear
-markers and recorded GPU resets, escalation history, the active (remembered) faults and an optional
-golden baseline saved by onboarding. Writes are atomic and private (``_files.write_private_atomic``:
-temporary file created 0600, fsync, rename; never through a link), lock files are 0600 and opened without
-following links, and the directories this module creates are 0700, whatever the umask.
-
-Pure Python, no Ansible imports; the functions that touch a dict are pure and unit-testable.
+The node-side health check ships this module (``health_check/bundle.py``): pure Python, no Ansible imports, no
+SQLAlchemy; the functions that touch a dict are pure and unit-testable. Files are written privately
+(``_files.write_private_atomic``: 0600, fsync, rename; never through a link), directories 0700.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import json
 import os
 import re
 import time
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils._files import (
@@ -44,7 +44,7 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.@:+-]+$")
 
 
 class StateError(Exception):
-    """A state directory problem (bad name, corrupt file, lock timeout)."""
+    """A state problem (bad name, corrupt document or file, lock timeout, the store unusable)."""
 
 
 def empty_host_state(host: Optional[str] = None) -> Dict[str, Any]:
@@ -121,7 +121,8 @@ def normalize_host_state(data: Any, host: Optional[str] = None) -> Dict[str, Any
 
 
 def load_host_state(state_dir: Optional[str], host: str, on_corrupt: str = "raise") -> Dict[str, Any]:
-    """Read ``<state_dir>/hosts/<host>.json``; an empty state when the file (or state_dir) is absent.
+    """Read ``<state_dir>/hosts/<host>.json`` (an older collection's layout); an empty state when the file (or
+    state_dir) is absent.
 
     A file that is not valid JSON raises StateError (``on_corrupt="raise"``, the default: forgetting
     active faults silently would clear them), or is renamed to ``<file>.corrupt-<epoch>`` and replaced by
@@ -164,17 +165,6 @@ def atomic_write_json(path: str, data: Any, mode: int = 0o600) -> None:
     write_private_atomic(path, text, mode)
 
 
-def save_host_state(state_dir: str, host: str, state: Dict[str, Any]) -> str:
-    """Atomically write the host state; returns the path. Hold ``StateLock(state_dir, host)`` around
-    load-modify-save when another process may write the same host (isolation, reset recording)."""
-    path = host_state_path(state_dir, host)
-    private_dir(os.path.dirname(path), tighten=True)  # <state_dir>/hosts is ours: 0700
-    data = document(host, copy_state(state))
-    data["updated_at"] = utcnow_iso()
-    atomic_write_json(path, data)
-    return path
-
-
 def state_text(data: Dict[str, Any]) -> str:
     """A host state document as stored, ``updated_at`` left out: sorted keys, compact (:mod:`_json`)."""
     body = {k: v for k, v in data.items() if k != "updated_at"}
@@ -209,7 +199,7 @@ def encode_if_changed(
     ``previous_file``: the previous state as its file's bytes and that file's ``updated_at``
     (:func:`load_host_state_file`), compared instead of ``previous``, which may then have been changed in place
     (``evaluate_node(own_state=True)``). ``state`` encoded with the file's ``updated_at`` is the file byte for byte
-    when nothing changed; a file in another layout (``save_host_state``'s indented JSON) reads as changed and is
+    when nothing changed; a file in another layout (an older collection's indented JSON) reads as changed and is
     rewritten, the same document in this layout."""
     data = document(host, state)
     if previous_file is not None:
@@ -304,7 +294,7 @@ def save_host_states(
     state_dir: str, states: Dict[str, Any], previous: Optional[Dict[str, Dict[str, Any]]] = None
 ) -> int:
     """Write a batch of host states (an inspection's; the batch's own objects, not copied): each file
-    atomically and fsynced as :func:`save_host_state` does, ``<state_dir>/hosts`` fsynced once at the end
+    atomically and fsynced (``_files.write_private_atomic``), ``<state_dir>/hosts`` fsynced once at the end
     instead of once a file, compact JSON. A host whose new state encodes exactly as ``previous[host]``
     (apart from ``updated_at``: a repeat run over unchanged evidence) is not rewritten: the file would hold
     the same document. A state given as bytes is the file as :func:`encode_if_changed` made it; a
@@ -384,19 +374,6 @@ class StateLock:
         self.release()
 
 
-def update_host_state(
-    state_dir: str, host: str, fn: Callable[[Dict[str, Any]], Optional[Dict[str, Any]]], timeout: float = 30.0
-) -> Dict[str, Any]:
-    """Lock, load, apply ``fn`` (which mutates or returns the new state), save. Returns the saved state."""
-    with StateLock(state_dir, host, timeout=timeout):
-        state = load_host_state(state_dir, host)
-        result = fn(state)
-        if result is not None:
-            state = result
-        save_host_state(state_dir, host, state)
-        return state
-
-
 def _host_section(state: Dict[str, Any], host: str) -> Dict[str, Any]:
     """The host's state: ``state`` itself, or ``state['hosts'][host]`` for a whole-cluster mapping."""
     if isinstance(state.get("hosts"), dict):
@@ -438,10 +415,3 @@ def record_clear(state: Dict[str, Any], host: str, bus_id: str, time_: Any) -> D
     hs = _host_section(state, host)
     hs.setdefault("clears", {})[bus_id] = _record_time(time_)
     return hs
-
-
-def record_gpu_reset_file(
-    state_dir: str, host: str, bus_id: str, serial: Optional[str], time_: Any, timeout: float = 30.0
-) -> Dict[str, Any]:
-    """``record_gpu_reset`` on the host's file under its lock (for the reset/isolation playbooks)."""
-    return update_host_state(state_dir, host, lambda s: record_gpu_reset(s, host, bus_id, serial, time_), timeout)

@@ -136,15 +136,16 @@ def test_open_private_refuses_links_and_tightens_our_old_lock(tmp_path, victim):
 
 def test_state_files_locks_and_dirs_are_private(tmp_path):
     sdir = tmp_path / "state"
-    path = _state.save_host_state(str(sdir), "gpu-node-01", _state.empty_host_state("gpu-node-01"))
-    assert_private(path)
+    _state.save_host_states(str(sdir), {"gpu-node-01": _state.empty_host_state("gpu-node-01")})
+    assert_private(sdir / "hosts" / "gpu-node-01.json")
     assert_private_dir(sdir)
     assert_private_dir(sdir / "hosts")
     with _state.StateLock(str(sdir), "isolation-guard"):
         pass
     assert_private(sdir / "locks" / "isolation-guard.lock")
     assert_private_dir(sdir / "locks")
-    _state.update_host_state(str(sdir), "gpu-node-02", lambda s: s)
+    with _state.StateLock(str(sdir), "gpu-node-02"):
+        _state.save_host_states(str(sdir), {"gpu-node-02": _state.empty_host_state("gpu-node-02")})
     assert_private(sdir / "hosts" / "gpu-node-02.json")
     assert_private(sdir / "locks" / "gpu-node-02.lock")
     assert sorted(os.listdir(sdir / "hosts")) == ["gpu-node-01.json", "gpu-node-02.json"]
@@ -156,7 +157,7 @@ def test_state_rewrite_tightens_an_old_world_readable_file(tmp_path):
     old = sdir / "hosts" / "h1.json"
     old.write_text(json.dumps(_state.empty_host_state("h1")))
     old.chmod(0o644)
-    _state.update_host_state(str(sdir), "h1", lambda s: s)
+    _state.save_host_states(str(sdir), {"h1": dict(_state.empty_host_state("h1"), boot_id="b1")})
     assert_private(old)
 
 
@@ -174,7 +175,7 @@ def test_state_save_replaces_a_planted_link(tmp_path, victim):
     sdir = tmp_path / "state"
     (sdir / "hosts").mkdir(parents=True)
     os.symlink(str(victim), sdir / "hosts" / "h1.json")
-    _state.save_host_state(str(sdir), "h1", _state.empty_host_state("h1"))
+    _state.save_host_states(str(sdir), {"h1": _state.empty_host_state("h1")})
     assert victim.read_text() == SECRET
     assert not os.path.islink(sdir / "hosts" / "h1.json")
     assert_private(sdir / "hosts" / "h1.json")
@@ -323,7 +324,8 @@ def test_state_subdirs_of_an_older_install_are_narrowed_the_state_dir_is_not(tmp
         (sdir / sub).mkdir(parents=True)
         (sdir / sub).chmod(0o755)
     sdir.chmod(0o755)
-    _state.update_host_state(str(sdir), "h1", lambda s: s)
+    with _state.StateLock(str(sdir), "h1"):
+        _state.save_host_states(str(sdir), {"h1": _state.empty_host_state("h1")})
     assert_private_dir(sdir / "hosts")
     assert_private_dir(sdir / "locks")
     assert mode(sdir) == 0o755  # the operator's directory (it may be shared): its files are private instead

@@ -25,7 +25,8 @@ def test_save_load_roundtrip_is_atomic(tmp_path):
     st = S.empty_host_state("gpu-node-01")
     st["boot_id"] = "b1"
     st["ib"]["ports"]["mlx5_0/1"] = {"collected_at": 1.0, "counters": {"symbol_error": 3}}
-    path = S.save_host_state(d, "gpu-node-01", st)
+    assert S.save_host_states(d, {"gpu-node-01": st}) == 1
+    path = S.host_state_path(d, "gpu-node-01")
     assert path == os.path.join(d, "hosts", "gpu-node-01.json")
     assert os.listdir(os.path.dirname(path)) == ["gpu-node-01.json"]  # no temporary file left
     back = S.load_host_state(d, "gpu-node-01")
@@ -94,15 +95,6 @@ def test_state_lock_excludes_other_processes_and_times_out(tmp_path):
             S.StateLock(d, "audit", timeout=0).acquire()
 
 
-def test_update_host_state_and_record_reset_file(tmp_path):
-    d = str(tmp_path)
-    S.record_gpu_reset_file(d, "h1", "00000000:18:00.0", "S1", "2026-12-02T10:00:00Z")
-    S.update_host_state(d, "h1", lambda s: s.update(boot_id="b9"))
-    with open(os.path.join(d, "hosts", "h1.json")) as fh:
-        data = json.load(fh)
-    assert data["boot_id"] == "b9" and data["resets"][0]["serial"] == "S1"
-
-
 def test_private_dir_survives_a_concurrent_mkdir_but_not_a_file(tmp_path, monkeypatch):
     calls = []
     real = S.ensure_private_dir
@@ -165,12 +157,12 @@ def test_a_state_compared_with_its_file_bytes_is_unchanged_or_rewritten_whole(tm
 
 
 def test_a_state_file_in_the_indented_layout_is_rewritten_once_in_the_compact_one(tmp_path):
-    """save_host_state (isolation and reset records) writes indented JSON: byte-compared, it reads as changed and is
-    rewritten as the same document; from then on it compares equal."""
+    """An older collection's isolation and reset records wrote indented JSON: byte-compared, it reads as changed and
+    is rewritten as the same document; from then on it compares equal."""
     d = str(tmp_path)
-    st = S.empty_host_state("h1")
-    st["boot_id"] = "b1"
-    S.save_host_state(d, "h1", st)
+    st = S.document("h1", S.empty_host_state("h1"))
+    st.update(boot_id="b1", updated_at="2026-12-01T00:00:00Z")
+    S.atomic_write_json(S.host_state_path(d, "h1"), st)  # indent=1, as the older save_host_state wrote it
     loaded, raw = S.load_host_state_file(d, "h1")
     assert b"\n " in raw  # indented
     body = S.encode_if_changed("h1", loaded, None, "2026-12-05T10:00:00Z", (raw, loaded["updated_at"]))
