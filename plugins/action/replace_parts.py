@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.replace import parts as _replace
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state_store as _state_store
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store.state import StateError
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._action import ControllerAction, StepError
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 
@@ -17,7 +19,22 @@ def _serials(args):
         return args["serials"]
     if args["facts"] is None:
         raise StepError("facts or serials is required")
-    return _replace.part_inventory(args["facts"], args["bmc_remote"], args["state_gpus"])
+    return _replace.part_inventory(args["facts"], args["bmc_remote"], _state_gpus(args))
+
+
+def _state_gpus(args):
+    """``state_gpus``, else the host's ``gpu.gpus`` in the controller state (the store of ``state_dir``/``db_url``,
+    docs/state.md), else None."""
+    if args["state_gpus"] is not None or not args["host"] or not (args["state_dir"] or args["db_url"]):
+        return args["state_gpus"]
+    try:
+        store = _state_store.open_state(args["state_dir"], args["db_url"])
+        try:
+            return (store.load_host(args["host"]).get("gpu") or {}).get("gpus") or {}
+        finally:
+            store.close()
+    except StateError as exc:
+        raise StepError("cannot read the state of %s: %s" % (args["host"], exc)) from exc
 
 
 def _verify(args):
@@ -49,6 +66,8 @@ class ActionModule(ControllerAction):
         "facts": {"type": "dict"},
         "bmc_remote": {"type": "dict"},
         "state_gpus": {"type": "dict"},
+        "state_dir": {"type": "path"},
+        "db_url": {"type": "str"},
         "part": {"type": "str", "choices": list(_replace.PARTS)},
         "component": {"type": "str"},
         "before": {"type": "dict"},

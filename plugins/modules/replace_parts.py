@@ -38,8 +38,16 @@ options:
     description: The node's C(bmc) facts read out of band (Redfish/IPMI from the controller), merged in.
     type: dict
   state_gpus:
-    description: The state directory's C(gpu.gpus) of the node; fills the serial of a GPU that is not readable now.
+    description: The controller state's C(gpu.gpus) of the node; fills the serial of a GPU that is not readable now.
     type: dict
+  state_dir:
+    description:
+      - Without O(state_gpus), read the C(gpu.gpus) of O(host) from the controller state kept in this directory's
+        store (C(gpuops.db); docs/state.md).
+    type: path
+  db_url:
+    description: The store of the controller state when it is not the state directory's (C(gpuops_db_url)).
+    type: str
   part:
     description: The failed part.
     type: str

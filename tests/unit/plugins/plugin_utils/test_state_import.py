@@ -241,3 +241,20 @@ def test_no_state_at_all(tmp_path):
     assert _state_store.open_state() is None
     with pytest.raises(StateError, match="the guard needs a state directory"):
         _state_store.open_state(need="the guard")
+
+
+def test_the_replacement_evidence_reads_a_lost_gpu_serial_from_the_imported_state(tmp_path, run_action):
+    """gpuops.cluster.replace_parts (the replace role's evidence) takes the serial of a GPU that cannot be read now
+    from the host's state in the store: here the state an older collection left in hosts/gpu-node-01.json."""
+    from ansible_collections.gpuops.cluster.plugins.action import replace_parts
+
+    sd = str(tmp_path / "state")
+    bus = "00000000:3B:00.0"  # as nvidia-smi prints a bus id (the state keeps it so)
+    _write_old(sd, hosts=(dict(HOST_01, gpu={"gpus": {bus: {"serial": "1650924010777"}}}),))
+    facts = {"gpu": {"gpus": [{"bus_id": bus, "serial": None, "readable": False}]}}
+    out = run_action(replace_parts, {"action": "inventory", "facts": facts, "host": "gpu-node-01", "state_dir": sd})
+    assert not out.get("failed"), out
+    assert out["serials"]["gpu"][bus] == "1650924010777"
+    # without a state: unknown, never a guess
+    out = run_action(replace_parts, {"action": "inventory", "facts": facts, "host": "gpu-node-02", "state_dir": sd})
+    assert out["serials"]["gpu"].get(bus) is None
