@@ -12,9 +12,9 @@ version_added: 0.1.0
 author: gpuops.cluster contributors (@gpuops)
 description:
   - The controller half of the C(gpuops.cluster.gpu_reset) role. After a reset that verified (the GPU is readable
-    again, no remap pending), each GPU in O(gpus) is recorded in the host's state document
-    C(<state_dir>/hosts/<host>.json) - an entry in C(resets) and a clear marker in C(clears) - under the host's
-    lock (C(docs/state.md)).
+    again, no remap pending), each GPU in O(gpus) is recorded in the host's state document in the controller state
+    (the store C(<state_dir>/gpuops.db), or O(db_url)) - an entry in C(resets) and a clear marker in C(clears) -
+    in one transaction under the host's database lock (C(docs/state.md)).
   - The policy's clear rule C(needs_reset_record) then clears that GPU's reset-class faults raised before the
     reset, and kernel events of that GPU before it stop counting. Record only resets that succeeded.
   - In check mode nothing is written; the result shows what would be recorded.
@@ -74,10 +74,10 @@ recorded:
   type: int
   sample: 1
 path:
-  description: The host's state document.
+  description: Where the host's state document is (the store and the host).
   returned: always
   type: str
-  sample: /var/lib/gpuops-controller/hosts/gpu-node-03.json
+  sample: sqlite:////var/lib/gpuops-controller/gpuops.db host_state[gpu-node-03]
 resets:
   description: The entries recorded.
   returned: always

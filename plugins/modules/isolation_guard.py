@@ -20,7 +20,7 @@ description:
     partition, rack or the whole cluster out of service. It counts the nodes Slurm shows drained or down, the
     nodes other runs have claimed and not released, and the nodes isolated within the flap window. In the same
     critical section the allowed nodes are recorded as claims of O(run_id) in
-    C(<state_dir>/isolation/history.json) (or the O(db_url) store), so concurrent runs never pass the cap
+    the controller state (the store C(<state_dir>/gpuops.db), or O(db_url)), so concurrent runs never pass the cap
     together - and because Slurm is read under the lock, a run never decides on a view from before another
     run's drain.
   - O(action=release) releases the claims of O(run_id) once the back end ran - O(done) (the drain went
