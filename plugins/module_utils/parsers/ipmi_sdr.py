@@ -201,10 +201,30 @@ _INTRUSION_NAME = re.compile(r"intru|physical scrty|chassis open|cover", re.I)
 _PSU_NAME = re.compile(r"^(?:ps\s*\d|psu|pwr\s*supply|power\s*supply|power\s*supplies)|\bpsu?\d|\bps\d", re.I)
 
 
+#: classify's and _reading's answers (a node's SDR names the same sensors and units as its peers': ~200 rows a node,
+#: each through a dozen patterns): bounded, cleared when full
+_CLASSES: Dict[Tuple[Any, ...], str] = {}
+_READINGS: Dict[str, Tuple[Optional[float], Optional[str]]] = {}
+_MEMO_MAX = 8192
+_PLAIN = (str, type(None))
+
+
 def classify(name: str, unit: Optional[str], entity: Optional[str] = None, discrete: bool = False) -> str:
     """Sensor type from its name, unit and (elist) entity id: temperature, fan, voltage, current, power,
     power_supply, leak, coolant, intrusion, memory, processor, drive, other. ``leak`` is a leak detector only:
     a leak name on a discrete (or unit-less) sensor; coolant flow/pressure/temperature sensors are ``coolant``."""
+    if type(name) not in _PLAIN or type(unit) not in _PLAIN or type(entity) not in _PLAIN or type(discrete) is not bool:
+        return _classify(name, unit, entity, discrete)
+    key = (name, unit, entity, discrete)
+    stype = _CLASSES.get(key)
+    if stype is None:
+        if len(_CLASSES) >= _MEMO_MAX:
+            _CLASSES.clear()
+        stype = _CLASSES[key] = _classify(name, unit, entity, discrete)
+    return stype
+
+
+def _classify(name: Any, unit: Any, entity: Any, discrete: Any) -> str:
     n = name or ""
     if LEAK_NAME.search(n) and (discrete or unit is None):
         return "leak"
@@ -252,6 +272,17 @@ def _unit(raw: Optional[str]) -> Optional[str]:
 
 
 def _reading(text: str) -> Tuple[Optional[float], Optional[str]]:
+    if type(text) is not str:  # noqa: E721 - exactly str (the table's key)
+        return _read_value(text)
+    got = _READINGS.get(text)
+    if got is None:
+        if len(_READINGS) >= _MEMO_MAX:
+            _READINGS.clear()
+        got = _READINGS[text] = _read_value(text)
+    return got
+
+
+def _read_value(text: Any) -> Tuple[Optional[float], Optional[str]]:
     value, unit = num_unit(text)
     if value is None:
         return None, None

@@ -191,8 +191,7 @@ def _owner(
             i
             for i in host_jobs.get(host, ())
             for job in (jobs[i],)
-            if job["start"] - slack <= last
-            and first <= (job["end"] if job["end"] is not None else ref) + slack
+            if job["start"] - slack <= last and first <= (job["end"] if job["end"] is not None else ref) + slack
         ]
         if len(hits) == 1:
             return hits[0]

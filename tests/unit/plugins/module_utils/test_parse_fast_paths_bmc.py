@@ -2,8 +2,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The SEL and SDR fast paths (issue 41: a real node's SEL of ~400 rows took ~9 ms of the node's ~19 ms parse) give
 exactly what the general path gives: ``sel_time`` on a plain ``HH:MM:SS`` vs the general date/time parse, a SEL
-row's sensor/event/direction read from the per-process table vs worked out, ``state_severity`` from its table vs
-worked out. Real samples (tests/fixtures, each with its SOURCE file) first, then broken, odd and hostile variants."""
+row's sensor/event/direction read from the per-process table vs worked out, ``state_severity``, an SDR sensor's
+type (``classify``) and reading from their tables vs worked out. Real samples (tests/fixtures, each with its SOURCE file) first, then broken, odd and hostile variants."""
 
 from __future__ import annotations
 
@@ -41,6 +41,8 @@ def _general(monkeypatch):
     """The SEL and SDR parsers without their tables and the plain-time fast path."""
     monkeypatch.setattr(_ipmi_sel, "_SEMANTICS", _NoTable())
     monkeypatch.setattr(_ipmi_sdr, "_SEVERITIES", _NoTable())
+    monkeypatch.setattr(_ipmi_sdr, "_CLASSES", _NoTable())
+    monkeypatch.setattr(_ipmi_sdr, "_READINGS", _NoTable())
     monkeypatch.setattr(_ipmi_sel, "sel_time", lambda d, t: _ipmi_sel._sel_time((d or "").strip(), (t or "").strip()))
 
 
@@ -155,7 +157,8 @@ def test_the_date_table_is_bounded(monkeypatch):
 @pytest.mark.parametrize("path", SDR_SAMPLES, ids=[os.path.basename(p) for p in SDR_SAMPLES])
 def test_an_sdr_reads_the_same_with_the_severity_table_cold_warm_and_off(monkeypatch, path):
     text = _read(path)
-    _ipmi_sdr._SEVERITIES.clear()
+    for table in (_ipmi_sdr._SEVERITIES, _ipmi_sdr._CLASSES, _ipmi_sdr._READINGS):
+        table.clear()
     cold = _outcome(_ipmi_sdr.parse_sdr, text, path, [])
     warm = _outcome(_ipmi_sdr.parse_sdr, text, path, [])
     with monkeypatch.context() as m:
@@ -181,3 +184,18 @@ def test_state_severity_from_the_table_is_the_severity_worked_out(text, expected
     assert _ipmi_sdr.state_severity(text) == expected
     assert _ipmi_sdr.state_severity(text) == expected
     assert _ipmi_sdr._state_severity(text) == expected
+
+
+def test_the_sdr_tables_are_taken_and_bounded(monkeypatch):
+    path = os.path.join(FIX, "ipmitool-sdr", "datakit-dell-r740-sdr.txt")
+    for table in (_ipmi_sdr._CLASSES, _ipmi_sdr._READINGS):
+        table.clear()
+    _ipmi_sdr.parse_sdr(_read(path), path, [])
+    assert _ipmi_sdr._CLASSES and _ipmi_sdr._READINGS
+    monkeypatch.setattr(_ipmi_sdr, "_MEMO_MAX", 4)
+    for i in range(50):
+        assert _ipmi_sdr.classify("FAN%d" % i, "RPM") == "fan"
+        assert _ipmi_sdr._reading("%d RPM" % (1000 + i)) == (1000 + i, "RPM")
+    assert len(_ipmi_sdr._CLASSES) <= 4 and len(_ipmi_sdr._READINGS) <= 4
+    # not plain text: worked out, not kept
+    assert _ipmi_sdr.classify("FAN1", "RPM", None, 1) == "fan"
