@@ -445,3 +445,11 @@ def test_fuzz_plan(want, state, reason, force, requeue):
         if upd["State"] == "DRAIN" and want == "drained":
             assert upd["Reason"].endswith("gpuops: x")
     assert set(result["requeue"]) <= {1}
+
+
+def test_read_status_with_a_node_list_slurm_never_prints_is_a_slurm_error(fake_scontrol):
+    # the module (slurm_node) and the batch (_slurm_batch) turn a SlurmError into fail_json / a per-node error
+    (fake_scontrol / "jobs.txt").write_text(JOBS.replace("NodeList=gpu-node-01\n", "NodeList=gpu-node-[01-10/2]\n", 1))
+    sc = Scontrol(str(fake_scontrol / "scontrol"), timeout=5)
+    with pytest.raises(SlurmError, match=r"job 1: unreadable NodeList: .*gpu-node-\[01-10/2\]"):
+        read_status(sc, "gpu-node-01", P)
