@@ -103,9 +103,10 @@ options:
     default: __inspect_collect
   platform_var:
     description:
-      - Name of the variable the platform hosts (RV(platform_hosts)) registered the M(gpuops.cluster.platform_info)
-        result in. Its cluster platform facts (scheduler, storage) join the evaluation; a platform host without that
-        result gives platform facts carrying the error (the scheduler and storage checks are then unknown).
+      - Name of the variable the platform hosts (C(gpuops_scheduler_host), C(gpuops_storage_probe_host)) registered
+        the M(gpuops.cluster.platform_info) result in. Its cluster platform facts (scheduler, storage) join the
+        evaluation; a platform host without that result gives platform facts carrying the error (the scheduler and
+        storage checks are then unknown).
       - With a cluster capture directory (C(gpuops_cluster_capture_dir)) the platform facts are read from it instead.
     type: str
     default: __inspect_platform
