@@ -292,7 +292,7 @@ def transition(
             "ticket": ticket(key[0], key[1], onset),
             "detected_at": _iso(now),
         },
-        "meta": {"source": "gpuops.cluster.redfish_leak"},
+        # ansible-rulebook adds meta.source {name, type}, received_at and uuid itself
     }
 
 
