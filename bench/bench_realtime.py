@@ -8,12 +8,13 @@ resumed, no alert left firing), prints per fault p50/p95/max from injection to d
 to action verified, with the intervals it ran with, and brings everything down. The last line is
 `realtime p95: xid79_drained=<s> leak_power_off=<s> ib_down_drained=<s>`.
 
-    bench/bench_realtime.py [--n 10] [--ib-n N] [--faults xid79,ib_down] [--keep] (GPUOPS_TB: the bed's dir)
+    bench/bench_realtime.py [--n 10] [--ib-n N] [--faults xid79,leak,ib_down] [--keep] (GPUOPS_TB: the bed's dir)
 
 Faults: xid79 (an Xid 79 line in the node's kernel log and the GPU lost: slurmd's health check drains the node);
-ib_down (IB port 1 of one HCA Disabled in sysfs/ibstat: node_exporter -> IbPortDown -> Alertmanager -> EDA ->
-playbooks/isolate.yml through the guard). leak: the collection has no real-time Redfish leak detector (the
-leak finding comes from the 15-minute inspection), so it is not run; its figure is printed as n/a.
+leak (the Redfish emulator's ColdPlate0 LeakDetector Critical, in the hub netns: the rulebook's leak watch,
+gpuops.cluster.redfish_leak, polls it every GPUOPS_RT_LEAK_INTERVAL s -> playbooks/leak_response.yml through
+the guard and the audit -> the system's power Off on the emulator); ib_down (IB port 1 of one HCA Disabled in
+sysfs/ibstat: slurmd's health check drains the node on the health_check_ib_down_runs-th consecutive DOWN run).
 """
 
 from __future__ import annotations
@@ -50,13 +51,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=10, help="runs of each fault (>= 10 for published figures)")
     ap.add_argument("--ib-n", type=int, default=None, help="runs of ib_down (default --n; each takes ~2-3 min)")
-    ap.add_argument("--faults", default="xid79,ib_down")
+    ap.add_argument("--faults", default="xid79,leak,ib_down")
     ap.add_argument("--nodes", type=int, default=4)
     ap.add_argument("--keep", action="store_true", help="use a bed that is up, leave it up")
     ap.add_argument("--hc-interval", type=int, default=5)
+    ap.add_argument("--leak-interval", type=float, default=2.0, help="the leak watch's Redfish poll (s)")
+    ap.add_argument("--ib-down-runs", type=int, default=3, help="health_check_ib_down_runs")
     args = ap.parse_args()
     tb = os.environ.get("GPUOPS_TB", "/tmp/gpuops-tb-bench-rt")
-    env = dict(os.environ, GPUOPS_TB=tb, GPUOPS_RT_HC_INTERVAL=str(args.hc_interval))
+    env = dict(os.environ, GPUOPS_TB=tb, GPUOPS_RT_HC_INTERVAL=str(args.hc_interval),
+               GPUOPS_RT_LEAK_INTERVAL="%g" % args.leak_interval, GPUOPS_RT_IB_DOWN_RUNS=str(args.ib_down_runs))  # fmt: skip
     t_up = time.time()
     if not args.keep:
         sh("bash", str(TESTBED / "testbed.sh"), "up", str(args.nodes), env=env)
@@ -81,21 +85,24 @@ def run(c, args):
     for f in faults:
         n = args.ib_n if f == "ib_down" and args.ib_n is not None else args.n
         for i in range(n):
-            host = hosts[i % len(hosts)]
+            host = c.leak_source() if f == "leak" else hosts[i % len(hosts)]
+            heal = (lambda: c.leak_heal(timeout=240)) if f == "leak" else (lambda h=host: c.heal(h, timeout=240))
             try:
                 if f == "xid79":
                     r = c.time_xid79(host, timeout=60)
+                elif f == "leak":
+                    r = c.time_leak(timeout=180)
                 else:
-                    r = c.time_ib_down(host, timeout=300)
+                    r = c.time_ib_down(host, timeout=180)
             except AssertionError as exc:  # a trial that did not reach its action: said, counted, not timed
                 print("  %s #%d on %s: FAILED %s" % (f, i + 1, host, exc), flush=True)
                 failed[f] = failed.get(f, 0) + 1
-                c.heal(host, timeout=240)
+                heal()
                 continue
             results[f].append(r)
             print("  %s #%d on %s: %s" % (f, i + 1, host, " ".join("%s=%.2f" % kv for kv in sorted(r.items()))),
                   flush=True)  # fmt: skip
-            c.heal(host, timeout=240)
+            heal()
     for f, n in failed.items():
         print("%s: %d trial(s) did not reach the action within the deadline" % (f, n))
     return results
@@ -103,9 +110,10 @@ def run(c, args):
 
 def report(results, args):
     print()
-    print("intervals: HealthCheckInterval=%d s; scrape 1 s; rule groups: gpuops-collection 30 s (GpuopsNodeHealth*),"
-          " gpuops-infiniband 30 s with IbPortDown for: 1m; Alertmanager gpuops-eda route group_wait 10 s,"
-          " group_interval 1 m; health_check_call_timeout 5 s" % args.hc_interval)  # fmt: skip
+    print("intervals: HealthCheckInterval=%d s; health_check_ib_down_runs=%d; leak watch Redfish poll %g s;"
+          " scrape 1 s; rule groups: gpuops-collection 30 s (GpuopsNodeHealth*), gpuops-infiniband 30 s with"
+          " IbPortDown for: 1m; Alertmanager gpuops-eda route group_wait 10 s, group_interval 1 m;"
+          " health_check_call_timeout 5 s" % (args.hc_interval, args.ib_down_runs, args.leak_interval))  # fmt: skip
     print("%-9s %3s  %-24s %-24s %-24s" % ("fault", "n", "detect p50/p95/max s", "started p50/p95/max s",
                                             "verified p50/p95/max s"))  # fmt: skip
     p95 = {}
@@ -125,7 +133,8 @@ def report(results, args):
     def fmt(f):
         return "%.1f" % p95[f] if f in p95 else "n/a"
 
-    print("realtime p95: xid79_drained=%s leak_power_off=n/a ib_down_drained=%s" % (fmt("xid79"), fmt("ib_down")))
+    print("realtime p95: xid79_drained=%s leak_power_off=%s ib_down_drained=%s"
+          % (fmt("xid79"), fmt("leak"), fmt("ib_down")))  # fmt: skip
 
 
 if __name__ == "__main__":

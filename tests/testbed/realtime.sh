@@ -4,11 +4,15 @@
 #         + prometheus-node-exporter (textfile + infiniband collectors) inside each node's namespaces
 #   hub:  prometheus (the collection's generated rules), prometheus-alertmanager (the collection's routing),
 #         ansible-rulebook (the collection's rulebook) running the real playbooks against the bed
-#   realtime.sh up     after testbed.sh up (and bmc.sh up for the leak path); idempotent: down first
+#   leak: a Redfish BMC emulator (tests/testbed/bmc) inside the hub netns, serving the first node's system;
+#         the rulebook's leak watch (gpuops.cluster.redfish_leak) polls its LeakDetectors and runs the real
+#         leak_response.yml, which powers that system off on the emulator (GPUOPS_RT_BMC=0: no emulator)
+#   realtime.sh up     after testbed.sh up (it starts its own BMC emulator in the hub); idempotent: down first
 #   realtime.sh down   stops what `up` started, by the pids it recorded; the bed stays
 #   realtime.sh status
 # Settings (environment): GPUOPS_RT_HC_INTERVAL (HealthCheckInterval, default 5), GPUOPS_RT_SCRAPE (scrape
-# interval, default 1s), GPUOPS_RT_CALL_TIMEOUT (health_check_call_timeout, default 5).
+# interval, default 1s), GPUOPS_RT_CALL_TIMEOUT (health_check_call_timeout, default 5), GPUOPS_RT_LEAK_INTERVAL
+# (the leak watch's Redfish poll, default 2 s), GPUOPS_RT_IB_DOWN_RUNS (health_check_ib_down_runs, default 3).
 # Everything lives in $GPUOPS_TB/realtime (logs, pids, configs, TSDB, state dir).
 # Every wait is on a condition with a deadline; nothing sleeps a fixed time.
 # shellcheck source-path=SCRIPTDIR
@@ -23,6 +27,13 @@ SCRAPE=${GPUOPS_RT_SCRAPE:-1s}
 # default 2 s call timeout a loaded bed drains healthy nodes for collector.error (P1 reboot; seen on this bed)
 CALL_TIMEOUT=${GPUOPS_RT_CALL_TIMEOUT:-5}
 EDA_PORT=5000
+LEAK_INTERVAL=${GPUOPS_RT_LEAK_INTERVAL:-2}
+IB_DOWN_RUNS=${GPUOPS_RT_IB_DOWN_RUNS:-3}
+RT_BMC=${GPUOPS_RT_BMC:-1}
+# the emulator's test-only account (tests/testbed/bmc/bmc.sh defaults); it listens on the hub's own loopback
+BMC_USER_="admin"
+BMC_PASS_=gpuops-Emul4ted-pw
+BMC_SYSTEM=00000000-0000-0000-0000-000000000001
 EDA_BIN=${GPUOPS_EDA_BIN:-$REPO/build/venv-eda/bin}
 export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}
 TEXTFILE=/var/lib/node_exporter/textfile_collector
@@ -60,6 +71,7 @@ up() {
   # 1. the health check, by its role, under each node's slurmd (HealthCheckInterval in the bed's slurm.conf)
   playbook "$REPO/playbooks/health_check.yml" -e gpuops_targets=gpu_nodes -e gpuops_allow_target_patterns=true -e health_check_state=present \
     -e "health_check_interval=$HC_INTERVAL" -e "health_check_call_timeout=$CALL_TIMEOUT" \
+    -e "health_check_ib_down_runs=$IB_DOWN_RUNS" \
     -e health_check_collect_timeout=8 >"$RT/health_check-install.log" 2>&1 \
     || die "health_check role failed: $(tail -20 "$RT/health_check-install.log")"
   # 2. node_exporter in every node (its own netns: listens on the node's address)
@@ -98,7 +110,29 @@ EOF
   amtool check-config "$RT/alertmanager.yml" >"$RT/amtool.log" 2>&1 || die "amtool: $(cat "$RT/amtool.log")"
   hub_start alertmanager prometheus-alertmanager --config.file="$RT/alertmanager.yml" --storage.path="$RT/am" \
     --web.listen-address=127.0.0.1:9093 --cluster.listen-address= --log.level=debug
-  # 5. ansible-rulebook with the collection's rulebook, from the repo root (run_playbook paths are relative)
+  # 5. the leak path: a Redfish emulator in the hub netns (where the rulebook and its playbooks run), the first
+  #    node's system on it; the leak watch's targets file and an inventory overlay with the node's BMC and leak
+  #    domain (the playbook reads the BMC with these credentials, never with anything from the event)
+  local inv=$TB/inventory.yml first targets=""
+  first=$(node_names | head -1)
+  if [ "$RT_BMC" != 0 ]; then
+    in_hub env BMC_WORK="$RT/bmc" BMC_REDFISH_PORT=8443 BMC_IPMI_PORT=9001 BMC_USER="$BMC_USER_" BMC_PASSWORD="$BMC_PASS_" \
+      bash "$HERE/bmc/bmc.sh" up \
+      >"$RT/bmc-up.log" 2>&1 || die "bmc emulator: $(tail -20 "$RT/bmc-up.log")"
+    (umask 077 && printf '%s\n' "$BMC_PASS_" >"$RT/bmc-password")
+    printf '{"targets": [{"node": "%s", "bmc": "https://127.0.0.1:8443", "system": "%s", "validate_certs": false}]}\n' \
+      "$first" "$BMC_SYSTEM" >"$RT/leak-targets.json"
+    targets=$RT/leak-targets.json
+    mkdir -p "$RT/inventory"
+    ln -sfn "$TB/inventory.yml" "$RT/inventory/10-bed.yml"
+    (umask 077 && printf '%s\n' "# written by tests/testbed/realtime.sh: the first node's BMC (the hub's emulator), leak domain" \
+      "all:" "  hosts:" "    $first:" "      gpuops_bmc_address: 127.0.0.1" "      gpuops_bmc_port: 8443" \
+      "      gpuops_bmc_protocol: redfish" "      gpuops_bmc_system_id: \"$BMC_SYSTEM\"" \
+      "      gpuops_bmc_user: $BMC_USER_" "      gpuops_bmc_password: $BMC_PASS_" \
+      "      gpuops_bmc_validate_certs: false" "      gpuops_leak_domain: cdu-rt" >"$RT/inventory/20-bmc.yml")
+    inv=$RT/inventory
+  fi
+  # 6. ansible-rulebook with the collection's rulebook, from the repo root (run_playbook paths are relative)
   [ -x "$EDA_BIN/ansible-rulebook" ] || die "no ansible-rulebook in $EDA_BIN (tests/testbed/eda-setup.sh)"
   (
     cd "$REPO"
@@ -108,10 +142,12 @@ EOF
     # store's SQLAlchemy...), not ansible-rulebook's own
     export PATH=$REPO/.venv/bin:$EDA_BIN:$PATH ANSIBLE_COLLECTIONS_PATH=$REPO/build ANSIBLE_CONFIG=$REPO/ansible.cfg
     export ANSIBLE_PIPELINING=True ANSIBLE_CALLBACKS_ENABLED=gpuops.cluster.audit GPUOPS_STATE_DIR=$RT/state
-    export GPUOPS_TB=$TB
+    export GPUOPS_TB=$TB GPUOPS_LEAK_TARGETS=$targets GPUOPS_LEAK_INTERVAL=$LEAK_INTERVAL
+    export GPUOPS_BMC_USER=$BMC_USER_ GPUOPS_BMC_PASSWORD_FILE=$RT/bmc-password GPUOPS_BMC_VALIDATE_CERTS=false
     unset VIRTUAL_ENV PYTHONPATH
     hub_start rulebook "$EDA_BIN/ansible-rulebook" --rulebook extensions/eda/rulebooks/gpuops.yml \
-      -i "$TB/inventory.yml" --env-vars GPUOPS_EDA_PORT,GPUOPS_EDA_TOKEN -v
+      -i "$inv" -v --env-vars \
+      GPUOPS_EDA_PORT,GPUOPS_EDA_TOKEN,GPUOPS_LEAK_TARGETS,GPUOPS_LEAK_INTERVAL,GPUOPS_BMC_USER,GPUOPS_BMC_PASSWORD_FILE,GPUOPS_BMC_VALIDATE_CERTS
   )
   wait_until 30 "prometheus ready" http_ok http://127.0.0.1:9090/-/ready
   wait_until 30 "alertmanager ready" http_ok http://127.0.0.1:9093/-/ready
@@ -122,7 +158,8 @@ EOF
   done
   wait_until 30 "every node target up" sh -c "ip netns exec '$HUB' curl -fsS --max-time 2 \
     'http://127.0.0.1:9090/api/v1/query?query=count(up%7Bjob%3D%22node%22%7D%3D%3D1)' | grep -q '\"$(node_names | wc -l)\"\\]'"
-  log "realtime chain up in $(elapsed "$t"): HealthCheckInterval=$HC_INTERVAL scrape=$SCRAPE, logs in $RT"
+  log "realtime chain up in $(elapsed "$t"): HealthCheckInterval=$HC_INTERVAL scrape=$SCRAPE" \
+    "ib_down_runs=$IB_DOWN_RUNS leak poll=${LEAK_INTERVAL}s, logs in $RT"
 }
 
 down_daemons() {
@@ -134,6 +171,10 @@ down_daemons() {
     wait_until 20 "$name (pid $pid) to stop" sh -c "! [ -d /proc/$pid ] || grep -q '^State:.Z' /proc/$pid/status"
     rm -f "$RT/$name.pid"
   done
+  if [ -d "$RT/bmc" ]; then
+    in_hub env BMC_WORK="$RT/bmc" BMC_REDFISH_PORT=8443 BMC_IPMI_PORT=9001 bash "$HERE/bmc/bmc.sh" down >/dev/null 2>&1 \
+      || log "bmc emulator stop failed"
+  fi
   for name in $(node_names); do
     [ -s "$(node_dir "$name")/holder.pid" ] || continue
     in_node "$name" sh -c "[ -s $NE_PID ] && kill \$(cat $NE_PID) 2>/dev/null; rm -f $NE_PID" || true

@@ -25,6 +25,10 @@ from typing import Any, Callable, Dict, List, Optional
 LIB = Path(__file__).resolve().parent
 REPO = LIB.parents[2]
 HC_STATE = "/var/lib/gpuops/health_check/state.json"
+#: the Redfish emulator realtime.sh starts in the hub netns (its test-only account) and the first node's system
+BMC = "https://127.0.0.1:8443"
+BMC_AUTH = "admin:gpuops-Emul4ted-pw"
+BMC_SYSTEM = "/redfish/v1/Systems/00000000-0000-0000-0000-000000000001"
 
 
 def _forget_claims(state_dir: Path) -> None:
@@ -243,17 +247,87 @@ class Chain:
         return {"detect": seen - t0, "started": seen - t0, "verified": verified - t0, "hc_run_s": run["run_seconds"]}
 
     def time_ib_down(self, host: str, timeout: float = 180) -> Dict[str, float]:
-        """IB port 1 of an HCA Disabled (sysfs + ibstat): node_exporter's infiniband collector -> IbPortDown
-        (`for: 1m`) -> Alertmanager -> ansible-rulebook -> playbooks/isolate.yml through the guard -> DRAIN."""
+        """IB port 1 of an HCA Disabled (sysfs + ibstat): slurmd's health check sees the expected port DOWN (an
+        ib.port_state finding, verdict 3) and drains the node itself on the health_check_ib_down_runs-th
+        consecutive run (default 3). Detection = the first such run; action started = the draining run's
+        start; verified = DRAIN in Slurm. (IbPortDown, `for: 1m`, fires only if the port stays down.)"""
         self.wait(lambda: not self.alerts(node=host, name="IbPortDown"), timeout, "no IbPortDown of %s" % host, 0.5)
         t0 = self.inject("ib_port_down", host)
-        firing = self.wait(
-            lambda: self.alerts(node=host, name="IbPortDown", state="firing"), timeout, "IbPortDown firing", 0.2
-        )
-        detect = time.time()
-        del firing
-        run = self.wait(lambda: self.audit_runs("isolate.yml", t0), timeout, "isolate.yml started by EDA", 0.2)
-        self.wait(lambda: self.drained(host), timeout, "%s drained" % host, interval=0.1)
+        seen: Dict[str, float] = {}
+
+        def watch() -> bool:
+            run = self.hc_run(host)
+            if run and run["timestamp"] > t0 and any(f["check"] == "ib.port_state" for f in run["findings"]):
+                seen.setdefault("detect", run["timestamp"])
+                if (run.get("decision") or {}).get("action") == "drain":
+                    seen.setdefault("started", run["timestamp"] - run["run_seconds"])
+            return self.drained(host)
+
+        self.wait(watch, timeout, "%s drained" % host, interval=0.1)
         verified = time.time()
+        reason = self.reason(host) or ""
+        if not reason.startswith("gpuops: ib.port_state"):
+            raise AssertionError("%s drained for another reason: %r" % (host, reason))
+
+        def drained_run() -> Optional[Dict[str, Any]]:
+            r = self.hc_run(host)
+            return r if r and r["timestamp"] > t0 and r["drained"] else None
+
+        run = self.wait(drained_run, timeout, "the draining run's state on %s" % host, 0.2)
+        if (run.get("decision") or {}).get("action") == "drain":
+            seen.setdefault("started", run["timestamp"] - run["run_seconds"])
+            seen.setdefault("detect", run["timestamp"])
+        seen.setdefault("started", verified)
+        seen.setdefault("detect", seen["started"])
+        return {k: seen[k] - t0 for k in ("detect", "started")} | {"verified": verified - t0}
+
+    # --- the leak path: the Redfish emulator in the hub netns ---------------------------------------------------
+    def redfish(self, method: str, path: str, body: Optional[Dict[str, Any]] = None) -> Any:
+        cmd = ["ip", "netns", "exec", self.hub, "curl", "-fsSk", "--max-time", "5", "-u", BMC_AUTH, "-X", method]
+        if body is not None:
+            cmd += ["-H", "Content-Type: application/json", "-d", json.dumps(body)]
+        out = self.run(cmd + [BMC + path]).stdout
+        return json.loads(out) if out.strip() else None
+
+    def power_state(self) -> str:
+        return str(self.redfish("GET", BMC_SYSTEM).get("PowerState"))
+
+    def leak_source(self) -> str:
+        """The node whose BMC the leak watch polls (realtime.sh: the first node)."""
+        doc = json.loads((self.rt / "leak-targets.json").read_text(encoding="utf-8"))
+        return doc["targets"][0]["node"]
+
+    def leak_heal(self, timeout: float = 120) -> None:
+        """No leak, the system On, and the node back in service (leak_response set it DOWN and drained it)."""
+        self.redfish("DELETE", "/emulator/faults")
+        if self.power_state() != "On":
+            self.redfish("POST", BMC_SYSTEM + "/Actions/ComputerSystem.Reset", {"ResetType": "On"})
+        self.wait(lambda: self.power_state() == "On", 30, "the system On", 0.3)
+        self.heal(self.leak_source(), timeout=timeout)
+
+    def leak_detected(self, after: float) -> Optional[float]:
+        """When the leak watch logged the detector going Critical (rulebook log, local time), after `after`."""
+        path = self.rt / "rulebook.log"
+        if not path.exists():
+            return None
+        pat = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}).*gpuops\.cluster\.redfish_leak: .* -> Critical")
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            m = pat.match(line)
+            if m:
+                t = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                if t >= after - 0.5:
+                    return t
+        return None
+
+    def time_leak(self, timeout: float = 120) -> Dict[str, float]:
+        """The emulator's ColdPlate0 LeakDetector Critical: the rulebook's leak watch (gpuops.cluster.redfish_leak)
+        -> playbooks/leak_response.yml (the guard, the audit) -> the system's power Off on the emulator."""
+        self.wait(lambda: self.power_state() == "On", 30, "the system On", 0.3)
+        t0 = time.time()
+        self.redfish("POST", "/emulator/faults", {"leak": "Critical"})
+        run = self.wait(lambda: self.audit_runs("leak_response.yml", t0), timeout, "leak_response.yml started", 0.1)
         started = _epoch(run[0]["time"])
+        self.wait(lambda: self.power_state() == "Off", timeout, "the system powered Off", 0.1)
+        verified = time.time()
+        detect = self.leak_detected(t0) or started
         return {"detect": detect - t0, "started": started - t0, "verified": verified - t0}
