@@ -57,3 +57,12 @@ def save_and_hang(kw, hosts, generation, stop_after, q):
     store = _state_store.open_state(**kw)
     store.save_hosts(SlowBatch(hosts, generation, stop_after, q))
     q.put("finished")  # never reached: killed before
+
+
+def open_once(kw, barrier, q):
+    """Open the state at the same moment as the others (the first open after an upgrade, on several controllers or
+    parallel playbooks) and report what this process imported."""
+    barrier.wait(60)
+    store = _state_store.open_state(**kw)
+    q.put(store.imported)
+    store.close()

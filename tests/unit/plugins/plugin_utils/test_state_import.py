@@ -11,6 +11,7 @@ test."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
 import time
@@ -21,6 +22,8 @@ from ansible_collections.gpuops.cluster.plugins.action import isolation_guard
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import guard as _guard
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import open_store, state_store as _state_store
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.store.state import StateError
+
+import state_procs
 
 NOW = 1_800_000_000.0
 SHOW = "\n".join("NodeName=gpu-node-%02d State=IDLE Partitions=gpu Gres=gpu:8" % i for i in range(1, 9))
@@ -173,6 +176,29 @@ def test_importing_twice_does_not_duplicate(kw):
     finally:
         store.close()
     assert _moved(sd, "hosts") and not os.path.exists(os.path.join(sd, "hosts"))  # moved aside again
+
+
+def test_parallel_first_opens_import_once(kw):
+    """Four processes open the state of one old state directory at the same moment: one of them imports, the others
+    find the store already holding it (or the files moved aside); no claim and no host twice."""
+    _write_old(kw["state_dir"])
+    ctx = multiprocessing.get_context("spawn")
+    barrier, q = ctx.Barrier(4), ctx.Queue()
+    procs = [ctx.Process(target=state_procs.open_once, args=(kw, barrier, q)) for _proc in range(4)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(120)
+        assert proc.exitcode == 0
+    results = [q.get(timeout=10) for _proc in procs]
+    done = [r for r in results if r and (r["hosts"] or r["claims"])]
+    assert len(done) == 1 and done[0]["hosts"] == ["gpu-node-01", "gpu-node-02"] and done[0]["claims"] == len(ENTRIES)
+    store = _bare(kw)
+    try:
+        assert store.host_names() == ["gpu-node-01", "gpu-node-02"] and len(store.load_history()) == len(ENTRIES)
+    finally:
+        store.close()
+    assert not os.path.exists(os.path.join(kw["state_dir"], "hosts"))
 
 
 @pytest.mark.parametrize(
