@@ -10,12 +10,12 @@ leak to cut power immediately. This source reads, every ``interval`` seconds, ea
 ``Resource.Health``: OK, Warning, Critical; ``Status.Health`` when a BMC has no DetectorState) and emits, on every
 change of a detector's state (the first reading counts as a change from "unknown")::
 
-  gpuops_leak.node         the inventory host the BMC serves (from the targets file, validated: never the BMC's text)
-  gpuops_leak.chassis      the chassis id, gpuops_leak.detector the detector id ([A-Za-z0-9._-], else a hash)
-  gpuops_leak.state        OK | Warning | Critical (anything else a BMC says: Unknown)
-  gpuops_leak.previous     the state before (Unknown at start)
-  gpuops_leak.ticket       leak-<16 hex>: sha256 of the BMC, detector and the onset time (one id per leak)
-  gpuops_leak.detected_at  when this source read the new state (ISO 8601 UTC)
+  leak_event.node         the inventory host the BMC serves (from the targets file, validated: never the BMC's text)
+  leak_event.chassis      the chassis id, leak_event.detector the detector id ([A-Za-z0-9._-], else a hash)
+  leak_event.state        OK | Warning | Critical (anything else a BMC says: Unknown)
+  leak_event.previous     the state before (Unknown at start)
+  leak_event.ticket       leak-<16 hex>: sha256 of the BMC, detector and the onset time (one id per leak)
+  leak_event.detected_at  when this source read the new state (ISO 8601 UTC)
 
 Nothing else a BMC returns reaches the event; credentials never do. Which BMC serves which node comes from the
 targets file (JSON), written by the operator (or the test bed), never from event data::
@@ -59,7 +59,7 @@ short_description: Poll Redfish leak detectors, emit an event when one changes s
 description:
   - An ansible-rulebook event source. Every I(interval) seconds it reads the leak detectors of the chassis of the
     BMCs listed in I(targets_file) and puts one event per detector state change on the queue (see the module
-    docstring); a rule acts on C(event.gpuops_leak.state == "Critical").
+    docstring); a rule acts on C(event.leak_event.state == "Critical").
 options:
   targets_file:
     description:
@@ -283,7 +283,7 @@ def transition(
     onset = now if state != "OK" else (prev["onset"] if prev else now)
     known[key] = {"state": state, "onset": onset}
     return {
-        "gpuops_leak": {
+        "leak_event": {
             "node": node,
             "chassis": chassis,
             "detector": detector,
@@ -482,7 +482,7 @@ async def main(queue: asyncio.Queue, args: Dict[str, Any]) -> None:
                     event = transition((bmc_origin, det), node, chassis, name, state, known, now)
                     if event is not None:
                         logger.info("gpuops.cluster.redfish_leak: %s %s/%s %s -> %s", node, chassis, name,
-                                    event["gpuops_leak"]["previous"], state)  # fmt: skip
+                                    event["leak_event"]["previous"], state)  # fmt: skip
                         await queue.put(event)
             await asyncio.sleep(max(0.0, opts["interval"] - (time.monotonic() - started)))
     finally:
