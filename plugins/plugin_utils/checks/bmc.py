@@ -153,16 +153,19 @@ def check_sel(ctx: Ctx, bmc: Dict[str, Any], th: Dict[str, Any]) -> None:
     for e in as_list(bmc.get("sel")) + redfish_sel(bmc):
         if not isinstance(e, dict):
             continue
-        key = (str(e.get("sensor")), str(e.get("event")))
-        if str(e.get("direction") or "").lower() == "deasserted":
+        direction = e.get("direction")
+        if direction != "asserted" and str(direction or "").lower() == "deasserted":
+            key = (str(e.get("sensor")), str(e.get("event")))
             open_.pop(key, None)
             if e.get("source") == "redfish":  # a Redfish deassertion's message differs: close the sensor
                 for k in [k for k in open_ if k[0] == key[0]]:
                     open_.pop(k, None)
             continue
-        sev = _SEL_SEVERITY.get(str(e.get("severity") or "").lower())
+        severity = e.get("severity")
+        sev = None if severity == "ok" else _SEL_SEVERITY.get(str(severity or "").lower())
         if not sev:
             continue  # an entry that raises nothing: its time is not read (most of a SEL)
+        key = (str(e.get("sensor")), str(e.get("event")))
         ts = parse_time(e.get("time"))
         if ts is None or ts < lookback:
             continue

@@ -79,6 +79,43 @@ def test_bmc_sel_window_and_deassertion():
     assert [f["code"] for f in fs] == ["PS1: Failure detected"]
 
 
+def test_bmc_sel_entries_that_raise_nothing_and_odd_directions():
+    """Issue 41: an entry's time is read only when its severity can raise a finding; what it raises is unchanged.
+    ``ok``/informational entries with any time (none, garbage) raise nothing; a deassertion written in capitals
+    still closes its sensor's event; a warning counts as P3; repeats of one event are counted."""
+    base = {"sensor": "PS1", "event": "Failure detected", "direction": "asserted", "severity": "critical"}
+    sel = [
+        dict(base, id=1, time="2026-12-02T08:00:00"),
+        dict(base, id=2, time="2026-12-02T08:30:00"),
+        dict(base, id=3, time="not a time", severity="ok"),
+        dict(base, id=4, time=None, severity="ok", sensor="FAN1"),
+        dict(base, id=5, time="2026-12-02T09:00:00", sensor="FAN2", event="Lower Critical going low"),
+        dict(
+            base,
+            id=6,
+            time="2026-12-02T09:05:00",
+            sensor="FAN2",
+            event="Lower Critical going low",
+            direction="Deasserted",
+        ),
+        dict(
+            base,
+            id=7,
+            time="2026-12-02T09:10:00",
+            sensor="VR1",
+            event="Upper Non-critical going high",
+            severity="warning",
+        ),
+        dict(base, id=8, time="2026-12-02T09:10:00", sensor="PSU9", event="Presence detected", severity="OK"),
+    ]
+    fs = only(run(facts(bmc={"sel": sel}))[0], "bmc.sel")
+    assert [(f["code"], f["severity"]) for f in fs] == [
+        ("PS1: Failure detected", "P2"),
+        ("VR1: Upper Non-critical going high", "P3"),
+    ]
+    assert "2 entries" in fs[0]["message"]
+
+
 def test_bmc_redfish_health_and_leak():
     rf = {
         "systems": [{"id": "1", "health": "OK", "health_rollup": "Critical"}],
