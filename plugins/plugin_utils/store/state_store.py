@@ -384,14 +384,23 @@ def _old_claims(state_dir: str, dst: DbStateStore) -> List[Dict[str, Any]]:
     rows = []
     for e in (data or {}).get("entries") or []:
         when = _guard._entry_time(e) if isinstance(e, dict) else None  # pylint: disable=protected-access
-        if when is None or not isinstance(e.get("node"), str) or not e["node"]:
+        node = e.get("node") if when is not None else None
+        if not isinstance(node, str) or not node or len(node) > 255:  # never a node of the cluster: never counted
             continue
-        row = {k: e.get(k) for k in ("released_at", "override_reason")}
-        row.update(node=e["node"], time=when, run_id=str(e.get("run_id") or ""), ticket=str(e.get("ticket") or ""))
-        row["state"] = (
-            e.get("state") if e.get("state") in (_guard.CLAIMED, _guard.DONE, _guard.FAILED) else _guard.CLAIMED
+        state = e.get("state", _guard.CLAIMED)  # a claim without a state counted as claimed
+        released = e.get("released_at")
+        rows.append(
+            {
+                "node": node,
+                "time": when,
+                "run_id": str(e.get("run_id") or "")[:255],
+                "ticket": str(e.get("ticket") or "")[:255],
+                # a state the guard does not know stays one it does not count as a claim (only the flap window)
+                "state": state if isinstance(state, str) and len(state) <= 16 else "unknown",
+                "released_at": _guard._entry_time({"time": released}),  # pylint: disable=protected-access
+                "override_reason": e["override_reason"] if isinstance(e.get("override_reason"), str) else None,
+            }
         )
-        rows.append(row)
     return rows
 
 

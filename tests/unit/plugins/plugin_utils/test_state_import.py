@@ -178,6 +178,32 @@ def test_importing_twice_does_not_duplicate(kw):
     assert _moved(sd, "hosts") and not os.path.exists(os.path.join(sd, "hosts"))  # moved aside again
 
 
+def test_old_history_entries_count_as_the_guard_counted_them(tmp_path):
+    """docs/isolation.md: a claim without a state (an older history) counts as claimed; an entry without a valid time
+    never counted; a released one counts in the flap window only. The import keeps exactly that."""
+    sd = str(tmp_path / "state")
+    entries = [
+        {"node": "gpu-node-03", "time": NOW - 600, "run_id": "r0"},  # no state: claimed
+        {"node": "gpu-node-04", "time": "soon", "state": "claimed"},  # no valid time: never counted
+        {"node": "gpu-node-05", "time": NOW - 600, "state": "done", "released_at": "yesterday"},
+        "not an entry",
+    ]
+    _write_old(sd, history={"schema": "gpuops.isolation-history/v1", "entries": entries})
+    store = _state_store.open_state(state_dir=sd)
+    try:
+        hist = store.load_history()
+        assert [(e["node"], e["state"], e.get("released_at")) for e in hist] == [
+            ("gpu-node-03", "claimed", None),
+            ("gpu-node-05", "done", None),
+        ]
+        r = store.guard_and_claim(["gpu-node-06"], CLUSTER, policy={"max_share_partition": 0.25},
+                                  claim=_guard.Claim(record=False), now=NOW)  # fmt: skip
+        assert r["claimed"] == ["gpu-node-03"] and r["recently_isolated"] == ["gpu-node-03", "gpu-node-05"]
+        assert r["allowed"] == [] and [x["node"] for x in r["refused_by_guard"]] == ["gpu-node-06"]
+    finally:
+        store.close()
+
+
 def test_parallel_first_opens_import_once(kw):
     """Four processes open the state of one old state directory at the same moment: one of them imports, the others
     find the store already holding it (or the files moved aside); no claim and no host twice."""
