@@ -500,38 +500,20 @@ def _iso(ts):
     return datetime.datetime.fromtimestamp(ts, tz=datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@pytest.fixture(scope="module")
-def bed_eda(testbed, tmp_path_factory):
+def start_bed_rulebook(testbed, work, overlay):
     """The shipped rulebook from the repository root (its run_playbook paths: the collection's playbooks) over the
-    bed's inventory plus an overlay (an open isolation guard without the flap window: every test isolates; a
-    maintenance window in force on WINDOWED), with its own state directory and the audit callback, as
-    tests/testbed/realtime.sh starts it."""
+    bed's inventory plus ``overlay`` (an inventory document), with its own state directory (work/state) and the audit
+    callback, as tests/testbed/realtime.sh starts it. Returns the handle the helpers below take."""
     why = _missing()
     if why:
         if os.environ.get("CI") == "true":
             pytest.fail(why)
         pytest.skip(why)
-    work = tmp_path_factory.mktemp("eda-bed")
     state = work / "state"
     state.mkdir()
     inv = work / "inventory"
     inv.mkdir()
     (inv / "10-bed.yml").symlink_to(testbed.inventory)
-    start = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)
-    window = {"name": "eda-test-window", "start": start.strftime("%Y-%m-%dT%H:%M"), "duration": "6h", "timezone": "UTC"}
-    overlay = {
-        "all": {
-            "vars": {
-                "gpuops_isolation_guard": {
-                    "max_share_cluster": 1,
-                    "max_share_partition": 1,
-                    "max_share_rack": 1,
-                    "window_s": 0,
-                }
-            },
-            "children": {"gpu_nodes": {"hosts": {WINDOWED: {"gpuops_maintenance_windows": [window]}}}},
-        }
-    }
     (inv / "20-eda-test.yml").write_text(json.dumps(overlay))
     port = _free_port()
     env = dict(os.environ, JAVA_HOME=JAVA_HOME, GPUOPS_EDA_PORT=str(port), GPUOPS_EDA_TOKEN=TOKEN)
@@ -554,17 +536,40 @@ def bed_eda(testbed, tmp_path_factory):
         )
     try:
         wait_listening(proc, port, log_path, timeout=90)
-        yield {
-            "url": "http://127.0.0.1:%d/endpoint" % port,
-            "log": log_path,
-            "proc": proc,
-            "state": state,
-            "bed": testbed,
-        }
-    finally:
+    except BaseException:
         stop(proc)
-        for host in testbed.nodes:
-            testbed.scontrol("update", "NodeName=%s" % host, "State=RESUME", check=False)
+        raise
+    return {"url": "http://127.0.0.1:%d/endpoint" % port, "log": log_path, "proc": proc, "state": state, "bed": testbed}
+
+
+def stop_bed_rulebook(bed):
+    stop(bed["proc"])
+    for host in bed["bed"].nodes:
+        bed["bed"].scontrol("update", "NodeName=%s" % host, "State=RESUME", check=False)
+
+
+#: no guard cap (a 4-node bed, several isolations per module) and no flap window
+OPEN_GUARD = {"max_share_cluster": 1, "max_share_partition": 1, "max_share_rack": 1, "window_s": 0}
+
+
+@pytest.fixture(scope="module")
+def bed_eda(testbed, tmp_path_factory):
+    """The rulebook on the bed (start_bed_rulebook) with an open guard and a maintenance window in force on
+    WINDOWED."""
+    work = tmp_path_factory.mktemp("eda-bed")
+    start = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)
+    window = {"name": "eda-test-window", "start": start.strftime("%Y-%m-%dT%H:%M"), "duration": "6h", "timezone": "UTC"}
+    overlay = {
+        "all": {
+            "vars": {"gpuops_isolation_guard": OPEN_GUARD},
+            "children": {"gpu_nodes": {"hosts": {WINDOWED: {"gpuops_maintenance_windows": [window]}}}},
+        }
+    }
+    bed = start_bed_rulebook(testbed, work, overlay)
+    try:
+        yield bed
+    finally:
+        stop_bed_rulebook(bed)
 
 
 def outcomes(bed, workflow):

@@ -3,16 +3,17 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Every alert of the generated Prometheus rules (extensions/prometheus/gpuops-rules.yml) reaches the runbook
 the catalogue names for it, under the real ansible-rulebook running the unmodified rulebook
-(extensions/eda/rulebooks/gpuops.yml), fed grouped Alertmanager payloads.
+(extensions/eda/rulebooks/gpuops.yml), fed grouped Alertmanager payloads, and the REAL playbooks run against the test
+bed's Slurm (test_eda.start_bed_rulebook: the rulebook from the repository root, the bed's inventory).
 
-One rulebook process, one payload per catalogue entry holding every alert name of that entry (two firing
-nodes each, one resolved alert): each payload is one playbook run (rules run one at a time), so the whole map
-costs one run per runbook. The playbooks under the temp dir only RECORD what they were asked to do (nothing is
-drained). Alerts of entries that need an approval (replace, PSU/fan) go to the read-only inspection, never to
-their playbook. A static check proves the playbooks the rules run are the operator's (the catalogue's), that
-they validate outside input first and that the disruptive ones reach the change guard (windows, audit).
-Needs build/venv-eda (tests/testbed/eda-setup.sh, or GPUOPS_EDA_BIN) and Java 17; skipped without them,
-failed under CI=true."""
+One rulebook process, one payload per catalogue entry holding every alert name of that entry (two firing bed nodes,
+one resolved): each payload is one playbook run (rules run one at a time). What each run did is read from what the
+playbook itself leaves: its run outcome (isolate, gpu_reset, leak_response: the nodes and the ticket), its capture
+directory (collect) or its report (inspect). Alerts of entries that need an approval (replace, PSU/fan) go to the
+read-only inspection, never to their playbook. A static check proves the playbooks the rules run are the operator's
+(the catalogue's), that they validate outside input first and that the disruptive ones reach the change guard
+(windows, audit). Needs build/venv-eda (tests/testbed/eda-setup.sh, or GPUOPS_EDA_BIN), Java 17 and the bed;
+skipped without them, failed under CI=true."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ import importlib.util
 import json
 import os
 import re
-import time
 
 import pytest
 import yaml
@@ -40,32 +40,11 @@ CATALOG = _runbooks.load(_runbooks.DEFAULT_CATALOG)
 RULES = _prom_rules.build(merge_policy(None, {}), CATALOG)
 NODE_ALERTS = [r["alert"] for g in RULES["groups"] for r in g["rules"] if r["labels"]["scope"] == "node"]
 PLAYBOOKS = ("isolate.yml", "leak_response.yml", "gpu_reset.yml", "collect.yml", "inspect.yml", "replace.yml")
-RECORDED_VARS = (
-    "isolate_nodes",
-    "isolate_ticket",
-    "isolate_reason",
-    "gpu_reset_ticket",
-    "gpu_reset_drain_timeout",
-    "leak_response_source",
-    "leak_response_alert_id",
-)
-
-RECORDER = """---
-- name: Record what the rule asked for instead of acting (EDA test)
-  hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: One file per run
-      ansible.builtin.copy:
-        dest: "{{ lookup('env', 'GPUOPS_EDA_RECORD') }}/{{ gpuops_runbook }}.{{ 999999999 | random }}.json"
-        content: >-
-          {{ {'playbook': 'playbooks/%s', 'runbook': gpuops_runbook, 'ticket': gpuops_ticket,
-              'nodes': gpuops_targets.split(',') | select | list, 'vars': __vars} | to_json }}
-        mode: "0600"
-      vars:
-        __vars:
-%s
-"""
+FIRING = ("gpu-node-01", "gpu-node-02")
+RESOLVED = "gpu-node-03"
+#: what each playbook leaves behind: its run outcome (workflow), or a capture / a report
+OUTCOME_WORKFLOW = {"playbooks/isolate.yml": "isolate", "playbooks/gpu_reset.yml": "gpu_reset"}
+OUTCOME_WORKFLOW["playbooks/leak_response.yml"] = "leak_response"
 
 
 def handler(alert):
@@ -85,32 +64,43 @@ def expected_runs():
     return out
 
 
-def _node(alert, i):
-    return "%s-%d" % (alert.lower(), i)
-
-
 @pytest.fixture(scope="module")
-def eda(tmp_path_factory):
-    why = eda_helpers._missing()
-    if why:
-        if os.environ.get("CI") == "true":
-            pytest.fail(why)
-        pytest.skip(why)
+def eda(testbed, tmp_path_factory):
     work = tmp_path_factory.mktemp("eda-runbooks")
-    (work / "playbooks").mkdir()
-    fields = "\n".join('          %s: "{{ %s | default(none) }}"' % (v, v) for v in RECORDED_VARS)
-    for name in PLAYBOOKS:
-        (work / "playbooks" / name).write_text(RECORDER % (name, fields))
-    (work / "inv.ini").write_text(
-        'localhost ansible_connection=local ansible_python_interpreter="{{ ansible_playbook_python }}"\n'
-    )
-    rec = work / "rec"
-    rec.mkdir()
-    port = eda_helpers._free_port()
-    proc, log = eda_helpers.start_rulebook(work, rec, GPUOPS_EDA_PORT=str(port), GPUOPS_EDA_TOKEN=eda_helpers.TOKEN)
-    eda_helpers.wait_listening(proc, port, log)
-    yield {"url": "http://127.0.0.1:%d/endpoint" % port, "rec": rec, "log": log}
-    eda_helpers.stop(proc)
+    overlay = {
+        "all": {
+            "vars": {
+                "gpuops_isolation_guard": eda_helpers.OPEN_GUARD,
+                "gpuops_capture_root": str(work / "captures"),
+                "gpuops_report_dir": str(work / "reports"),
+            }
+        }
+    }
+    bed = eda_helpers.start_bed_rulebook(testbed, work, overlay)
+    try:
+        yield dict(bed, work=work)
+    finally:
+        eda_helpers.stop_bed_rulebook(bed)
+
+
+def _ticket(entry):
+    return "alert-" + hashlib.sha256(("group-" + entry).encode()).hexdigest()[:16]
+
+
+def _did(eda, entry, playbook):
+    """The nodes the real playbook acted on for ``entry``'s payload (None while it has not finished)."""
+    if playbook in OUTCOME_WORKFLOW:
+        runs = [o for o in eda_helpers.outcomes(eda, OUTCOME_WORKFLOW[playbook]) if o.get("ticket") == _ticket(entry)]
+        assert len(runs) <= 1, runs
+        return sorted(runs[0]["nodes"]) if runs else None
+    if playbook == "playbooks/collect.yml":
+        root = eda["work"] / "captures"
+        hosts = sorted(p.name for p in root.iterdir() if any(p.iterdir())) if root.is_dir() else []
+        return hosts or None
+    if playbook == "playbooks/inspect.yml":
+        reports = sorted((eda["work"] / "reports").rglob("report.json"))
+        return sorted(json.loads(reports[-1].read_text())["nodes"]) if reports else None
+    raise AssertionError("no way to see what %s did" % playbook)
 
 
 def test_every_alert_runs_its_runbook(eda):
@@ -127,41 +117,18 @@ def test_every_alert_runs_its_runbook(eda):
     }
     for key, alerts in sorted(runs.items()):
         entry = key[0]
-        body = [eda_helpers.alert(a, _node(a, i), gpu="3", rack="r1") for a in alerts for i in (1, 2)]
-        body.append(eda_helpers.alert(alerts[0], _node(alerts[0], 9), status="resolved"))
+        body = [eda_helpers.alert(a, n, gpu="3", rack="r1") for a in alerts for n in FIRING]
+        body.append(eda_helpers.alert(alerts[0], RESOLVED, status="resolved"))
         if entry == "coolant_leak":  # leak_response takes one source node: Alertmanager groups by node there
-            body = [eda_helpers.alert(alerts[0], _node(alerts[0], 1))]
+            body = [eda_helpers.alert(alerts[0], FIRING[0])]
         assert eda_helpers.post(eda["url"], eda_helpers.am_payload("group-" + entry, *body)) == 200
-    deadline = time.monotonic() + 40 * len(runs)
-    while len(list(eda["rec"].iterdir())) < len(runs) and time.monotonic() < deadline:
-        time.sleep(0.3)
-    time.sleep(1.0)  # anything extra would have arrived by now
-    got = {}
-    for f in eda["rec"].iterdir():
-        rec = json.loads(f.read_text())
-        assert rec["runbook"] not in got, "two runs for %s" % rec["runbook"]
-        got[rec["runbook"]] = rec
-    assert sorted(got) == sorted(e for e, unused in runs), eda["log"].read_text()[-3000:]
-    for (entry, playbook), alerts in runs.items():
-        rec = got[entry]
-        assert rec["playbook"] == playbook, entry
-        assert rec["playbook"] != "playbooks/replace.yml"  # never without an approval
-        want = sorted(_node(a, i) for a in alerts for i in (1, 2))
-        if entry == "coolant_leak":
-            want = [_node(alerts[0], 1)]
-            assert rec["vars"]["leak_response_source"] == want[0]
-            assert rec["vars"]["leak_response_alert_id"] == rec["ticket"]
-        assert rec["nodes"] == want, entry  # the firing nodes only, never the resolved one
-        assert rec["ticket"] == "alert-" + hashlib.sha256(("group-" + entry).encode()).hexdigest()[:16]
-        ticket_vars = _runbooks.by_id(CATALOG, entry)["ticket_vars"]
-        for var, src in ticket_vars.items():
-            if src == "nodes":
-                assert rec["vars"][var] == want, (entry, var)
-            elif src == "ticket":
-                assert rec["vars"][var] == rec["ticket"], (entry, var)
-        for var, value in _runbooks.by_id(CATALOG, entry)["extra_vars"].items():
-            if var in RECORDED_VARS:
-                assert str(rec["vars"][var]) == str(value), (entry, var)
+    for (entry, playbook), _alerts in sorted(runs.items()):
+        assert playbook != "playbooks/replace.yml"  # never without an approval
+        want = [FIRING[0]] if entry == "coolant_leak" else sorted(FIRING)  # the firing nodes, never the resolved
+        got = eda_helpers.wait_until(
+            "%s's run (%s)" % (entry, playbook), lambda e=entry, p=playbook: _did(eda, e, p), eda, 600
+        )
+        assert got == want, (entry, playbook, got)
 
 
 # ------------------------------------------------------------------------------------------ static: same path
