@@ -68,6 +68,7 @@ class Chain:
             prefix = "g" + hashlib.md5(str(self.root).encode()).hexdigest()[:6]
         self.hub = prefix + "-hub"
         self.nodes = sorted(p.name for p in (self.root / "nodes").iterdir())
+        self.last_leak = 0.0  # when the last timed leak was injected (leak_heal waits for its run to end)
 
     # --- plumbing -------------------------------------------------------------------------------------------
     def run(self, cmd: List[str], timeout: float = 30, check: bool = True) -> subprocess.CompletedProcess:
@@ -297,8 +298,27 @@ class Chain:
         doc = json.loads((self.rt / "leak-targets.json").read_text(encoding="utf-8"))
         return doc["targets"][0]["node"]
 
-    def leak_heal(self, timeout: float = 120) -> None:
-        """No leak, the system On, and the node back in service (leak_response set it DOWN and drained it)."""
+    def runs_ended(self, playbook: str, after: float) -> bool:
+        """Every run of `playbook` started after `after` has its run_end in the audit log (none in flight)."""
+        path = self.rt / "state" / "audit" / "audit.log"
+        ids = {r["run_id"] for r in self.audit_runs(playbook, after)}
+        if not ids:
+            return True
+        ended = set()
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if '"run_end"' in line:
+                try:
+                    ended.add(json.loads(line).get("run_id"))
+                except ValueError:
+                    continue
+        return ids <= ended
+
+    def leak_heal(self, timeout: float = 120, after: float = 0) -> None:
+        """No leak, the system On, and the node back in service (leak_response set it DOWN and drained it).
+        First the leak_response runs started after `after` end: powering the system On under a run that is still
+        reading the power state back fails that run and holds the next leak event in the ruleset's queue."""
+        after = after or self.last_leak
+        self.wait(lambda: self.runs_ended("leak_response.yml", after), timeout, "leak_response.yml to end", 0.5)
         self.redfish("DELETE", "/emulator/faults")
         if self.power_state() != "On":
             self.redfish("POST", BMC_SYSTEM + "/Actions/ComputerSystem.Reset", {"ResetType": "On"})
@@ -330,4 +350,5 @@ class Chain:
         self.wait(lambda: self.power_state() == "Off", timeout, "the system powered Off", 0.1)
         verified = time.time()
         detect = self.leak_detected(t0) or started
+        self.last_leak = t0
         return {"detect": detect - t0, "started": started - t0, "verified": verified - t0}
