@@ -5,8 +5,8 @@
 
 Pure orchestration over _collect (offline facts), _policy/_checks/_cluster (the health policy), _state
 (previous readings, clear markers, escalation) and _report (rendering). The action plugin
-``gpuops.cluster.inspect_cluster`` is thin glue around :func:`inspect_nodes`; the benchmark's "floor"
-calls it directly in a plain Python loop.
+``gpuops.cluster.inspect_cluster`` is thin glue around :func:`inspect_nodes` (its evaluation and slice steps in
+``steps.py``); the benchmark's "floor" calls it directly in a plain Python loop.
 """
 
 from __future__ import annotations
