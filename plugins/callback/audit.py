@@ -95,6 +95,8 @@ GUARD_ACTIONS = ("gpuops.cluster.change_window", "change_window")
 ISOLATION_GUARD_ACTIONS = ("gpuops.cluster.isolation_guard", "isolation_guard")
 #: the step that validates outside input: its facts carry the run's ticket and change id, validated
 INPUT_ACTIONS = ("gpuops.cluster.untrusted_input", "untrusted_input")
+#: the real-time path's ledger step: which nodes it lets act, and each suppression with its reason (docs/alerting.md)
+REALTIME_ACTIONS = ("gpuops.cluster.incident_event", "incident_event")
 _MSG_MAX = 300
 _ITEMS_MAX = 50
 #: role-specific ticket variables, aliases of gpuops_ticket (the first one set names the run's ticket)
@@ -405,6 +407,15 @@ class CallbackModule(CallbackBase):
             rec["nodes"] = sorted(
                 set(rec["allowed"]) | set(rec["already_isolated"]) | {r["node"] for r in rec["refused"]}
             )
+            self._write(rec)
+            return
+        if action in REALTIME_ACTIONS and status == "ok" and "act_hosts" in res:
+            sup = res.get("suppressed") if isinstance(res.get("suppressed"), dict) else {}
+            rec["act"] = list(res.get("act_hosts") or [])[:_ITEMS_MAX]
+            rec["suppressed"] = [{"node": n, "reason": str(w)[:_MSG_MAX]} for n, w in sorted(sup.items())][:_ITEMS_MAX]
+            outcomes = [r for r in res.get("results") or [] if isinstance(r, dict)]
+            rec["repeats"] = sorted({str(r.get("host")) for r in outcomes if r.get("outcome") == "repeat"})[:_ITEMS_MAX]
+            rec["incidents"] = list(res.get("incidents") or [])[:_ITEMS_MAX]
             self._write(rec)
             return
         if action in GUARD_ACTIONS and status == "ok":
