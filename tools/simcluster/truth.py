@@ -6,11 +6,13 @@
 
 :func:`draw` draws what happens to a small cluster over a period: which node fails how and when, when it is
 repaired, when the on-call engineer acknowledges, arrives, locates and plans; maintenance windows with the nodes
-they drain; a rack that loses power. :func:`key` computes every scored figure of the service report from that
-timeline alone, with the service terms stated once below (TERMS) and this module's own arithmetic: it never
-imports the collection and never reads the ledger, the captures or the inspections, so a wrong rule in the
-collection cannot hide in a shared helper. ``truth_run.py`` renders the captures each scheduled inspection would
-have seen, runs the real inspections over them in time order, and compares the report with this key.
+they drain (some held by the change guard's Slurm reservation); a rack that loses power; the alerts Prometheus
+fires before an inspection sees a fault; the jobs that hold the GPUs (the capacity peak). :func:`key` computes
+every scored figure of the service report from that timeline alone, with the service terms stated once below
+(TERMS) and this module's own arithmetic: it never imports the collection and never reads the ledger, the
+captures or the inspections, so a wrong rule in the collection cannot hide in a shared helper. ``truth_run.py``
+renders the captures each scheduled inspection would have seen, runs the real inspections over them in time
+order, and compares the report with this key.
 
 Stdlib only (Python 3.8+).
 """
@@ -54,6 +56,20 @@ FAULTS = {
 #: a rack that loses power: every node unreachable (nothing dates it), one P0 (the rack), class "other" (a cluster
 #: finding)
 RACK_LOSS = {"severity": "P0", "cls": "other", "down": True, "dated": False, "repair_h": (3.0, 8.0)}
+
+
+#: the faults a Prometheus rule alerts on before any inspection sees them (docs/alerting.md): an InfiniBand port that
+#: went down (node_exporter's port state; the inspection's ibstat cannot date it) and a GPU that fell off the bus (the
+#: DCGM exporter's Xid counter). The alert fires ``for`` plus a scrape after the fault (``ALERT_DELAY_S``) and reaches
+#: the ledger after Alertmanager's group_wait (``ALERT_GROUP_WAIT_S``), always before the next scheduled inspection.
+ALERTED = {"ib_port_down": "InfinibandPortDown", "xid79": "GpuXidError"}
+ALERT_DELAY_S = (30.0, 300.0)
+ALERT_GROUP_WAIT_S = 30.0
+#: the scheduler's workload: jobs of 2, 4 or 8 GPUs on the nodes in service, between idle gaps (hours), ended when
+#: their node goes down or is drained or rebooted (the capacity figure: the allocated share of the reported GPUs)
+JOB_GPUS = (2, 4, 8, 8)
+JOB_GAP_H = (1.0, 30.0)
+JOB_LEN_H = (2.0, 48.0)
 
 
 def hostnames(n: int) -> list:
@@ -160,6 +176,13 @@ def draw(seed: int, nodes: int, start: float, days: float, interval_s: float) ->
     faults.append(dict(FAULTS["ib_port_down"], id="F-repeat-ib_port_down", kind="ib_port_down", hosts=[h], host=h,
                        start=a, repair=b, steps=_steps(rng, "P1", a)))  # fmt: skip
     faults.sort(key=lambda f: f["start"])
+    # alerts, the windows' kind, jobs: from a second stream, so that the faults above stay what they were
+    rng2 = random.Random("%d/workload" % seed)
+    _alerts(rng2, faults, start, interval_s)
+    # the change guard's Slurm MAINT reservation covers the hosts in ``reserved`` (half the first rack, the whole
+    # second); the others' windows are inventory data (gpuops_maintenance_windows)
+    windows[0]["reserved"] = list(windows[0]["hosts"][RACK_SIZE // 2 :])
+    windows[1]["reserved"] = list(windows[1]["hosts"])
     return {
         "schema": "gpuops.sim.truth/v1",
         "seed": seed,
@@ -171,8 +194,81 @@ def draw(seed: int, nodes: int, start: float, days: float, interval_s: float) ->
         "racks": racks,
         "faults": faults,
         "windows": windows,
+        "jobs": _jobs(rng2, hosts, faults, windows, start, end),
         "terms": TERMS,
     }
+
+
+def _alerts(rng: random.Random, faults: list, start: float, interval_s: float) -> None:
+    """``fault["alert"] = {name, starts_at, arrives_at}`` for every InfiniBand port fault and every second GPU fault:
+    it fires after the fault and reaches the ledger before the next inspection."""
+    n_xid = 0
+    for f in faults:
+        if f["kind"] not in ALERTED:
+            continue
+        if f["kind"] == "xid79":
+            n_xid += 1
+            if n_xid % 2:
+                continue
+        next_run = start + (int((f["start"] - start) // interval_s) + 1) * interval_s
+        room = next_run - f["start"]
+        starts = f["start"] + min(rng.uniform(*ALERT_DELAY_S), room / 3.0)
+        f["alert"] = {"name": ALERTED[f["kind"]], "starts_at": float(int(starts)),
+                      "arrives_at": min(float(int(starts)) + ALERT_GROUP_WAIT_S, next_run - 1.0)}  # fmt: skip
+
+
+def _jobs(rng: random.Random, hosts: list, faults: list, windows: list, start: float, end: float) -> list:
+    """The jobs per node: {host, start, end, gpus}, never while the node is down or drained, cut short when it goes
+    down, is drained or is rebooted after a repair."""
+    blocked: dict = {h: [] for h in hosts}
+    for f in faults:
+        for h in f["hosts"]:
+            blocked[h].append((f["start"], f["repair"]) if f["down"] else (f["repair"], f["repair"]))
+    for w in windows:
+        for d in w["drains"]:
+            blocked[d["host"]].append((d["start"], d["end"]))
+    jobs = []
+    for h in hosts:
+        spans = sorted(blocked[h])
+        cur = start - rng.uniform(0.0, 24.0) * HOUR
+        while True:
+            a = float(int((cur + rng.uniform(*JOB_GAP_H) * HOUR) / 60.0) * 60 + 13)
+            length = float(int(rng.uniform(*JOB_LEN_H) * 60.0) * 60)
+            b = a + length
+            for x, y in spans:
+                if x <= a < y:  # starts while the node is out: after it is back
+                    a, b = y, y + length
+                elif a < x < b or (x == y == a):  # goes down, is drained or rebooted meanwhile: the job ends then
+                    b = x
+                    break
+            if a >= end:
+                break
+            if b - a >= 600.0:
+                jobs.append({"host": h, "start": a, "end": b, "gpus": rng.choice(JOB_GPUS)})
+            cur = b
+    return jobs
+
+
+def run_times(t: dict) -> list:
+    """The scheduled inspections: every interval from the start, before the end."""
+    out, at = [], t["start"]
+    while at < t["end"]:
+        out.append(at)
+        at += t["interval_s"]
+    return out
+
+
+def capacity_peak(t: dict) -> float:
+    """The service report's capacity peak from the timeline: at each scheduled inspection, the GPUs the running jobs
+    hold over the GPUs of the nodes the scheduler reports (a rack without power reports none), the highest share."""
+    peak = 0.0
+    dark = [f for f in t["faults"] if f["kind"] == "rack_power_loss"]
+    for at in run_times(t):
+        seen = [h for h in t["hosts"] if not any(h in f["hosts"] and f["start"] <= at < f["repair"] for f in dark)]
+        held = sum(j["gpus"] for j in t.get("jobs", []) if j["host"] in seen and j["start"] <= at < j["end"])
+        if seen:
+            peak = max(peak, round(held / float(t["gpus"] * len(seen)), 4))
+    return peak
 
 
 # ---------------------------------------------------------------------------------------------- the key
@@ -198,7 +294,8 @@ def _clip(a: float, b: float, lo: float, hi: float) -> float:
 
 def key(t: dict) -> dict:
     """Every scored figure, from the timeline alone. Tolerances: availability 0.05 points; times one schedule
-    interval; a breach whose step lies within one interval of its due time is ``ambiguous`` (not scored)."""
+    interval (a detection by an alert: its startsAt, to the second); the capacity peak to its 4 decimals; a breach
+    whose step lies within one interval of its due time is ``ambiguous`` (not scored)."""
     start, end, interval, gpus = t["start"], t["end"], t["interval_s"], t["gpus"]
     down: dict = {h: [] for h in t["hosts"]}
     planned: dict = {h: [] for h in t["hosts"]}
@@ -238,8 +335,13 @@ def key(t: dict) -> dict:
                 ambiguous.append("%s:%s" % (f["id"], clock))
             elif step > deadline:
                 breaches.append("%s:%s" % (f["id"], clock))
+        # detected at the fault's first evidence: its own dated line, or the alert's startsAt when one fired first
+        evidence = [f["start"]] if f.get("dated", True) else []
+        evidence += [f["alert"]["starts_at"]] if f.get("alert") else []
+        detect = min(evidence) if evidence else f["start"]
         incidents.append({"id": f["id"], "host": f["host"], "severity": f["severity"], "cls": f["cls"],
-                          "detect": f["start"], "ack": f["steps"]["ack"], "repair": f["repair"], "clocks": clocks})  # fmt: skip
+                          "detect": detect, "by_alert": bool(f.get("alert")) and not f.get("dated", True),
+                          "ack": f["steps"]["ack"], "repair": f["repair"], "clocks": clocks})  # fmt: skip
     repairs: dict = {}
     failures: dict = {}
     for f in t["faults"]:
@@ -273,5 +375,8 @@ def key(t: dict) -> dict:
         "mtbf_h": {c: round(up_nodes_h / n, 3) for c, n in sorted(failures.items())},
         "failures": dict(sorted(failures.items())),
         "repeat_offenders": sorted(h for h, n in per_host.items() if n >= 2),
-        "tolerance": {"availability_points": tol_points, "time_s": interval},
+        "capacity_peak": capacity_peak(t),
+        # the capacity share is the scheduler's own count at each inspection: equal to its 4 decimals; a detection
+        # from an alert is its startsAt (whole seconds)
+        "tolerance": {"availability_points": tol_points, "time_s": interval, "capacity_share": 0.0001, "alert_s": 1.0},
     }

@@ -5,8 +5,10 @@
 """Service report vs fault truth (issue 39, docs/simulation.md): draw a fault timeline (truth.py), render the
 captures every scheduled inspection would have seen, run the collection's real inspection over them in time order
 into a fresh store (the same functions ``gpuops.cluster.inspect_cluster`` calls: the pipeline, the ledger with the
-inventory's maintenance windows, the operator's incident steps as ``gpuops.cluster.incident`` takes them), write
-the service report, and score it against the key computed from the timeline alone.
+inventory's maintenance windows, the operator's incident steps as ``gpuops.cluster.incident`` takes them; between
+runs, the alerts through the real-time ledger entry ``record_realtime`` and the change guard's MAINT reservations
+through ``ledger_windows.reservation_to_ledger``; the jobs as each node's ``AllocTRES``), write the service report,
+and score it against the key computed from the timeline alone.
 
     python3 tools/simcluster/truth_run.py --out build/truth --days 91 --interval-h 2 --nodes 8
 
@@ -31,6 +33,7 @@ sys.path[0] = os.path.dirname(HERE)
 
 from simcluster import truth as T  # noqa: E402
 from simnode import faults as F  # noqa: E402
+from simnode import render_misc as RM  # noqa: E402
 from simnode.capture import capture  # noqa: E402
 from simnode.state import default_state  # noqa: E402
 
@@ -52,11 +55,61 @@ def _events(t: dict) -> list:
         else:
             ev.append((f["start"], 1, "fault", f))
             ev.append((f["repair"], 0, "repair", f))
+        if f.get("alert"):
+            ev.append((f["alert"]["arrives_at"], 2, "alert", f))
     for w in t["windows"]:
         for d in w["drains"]:
             ev.append((d["start"], 1, "drain", dict(d, window=w["name"])))
             ev.append((d["end"], 0, "undrain", d))
+        if w.get("reserved"):  # the guard creates its reservation the evening before and deletes it when done
+            ev.append((w["start"] - 6 * T.HOUR, 1, "resv_create", w))
+            ev.append((max(d["end"] for d in w["drains"]) + 1800.0, 1, "resv_delete", w))
+    for j in t.get("jobs", []):
+        ev.append((j["start"], 2, "job_start", j))
+        ev.append((j["end"], -1, "job_end", j))
     return sorted(ev, key=lambda e: (e[0], e[1]))
+
+
+def _hostlist(hosts: list) -> str:
+    """Slurm's compressed form of consecutive names (gpu-node-[05-08]); others comma-separated."""
+    stems = {h.rsplit("-", 1)[0] for h in hosts}
+    nums = sorted(int(h.rsplit("-", 1)[1]) for h in hosts)
+    if len(stems) == 1 and len(nums) > 1 and nums == list(range(nums[0], nums[0] + len(nums))):
+        width = len(hosts[0].rsplit("-", 1)[1])
+        return "%s-[%0*d-%0*d]" % (stems.pop(), width, nums[0], width, nums[-1])
+    return ",".join(hosts)
+
+
+def scontrol_reservation(w: dict) -> str:
+    """``scontrol show reservation <name>`` as Slurm 23.11 prints the change guard's MAINT reservation (TZ=UTC)."""
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    s = datetime.datetime.fromtimestamp(w["start"], tz=datetime.timezone.utc)
+    e = datetime.datetime.fromtimestamp(w["end"], tz=datetime.timezone.utc)
+    mins = int((w["end"] - w["start"]) // 60)
+    hosts = w["reserved"]
+    return (
+        "ReservationName=%s StartTime=%s EndTime=%s Duration=%02d:%02d:00\n"
+        "   Nodes=%s NodeCnt=%d CoreCnt=%d Features=(null) PartitionName=(null) Flags=MAINT,IGNORE_JOBS,SPEC_NODES\n"
+        "   TRES=cpu=%d\n"
+        "   Users=root Groups=(null) Accounts=(null) Licenses=(null) State=INACTIVE BurstBuffer=(null) Watts=n/a\n"
+        "   MaxStartDelay=(null)\n"
+        % (w["name"], s.strftime(fmt), e.strftime(fmt), mins // 60, mins % 60, _hostlist(hosts),
+           len(hosts), 224 * len(hosts), 224 * len(hosts))
+    )  # fmt: skip
+
+
+def alert_event(f: dict, state: dict) -> dict:
+    """The ledger event of fault ``f``'s alert, as Alertmanager's labels name it (check, component, code, severity,
+    node) and gpuops.cluster.incident_event passes it on: the component read off the simulated node."""
+    if f["kind"] == "xid79":
+        gpu = next(g for g in state["gpus"] if g.get("lost"))
+        check, component, code = "gpu.xid", "gpu:%s" % gpu["bus_id"], "79"
+    else:
+        hca, port = next((h, p) for h in state["hcas"] for p in h["ports"] if p["state"] != "ACTIVE")
+        check, component, code = "ib.port_state", "%s/%d" % (hca["name"], port["port"]), "DOWN"
+    return {"host": f["host"], "check_id": check, "component": component, "code": code, "severity": f["severity"],
+            "detected_at": f["alert"]["starts_at"], "source": "alertmanager",
+            "summary": "%s on %s (%s)" % (f["alert"]["name"], f["host"], component)}  # fmt: skip
 
 
 class World:
@@ -68,6 +121,8 @@ class World:
         self.powered_off: set = set()
         self.dirty = set(t["hosts"])
         self.repairs = 0
+        self.alloc = {h: 0 for h in t["hosts"]}  # GPUs the running jobs hold
+        self.jobs_moved: set = set()
 
     def _fresh(self, host: str, boot: float, generation: int) -> dict:
         st = default_state(host, seed=self.seed * 1000 + generation, now=boot, boot_time=boot)
@@ -96,6 +151,9 @@ class World:
             s = self.states[f["host"]]["slurm"]
             s.update(state="IDLE+DRAIN", reason="upgrade %s" % f["window"], reason_user="gpuops", reason_time=at)
             self.dirty.add(f["host"])
+        elif kind in ("job_start", "job_end"):
+            self.alloc[f["host"]] += f["gpus"] if kind == "job_start" else -f["gpus"]
+            self.jobs_moved.add(f["host"])  # only its scontrol record changes
         elif kind == "undrain":
             s = self.states[f["host"]]["slurm"]
             s.update(state="IDLE", reason=None, reason_user=None, reason_time=None)
@@ -116,11 +174,21 @@ class World:
             cdir = os.path.join(self.out, "captures", h)
             st = self.states[h]
             st["now"] = at
+            alloc = self.alloc[h]
+            if st["slurm"]["state"] in ("IDLE", "MIXED", "ALLOCATED"):
+                st["slurm"]["state"] = "IDLE" if not alloc else "MIXED" if alloc < T.GPUS else "ALLOCATED"
             if h in self.dirty or not os.path.isdir(cdir):
                 shutil.rmtree(cdir, ignore_errors=True)
                 capture(st, cdir)
+                self._alloc_tres(cdir, alloc)
                 self.dirty.discard(h)
-            else:  # nothing changed on the node: the same outputs, taken now
+                self.jobs_moved.discard(h)
+            else:  # nothing changed on the node but its jobs: the same outputs, taken now
+                if h in self.jobs_moved:
+                    with open(os.path.join(cdir, "scontrol-show-node.txt"), "w", encoding="utf-8") as fh:
+                        fh.write(RM.scontrol_show_node(st))
+                    self._alloc_tres(cdir, alloc)
+                    self.jobs_moved.discard(h)
                 path = os.path.join(cdir, "capture.json")
                 with open(path, encoding="utf-8") as fh:
                     meta = json.load(fh)
@@ -131,6 +199,18 @@ class World:
                     json.dump(meta, fh)
             out[h] = {"capture_dir": cdir, "rack": rack}
         return out
+
+    @staticmethod
+    def _alloc_tres(cdir: str, gpus: int) -> None:
+        """The node's AllocTRES as scontrol prints it with jobs on it (cpu, mem, gres/gpu); empty when idle."""
+        if not gpus:
+            return
+        path = os.path.join(cdir, "scontrol-show-node.txt")
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        tres = "   AllocTRES=cpu=%d,mem=%dM,gres/gpu=%d\n" % (28 * gpus, 250000 * gpus, gpus)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text.replace("   AllocTRES=\n", tres, 1))
 
 
 def _incident_for(conn, tables, f: dict):
@@ -163,6 +243,8 @@ def simulate(t: dict, out: str, quiet: bool = False) -> dict:
     windows = {h: [] for h in t["hosts"]}
     for w in t["windows"]:
         for h in w["hosts"]:
+            if h in w.get("reserved", ()):  # not inventory data: the guard's reservation writes it (_realtime)
+                continue
             windows[h].append(
                 {"name": w["name"], "start": _iso_local(w["start"]), "end": _iso_local(w["end"]), "timezone": "UTC"}
             )
@@ -171,7 +253,10 @@ def simulate(t: dict, out: str, quiet: bool = False) -> dict:
     while at < t["end"]:
         while events and events[0][0] <= at:
             when, _o, kind, payload = events.pop(0)
-            world.apply(kind, payload, when)
+            if kind in ("alert", "resv_create", "resv_delete"):
+                _realtime(kind, payload, when, world, state_dir, sla)
+            else:
+                world.apply(kind, payload, when)
         hosts = world.hosts_at(at)
         now = datetime.datetime.fromtimestamp(at, tz=datetime.timezone.utc)
         report = _inspect.inspect_nodes(hosts, state_dir=state_dir, now=now, workers=1, include_facts=True)
@@ -195,6 +280,30 @@ def simulate(t: dict, out: str, quiet: bool = False) -> dict:
         store.close()
     rep["_runs"] = runs
     return rep
+
+
+def _realtime(kind: str, payload: dict, when: float, world: World, state_dir: str, sla: dict) -> None:
+    """What reaches the ledger between inspections: an alert through the real-time entry
+    (``ledger_incidents.record_realtime``), the change guard's reservation through ``ledger_windows``."""
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import (
+        ledger_incidents,
+        ledger_windows,
+        open_store,
+    )
+
+    store = open_store(state_dir=state_dir)
+    try:
+        if kind == "alert":
+            event = alert_event(payload, world.states[payload["host"]])
+            out = ledger_incidents.record_realtime(store, [event], now=when, sla=sla)
+            if out["refused"]:
+                raise RuntimeError("the ledger refused the alert of %s: %s" % (payload["id"], out["refused"]))
+        else:
+            state = "present" if kind == "resv_create" else "absent"
+            text = scontrol_reservation(payload) if state == "present" else None
+            ledger_windows.reservation_to_ledger(store, payload["name"], state, when, text=text)
+    finally:
+        store.close()
 
 
 def _operator(t, pending, at, state_dir, sla, open_store, ledger_incidents) -> None:
@@ -270,7 +379,12 @@ def score(t: dict, k: dict, rep: dict) -> list:
         if row is None:
             lines.append(("incident %s" % inc["id"], "opened", None, 0, False))
             continue
-        num("incident %s detected" % inc["id"], inc["detect"], row["detected_at"], tol_t)
+        if inc.get("by_alert"):
+            num(
+                "incident %s detected (alert)" % inc["id"], inc["detect"], row["detected_at"], k["tolerance"]["alert_s"]
+            )
+        else:
+            num("incident %s detected" % inc["id"], inc["detect"], row["detected_at"], tol_t)
         num("incident %s acknowledged" % inc["id"], inc["ack"], row["acknowledged_at"], tol_t)
         num("incident %s restored" % inc["id"], inc["repair"], row["restored_at"], tol_t)
         lines.append(
@@ -295,6 +409,8 @@ def score(t: dict, k: dict, rep: dict) -> list:
         num("mttr_h.%s" % cls, exp, rep["mttr_h"].get(cls), tol_t / T.HOUR)
     for cls, exp in k["mtbf_h"].items():
         num("mtbf_h.%s" % cls, exp, rep["mtbf_h"].get(cls), 0.01 * exp + tol_t / T.HOUR)
+    num("capacity.peak_allocated_share", k["capacity_peak"], rep["capacity"]["peak_allocated_share"],
+        k["tolerance"]["capacity_share"])  # fmt: skip
     offenders = sorted(r["host"] for r in rep["repeat_offenders"]["nodes"])
     lines.append(("repeat_offenders", k["repeat_offenders"], offenders, 0, offenders == k["repeat_offenders"]))
     lines.append(

@@ -69,12 +69,54 @@ def test_a_breach_within_one_interval_of_its_due_time_is_not_scored():
     assert "A:respond" in T.key(t)["ambiguous"] and "A:respond" not in T.key(t)["breaches"]
 
 
+def test_the_capacity_peak_worked_out_by_hand():
+    """n1 runs a 4-GPU job 01:00-05:00, n2 an 8-GPU job 02:00-03:30 (hourly inspections at 00:00 ... 09:00): at
+    02:00 and 03:00 12 of 16 GPUs are held, 0.75. With n2's rack dark 01:30-06:00, the scheduler reports n1 alone
+    from 02:00: 4 of 8, 0.5 (at 01:00 4 of 16)."""
+    t = _hand()
+    t["end"] = S + 10 * H
+    t["faults"] = []
+    t["jobs"] = [
+        {"host": "n1", "start": S + 1 * H, "end": S + 5 * H, "gpus": 4},
+        {"host": "n2", "start": S + 2 * H, "end": S + 3.5 * H, "gpus": 8},
+    ]
+    assert T.capacity_peak(t) == 0.75
+    t["faults"] = [{"kind": "rack_power_loss", "hosts": ["n2"], "start": S + 1.5 * H, "repair": S + 6 * H}]
+    assert T.capacity_peak(t) == 0.5
+    t["jobs"][0]["end"] = S + 2 * H  # ends as the 02:00 inspection runs: not counted then
+    assert T.capacity_peak(t) == 0.25
+
+
+def test_an_alert_dates_an_undated_fault():
+    """An InfiniBand port down (ibstat cannot date it) is detected at the alert's startsAt when one fired, to the
+    second; without one at the fault (known to the schedule only); a dated fault keeps its own line's time."""
+    t = _hand()
+    f1 = t["faults"][0]
+    f1.update(kind="ib_port_down", cls="ib_link", dated=False)
+    k = T.key(t)["incidents"][0]
+    assert (k["detect"], k["by_alert"]) == (S + 24 * H, False)
+    f1["alert"] = {"name": "InfinibandPortDown", "starts_at": S + 24 * H + 95, "arrives_at": S + 24 * H + 125}
+    k = T.key(t)["incidents"][0]
+    assert (k["detect"], k["by_alert"]) == (S + 24 * H + 95, True)
+    f1.update(kind="xid79", dated=True)  # the Xid line dates it before the alert
+    assert T.key(t)["incidents"][0]["detect"] == S + 24 * H
+
+
 def test_the_timeline_draws_every_kind_and_keeps_a_quarter_in_service():
     t = T.draw(7, 16, S, 92, 3 * H)
     kinds = sorted({f["kind"] for f in t["faults"]})
     assert kinds == ["ib_port_down", "rack_power_loss", "thermal_throttle", "xid79"]
     assert len(t["windows"]) == 2 and all(w["drains"] for w in t["windows"])
     assert T.key(t)["repeat_offenders"]  # one node fails twice
+    # alerts for the InfiniBand faults, each before the next inspection; jobs; a reservation in each window
+    alerted = [f for f in t["faults"] if f.get("alert")]
+    assert {f["kind"] for f in alerted} == {"ib_port_down", "xid79"}
+    assert all(f["kind"] != "ib_port_down" or f.get("alert") for f in t["faults"])
+    for f in alerted:
+        next_run = S + ((f["start"] - S) // (3 * H) + 1) * 3 * H
+        assert f["start"] < f["alert"]["starts_at"] < f["alert"]["arrives_at"] < next_run
+    assert len(t["jobs"]) > 16 * 20 and 0.0 < T.key(t)["capacity_peak"] <= 1.0
+    assert [len(w["reserved"]) for w in t["windows"]] == [2, 4]
     assert T.draw(7, 16, S, 92, 3 * H) == t  # deterministic
 
 
@@ -89,3 +131,13 @@ def test_the_service_report_matches_the_fault_truth(tmp_path, capsys):
     assert out.startswith("service report vs fault truth\n")
     assert ok, "\n".join(line for line in out.splitlines() if line.endswith("FAIL"))
     assert rep["_runs"] == 10 * 24
+    # the paths this timeline exercises: an alert dated an incident, jobs made a capacity peak, the change guard's
+    # reservation and the inventory windows both reached the ledger
+    assert "detected (alert)" in out and k["capacity_peak"] > 0.0
+    import sqlalchemy as sa  # pylint: disable=import-outside-toplevel
+
+    engine = sa.create_engine("sqlite:///%s" % (tmp_path / "run" / "state" / "gpuops.db"))
+    with engine.connect() as conn:
+        names = {r[0] for r in conn.exec_driver_sql("SELECT name FROM maintenance_windows")}
+    engine.dispose()
+    assert "slurm:upgrade-r1-1" in names and "upgrade-r1-1" in names
