@@ -682,6 +682,13 @@ def test_a_repeated_alert_isolates_once(bed_eda):
     assert inc["detected_at"] == float(int(started)), (inc["detected_at"], started)
     steps = [e["step"] for e in ledger(bed_eda)[1] if e["incident_id"] == inc["incident_id"]]
     assert steps == ["detected", "acted", "repeat"], steps
+    audit = [json.loads(ln) for ln in (bed_eda["state"] / "audit" / "audit.log").read_text().splitlines() if ln.strip()]
+    mine = [
+        r
+        for r in audit
+        if r.get("module") == "gpuops.cluster.incident_event" and host in r.get("act", []) + r.get("repeats", [])
+    ]
+    assert [(r["act"], r["repeats"]) for r in mine] == [([host], []), ([], [host])], mine
 
 
 def test_a_node_in_a_maintenance_window_is_not_isolated(bed_eda):
@@ -712,6 +719,11 @@ def test_a_node_in_a_maintenance_window_is_not_isolated(bed_eda):
     )
     assert isolated_runs(bed_eda, WINDOWED) == []
     assert not drained(bed_eda, WINDOWED)
+    # the audit trail has the decision: which node acted (none), which was suppressed and why
+    audit = [json.loads(ln) for ln in (bed_eda["state"] / "audit" / "audit.log").read_text().splitlines() if ln.strip()]
+    sup = [r for r in audit if r.get("module") == "gpuops.cluster.incident_event" and r.get("suppressed")]
+    assert [(r["act"], [s["node"] for s in r["suppressed"]]) for r in sup] == [([], [WINDOWED])], sup
+    assert sup[0]["suppressed"][0]["reason"].startswith("maintenance window eda-test-window"), sup
 
 
 def test_resolved_and_unrelated_alerts_do_nothing(bed_eda):
