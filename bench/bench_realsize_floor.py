@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO / "build"))
 
 from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.platform import collect_platform  # noqa: E402
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pipeline as _inspect  # noqa: E402
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.inspect import pool as _pool  # noqa: E402
 
 NOW = datetime.datetime(2026, 12, 8, 0, 0, 0, tzinfo=datetime.timezone.utc)
 
@@ -89,7 +90,20 @@ def main() -> None:
     hosts = hosts_of(args.sim, args.nodes)
     gv = yaml.safe_load((args.sim / "inventory" / "group_vars" / "gpu_nodes.yml").read_text())
     platform = collect_platform(capture_dir=str(args.sim / "cluster"))
-    prof = cProfile.Profile(time.process_time) if args.profile else None  # CPU: the machine is shared
+    prof = cProfile.Profile(time.process_time) if args.profile else None
+    # the CPU seconds of each pooled phase (the first map is the read, the second the evaluation): the workers are
+    # reaped when a map ends, so their time is in RUSAGE_CHILDREN by then
+    pooled: list = []
+    inner = _pool.map_hosts
+
+    def timed_map(*a, **kw):
+        c0 = _cpu()
+        try:
+            return inner(*a, **kw)
+        finally:
+            pooled.append(round(_cpu() - c0, 1))
+
+    _pool.map_hosts = timed_map  # CPU: the machine is shared
     timing: dict = {}
     with tempfile.TemporaryDirectory(prefix="realsize-floor-") as state:
         cpu0 = _cpu()
@@ -124,6 +138,8 @@ def main() -> None:
                 total_s=round(t2 - t0, 2),
                 # this process and its workers, user + system: what the run cost whatever else ran
                 cpu_s=round(cpu, 1),
+                cpu_read_s=pooled[0] if pooled else None,
+                cpu_evaluate_s=pooled[1] if len(pooled) > 1 else None,
                 phases=timing,
                 load=os.getloadavg(),
             )
