@@ -26,6 +26,7 @@ import datetime
 import glob
 import json
 import os
+import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _runbooks
@@ -38,14 +39,22 @@ HEALTH_CHECK_ALERTS = ("GpuopsNodeHealth",)
 UPGRADE_TTL_S = float(_guard.DEFAULT_POLICY["claim_ttl_s"])
 
 
+#: RFC 3339 as Alertmanager writes startsAt (Go's RFC3339Nano: up to 9 fraction digits, Z or an offset)
+_RFC3339 = re.compile(
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]{1,9}))?(Z|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
 def _epoch(text: Any) -> Optional[float]:
-    if not isinstance(text, str):
+    m = _RFC3339.fullmatch(text) if isinstance(text, str) else None
+    if m is None:
         return None
+    zone = "+00:00" if m.group(3) == "Z" else m.group(3)
     try:
-        when = datetime.datetime.fromisoformat(text.replace("Z", "+00:00")[:32])
+        when = datetime.datetime.fromisoformat(m.group(1) + zone)
     except ValueError:
         return None
-    return when.timestamp() if when.tzinfo is not None else None
+    return when.timestamp() + (int(m.group(2)) / 10 ** len(m.group(2)) if m.group(2) else 0.0)
 
 
 def _named(catalog: Dict[str, Any], alertname: str) -> Tuple[Optional[str], Optional[str]]:

@@ -288,3 +288,25 @@ def test_the_health_checks_alert_is_the_health_check_source_without_a_code():
             "summary": "GpuopsNodeHealthFailed on n1",
         }
     ]
+
+
+@pytest.mark.parametrize(
+    "starts,expected",
+    [
+        ("2026-12-07T11:58:30.123456789Z", NOON - 89.876543211),  # Alertmanager: Go's RFC3339Nano
+        ("2026-12-07T11:58:30.1234567Z", NOON - 89.8765433),
+        ("2026-12-07T12:58:30+01:00", NOON - 90),
+        ("2026-12-07 11:58:30", NOON),  # not RFC 3339 (no T, no zone): the call's time, never a guess
+        ("2026-13-07T11:58:30Z", NOON),  # month 13
+    ],
+)
+def test_starts_at_as_alertmanager_writes_it(starts, expected):
+    alerts = [
+        {
+            "status": "firing",
+            "labels": {"alertname": "GpuopsXid79", "node": "n1", "check": "gpu.xid", "severity": "P0"},
+            "startsAt": starts,
+        }
+    ]
+    events, _problems = rt.alert_events(alerts, NOON)
+    assert events[0]["detected_at"] == pytest.approx(expected, abs=1e-6)
