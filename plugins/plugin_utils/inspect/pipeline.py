@@ -15,7 +15,6 @@ import datetime
 import json
 import os
 import time
-import uuid
 from typing import Any, Dict, List, Optional
 
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy
@@ -206,7 +205,8 @@ def _evaluate_host(host: str, ctx: Dict[str, Any]) -> Dict[str, Any]:
     ``facts`` is None in the entry when they are the facts read (the parent has them: not sent back twice).
     The per-node boundary (issue 35): when judging the node raises, it is judged again on :func:`_failed_facts`
     (status ``error``, a ``collector.error`` saying why) and its state is left as it was. A state that cannot be
-    read (StateError: a corrupt state file) still stops the run before anything is saved, as documented."""
+    read (StateError: a stored document that is corrupt) still stops the run before anything is saved, as
+    documented."""
     try:
         return _evaluate_entry(host, ctx, None)
     except _state.StateError:
@@ -238,18 +238,10 @@ def _evaluate_entry(host: str, ctx: Dict[str, Any], failed: Optional[Dict[str, A
     if not profile:
         fleet = ctx["baselines"].get(_fleet.peer_class(read_facts, ctx["classes"].get(host)) or "")
     facts = _checks_backup.with_backup_status(read_facts, state_dir, host, policy, now)  # docs/backup.md
-    files = ctx["file_states"]
-    # the file backend: each worker reads its hosts' files (the parent holds no decoded state), evaluates on the
-    # state it decoded (own_state: no copy) and compares the new state with the file's bytes; the database:
-    # loaded by the parent in one read, shared by the workers (copied before it is changed)
-    previous_file = None
-    if files is not None:
-        loaded, raw = files.load_host_file(host)
-        previous_file = (raw, loaded.get("updated_at"))
-    else:
-        loaded = ctx["saved"].get(host, {})
-    own = files is not None
-    host_state = loaded
+    # the state, loaded by the parent in one read from the store, is shared by the workers (copied before it is
+    # changed: own_state False)
+    own = False
+    host_state = ctx["saved"].get(host, {})
     if h.get("baseline") is not None:
         host_state = dict(host_state, baseline=h["baseline"])
     if h.get("previous_capture_dir") and h.get("capture_dir"):
@@ -279,21 +271,11 @@ def _evaluate_entry(host: str, ctx: Dict[str, Any], failed: Optional[Dict[str, A
         "mode": facts.get("mode"),
         "policy_hash": phash,
         "baseline": "profile" if profile else ("fleet" if fleet else "none"),
-        # saved by the parent in one batch (one transaction on the database backend); on the file backend the
-        # file's bytes, or None when it would not change
-        # a node that could not be judged keeps its state as it was: nothing staged, nothing saved
-        "_new_state": None
-        if failed is not None
-        else (new_state if files is None else _staged(files, host, new_state, loaded, ctx, previous_file)),
+        # saved by the parent in one batch (one transaction in the store); a node that could not be judged keeps
+        # its state as it was: nothing saved
+        "_new_state": None if failed is not None else new_state,
         "_kept": failed is not None,
     }
-
-
-def _staged(files: Any, host: str, new_state: Any, loaded: Any, ctx: Dict[str, Any], previous_file: Any) -> Any:
-    """File backend: a changed state written by the worker, staged (``_state.stage_host_state``: the parent puts
-    the batch in place after every host was judged); None when unchanged."""
-    body = _state.encode_if_changed(host, new_state, loaded, ctx["stamp"], previous_file)
-    return None if body is None else _state.stage_host_state(files.state_dir, host, body, ctx["stage"])
 
 
 def _judge(
@@ -305,15 +287,13 @@ def _judge(
     n_workers: Optional[int],
 ) -> Dict[str, Dict[str, Any]]:
     """Every host judged on every CPU (_evaluate_host), its facts kept as the report holds them, and the batch of
-    new states saved (file backend: the workers' staged files put in place; database: one transaction)."""
-    read, file_states, saved = ctx["read"], ctx["file_states"], ctx["saved"]
+    new states saved (one transaction in the store)."""
+    read, saved = ctx["read"], ctx["saved"]
     nodes: Dict[str, Dict[str, Any]] = dict(zip(order, _pool.map_hosts(_evaluate_host, order, ctx, n_workers)))
     new_states: Dict[str, Any] = {}
     for host, node in nodes.items():
         new_state = node.pop("_new_state")
-        if node.pop("_kept", False):
-            pass  # not judged on its own evidence (_evaluate_host): its state stays as it was
-        elif new_state is not None or file_states is None:
+        if not node.pop("_kept", False):  # a node not judged on its own evidence keeps its state (_evaluate_host)
             new_states[host] = new_state
         full = read[host][2] if node["facts"] is None else node["facts"]
         slim = node.pop("_slim")
@@ -322,8 +302,8 @@ def _judge(
         else:
             node["facts"] = _facts_cache.NodeFacts(slim, full) if isinstance(slim, dict) else full
     if states:
-        # one transaction on the database backend: all hosts or none; unchanged hosts are not rewritten
-        timing["state_written"] = states.save_hosts(new_states, previous=saved if file_states is None else None)
+        # one transaction: all hosts or none; unchanged hosts are not rewritten
+        timing["state_written"] = states.save_hosts(new_states, previous=saved)
         states.close()
     return nodes
 
@@ -348,7 +328,8 @@ def inspect_nodes(  # noqa: PLR0913 - the inspection's inputs, each documented b
 
     ``platform``: the cluster platform facts (``gpuops.cluster.platform_info``, issue 19) or None; their findings
     join the cluster findings, a node finding of a platform check (a node that fails its jobs) joins that node's.
-    ``db_url``: gpuops_db_url, the shared state in the store (docs/state.md "Backends"; else ``state_dir``'s files).
+    ``db_url``: gpuops_db_url, the shared state in the store (docs/state.md "Backends"; else
+    the embedded SQLite file ``<state_dir>/gpuops.db``).
     ``workers``: worker processes for reading and evaluating (default: the CPUs, ``_pool``);
     ``timing``: a dict that receives the seconds of each phase (read_s, evaluate_s, cluster_s; state_written);
     ``progress``: where each stage's progress lines go (``_run_notes.progress_sink``: stderr from 500 nodes by
@@ -394,8 +375,7 @@ def inspect_nodes(  # noqa: PLR0913 - the inspection's inputs, each documented b
         {host: _facts_cache.facts_of(read[host][2]) for host in unprofiled}, classes, base_policy
     )
     platform_cluster, platform_nodes = _platform_findings(platform, base_policy, now, hosts)
-    file_states = None  # one state backend, the store (issue 36): no staged state files
-    saved = states.load_hosts(sorted(hosts)) if states and file_states is None else {}
+    saved = states.load_hosts(sorted(hosts)) if states else {}
     timing["read_s"] = time.monotonic() - t0
     ctx = {
         "hosts": hosts,
@@ -406,23 +386,13 @@ def inspect_nodes(  # noqa: PLR0913 - the inspection's inputs, each documented b
         "platform_nodes": platform_nodes,
         "state_dir": state_dir,
         "saved": saved,
-        "file_states": file_states,
-        "stamp": utcnow_iso(),
-        "stage": uuid.uuid4().hex,  # this batch's staged state files (file backend)
         "now": now,
         "collect_options": collect_options,
         "cache": cache,
     }
     order = sorted(hosts)
-    if file_states is not None:
-        _state.discard_staged(state_dir, older_than_s=86400)  # left by a run killed before its renames
-    try:
-        with _run_notes.Stage(sink, "evaluate", len(order)):
-            nodes = _judge(order, ctx, states, evaluate_only, timing, workers)
-    except BaseException:
-        if file_states is not None:
-            _state.discard_staged(state_dir, ctx["stage"])  # nothing of a failed batch is put in place
-        raise
+    with _run_notes.Stage(sink, "evaluate", len(order)):
+        nodes = _judge(order, ctx, states, evaluate_only, timing, workers)
     timing["evaluate_s"] = time.monotonic() - t0 - timing["read_s"]
     if evaluate_only:
         return {"nodes": nodes, "policy_hash": base_hash, "generated_at": generated_at}
@@ -502,7 +472,7 @@ def finish_report(  # noqa: PLR0913 - the evaluated nodes and what the cluster v
         )
     t_cluster = time.monotonic()
     # statuses first: the cluster view must know which nodes are unknown (status error); the job view (job_storm)
-    names = {h: str(e["slurm_node_name"]) for h, e in hosts.items() if isinstance(e, dict) and e.get("slurm_node_name")}
+    names = slurm_names(hosts)
     cluster_findings = _cluster.evaluate_cluster(nodes, base_policy, now, platform, names)
     cluster_findings += platform_cluster or []
     if timing is not None:
@@ -533,19 +503,38 @@ def finish_report(  # noqa: PLR0913 - the evaluated nodes and what the cluster v
     return report
 
 
+def slurm_names(hosts: Dict[str, Any]) -> Dict[str, str]:
+    """host -> its Slurm NodeName where the inventory names it otherwise (``gpuops_slurm_node_name``, carried as
+    ``slurm_node_name`` by ``steps.host_entry``): the job view and the platform checks name nodes as Slurm does."""
+    return {h: str(e["slurm_node_name"]) for h, e in hosts.items() if isinstance(e, dict) and e.get("slurm_node_name")}
+
+
 def _platform_findings(
-    platform: Optional[Dict[str, Any]], policy: Dict[str, Any], now: datetime.datetime, hosts: Dict[str, Any]
+    platform: Optional[Dict[str, Any]],
+    policy: Dict[str, Any],
+    now: datetime.datetime,
+    hosts: Dict[str, Any],
+    names: Optional[Dict[str, str]] = None,
 ) -> Any:
-    """(cluster findings, {host: node findings}) of the platform checks; a node finding of a node that is not
-    inspected stays a cluster finding (component ``node:<name>``)."""
+    """(cluster findings, {host: node findings}) of the platform checks. The checks name a node by its Slurm
+    NodeName: a node finding goes to the inspected host of that Slurm name (``gpuops_slurm_node_name``, else the
+    inventory name), with that host and its id (``<host>:<check>:<component>:<code>``); a node finding of a node
+    that is not inspected stays a cluster finding (component ``node:<Slurm name>``). ``names``: host -> Slurm
+    NodeName (:func:`slurm_names`; default: read from ``hosts``' entries)."""
     if platform is None:
         return [], {}
+    names = slurm_names(hosts) if names is None else names
+    by_slurm = {h: h for h in hosts if h not in names}
+    by_slurm.update((name, h) for h, name in sorted(names.items()) if h in hosts)  # a Slurm name set outright wins
     cluster: List[Dict[str, Any]] = []
     per_node: Dict[str, List[Dict[str, Any]]] = {}
     for f in _platform_checks.check_platform(platform, policy, now):
         host = f.get("host")
-        if host and host in hosts:
-            per_node.setdefault(host, []).append(f)
+        inspected = by_slurm.get(host) if host else None
+        if inspected:
+            if inspected != host:
+                f = dict(f, host=inspected, id="%s:%s:%s:%s" % (inspected, f["check"], f["component"], f["code"]))
+            per_node.setdefault(inspected, []).append(f)
             continue
         if host:
             f = dict(f, host=None, component="node:%s" % host)

@@ -288,7 +288,9 @@ def merge_report(
     now = now or utcnow()
     base = _policy.merge_policy(_policy.DEFAULT_POLICY, policy_overrides or {})
     _policy.validate_policy(base)
-    platform_cluster, platform_nodes = _inspect._platform_findings(platform, base, now, nodes)
+    platform_cluster, platform_nodes = _inspect._platform_findings(
+        platform, base, now, nodes, _inspect.slurm_names(hosts)
+    )
     cache: Dict[str, Any] = {}
     for host, extra in platform_nodes.items():
         n = nodes[host]

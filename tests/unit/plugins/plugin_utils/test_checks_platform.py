@@ -263,3 +263,78 @@ def test_a_garbled_storage_capture_is_one_collector_error(tmp_path):
     now = datetime.datetime(2026, 12, 3, tzinfo=datetime.timezone.utc)
     ids = [f["id"] for f in platform_checks.check_platform(facts, _policy.DEFAULT_POLICY, now)]
     assert ids.count("cluster:collector.error:collector:storage:parse") == 1, ids
+
+
+# sacct in the collection's text form (docs/capture.md: sacct -a -X -P -n -o JobID,Partition,User,State,ExitCode,
+# NodeList,Submit,Start,End) and plain sinfo (cluster-formats.md: PARTITION AVAIL TIMELIMIT NODES STATE NODELIST,
+# folded host lists). Slurm calls the inspected hosts gpu-node-01/02 sn01/sn02; sn03 is not inspected, and a Slurm
+# node that happens to be called gpu-node-02 is not the host gpu-node-02 (whose Slurm name is sn02).
+_SACCT_SN = (
+    "8001|gpu|alice|NODE_FAIL|0:0|sn01|2026-12-02T06:00:00|2026-12-02T06:01:00|2026-12-02T06:30:00\n"
+    "8002|gpu|bob|FAILED|1:0|sn02|2026-12-02T06:00:00|2026-12-02T06:01:00|2026-12-02T06:10:00\n"
+    "8003|gpu|bob|FAILED|1:0|sn02|2026-12-02T06:20:00|2026-12-02T06:21:00|2026-12-02T06:30:00\n"
+    "8004|gpu|bob|FAILED|1:0|sn02|2026-12-02T06:40:00|2026-12-02T06:41:00|2026-12-02T06:50:00\n"
+    "8005|gpu|carol|COMPLETED|0:0|sn03|2026-12-02T05:00:00|2026-12-02T05:01:00|2026-12-02T06:01:00\n"
+    "8006|gpu|carol|COMPLETED|0:0|sn03|2026-12-02T06:00:00|2026-12-02T06:01:00|2026-12-02T07:01:00\n"
+    "8007|gpu|carol|COMPLETED|0:0|sn03|2026-12-02T07:00:00|2026-12-02T07:01:00|2026-12-02T08:01:00\n"
+    "8008|gpu|carol|COMPLETED|0:0|sn03|2026-12-02T08:00:00|2026-12-02T08:01:00|2026-12-02T09:01:00\n"
+    "8009|gpu|dave|NODE_FAIL|0:0|gpu-node-02|2026-12-02T08:00:00|2026-12-02T08:01:00|2026-12-02T08:30:00\n"
+)
+_SINFO_SN = (
+    "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n"
+    "gpu*         up   infinite      1  drain sn01\n"
+    "gpu*         up   infinite      2   idle sn[02-03]\n"
+    "gpu*         up   infinite      1   idle gpu-node-02\n"
+)
+
+
+def test_platform_node_findings_follow_gpuops_slurm_node_name(tmp_path):
+    """The inventory calls two nodes gpu-node-01/02, Slurm sn01/sn02 (gpuops_slurm_node_name, docs/inventory.md):
+    sacct's node findings name sn01/sn02 and must reach those hosts through a real inspection of simulated captures.
+    By hand from _SACCT_SN (docs/checks.md "scheduler.job_failures", defaults node_min_failures 3, share 50 %,
+    ratio 2, failure_min_jobs 10): 9 finished jobs, 5 failed (8001-8004, 8009); sn01: 1 job, a NODE_FAIL (code
+    NODE_FAIL); sn02: 3 of 3 failed, the others 2 of 6 (3 >= 3, 100 % >= 50 % and >= 2 x 33 %: code failures);
+    sn03: none; Slurm's gpu-node-02: a NODE_FAIL, not inspected (a cluster finding node:gpu-node-02); 9 < 10 jobs:
+    no cluster rate finding. sinfo: 1 of 4 nodes out (sn01 drained): a cluster finding, on no host."""
+    import datetime
+    import sys
+    from pathlib import Path
+
+    from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.platform import scheduler_from_capture
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "tools"))
+    from simcluster import generate as G  # noqa: E402 pylint: disable=import-outside-toplevel
+
+    sim = tmp_path / "sim"
+    G.generate(3, str(sim), 7, "none")
+    hosts = {
+        "gpu-node-01": {"capture_dir": str(sim / "captures" / "gpu-node-01"), "slurm_node_name": "sn01"},
+        "gpu-node-02": {"capture_dir": str(sim / "captures" / "gpu-node-02"), "slurm_node_name": "sn02"},
+    }
+    cluster_cap = tmp_path / "cluster"
+    cluster_cap.mkdir()
+    (cluster_cap / "sacct.txt").write_text(_SACCT_SN)
+    (cluster_cap / "sinfo.txt").write_text(_SINFO_SN)
+    plat = {"scheduler": scheduler_from_capture(str(cluster_cap)), "collected_at": 1796205600.0}  # 10:00:00Z
+    now = datetime.datetime(2026, 12, 2, 10, 0, tzinfo=datetime.timezone.utc)
+    report = _inspect.inspect_nodes(hosts, now=now, platform=plat, workers=1)
+
+    def jobs_findings(host):
+        return [f for f in report["nodes"][host]["findings"] if f["check"] == "scheduler.job_failures"]
+
+    (f1,) = jobs_findings("gpu-node-01")
+    assert f1["id"] == "gpu-node-01:scheduler.job_failures:slurm:jobs:NODE_FAIL" and f1["host"] == "gpu-node-01"
+    assert (f1["severity"], f1["action"]) == ("P2", "monitor")
+    assert {k: f1["evidence"][k] for k in ("jobs", "failed", "node_side", "job_ids")} == {
+        "jobs": 1, "failed": 1, "node_side": 1, "job_ids": ["8001"]}  # fmt: skip
+    (f2,) = jobs_findings("gpu-node-02")
+    assert f2["id"] == "gpu-node-02:scheduler.job_failures:slurm:jobs:failures" and f2["host"] == "gpu-node-02"
+    assert {k: f2["evidence"][k] for k in ("jobs", "failed", "node_side", "user_side", "job_ids")} == {
+        "jobs": 3, "failed": 3, "node_side": 0, "user_side": 3, "job_ids": ["8002", "8003", "8004"]}  # fmt: skip
+    assert f2["evidence"]["other_nodes_rate"] == 0.333
+    cl = {f["id"]: f for f in report["summary"]["cluster_findings"]}
+    assert "cluster:scheduler.job_failures:node:gpu-node-02:NODE_FAIL" in cl  # Slurm's gpu-node-02: not inspected
+    assert not [i for i in cl if i.startswith("cluster:scheduler.job_failures:node:sn0")]
+    assert "cluster:scheduler.job_failures:cluster:rate" not in cl
+    assert cl["cluster:scheduler.nodes:cluster:out"]["evidence"]["out"] == 1
+    assert cl["cluster:scheduler.nodes:cluster:out"]["evidence"]["total"] == 4
