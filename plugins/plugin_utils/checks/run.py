@@ -76,19 +76,20 @@ def evaluate_node(  # noqa: PLR0913 - the evaluation's inputs, each documented b
         ``policy["profiles"]``, or None (checks that need expectations are skipped: no "missing" alarms
         on unknown hardware).
       policy: the merged policy (``_policy.merge_policy``); None means the defaults.
-      state: the host's state (``_state.load_host_state``) or ``{"hosts": {host: ...}}``; None = empty.
+      state: the host's state (the store's document: ``state_store.DbStateStore.load_host``; on the node the
+        health check's own state file) or ``{"hosts": {host: ...}}``; None = empty.
         Not modified.
       now: the evaluation time (ISO string, epoch or datetime): kernel-event windows, rates, respond_by.
       host: the inventory hostname (the finding ids start with it).
       fleet_baseline: for a node without a profile, the baseline of its class inferred from its peers
         (``_fleet.infer_baselines``): the node is compared with the majority of the class.
-      own_state: the caller hands ``state`` over (decoded for this call, compared afterwards as its file's
-        bytes): it is changed in place instead of copied first (~10 % of a node's evaluation).
+      own_state: the caller hands ``state`` over (decoded for this call only, e.g. the state an earlier
+        capture left): it is changed in place instead of copied first (~10 % of a node's evaluation).
 
     Returns:
       ``(findings, new_host_state)``: findings per docs/findings.md sorted by severity then id, and the
-      host state to save (``_state.save_host_state``): counter readings, boot id, escalation history,
-      active faults.
+      host state to save (``state_store.DbStateStore.save_hosts``): counter readings, boot id, escalation
+      history, active faults.
     """
     policy = policy if policy is not None else DEFAULT_POLICY
     if isinstance(profile, str):

@@ -4,13 +4,12 @@
 """The host state documents (``gpuops.state/v1``, docs/state.md) and the state directory's fcntl locks.
 
 The controller keeps the documents in ONE backend, the store (``state_store.py``: table ``host_state`` of the
-embedded ``<state_dir>/gpuops.db`` or of ``gpuops_db_url``; issue 36). This module holds what works on a document
+embedded ``<state_dir>/gpuops.db`` or of ``gpuops_db_url``; issue 36; an older collection's
+``<state_dir>/hosts/<host>.json`` files are imported there once). This module holds what works on a document
 (``empty_host_state``, ``normalize_host_state``, ``document``, ``copy_state``, ``state_text``,
 ``record_gpu_reset``, ``record_clear``), ``StateError``, ``StateLock`` (``<state_dir>/locks/<name>.lock``, for
-what is not in the store: replacement records, the guard's file functions) and the reader of an older
-collection's ``<state_dir>/hosts/<host>.json`` (``load_host_state``). ``encode_if_changed``, ``stage_host_state``,
-``discard_staged`` and ``save_host_states`` are the inspection's staged file writes of the former file backend:
-``inspect/pipeline.py`` no longer takes that path (its ``file_states`` is None) and they go with it.
+what is not in the store: replacement records) and ``atomic_write_json`` (the replacement and onboarding records'
+files).
 
 The node-side health check ships this module (``health_check/bundle.py``): pure Python, no Ansible imports, no
 SQLAlchemy; the functions that touch a dict are pure and unit-testable. Files are written privately
@@ -26,16 +25,14 @@ import json
 import os
 import re
 import time
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional
 
-from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
 from ansible_collections.gpuops.cluster.plugins.module_utils._files import (
     ensure_private_dir,
-    fsync_dir,
     open_private,
     write_private_atomic,
 )
-from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, parse_time, utcnow_iso
+from ansible_collections.gpuops.cluster.plugins.module_utils._timeutil import iso_z, parse_time
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _json
 
 HOST_STATE_SCHEMA = "gpuops.state/v1"
@@ -120,44 +117,6 @@ def normalize_host_state(data: Any, host: Optional[str] = None) -> Dict[str, Any
     return out
 
 
-def load_host_state(state_dir: Optional[str], host: str, on_corrupt: str = "raise") -> Dict[str, Any]:
-    """Read ``<state_dir>/hosts/<host>.json`` (an older collection's layout); an empty state when the file (or
-    state_dir) is absent.
-
-    A file that is not valid JSON raises StateError (``on_corrupt="raise"``, the default: forgetting
-    active faults silently would clear them), or is renamed to ``<file>.corrupt-<epoch>`` and replaced by
-    an empty state (``on_corrupt="reset"``).
-    """
-    return load_host_state_file(state_dir, host, on_corrupt)[0]
-
-
-def load_host_state_file(
-    state_dir: Optional[str], host: str, on_corrupt: str = "raise"
-) -> Tuple[Dict[str, Any], Optional[bytes]]:
-    """:func:`load_host_state` and the file's bytes as read (None: no file), for :func:`encode_if_changed`'s
-    ``previous_file``."""
-    if not state_dir:
-        return empty_host_state(host), None
-    path = host_state_path(state_dir, host)
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        if exc.errno == errno.ENOENT:
-            return empty_host_state(host), None
-        raise StateError("cannot read %s: %s" % (path, exc)) from exc
-    try:
-        data = _safejson.loads(raw, what="state file")  # nested too deep, not UTF-8, not JSON: ValueError
-        if not isinstance(data, dict):
-            raise ValueError("not a JSON object")
-    except ValueError as exc:
-        if on_corrupt == "reset":
-            os.replace(path, "%s.corrupt-%d" % (path, int(time.time())))
-            return empty_host_state(host), None
-        raise StateError("corrupt state file %s: %s" % (path, exc)) from exc
-    return normalize_host_state(data, host), raw
-
-
 def atomic_write_json(path: str, data: Any, mode: int = 0o600) -> None:
     """Write JSON to ``path`` atomically and privately (0600 unless ``mode`` says 0640): temporary file in the
     same directory, fsync, rename, fsync dir; a missing directory is created 0700."""
@@ -178,149 +137,6 @@ def document(host: str, state: Any) -> Dict[str, Any]:
     data["schema"] = HOST_STATE_SCHEMA
     data["host"] = host
     return data
-
-
-def _file_bytes(data: Dict[str, Any]) -> bytes:
-    """A host state document as :func:`save_host_states` writes it: sorted keys, compact, a final newline."""
-    return _json.dumps_bytes(data) + b"\n"
-
-
-def encode_if_changed(
-    host: str,
-    state: Dict[str, Any],
-    previous: Any,
-    stamp: str,
-    previous_file: Optional[Tuple[bytes, Any]] = None,
-) -> Optional[bytes]:
-    """The file :func:`save_host_states` would write for ``state`` (bytes, ``updated_at`` = ``stamp``), or None
-    when it would store ``previous`` again (apart from ``updated_at``). For a worker process: the parent then
-    holds ~30 KB of bytes a changed host instead of the decoded state, and nothing for an unchanged one.
-
-    ``previous_file``: the previous state as its file's bytes and that file's ``updated_at``
-    (:func:`load_host_state_file`), compared instead of ``previous``, which may then have been changed in place
-    (``evaluate_node(own_state=True)``). ``state`` encoded with the file's ``updated_at`` is the file byte for byte
-    when nothing changed; a file in another layout (an older collection's indented JSON) reads as changed and is
-    rewritten, the same document in this layout."""
-    data = document(host, state)
-    if previous_file is not None:
-        raw, updated_at = previous_file
-        if isinstance(raw, bytes) and isinstance(updated_at, str):
-            data["updated_at"] = updated_at
-            if _file_bytes(data) == raw:
-                return None
-        data["updated_at"] = stamp
-        return _file_bytes(data)
-    text = state_text(data)
-    if isinstance(previous, dict):
-        try:
-            if state_text(document(host, previous)) == text:
-                return None
-        except (TypeError, ValueError):
-            pass
-    data["updated_at"] = stamp
-    return _file_bytes(data)
-
-
-class Staged(str):
-    """The path of a host state written by :func:`stage_host_state` and not yet in place: :func:`save_host_states`
-    renames it over the host's file."""
-
-    __slots__ = ()
-
-
-_STAGE_TOKEN = re.compile(r"[0-9a-f]{32}")
-
-
-def _staged_name(host: str, token: str) -> str:
-    return ".%s.json.%s.staged" % (_check_name(host), token)
-
-
-def stage_host_state(state_dir: str, host: str, body: bytes, token: str) -> Staged:
-    """Write the file :func:`encode_if_changed` made for ``host`` next to the host's file, fsynced, under a name
-    of this batch (``token``, 32 hex digits), without putting it in place: an inspection's worker writes its hosts'
-    changed states in parallel, and the parent puts them all in place after every host was judged
-    (:func:`save_host_states`), or removes them all (:func:`discard_staged`) when one failed. A run killed before
-    the parent's renames leaves every host file as it was (the staged files are removed by the next batch)."""
-    if not _STAGE_TOKEN.fullmatch(token):
-        raise StateError("invalid staging token %r" % (token,))
-    directory = os.path.join(state_dir, "hosts")
-    path = os.path.join(directory, _staged_name(host, token))
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    except FileNotFoundError:
-        private_dir(directory, tighten=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        view = memoryview(body)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        os.unlink(path)
-        raise
-    os.close(fd)
-    return Staged(path)
-
-
-def discard_staged(state_dir: str, token: Optional[str] = None, older_than_s: Optional[float] = None) -> int:
-    """Remove staged host states: this batch's (``token``), or any batch's older than ``older_than_s`` (a run
-    killed between staging and putting in place). Returns how many were removed."""
-    directory = os.path.join(state_dir, "hosts")
-    removed = 0
-    now = time.time()
-    try:
-        entries = list(os.scandir(directory))
-    except OSError:
-        return 0
-    for entry in entries:
-        name = entry.name
-        if not (name.startswith(".") and name.endswith(".staged")):
-            continue
-        try:
-            if token is not None and not name.endswith(".%s.staged" % token):
-                continue
-            if older_than_s is not None and now - entry.stat(follow_symlinks=False).st_mtime <= older_than_s:
-                continue
-            os.unlink(entry.path)
-            removed += 1
-        except OSError:
-            pass
-    return removed
-
-
-def save_host_states(
-    state_dir: str, states: Dict[str, Any], previous: Optional[Dict[str, Dict[str, Any]]] = None
-) -> int:
-    """Write a batch of host states (an inspection's; the batch's own objects, not copied): each file
-    atomically and fsynced (``_files.write_private_atomic``), ``<state_dir>/hosts`` fsynced once at the end
-    instead of once a file, compact JSON. A host whose new state encodes exactly as ``previous[host]``
-    (apart from ``updated_at``: a repeat run over unchanged evidence) is not rewritten: the file would hold
-    the same document. A state given as bytes is the file as :func:`encode_if_changed` made it; a
-    :class:`Staged` one is that file written already, renamed into place here. Returns how many files were
-    written."""
-    directory = os.path.join(state_dir, "hosts")
-    private_dir(directory, tighten=True)
-    stamp = utcnow_iso()
-    written = 0
-    for host, state in states.items():
-        path = host_state_path(state_dir, host)
-        # bytes: encoded already by a worker (encode_if_changed)
-        if isinstance(state, Staged):
-            if os.path.dirname(state) != directory or os.path.basename(state)[: len(host) + 7] != ".%s.json." % host:
-                raise StateError("staged state %s is not %s's" % (state, host))
-            os.replace(state, path)
-            written += 1
-            continue
-        body = state if isinstance(state, bytes) else encode_if_changed(host, state, (previous or {}).get(host), stamp)
-        if body is None:
-            continue
-        write_private_atomic(path, body, 0o600, sync_dir=False)
-        written += 1
-    if written:
-        fsync_dir(directory)
-    return written
 
 
 class StateLock:

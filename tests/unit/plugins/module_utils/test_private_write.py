@@ -134,31 +134,27 @@ def test_open_private_refuses_links_and_tightens_our_old_lock(tmp_path, victim):
 # --- state, locks, reports, records -------------------------------------------------------------------------
 
 
-def test_state_files_locks_and_dirs_are_private(tmp_path):
+def test_state_locks_and_dirs_are_private(tmp_path):
     sdir = tmp_path / "state"
-    _state.save_host_states(str(sdir), {"gpu-node-01": _state.empty_host_state("gpu-node-01")})
-    assert_private(sdir / "hosts" / "gpu-node-01.json")
-    assert_private_dir(sdir)
-    assert_private_dir(sdir / "hosts")
     with _state.StateLock(str(sdir), "isolation-guard"):
         pass
     assert_private(sdir / "locks" / "isolation-guard.lock")
     assert_private_dir(sdir / "locks")
     with _state.StateLock(str(sdir), "gpu-node-02"):
-        _state.save_host_states(str(sdir), {"gpu-node-02": _state.empty_host_state("gpu-node-02")})
-    assert_private(sdir / "hosts" / "gpu-node-02.json")
+        pass
     assert_private(sdir / "locks" / "gpu-node-02.lock")
-    assert sorted(os.listdir(sdir / "hosts")) == ["gpu-node-01.json", "gpu-node-02.json"]
 
 
-def test_state_rewrite_tightens_an_old_world_readable_file(tmp_path):
+def test_a_state_record_rewrite_tightens_an_old_world_readable_file(tmp_path):
+    """atomic_write_json: the replacement and onboarding records' files under the state directory."""
     sdir = tmp_path / "state"
-    (sdir / "hosts").mkdir(parents=True)
-    old = sdir / "hosts" / "h1.json"
-    old.write_text(json.dumps(_state.empty_host_state("h1")))
+    (sdir / "replace").mkdir(parents=True)
+    old = sdir / "replace" / "h1.json"
+    old.write_text(json.dumps({"host": "h1"}))
     old.chmod(0o644)
-    _state.save_host_states(str(sdir), {"h1": dict(_state.empty_host_state("h1"), boot_id="b1")})
+    _state.atomic_write_json(str(old), {"host": "h1", "boot_id": "b1"})
     assert_private(old)
+    assert json.loads(old.read_text()) == {"host": "h1", "boot_id": "b1"}
 
 
 def test_state_lock_through_a_planted_link_is_refused(tmp_path, victim):
@@ -171,14 +167,14 @@ def test_state_lock_through_a_planted_link_is_refused(tmp_path, victim):
     assert victim.read_text() == SECRET and mode(victim) == 0o644
 
 
-def test_state_save_replaces_a_planted_link(tmp_path, victim):
+def test_a_state_record_write_replaces_a_planted_link(tmp_path, victim):
     sdir = tmp_path / "state"
-    (sdir / "hosts").mkdir(parents=True)
-    os.symlink(str(victim), sdir / "hosts" / "h1.json")
-    _state.save_host_states(str(sdir), {"h1": _state.empty_host_state("h1")})
+    (sdir / "replace").mkdir(parents=True)
+    os.symlink(str(victim), sdir / "replace" / "h1.json")
+    _state.atomic_write_json(str(sdir / "replace" / "h1.json"), {"host": "h1"})
     assert victim.read_text() == SECRET
-    assert not os.path.islink(sdir / "hosts" / "h1.json")
-    assert_private(sdir / "hosts" / "h1.json")
+    assert not os.path.islink(sdir / "replace" / "h1.json")
+    assert_private(sdir / "replace" / "h1.json")
 
 
 def _tiny_report():
@@ -320,13 +316,11 @@ def test_sysfs_capture_writes_private_files_and_never_through_a_link(tmp_path, v
 
 def test_state_subdirs_of_an_older_install_are_narrowed_the_state_dir_is_not(tmp_path):
     sdir = tmp_path / "state"
-    for sub in ("hosts", "locks"):
-        (sdir / sub).mkdir(parents=True)
-        (sdir / sub).chmod(0o755)
+    (sdir / "locks").mkdir(parents=True)
+    (sdir / "locks").chmod(0o755)
     sdir.chmod(0o755)
     with _state.StateLock(str(sdir), "h1"):
-        _state.save_host_states(str(sdir), {"h1": _state.empty_host_state("h1")})
-    assert_private_dir(sdir / "hosts")
+        pass
     assert_private_dir(sdir / "locks")
     assert mode(sdir) == 0o755  # the operator's directory (it may be shared): its files are private instead
 

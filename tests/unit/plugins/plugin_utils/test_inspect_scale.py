@@ -350,29 +350,6 @@ def test_a_worker_killed_mid_batch_saves_no_state_and_the_next_run_completes(sim
     store.close()
 
 
-def test_staged_states_are_put_in_place_only_for_their_own_host(tmp_path):
-    state = str(tmp_path)
-    body = _state.encode_if_changed("h1", _state.empty_host_state("h1"), None, "2026-12-05T10:00:00Z")
-    token = "a" * 32
-    staged = _state.stage_host_state(state, "h1", body, token)
-    assert stat.S_IMODE(os.stat(staged).st_mode) == 0o600 and os.path.basename(staged).endswith(".staged")
-    with pytest.raises(_state.StateError, match="not h2's"):
-        _state.save_host_states(state, {"h2": staged})
-    assert _state.save_host_states(state, {"h1": staged}) == 1 and not os.path.exists(staged)
-    assert _state.load_host_state(state, "h1")["updated_at"] == "2026-12-05T10:00:00Z"
-    with pytest.raises(_state.StateError):
-        _state.stage_host_state(state, "h1", body, "../x")
-    with pytest.raises(_state.StateError):
-        _state.stage_host_state(state, "../h1", body, token)
-    old = _state.stage_host_state(state, "h1", body, "b" * 32)
-    day_ago = datetime.datetime.now().timestamp() - 2 * 86400
-    os.utime(old, (day_ago, day_ago))
-    fresh = _state.stage_host_state(state, "h1", body, "c" * 32)
-    assert _state.discard_staged(state, older_than_s=86400) == 1
-    assert not os.path.exists(old) and os.path.exists(fresh)
-    assert _state.discard_staged(state, "c" * 32) == 1 and not os.path.exists(fresh)
-
-
 def test_no_state_dir_no_cache_and_an_unlistable_capture_is_never_cached(tmp_path):
     cache = _facts_cache.FactsCache(str(tmp_path))
     assert _facts_cache.capture_fingerprint(str(tmp_path / "missing")) is None

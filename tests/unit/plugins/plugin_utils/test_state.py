@@ -13,39 +13,19 @@ import pytest
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state as S
 
 
-def test_missing_file_and_missing_dir_give_empty_state(tmp_path):
-    st = S.load_host_state(str(tmp_path / "nope"), "gpu-node-01")
-    assert st["host"] == "gpu-node-01"
-    assert st["active_faults"] == {} and st["resets"] == [] and st["ib"] == {"ports": {}}
-    assert S.load_host_state(None, "h")["schema"] == S.HOST_STATE_SCHEMA
-
-
-def test_save_load_roundtrip_is_atomic(tmp_path):
-    d = str(tmp_path)
-    st = S.empty_host_state("gpu-node-01")
-    st["boot_id"] = "b1"
-    st["ib"]["ports"]["mlx5_0/1"] = {"collected_at": 1.0, "counters": {"symbol_error": 3}}
-    assert S.save_host_states(d, {"gpu-node-01": st}) == 1
-    path = S.host_state_path(d, "gpu-node-01")
-    assert path == os.path.join(d, "hosts", "gpu-node-01.json")
-    assert os.listdir(os.path.dirname(path)) == ["gpu-node-01.json"]  # no temporary file left
-    back = S.load_host_state(d, "gpu-node-01")
-    assert back["boot_id"] == "b1"
-    assert back["ib"]["ports"]["mlx5_0/1"]["counters"]["symbol_error"] == 3
-    assert back["updated_at"]
-
-
-def test_corrupt_file_raises_or_resets(tmp_path):
-    d = str(tmp_path)
-    os.makedirs(os.path.join(d, "hosts"))
-    p = os.path.join(d, "hosts", "h1.json")
-    with open(p, "w") as fh:
-        fh.write('{"active_faults": {"x": ')
-    with pytest.raises(S.StateError, match="corrupt"):
-        S.load_host_state(d, "h1")
-    st = S.load_host_state(d, "h1", on_corrupt="reset")
-    assert st["active_faults"] == {}
-    assert any(n.startswith("h1.json.corrupt-") for n in os.listdir(os.path.join(d, "hosts")))
+def test_a_document_is_named_normalized_and_stored_without_its_stamp():
+    """docs/state.md: a host document is gpuops.state/v1 with every section; the store keeps it as sorted, compact
+    JSON without updated_at (state_text), so a repeat run over unchanged evidence compares equal."""
+    older = {"boot_id": "b1", "ib": "garbage", "updated_at": "2026-12-01T00:00:00Z", "custom": 1}
+    doc = S.document("gpu-node-01", older)
+    text = S.state_text(doc)
+    assert json.loads(text) == {
+        "schema": "gpuops.state/v1", "host": "gpu-node-01", "boot_id": "b1", "boot_seen_at": None,
+        "ib": {"ports": {}}, "gpu": {"gpus": {}}, "clears": {}, "resets": [], "escalation": [], "active_faults": {},
+        "baseline": None, "custom": 1,
+    }  # fmt: skip
+    assert text.startswith('{"active_faults":{},"baseline":null,"boot_id":"b1",') and " " not in text
+    assert S.state_text(dict(doc, updated_at="2026-12-05T10:00:00Z")) == text
 
 
 def test_older_or_partial_state_is_normalized(tmp_path):
@@ -131,42 +111,3 @@ def test_record_times_are_utc_with_z_and_junk_is_refused():
     with pytest.raises(S.StateError, match="not a time"):
         S.record_clear(hs, "h", "b3", "soon")
     assert "b3" not in hs["clears"]
-
-
-def test_a_state_compared_with_its_file_bytes_is_unchanged_or_rewritten_whole(tmp_path):
-    """encode_if_changed(previous_file=...): the worker's comparison with the file it read (issue 17)."""
-    d = str(tmp_path)
-    st = S.empty_host_state("gpu-node-01")
-    st["ib"]["ports"]["mlx5_0/1"] = {"collected_at": 1.0, "counters": {"symbol_error": 3}}
-    S.save_host_states(d, {"gpu-node-01": st})
-    loaded, raw = S.load_host_state_file(d, "gpu-node-01")
-    assert raw == open(S.host_state_path(d, "gpu-node-01"), "rb").read()
-    stamp = "2026-12-05T10:00:00Z"
-    # the same state (changed in place and back, as an evaluation may): nothing to write
-    loaded["ib"]["ports"]["mlx5_0/1"]["counters"]["symbol_error"] = 3
-    assert S.encode_if_changed("gpu-node-01", loaded, None, stamp, (raw, loaded["updated_at"])) is None
-    # a changed counter: the whole file, with the new stamp, as save_host_states writes it
-    loaded["ib"]["ports"]["mlx5_0/1"]["counters"]["symbol_error"] = 4
-    body = S.encode_if_changed("gpu-node-01", loaded, None, stamp, (raw, loaded["updated_at"]))
-    doc = json.loads(body)
-    assert doc["updated_at"] == stamp and doc["ib"]["ports"]["mlx5_0/1"]["counters"]["symbol_error"] == 4
-    assert body == S.encode_if_changed("gpu-node-01", loaded, {}, stamp)  # the layout of the other path
-    # no file (raw None) or a file without a stamp: written
-    assert S.encode_if_changed("gpu-node-01", loaded, None, stamp, (None, None)) == body
-    assert S.encode_if_changed("gpu-node-01", loaded, None, stamp, (raw, None)) == body
-
-
-def test_a_state_file_in_the_indented_layout_is_rewritten_once_in_the_compact_one(tmp_path):
-    """An older collection's isolation and reset records wrote indented JSON: byte-compared, it reads as changed and
-    is rewritten as the same document; from then on it compares equal."""
-    d = str(tmp_path)
-    st = S.document("h1", S.empty_host_state("h1"))
-    st.update(boot_id="b1", updated_at="2026-12-01T00:00:00Z")
-    S.atomic_write_json(S.host_state_path(d, "h1"), st)  # indent=1, as the older save_host_state wrote it
-    loaded, raw = S.load_host_state_file(d, "h1")
-    assert b"\n " in raw  # indented
-    body = S.encode_if_changed("h1", loaded, None, "2026-12-05T10:00:00Z", (raw, loaded["updated_at"]))
-    assert body is not None and S.state_text(json.loads(body)) == S.state_text(json.loads(raw))
-    S.save_host_states(d, {"h1": body})
-    loaded, raw = S.load_host_state_file(d, "h1")
-    assert S.encode_if_changed("h1", loaded, None, "2026-12-06T10:00:00Z", (raw, loaded["updated_at"])) is None
