@@ -9,14 +9,17 @@ out of service, counting the nodes that are already drained or down, the nodes a
 and not released yet, and the nodes gpuops isolated within ``window_s`` (default one hour) even when they
 have been resumed since (a flapping node keeps counting).
 
-``decide`` is pure. ``guard_and_claim`` runs it under ``StateLock(state_dir, "isolation-guard")`` and, in the
-same critical section, records the allowed nodes in ``<state_dir>/isolation/history.json`` as *claims*: from
-that moment they count for every other run, so two concurrent runs (an event-driven one and an on-call one)
-cannot both pass the cap, whichever drains first. A claim counts until it is released
-(``release_claims``: ``done`` once the drain went through, after which Slurm's view and the flap window
-count the node; ``failed`` when the drain did not happen, after which the claim counts for nothing), or
-until it expires after ``claim_ttl_s`` (default 24 h) when its run died before releasing it. Neither
-depends on ``window_s``: ``window_s: 0`` turns off the flap window, never the cap.
+``decide`` is pure. The store runs it (``state_store.DbStateStore.guard_and_claim``, issue 36) under the
+database lock ``isolation-guard`` and, in the same transaction, records the allowed nodes as *claims* (table
+``guard_claims``): from that moment they count for every other run, so two concurrent runs (an event-driven one
+and an on-call one) cannot both pass the cap, whichever drains first. A claim counts until it is released
+(``DbStateStore.release_claims``: ``done`` once the drain went through, after which Slurm's view and the flap
+window count the node; ``failed`` when the drain did not happen, after which the claim counts for nothing), or
+until it expires after ``claim_ttl_s`` (default 24 h) when its run died before releasing it. Neither depends on
+``window_s``: ``window_s: 0`` turns off the flap window, never the cap. This module holds the rules and the
+pieces the store composes (``claim_entries``, ``keep_s``, ``check_release``, ``mark_released``,
+``release_answer``), and the reader of an older collection's ``<state_dir>/isolation/history.json``
+(``load_history``; the store imports that file once).
 
 The Slurm view is read in the same critical section: ``cluster`` may be a callable (the action passes its
 ``scontrol show node`` read), called once after the lock is taken, so every decision sees the drains of every run
@@ -27,7 +30,6 @@ could predate another run's drain and let two runs pass the cap together; issue 
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -35,11 +37,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Union
 
 from ansible_collections.gpuops.cluster.plugins.module_utils import _safejson
-from ansible_collections.gpuops.cluster.plugins.module_utils._files import write_private_atomic
 from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import severity_rank
-from ansible_collections.gpuops.cluster.plugins.plugin_utils.store.state import StateError, StateLock, private_dir
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store.state import StateError
 
-HISTORY_SCHEMA = "gpuops.isolation-history/v1"
 LOCK_NAME = "isolation-guard"
 
 DEFAULT_POLICY: Dict[str, Any] = {
@@ -341,15 +341,6 @@ def load_history(state_dir: str) -> List[Dict[str, Any]]:
     return [e for e in entries or [] if isinstance(e, dict)]
 
 
-def prune_history(history: Iterable[Dict[str, Any]], now: float, keep_s: float) -> List[Dict[str, Any]]:
-    out = []
-    for e in history:
-        when = _entry_time(e)
-        if when is not None and when >= now - keep_s:
-            out.append(e)
-    return out
-
-
 def keep_s(pol: Dict[str, Any]) -> float:
     """How long the history keeps an entry: the longest of the flap window, the claim TTL and a day."""
     return max(pol["window_s"], pol["claim_ttl_s"], 86400)
@@ -375,80 +366,6 @@ def check_release(run_id: Any, outcomes: Any) -> None:
     for node, outcome in outcomes.items():
         if not isinstance(node, str) or not node or outcome not in CLAIM_OUTCOMES:
             raise GuardError("bad claim outcome %r -> %r (done or failed)" % (node, outcome))
-
-
-def save_history(state_dir: str, history: List[Dict[str, Any]]) -> None:
-    """Write the history privately (0600 in a 0700 directory, whatever the umask; never through a link)."""
-    private_dir(os.path.dirname(history_path(state_dir)))
-    data = json.dumps({"schema": HISTORY_SCHEMA, "entries": history}, sort_keys=True, indent=1, default=str)
-    write_private_atomic(history_path(state_dir), data + "\n")
-
-
-def _need_state_dir(state_dir: Any) -> None:
-    if not isinstance(state_dir, str) or not state_dir:
-        raise GuardError("the guard needs a state directory (gpuops_state_dir) to keep its claims")
-
-
-def guard_and_claim(
-    state_dir: str,
-    targets: Iterable[Any],
-    cluster: ClusterView,
-    policy: Optional[Dict[str, Any]] = None,
-    override_reason: str = "",
-    claim: Optional[Claim] = None,
-    now: Optional[float] = None,
-) -> Dict[str, Any]:
-    """``decide`` under the isolation-guard lock, recording the allowed nodes as claims (state ``claimed``)
-    of ``claim.run_id`` in the same critical section (skipped with ``Claim(record=False)``, e.g. in check
-    mode). A callable ``cluster`` is read in that critical section too, after the lock is taken. Release the
-    claims with ``release_claims`` and the same ``run_id``."""
-    claim = claim or Claim()
-    pol = normalize_policy(policy)
-    _need_state_dir(state_dir)
-    if not claim.record:  # decide only (check mode): read the history, take no lock, create and write nothing
-        view = read_cluster(cluster)
-        t = time.time() if now is None else float(now)
-        result = decide(targets, view, load_history(state_dir), pol, t, override_reason)
-        return dict(result, claim_ttl_s=pol["claim_ttl_s"])
-    private_dir(state_dir)
-    with StateLock(state_dir, LOCK_NAME, timeout=claim.lock_timeout):
-        view = read_cluster(cluster)  # Slurm as it is now: no other run decides or releases until we are done
-        t = time.time() if now is None else float(now)
-        history = load_history(state_dir)
-        result = decide(targets, view, history, pol, t, override_reason)
-        if result["allowed"]:
-            history = prune_history(history, t, keep_s(pol))
-            history.extend(claim_entries(result["allowed"], claim, t, override_reason))
-            save_history(state_dir, history)
-    result["claim_ttl_s"] = pol["claim_ttl_s"]
-    return result
-
-
-def release_claims(
-    state_dir: str,
-    run_id: str,
-    outcomes: Dict[str, str],
-    lock_timeout: float = 60.0,
-    now: Optional[float] = None,
-    write: bool = True,
-) -> Dict[str, Any]:
-    """Release this run's open claims: ``outcomes`` maps node -> ``done`` (the drain went through: from now on
-    Slurm's view counts the node, and the flap window after a resume) or ``failed`` (no drain happened: the
-    claim stops counting at once). Only claims of ``run_id`` in state ``claimed`` change. Returns
-    ``{released: {node: outcome}, not_claimed: [nodes without an open claim of this run]}``; ``write=False``
-    (check mode) says what it would release and writes nothing."""
-    _need_state_dir(state_dir)
-    check_release(run_id, outcomes)
-    if not write:  # check mode: what would be released, without the lock, writing nothing
-        t = time.time() if now is None else float(now)
-        return release_answer(mark_released(load_history(state_dir), run_id, outcomes, t), outcomes)
-    with StateLock(state_dir, LOCK_NAME, timeout=lock_timeout):
-        t = time.time() if now is None else float(now)
-        history = load_history(state_dir)
-        released = mark_released(history, run_id, outcomes, t)
-        if released:
-            save_history(state_dir, history)
-    return release_answer(released, outcomes)
 
 
 def mark_released(history: List[Dict[str, Any]], run_id: str, outcomes: Dict[str, str], t: float) -> Dict[str, str]:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import stat
@@ -15,6 +14,7 @@ from hypothesis import strategies as st
 
 from ansible_collections.gpuops.cluster.plugins.action import isolation_guard
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import guard as _guard
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state_store as _state_store
 from ansible_collections.gpuops.cluster.plugins.module_utils.parsers.slurm import parse_show_node
 
 NOW = 1_800_000_000.0
@@ -144,19 +144,30 @@ def test_cluster_from_scontrol_text():
     assert r["allowed"] == [] and len(r["refused_by_guard"]) == 2  # 1 of 4 already drained, cap 25 %
 
 
-def test_claims_are_recorded_and_counted(tmp_path):
+@pytest.fixture
+def store(tmp_path):
+    """The guard's claims where production keeps them (issue 36): the state store, here the embedded SQLite file
+    of a state directory (``state_store.DbStateStore.guard_and_claim`` / ``release_claims``)."""
+    opened = _state_store.open_state(state_dir=str(tmp_path / "state"))
+    yield opened
+    opened.close()
+
+
+def test_claims_are_recorded_and_counted(store, tmp_path):
     c = cluster()
-    first = _guard.guard_and_claim(
-        str(tmp_path), ["gpu-node-01", "gpu-node-02", "gpu-node-03"], c, claim=_guard.Claim(run_id="a")
-    )
+    first = store.guard_and_claim(["gpu-node-01", "gpu-node-02", "gpu-node-03"], c, claim=_guard.Claim(run_id="a"))
     assert first["allowed"] == ["gpu-node-01", "gpu-node-02"]
-    second = _guard.guard_and_claim(str(tmp_path), ["gpu-node-05"], c, claim=_guard.Claim(run_id="b"))
+    second = store.guard_and_claim(["gpu-node-05"], c, claim=_guard.Claim(run_id="b"))
     assert second["allowed"] == [] and second["recently_isolated"] == ["gpu-node-01", "gpu-node-02"]
-    data = json.loads((tmp_path / "isolation" / "history.json").read_text())
-    assert [e["node"] for e in data["entries"]] == ["gpu-node-01", "gpu-node-02"]
+    assert [(e["node"], e["run_id"], e["state"]) for e in store.load_history()] == [
+        ("gpu-node-01", "a", "claimed"), ("gpu-node-02", "a", "claimed")]  # fmt: skip
     # check mode claims nothing
-    _guard.guard_and_claim(str(tmp_path / "x"), ["gpu-node-01"], c, claim=_guard.Claim(record=False))
-    assert not (tmp_path / "x" / "isolation" / "history.json").exists()
+    other = _state_store.open_state(state_dir=str(tmp_path / "x"))
+    try:
+        checked = other.guard_and_claim(["gpu-node-01"], c, claim=_guard.Claim(record=False))
+        assert checked["allowed"] == ["gpu-node-01"] and other.load_history() == []
+    finally:
+        other.close()
 
 
 def test_corrupt_history_is_an_error(tmp_path):
@@ -168,15 +179,24 @@ def test_corrupt_history_is_an_error(tmp_path):
 
 def _worker(args):
     state_dir, nodes, run = args
-    return _guard.guard_and_claim(state_dir, nodes, cluster(), claim=_guard.Claim(run_id=run))["allowed"]
+    opened = _state_store.open_state(state_dir=state_dir)
+    try:
+        return opened.guard_and_claim(nodes, cluster(), claim=_guard.Claim(run_id=run))["allowed"]
+    finally:
+        opened.close()
 
 
 def test_concurrent_runs_stay_within_the_cap(tmp_path):
-    jobs = [(str(tmp_path), ["gpu-node-0%d" % i, "gpu-node-0%d" % (i + 4)], "r%d" % i) for i in range(1, 5)]
+    state_dir = str(tmp_path / "state")
+    jobs = [(state_dir, ["gpu-node-0%d" % i, "gpu-node-0%d" % (i + 4)], "r%d" % i) for i in range(1, 5)]
     with multiprocessing.get_context("fork").Pool(4) as pool:
         results = pool.map(_worker, jobs)
     assert sum(len(r) for r in results) == 2
-    assert len(_guard.load_history(str(tmp_path))) == 2
+    opened = _state_store.open_state(state_dir=state_dir)
+    try:
+        assert len(opened.load_history()) == 2
+    finally:
+        opened.close()
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
@@ -249,74 +269,69 @@ def test_valid_guard_settings():
 
 
 @pytest.mark.parametrize("window", [0, 1, 3600])
-def test_open_claims_count_whatever_the_window(tmp_path, window):
+def test_open_claims_count_whatever_the_window(store, window):
     c = cluster()
     pol = {"window_s": window}
-    first = _guard.guard_and_claim(
-        str(tmp_path), ["gpu-node-01", "gpu-node-02"], c, pol, claim=_guard.Claim(run_id="a"), now=NOW
-    )
+    first = store.guard_and_claim(["gpu-node-01", "gpu-node-02"], c, pol, claim=_guard.Claim(run_id="a"), now=NOW)
     assert first["allowed"] == ["gpu-node-01", "gpu-node-02"]
     # an hour later Slurm's view is still stale (all IDLE): the open claims still fill the cap
-    later = _guard.guard_and_claim(
-        str(tmp_path), ["gpu-node-05"], c, pol, claim=_guard.Claim(run_id="b"), now=NOW + 3601
-    )
+    later = store.guard_and_claim(["gpu-node-05"], c, pol, claim=_guard.Claim(run_id="b"), now=NOW + 3601)
     assert later["allowed"] == [] and later["claimed"] == ["gpu-node-01", "gpu-node-02"]
     assert "limit 2" in later["refused_by_guard"][0]["reason"]
 
 
-def test_released_claims(tmp_path):
+def test_released_claims(store):
     c = cluster()
-    sd = str(tmp_path)
     pol = {"window_s": 0}
-    _guard.guard_and_claim(sd, ["gpu-node-01", "gpu-node-02"], c, pol, claim=_guard.Claim(run_id="a"), now=NOW)
+    store.guard_and_claim(["gpu-node-01", "gpu-node-02"], c, pol, claim=_guard.Claim(run_id="a"), now=NOW)
     # another run cannot release them, and unknown nodes are reported
-    other = _guard.release_claims(sd, "b", {"gpu-node-01": "failed"}, now=NOW + 1)
+    other = store.release_claims("b", {"gpu-node-01": "failed"}, now=NOW + 1)
     assert other == {"released": {}, "not_claimed": ["gpu-node-01"]}
-    r = _guard.release_claims(sd, "a", {"gpu-node-01": "done", "gpu-node-02": "failed"}, now=NOW + 2)
+    r = store.release_claims("a", {"gpu-node-01": "done", "gpu-node-02": "failed"}, now=NOW + 2)
     assert r == {"released": {"gpu-node-01": "done", "gpu-node-02": "failed"}, "not_claimed": []}
     # done: Slurm's view counts the drained node; failed: nothing counts it any more
     c["gpu-node-01"]["state"] = "IDLE+DRAIN"
-    d = _guard.guard_and_claim(sd, ["gpu-node-05", "gpu-node-06"], c, pol, claim=_guard.Claim(run_id="c"), now=NOW + 3)
+    d = store.guard_and_claim(["gpu-node-05", "gpu-node-06"], c, pol, claim=_guard.Claim(run_id="c"), now=NOW + 3)
     assert d["allowed"] == ["gpu-node-05"] and d["claimed"] == []
     # with a flap window a done claim keeps counting after a resume, a failed one does not
     c["gpu-node-01"]["state"] = "IDLE"
-    e = _guard.decide(["gpu-node-07"], c, _guard.load_history(sd), {"window_s": 3600}, NOW + 4)
+    e = _guard.decide(["gpu-node-07"], c, store.load_history(), {"window_s": 3600}, NOW + 4)
     assert e["recently_isolated"] == ["gpu-node-01", "gpu-node-05"] and e["allowed"] == []
-    entries = {x["node"]: x["state"] for x in _guard.load_history(sd)}
+    entries = {x["node"]: x["state"] for x in store.load_history()}
     assert entries == {"gpu-node-01": "done", "gpu-node-02": "failed", "gpu-node-05": "claimed"}
     with pytest.raises(_guard.GuardError):
-        _guard.release_claims(sd, "", {"gpu-node-05": "done"})
+        store.release_claims("", {"gpu-node-05": "done"})
     with pytest.raises(_guard.GuardError):
-        _guard.release_claims(sd, "c", {"gpu-node-05": "maybe"})
+        store.release_claims("c", {"gpu-node-05": "maybe"})
 
 
-def test_unreleased_claim_expires_after_its_ttl_not_the_window(tmp_path):
+def test_unreleased_claim_expires_after_its_ttl_not_the_window(store):
     c = cluster()
     pol = {"window_s": 0, "claim_ttl_s": 7200}
-    _guard.guard_and_claim(
-        str(tmp_path), ["gpu-node-01", "gpu-node-02"], c, pol, claim=_guard.Claim(run_id="a"), now=NOW
-    )
+    store.guard_and_claim(["gpu-node-01", "gpu-node-02"], c, pol, claim=_guard.Claim(run_id="a"), now=NOW)
     assert (
-        _guard.guard_and_claim(
-            str(tmp_path), ["gpu-node-05"], c, pol, now=NOW + 7199, claim=_guard.Claim(record=False)
-        )["allowed"]
+        store.guard_and_claim(["gpu-node-05"], c, pol, now=NOW + 7199, claim=_guard.Claim(record=False))["allowed"]
         == []
     )
-    assert _guard.guard_and_claim(
-        str(tmp_path), ["gpu-node-05"], c, pol, now=NOW + 7200, claim=_guard.Claim(record=False)
-    )["allowed"] == ["gpu-node-05"]
+    assert store.guard_and_claim(["gpu-node-05"], c, pol, now=NOW + 7200, claim=_guard.Claim(record=False))[
+        "allowed"
+    ] == ["gpu-node-05"]
 
 
-def test_history_and_lock_dir_are_private_whatever_the_umask(tmp_path):
+def test_the_claims_database_and_state_dir_are_private_whatever_the_umask(tmp_path):
     old = os.umask(0o022)
     try:
         sd = tmp_path / "state"
-        _guard.guard_and_claim(str(sd), ["gpu-node-01"], cluster(), claim=_guard.Claim(run_id="a"))
+        opened = _state_store.open_state(state_dir=str(sd))
+        try:
+            opened.guard_and_claim(["gpu-node-01"], cluster(), claim=_guard.Claim(run_id="a"))
+        finally:
+            opened.close()
     finally:
         os.umask(old)
-    assert stat.S_IMODE((sd / "isolation" / "history.json").stat().st_mode) == 0o600
-    assert stat.S_IMODE((sd / "isolation").stat().st_mode) == 0o700
+    assert stat.S_IMODE((sd / "gpuops.db").stat().st_mode) == 0o600
     assert stat.S_IMODE(sd.stat().st_mode) == 0o700
+    assert not (sd / "isolation").exists()  # the claims are in the database, not in a history file
 
 
 def _decide_in_a_process(run_action, req, q):
@@ -365,11 +380,10 @@ def test_severity_rank_is_the_policy_scale():
     assert [_guard.severity_rank(s) for s in ("P0", "p3", None, "P4")] == [0, 3, 9, 9]
 
 
-def test_release_without_writing_reports_what_it_would_release(tmp_path):
-    sd = str(tmp_path)
-    _guard.guard_and_claim(sd, ["gpu-node-01"], cluster(), claim=_guard.Claim(run_id="a"), now=NOW)
-    before = (tmp_path / "isolation" / "history.json").read_bytes()
-    r = _guard.release_claims(sd, "a", {"gpu-node-01": "done", "gpu-node-02": "failed"}, write=False)
+def test_release_without_writing_reports_what_it_would_release(store):
+    store.guard_and_claim(["gpu-node-01"], cluster(), claim=_guard.Claim(run_id="a"), now=NOW)
+    before = store.load_history()
+    r = store.release_claims("a", {"gpu-node-01": "done", "gpu-node-02": "failed"}, write=False)
     assert r == {"released": {"gpu-node-01": "done"}, "not_claimed": ["gpu-node-02"]}
-    assert (tmp_path / "isolation" / "history.json").read_bytes() == before
-    assert _guard.claimed_nodes(_guard.load_history(sd), NOW + 1, 86400) == ["gpu-node-01"]
+    assert store.load_history() == before
+    assert _guard.claimed_nodes(store.load_history(), NOW + 1, 86400) == ["gpu-node-01"]
