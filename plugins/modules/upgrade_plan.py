@@ -154,8 +154,8 @@ stats:
   type: dict
   sample: {batches: 3, planned: 9, deferred: 1, est_total_s: 8100, min_online_share: {gpu: 0.9}}
 components_text:
-  description: The hosts with steps and their components, in plan order, as the upgrade role shows the plan
-    (C(host: comp+comp, host: comp)); empty when no host has a step.
+  description: "The hosts with steps and their components, in plan order, as the upgrade role shows the plan
+    (C(host: comp+comp, host: comp)); empty when no host has a step."
   returned: when the baseline is accepted
   type: str
   sample: "gpu-node-01: vbios+hca_fw+driver, gpu-node-05: driver"

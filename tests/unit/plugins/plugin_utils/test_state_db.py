@@ -92,7 +92,7 @@ def test_the_state_directory_holds_no_state_files(kw):
     assert not os.path.exists(os.path.join(kw["state_dir"], "hosts"))
     assert not os.path.exists(os.path.join(kw["state_dir"], "locks"))
     if "db_url" not in kw:
-        assert {n for n in os.listdir(kw["state_dir"])} <= {"gpuops.db", "gpuops.db-wal", "gpuops.db-shm"}
+        assert set(os.listdir(kw["state_dir"])) <= {"gpuops.db", "gpuops.db-wal", "gpuops.db-shm"}
 
 
 def test_read_modify_write_holds_across_processes(kw):

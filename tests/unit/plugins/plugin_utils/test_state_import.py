@@ -70,7 +70,8 @@ def kw(request, tmp_path):
     return _kw(request.param, tmp_path, request)
 
 
-def _write_old(sd, hosts=(HOST_01, HOST_02), history=HISTORY):
+def _write_old(sd, hosts=(HOST_01, HOST_02), history=None):
+    history = HISTORY if history is None else history
     os.makedirs(os.path.join(sd, "hosts"), mode=0o700)
     os.makedirs(os.path.join(sd, "isolation"), mode=0o700)
     texts = {}
