@@ -109,7 +109,9 @@ def error_record(
 
     ``kind`` is one of: ``parse`` (bad or truncated output), ``tool_error`` (the tool printed an error
     or exited non-zero), ``timeout`` (killed after its timeout), ``missing`` (tool or file absent where
-    it was required), ``unreadable`` (a device the driver cannot read), ``internal`` (a bug: reported, not raised).
+    it was required), ``unreadable`` (a device the driver cannot read), ``internal`` (a bug: reported, not
+    raised), ``skipped`` (not run, or killed early, because the collection's time budget was spent: a part not
+    seen, never evidence of a hang).
     """
     return {
         "domain": domain,

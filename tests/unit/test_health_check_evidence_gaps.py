@@ -18,14 +18,19 @@ import json
 import random
 import sys
 import time
+from pathlib import Path
 
-from simnode import faults
-from simnode.capture import capture
-from simnode.state import default_state
+TOOLS = str(Path(__file__).resolve().parents[2] / "tools")
+if TOOLS not in sys.path:  # the simulator (tools/simnode), when this file runs alone
+    sys.path.insert(0, TOOLS)
 
-from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import collect_all
-from ansible_collections.gpuops.cluster.plugins.plugin_utils.health_check import program as hc
-from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy
+from simnode import faults  # noqa: E402
+from simnode.capture import capture  # noqa: E402
+from simnode.state import default_state  # noqa: E402
+
+from ansible_collections.gpuops.cluster.plugins.module_utils.collectors.collect import collect_all  # noqa: E402
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.health_check import program as hc  # noqa: E402
+from ansible_collections.gpuops.cluster.plugins.plugin_utils import _policy  # noqa: E402
 
 NODE = "gpu-node-07"
 SHOW_NODE = "NodeName=%s Arch=x86_64 CoresPerSocket=8\n   State=IDLE ThreadsPerCore=1\n" % NODE
@@ -164,5 +169,7 @@ def test_a_hanging_nvlink_on_a_live_node_does_not_drain(tmp_path, monkeypatch):
     cfg = _cfg(tmp_path, exe, domains=["gpu", "slurm"], call_timeout=1.5, collect_timeout=6.0)
     res = hc.run(cfg)
     gap = [f for f in res["findings"] if f["check"] == "collector.error" and f["component"] == "collector:gpu"]
-    assert gap and gap[0]["code"] == "timeout", res["findings"]
-    assert res["verdict"] == -1 and res["decision"]["action"] == "none" and _calls(log) == []
+    # the nvlink call was killed by the 1.5 s per-call limit, under the 5 s a kill needs to count as a hang
+    # (collectors/gpu.py _MIN_HANG_EVIDENCE): a part not seen, P2 monitor, never a drain
+    assert gap and gap[0]["code"] == "skipped" and gap[0]["severity"] == "P2", res["findings"]
+    assert res["decision"]["action"] == "none" and _calls(log) == [], res

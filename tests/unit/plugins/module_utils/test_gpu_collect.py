@@ -131,7 +131,15 @@ def test_capture_broken_meta_huge_file_and_missing(tmp_path):
     assert (empty["source"], empty["gpus"], empty["errors"]) == (None, [], [])  # a partial capture: nothing said
     # a capture that ran nvidia-smi and could not: missing evidence (unknown), never "no GPUs" (gpu.missing, isolate)
     (tmp_path / "cap2").mkdir()
-    meta = {"files": {"nvidia-smi-q.xml": {"argv": ["nvidia-smi", "-q", "-x"], "rc": None, "error": "nvidia-smi not found on PATH"}}}
+    meta = {
+        "files": {
+            "nvidia-smi-q.xml": {
+                "argv": ["nvidia-smi", "-q", "-x"],
+                "rc": None,
+                "error": "nvidia-smi not found on PATH",
+            }
+        }
+    }
     (tmp_path / "cap2" / "capture.json").write_text(json.dumps(meta))
     gone = collect(capture_dir=str(tmp_path / "cap2"))
     assert gone["gpus"] == [] and [(e["kind"], e["message"]) for e in gone["errors"]] == [
@@ -265,3 +273,35 @@ def test_capture_empty_file_with_rc_zero_is_reported(tmp_path):
     meta = {"files": {"nvidia-smi-q.xml": {"rc": 0, "stderr": "", "timed_out": False}}}
     res = collect(capture_dir=_cap(tmp_path, {"nvidia-smi-q.xml": b""}, meta))
     assert [(e["kind"], e["message"]) for e in res["errors"]] == [("parse", "empty file")]
+
+
+def _slow_xml(tmp_path, delay, nvlink="exec sleep 30"):
+    """A wrapper nvidia-smi: ``-q -x`` answers after ``delay`` seconds; ``nvlink`` runs ``nvlink`` (shell)."""
+    wrapper = tmp_path / "nvidia-smi"
+    wrapper.write_text('#!/bin/sh\nif [ "$1" = nvlink ]; then %s; fi\nsleep %s\ncat "%s"\n' % (nvlink, delay, V100_XML))
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def test_nvlink_skipped_after_a_slow_but_answering_query_is_not_a_hang(fake_smi, tmp_path):
+    # -q -x answered (8 GPUs) with 0.6 s of a 1.2 s budget left: under _MIN_NVLINK_BUDGET (1 s) nvlink is not
+    # started. Nothing hung: the record is `skipped` (P2 monitor), never `timeout` (the gpu:timeout reboot)
+    res = collect(use_nvml=False, timeout=1.2, nvidia_smi=_slow_xml(tmp_path, 0.6))
+    assert len(res["gpus"]) == 8
+    assert [(e["kind"], e["message"]) for e in res["errors"]] == [
+        ("skipped", "nvidia-smi nvlink -s skipped: timeout budget spent")
+    ]
+
+
+def test_nvlink_killed_with_little_budget_left_is_skipped_with_a_full_budget_a_hang(fake_smi, tmp_path, monkeypatch):
+    from ansible_collections.gpuops.cluster.plugins.module_utils.collectors import gpu as gpu_collector
+
+    exe = _slow_xml(tmp_path, 0)
+    # 1.5 s left for nvlink, below the 5 s a kill needs before it is evidence of a hang
+    res = collect(use_nvml=False, timeout=1.5, nvidia_smi=exe)
+    assert len(res["gpus"]) == 8 and [e["kind"] for e in res["errors"]] == ["skipped"]
+    assert res["errors"][0]["source"] == "nvidia-smi nvlink -s"
+    # the same hang given the hang threshold's worth of time (threshold lowered to 1 s for the test): a timeout
+    monkeypatch.setattr(gpu_collector, "_MIN_HANG_EVIDENCE", 1.0)
+    res = collect(use_nvml=False, timeout=1.5, nvidia_smi=exe)
+    assert [e["kind"] for e in res["errors"]] == ["timeout"]

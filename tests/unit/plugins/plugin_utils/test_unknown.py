@@ -343,3 +343,15 @@ def test_action_plugin_refuses_a_class_typo_before_reading_anything():
     # no profile defined anywhere: the class keys other data only (upgrade baselines), profile checks off
     profiles, without = steps.classes({"u": {"gpuops_node_class": CLASS}}, ["u"], {})
     assert profiles == {"u": None} and without == ["u"]
+
+
+def test_a_gpu_part_skipped_for_time_is_p2_monitor_not_the_timeout_reboot():
+    """collectors/gpu.py's record when nvlink was not run after a slow -q -x (issue 40's loaded bed): the GPUs were
+    read, nothing hung; docs/checks.md collector.error: a skipped part is the default P2 monitor, not a reboot."""
+    err = {"domain": "gpu", "kind": "skipped", "message": "nvidia-smi nvlink -s skipped: timeout budget spent",
+           "source": "nvidia-smi-xml"}  # fmt: skip
+    f = _facts(gpu={"source": "nvidia-smi-xml", "count": 0, "gpus": [], "errors": [err]})
+    fs, _st = C.evaluate_node(f, {}, P.DEFAULT_POLICY, None, NOW, "h")
+    ce = [x for x in fs if x["check"] == "collector.error"]
+    assert [(x["severity"], x["action"]) for x in ce] == [("P2", "monitor")]
+    assert not [x for x in fs if x["action"] in ("reboot", "isolate", "reset_gpu", "replace")]
