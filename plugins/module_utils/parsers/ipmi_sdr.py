@@ -165,7 +165,7 @@ _SEVERITIES: Dict[str, str] = {}
 
 def state_severity(text: str) -> str:
     """Severity of one discrete state / SEL event text: ok | non_critical | critical | non_recoverable."""
-    if type(text) is not str:  # noqa: E721 - exactly str: a subclass may compare or lower differently
+    if type(text) is not str:  # noqa: E721 pylint: disable=unidiomatic-typecheck - exactly str: a subclass may differ
         return _state_severity(text)
     sev = _SEVERITIES.get(text)
     if sev is None:
@@ -213,6 +213,7 @@ def classify(name: str, unit: Optional[str], entity: Optional[str] = None, discr
     """Sensor type from its name, unit and (elist) entity id: temperature, fan, voltage, current, power,
     power_supply, leak, coolant, intrusion, memory, processor, drive, other. ``leak`` is a leak detector only:
     a leak name on a discrete (or unit-less) sensor; coolant flow/pressure/temperature sensors are ``coolant``."""
+    # pylint: disable-next=unidiomatic-typecheck
     if type(name) not in _PLAIN or type(unit) not in _PLAIN or type(entity) not in _PLAIN or type(discrete) is not bool:
         return _classify(name, unit, entity, discrete)
     key = (name, unit, entity, discrete)
@@ -272,7 +273,7 @@ def _unit(raw: Optional[str]) -> Optional[str]:
 
 
 def _reading(text: str) -> Tuple[Optional[float], Optional[str]]:
-    if type(text) is not str:  # noqa: E721 - exactly str (the table's key)
+    if type(text) is not str:  # noqa: E721 pylint: disable=unidiomatic-typecheck - exactly str (the table's key)
         return _read_value(text)
     got = _READINGS.get(text)
     if got is None:

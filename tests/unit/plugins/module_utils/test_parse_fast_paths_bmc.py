@@ -3,7 +3,8 @@
 """The SEL and SDR fast paths (issue 41: a real node's SEL of ~400 rows took ~9 ms of the node's ~19 ms parse) give
 exactly what the general path gives: ``sel_time`` on a plain ``HH:MM:SS`` vs the general date/time parse, a SEL
 row's sensor/event/direction read from the per-process table vs worked out, ``state_severity``, an SDR sensor's
-type (``classify``) and reading from their tables vs worked out. Real samples (tests/fixtures, each with its SOURCE file) first, then broken, odd and hostile variants."""
+type (``classify``) and reading from their tables vs worked out. Real samples (tests/fixtures, each with its SOURCE
+file) first, then broken, odd and hostile variants."""
 
 from __future__ import annotations
 
