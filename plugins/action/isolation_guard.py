@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin gpuops.cluster.isolation_guard: the blast-radius decision and its claims (docs/isolation.md).
 
-``action: decide`` runs ``_guard.guard_and_claim`` (one decision under the state lock; the allowed nodes are
-claimed at once), ``action: release`` runs ``_guard.release_claims`` once the back end ran. Check mode decides
-and reports but claims and writes nothing.
+``action: decide`` runs the store's ``guard_and_claim`` (store/state_store.py: one decision under the
+``isolation-guard`` lock; the allowed nodes are claimed at once), ``action: release`` its ``release_claims`` once
+the back end ran. Check mode decides and reports but claims and writes nothing.
 
 The decision's Slurm view is read here, inside the guard's critical section: ``scontrol show node`` runs
 through the task's connection (the role delegates the task to the Slurm controller, as its other ``scontrol``

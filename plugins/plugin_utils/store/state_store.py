@@ -287,7 +287,7 @@ class DbStateStore:
         now: Optional[float] = None,
         write: bool = True,
     ) -> Dict[str, Any]:
-        """``_guard.release_claims`` semantics: this run's open claims of the nodes in ``outcomes`` become done
+        """The guard's release (docs/isolation.md): this run's open claims of the nodes in ``outcomes`` become done
         or failed, in one transaction under the ``isolation-guard`` lock; ``write=False`` writes nothing."""
         _guard.check_release(run_id, outcomes)
         if not write:
