@@ -104,7 +104,9 @@ class ActionModule(ControllerAction):
         windows = {h: plain(host_var(hostvars, h, "gpuops_maintenance_windows")) for h in hosts if h in hostvars}
         try:
             why, problems = (
-                _realtime.suppressions(hosts, windows, args["state_dir"], now) if args["suppress"] else ({}, [])
+                _realtime.suppressions(hosts, windows, args["state_dir"], now, args["db_url"])
+                if args["suppress"]
+                else ({}, [])
             )
         except (StateError, OSError) as exc:
             raise StepError("cannot read the isolation guard's claims: %s" % exc) from None

@@ -32,6 +32,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ansible_collections.gpuops.cluster.plugins.plugin_utils import _runbooks
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import guard as _guard
 from ansible_collections.gpuops.cluster.plugins.plugin_utils.change import windows as _windows
+from ansible_collections.gpuops.cluster.plugins.plugin_utils.store import state_store as _state_store
 
 #: the node health check's own alerts (its textfile series, docs/health_check.md): their source is the health check
 HEALTH_CHECK_ALERTS = ("GpuopsNodeHealth",)
@@ -127,10 +128,16 @@ def _upgrades(state_dir: str, now: float) -> Dict[str, str]:
 
 
 def suppressions(
-    hosts: List[str], windows_by_host: Dict[str, Any], state_dir: Optional[str], now: float
+    hosts: List[str],
+    windows_by_host: Dict[str, Any],
+    state_dir: Optional[str],
+    now: float,
+    db_url: Optional[str] = None,
 ) -> Tuple[Dict[str, str], List[str]]:
     """(host -> reason, problems): the hosts the real-time path must not act on, and why. A host whose windows do
-    not validate is a problem (and is not suppressed: the change guard refuses it on its own)."""
+    not validate is a problem (and is not suppressed: the change guard refuses it on its own). The guard's claims
+    are read from the controller state's store (store/state_store.py: ``db_url``, else the state dir's embedded
+    store; an older state dir's claims are imported on that first open)."""
     out: Dict[str, str] = {}
     problems: List[str] = []
     at = datetime.datetime.fromtimestamp(float(now), tz=datetime.timezone.utc)
@@ -145,9 +152,10 @@ def suppressions(
             continue
         if win:
             out[host] = "maintenance window %s (until %s)" % (win["name"], win["end"])
-    if state_dir and os.path.isdir(state_dir):
-        claimed = set(_guard.claimed_nodes(_guard.load_history(state_dir), float(now), UPGRADE_TTL_S))
-        upgrading = _upgrades(state_dir, float(now))
+    store = _state_store.open_state(state_dir if state_dir and os.path.isdir(state_dir) else None, db_url)
+    if store is not None:
+        claimed = set(_guard.claimed_nodes(store.load_history(), float(now), UPGRADE_TTL_S))
+        upgrading = _upgrades(state_dir, float(now)) if state_dir and os.path.isdir(state_dir) else {}
         for host in hosts:
             if host in out:
                 continue

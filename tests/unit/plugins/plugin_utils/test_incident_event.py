@@ -137,6 +137,12 @@ def test_suppressions_window_claim_and_upgrade(tmp_path):
         "n4": "rolling upgrade CHG-7-20261207T110000",
     }
     assert len(problems) == 1 and problems[0].startswith("n7: gpuops_maintenance_windows: ")
+    # the claim was read from the store (the older history file imported on that first open, then moved aside)
+    assert (state / "gpuops.db").is_file() and not (state / "isolation" / "history.json").exists()
+    # a second look reads the store alone: the claim is still there
+    assert rt.suppressions(["n3"], {}, str(state), NOON + 60)[0] == {
+        "n3": "claimed by another run's isolation (the isolation guard)"
+    }
 
 
 def _alerts(*nodes, status="firing"):
