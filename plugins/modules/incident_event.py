@@ -24,7 +24,7 @@ description:
     on the incident and in the result (the audit callback records the task).
   - A firing alert that names no check (neither its labels nor its catalogue entry) or no severity is refused,
     never guessed; so is an event with a malformed field.
-  - Alert data is used as data: nothing is templated.
+  - "Alert data is used as data: nothing is templated."
 extends_documentation_fragment:
   - gpuops.cluster.common.attributes_action
   - gpuops.cluster.common.attributes_controller
