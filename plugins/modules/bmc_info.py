@@ -24,6 +24,17 @@ options:
     description: The ipmitool binary.
     type: str
     default: ipmitool
+  subset:
+    description:
+      - Read only these parts of a Redfish BMC; empty reads the whole BMC. Other protocols and O(capture_dir)
+        always read everything.
+      - C(leak) reads the Chassis collection, each chassis' ThermalSubsystem, LeakDetection and LeakDetectors
+        (what C(gpuops.cluster.leak_assess) decides on) - a few requests instead of the whole walk. What it does not
+        read is listed in RV(bmc.not_read), never returned as absent or healthy.
+    type: list
+    elements: str
+    choices: [leak]
+    default: []
 extends_documentation_fragment:
   - gpuops.cluster.common
   - gpuops.cluster.common.attributes_info
@@ -50,6 +61,12 @@ EXAMPLES = r"""
   environment:
     GPUOPS_BMC_USER: admin
     GPUOPS_BMC_PASSWORD: "{{ vault_bmc_password }}"
+  delegate_to: localhost
+
+- name: Read only the leak detectors of a Redfish BMC (the leak response)
+  gpuops.cluster.bmc_info:
+    bmc_host: "{{ bmc_address }}"
+    subset: [leak]
   delegate_to: localhost
 
 - name: Read a capture directory
@@ -99,6 +116,19 @@ bmc:
       sample: {systems: [{id: "1", power_state: "On", health: OK, health_rollup: OK, bios_version: "2.1.7"}],
                chassis: [], firmware: [{id: BIOS, name: BIOS, version: "2.1.7", updateable: true}], managers: [],
                leak_detectors: [{name: Cold Plate 0, state: OK, health: OK}], log_entries: [], psus: [], memory: []}
+    subset:
+      description: The O(subset) read (Redfish only).
+      returned: when O(subset) is set and the BMC was read over Redfish
+      type: list
+      elements: str
+      sample: [leak]
+    not_read:
+      description: The parts the O(subset) did not read (C(sensors:non_leak) - every sensor but the leak detectors,
+        C(redfish.systems), ...); their lists are empty because they were not read, not because they are absent.
+      returned: when O(subset) is set and the BMC was read over Redfish
+      type: list
+      elements: str
+      sample: [redfish.firmware, redfish.log_entries, sel, sensors:non_leak]
     errors:
       description: Error records C({domain, kind, message, source, parser, line}).
       type: list
@@ -124,6 +154,7 @@ def main():
         ca_path={"type": "path"},
         auth={"type": "str", "choices": ["auto", "session", "basic"], "default": "auto"},
         ipmitool_path={"type": "str", "default": "ipmitool"},
+        subset={"type": "list", "elements": "str", "choices": ["leak"], "default": []},
     )
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     p = module.params
@@ -144,6 +175,7 @@ def main():
             "auth",
             "timeout",
             "ipmitool_path",
+            "subset",
             mode=mode,
             host=p["bmc_host"],
             user=p["bmc_user"],

@@ -48,6 +48,25 @@ MAX_DOCS = 3000
 MAX_LOG_ENTRIES = 2000
 WALK_TIMEOUTS = 10
 
+#: ``subset`` of a Redfish read -> the parts of the result that subset does not read (``not_read`` of the result).
+#: ``leak``: only Chassis -> ThermalSubsystem -> LeakDetection -> LeakDetectors (the leak verdict of
+#: ``gpuops.cluster.leak_assess``; no Sensor ReadingType is a leak, see ``_redfish``).
+SUBSETS: Dict[str, List[str]] = {
+    "leak": [
+        "sensors:non_leak",
+        "sel",
+        "sel_info",
+        "fru",
+        "mc",
+        "redfish.systems",
+        "redfish.firmware",
+        "redfish.managers",
+        "redfish.psus",
+        "redfish.memory",
+        "redfish.log_entries",
+    ],  # fmt: skip
+}
+
 
 def _http() -> Any:
     """The HTTP client module, imported for a Redfish walk only: it pulls in ansible.module_utils.urls, ssl and
@@ -336,6 +355,22 @@ class _Walker:
             for fw in self.members(self.http.link(upd, "FirmwareInventory"), limit=1000):
                 self.parse(fw)
 
+    def walk_leak(self) -> None:
+        """The leak subset: the chassis and their leak detectors, nothing else."""
+        root = self.get("/redfish/v1", optional=False)
+        if root is None:
+            return
+        for chassis in self.members(self.http.link(root, "Chassis")):
+            self.parse(chassis)
+            ts = self.get(self.http.link(chassis, "ThermalSubsystem"))
+            leak = self.get(self.http.link(ts, "LeakDetection")) if ts is not None else None
+            if leak is not None:
+                detectors = self.members(self.http.link(leak, "LeakDetectors"))
+                for det in detectors:
+                    self.parse(det)
+                if not detectors:
+                    self.parse(leak)
+
     def chassis(self, chassis: Dict[str, Any]) -> None:
         self.parse(chassis)
         ts = self.get(self.http.link(chassis, "ThermalSubsystem"))
@@ -395,11 +430,16 @@ def collect_redfish(
     password: Optional[str],
     port: Optional[int],
     timeout: float,
+    subset: Optional[List[str]] = None,
     **tls: Any,
 ) -> Dict[str, Any]:
     """Walk a BMC over Redfish. ``tls``: ``validate_certs``, ``ca_path`` and ``auth`` (``_http.Http``); a session
-    the walk logged in with is deleted at the end, whatever happened."""
+    the walk logged in with is deleted at the end, whatever happened. ``subset`` (``SUBSETS``) reads only those
+    parts; the result then lists what it did not read in ``not_read`` (never read as empty or healthy)."""
     result = empty_result("redfish")
+    if subset:
+        result["subset"] = sorted(subset)
+        result["not_read"] = sorted(set.intersection(*(set(SUBSETS[s]) for s in subset)))
     try:
         http = _http().Http(
             redfish_base_url(host, port),
@@ -415,7 +455,10 @@ def collect_redfish(
         return result
     walker = _Walker(http, result, budget_s=WALK_TIMEOUTS * timeout)
     try:
-        walker.walk()
+        if subset:
+            walker.walk_leak()
+        else:
+            walker.walk()
     finally:
         http.close()
     if walker.out_of_time:
@@ -440,9 +483,12 @@ def collect(
     mode: str = "inband",
     timeout: float = 30,
     ipmitool_path: str = "ipmitool",
+    subset: Optional[List[str]] = None,
     **connection: Any,
 ) -> Dict[str, Any]:
     """The ``bmc`` domain dict. Never raises: failures are error records.
+
+    ``subset`` (``SUBSETS``, Redfish only; empty or None: the whole BMC) reads only what that subset needs.
 
     ``connection`` holds the out-of-band BMC: ``host``, ``user``, ``password``, ``port``, ``validate_certs``,
     ``ca_path`` and ``auth`` (Redfish: ``auto``, ``session`` or ``basic``, see ``_http``).
@@ -463,9 +509,14 @@ def collect(
             result = empty_result(None)
             result["errors"].append(error_record(DOMAIN, "missing", "mode %s needs a BMC host" % mode))
             return result
+        bad = sorted(set(subset or []) - set(SUBSETS))
+        if bad:
+            result = empty_result(None)
+            result["errors"].append(error_record(DOMAIN, "internal", "unknown subset(s): %s" % ", ".join(bad)))
+            return result
         if mode == "redfish":
             tls = {k: connection.get(k) for k in ("validate_certs", "ca_path", "auth") if connection.get(k) is not None}
-            return collect_redfish(str(host), user, password, port, timeout, **tls)
+            return collect_redfish(str(host), user, password, port, timeout, list(subset or []), **tls)
         return collect_ipmitool(mode, host, user, password, port, timeout, ipmitool_path)
     except Exception as exc:  # noqa: BLE001 - the collector boundary: a bug becomes an error record
         result = empty_result(None)

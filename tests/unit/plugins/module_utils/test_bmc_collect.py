@@ -222,3 +222,119 @@ def test_redfish_walk_budget(monkeypatch):
         srv.server_close()
     assert [e["kind"] for e in r["errors"]] == ["timeout"] and "stopped after" in r["errors"][0]["message"]
     assert r["redfish"]["systems"] == []
+
+
+# ------------------------------------------------------------------ subset [leak] (issue 40)
+# Documents: DMTF Redfish LeakDetector (DetectorState OK | Warning | Critical), LeakDetection, ThermalSubsystem,
+# Chassis - the TREE above; the request lists below are written by hand from that tree, not by the code.
+
+# ``/redfish/v1`` twice: the client reads the service root for its SessionService (auth auto), then the walk does.
+FULL_WALK_PATHS = [
+    "/redfish/v1",
+    "/redfish/v1",
+    "/redfish/v1/Systems",
+    "/redfish/v1/Systems/1",
+    "/redfish/v1/Systems/1/LogServices",
+    "/redfish/v1/Systems/1/LogServices/SEL",
+    "/redfish/v1/Systems/1/LogServices/SEL/Entries",
+    "/redfish/v1/Systems/1/LogServices/SEL/Entries?$skip=1",
+    "/redfish/v1/Chassis",
+    "/redfish/v1/Chassis/1",
+    "/redfish/v1/Chassis/1/ThermalSubsystem",
+    "/redfish/v1/Chassis/1/LD",
+    "/redfish/v1/Chassis/1/LD/D",
+    "/redfish/v1/Chassis/1/LD/D/0",
+    "/redfish/v1/Chassis/1/Power",
+]
+LEAK_PATHS = [
+    "/redfish/v1",
+    "/redfish/v1",
+    "/redfish/v1/Chassis",
+    "/redfish/v1/Chassis/1",
+    "/redfish/v1/Chassis/1/ThermalSubsystem",
+    "/redfish/v1/Chassis/1/LD",
+    "/redfish/v1/Chassis/1/LD/D",
+    "/redfish/v1/Chassis/1/LD/D/0",
+]
+
+
+def _serve(tree, fail=()):
+    served = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):  # noqa: N802
+            served.append(self.path)
+            doc = tree.get(self.path)
+            code = 200 if doc is not None else 404
+            if self.path in fail or self.path == "/redfish/v1/Chassis/1/Power":
+                code, doc = 500, {"error": "boom"}
+            data = json.dumps(doc or {}).encode()
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return served, Handler
+
+
+def _read(tree, subset=None, fail=()):
+    served, handler = _serve(tree, fail)
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        url = "http://127.0.0.1:%d" % srv.server_address[1]
+        r = _bmc.collect(mode="redfish", host=url, user="u", password=PASSWORD, timeout=5, subset=subset)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    return r, served
+
+
+def _tree(state):
+    tree = dict(TREE)
+    tree["/redfish/v1/Chassis/1/LD/D/0"] = dict(TREE["/redfish/v1/Chassis/1/LD/D/0"], DetectorState=state)
+    return tree
+
+
+@pytest.mark.parametrize("state,verdict", [("Critical", "asserted"), ("Warning", "warning"), ("OK", "clear")])
+def test_redfish_leak_subset_fewer_requests_same_verdict(state, verdict):
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.leak import response as _leak
+
+    full, full_served = _read(_tree(state))
+    leak, leak_served = _read(_tree(state), subset=["leak"])
+    assert sorted(full_served) == sorted(FULL_WALK_PATHS)
+    assert sorted(leak_served) == sorted(LEAK_PATHS)  # 15 -> 8 requests on this tree
+    assert _leak.detect(full)["state"] == _leak.detect(leak)["state"] == verdict
+    assert _leak.detect(full)["asserted"] == _leak.detect(leak)["asserted"]
+    assert leak["redfish"]["leak_detectors"] == full["redfish"]["leak_detectors"]
+    assert leak["redfish"]["leak_detectors"][0]["state"] == state
+    # what the subset did not read is said so, never an empty "healthy" list without a word
+    assert leak["subset"] == ["leak"]
+    assert {"redfish.systems", "redfish.log_entries", "sel", "sensors:non_leak"} <= set(leak["not_read"])
+    assert leak["redfish"]["systems"] == [] and leak["errors"] == []
+    assert "not_read" not in full and "subset" not in full
+    assert PASSWORD not in json.dumps(leak)
+
+
+def test_redfish_leak_subset_unreadable_detectors_never_clear():
+    from ansible_collections.gpuops.cluster.plugins.plugin_utils.leak import response as _leak
+
+    r, served = _read(TREE, subset=["leak"], fail=("/redfish/v1/Chassis/1/LD/D",))
+    assert "/redfish/v1/Systems" not in served
+    assert r["redfish"]["leak_detectors"] == [] and len(r["errors"]) == 1 and "HTTP 500" in r["errors"][0]["message"]
+    assert _leak.detect(r)["state"] == "unreadable"
+    # a chassis without ThermalSubsystem: no leak detector read -> unreadable, not clear
+    bare = {k: v for k, v in TREE.items() if "ThermalSubsystem" not in k and "/LD" not in k}
+    bare["/redfish/v1/Chassis/1"] = {"@odata.type": "#Chassis.v1_0_0.Chassis", "Id": "1"}
+    r, served = _read(bare, subset=["leak"])
+    assert served == ["/redfish/v1", "/redfish/v1", "/redfish/v1/Chassis", "/redfish/v1/Chassis/1"]
+    assert _leak.detect(r)["state"] == "unreadable"
+
+
+def test_subset_unknown_is_an_error_record():
+    r = _bmc.collect(mode="redfish", host="127.0.0.1", port=1, timeout=1, subset=["everything"])
+    assert r["source"] is None and [e["kind"] for e in r["errors"]] == ["internal"]
+    assert "unknown subset" in r["errors"][0]["message"]
