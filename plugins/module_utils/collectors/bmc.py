@@ -64,7 +64,7 @@ SUBSETS: Dict[str, List[str]] = {
         "redfish.psus",
         "redfish.memory",
         "redfish.log_entries",
-    ],  # fmt: skip
+    ],
 }
 
 
