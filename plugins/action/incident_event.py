@@ -43,6 +43,7 @@ class ActionModule(ControllerAction):
     ARGUMENT_SPEC = {
         "alerts": {"type": "list", "elements": "dict"},
         "events": {"type": "list", "elements": "dict"},
+        "leak_event": {"type": "dict"},
         "runbook": {"type": "str"},
         "state_dir": {"type": "path"},
         "db_url": {"type": "str"},
@@ -51,12 +52,19 @@ class ActionModule(ControllerAction):
         "narrow": {"type": "bool", "default": True},
         "suppress": {"type": "bool", "default": True},
     }
-    MUTUALLY_EXCLUSIVE = [("alerts", "events")]
+    MUTUALLY_EXCLUSIVE = [("alerts", "events", "leak_event")]
 
     @staticmethod
-    def _events(args, now):
+    def _events(args, now, thresholds=None):
+        if args["leak_event"] is not None:
+            events, problems = _realtime.leak_events(plain(args["leak_event"]), now, thresholds or {}, args["runbook"])
+            if any(not isinstance(h, str) for h, _msg in problems):
+                raise StepError("; ".join(msg for _h, msg in problems))
+            return events, problems
         if args["alerts"] is None and args["events"] is None:
-            raise StepError("give the alerts (ansible_eda.event.payload.alerts) or the events to record")
+            raise StepError(
+                "give the alerts (ansible_eda.event.payload.alerts), the leak watch's leak_event or the events to record"
+            )
         if args["alerts"] is not None:
             events, problems = _realtime.alert_events(plain(args["alerts"]), now, args["runbook"])
             if any(not isinstance(h, str) for h, _msg in problems):
@@ -95,10 +103,11 @@ class ActionModule(ControllerAction):
     def step(self, args, check_mode, task_vars):
         now = time.time()
         try:
-            sla = _policy.merge_policy(_policy.DEFAULT_POLICY, plain(args["policy_overrides"]))["sla"]
+            merged = _policy.merge_policy(_policy.DEFAULT_POLICY, plain(args["policy_overrides"]))
         except _policy.PolicyError as exc:
             raise StepError("invalid gpuops policy: %s" % exc) from None
-        events, unrecorded = self._events(args, now)
+        sla = merged["sla"]
+        events, unrecorded = self._events(args, now, ((merged.get("thresholds") or {}).get("bmc") or {}).get("leak"))
         hosts = sorted({e.get("host") for e in events if isinstance(e.get("host"), str)} | {h for h, _m in unrecorded})
         hostvars = task_vars.get("hostvars") or {}
         windows = {h: plain(host_var(hostvars, h, "gpuops_maintenance_windows")) for h in hosts if h in hostvars}

@@ -46,6 +46,13 @@ options:
         C(record_realtime) takes them (C(docs/service.md), "Real-time events"); C(detected_at) in epoch seconds.
     type: list
     elements: dict
+  leak_event:
+    description:
+      - The Redfish leak watch's event (C(ansible_eda.event.leak_event) of the C(gpuops.cluster.redfish_leak) source),
+        recorded as the inspection's C(bmc.leak) finding names the fault (component C(bmc/<detector>), code the
+        detector state), graded by the policy's C(thresholds.bmc.leak); a state the policy does not grade (OK) records
+        nothing. Mutually exclusive with O(alerts) and O(events).
+    type: dict
   runbook:
     description: The catalogue id of the runbook the playbook carries out (C(gpuops_runbook)), acting once per incident.
     type: str

@@ -108,6 +108,38 @@ def alert_events(
     return events, problems
 
 
+def leak_events(
+    leak_event: Any, now: float, thresholds: Dict[str, Any], runbook: Optional[str] = None
+) -> Tuple[List[Dict[str, Any]], List[Tuple[Any, str]]]:
+    """(events, problems) for one event of the Redfish leak watch (``ansible_eda.event.leak_event`` of the
+    gpuops.cluster.redfish_leak source): the leak detector's fault as the inspection's ``bmc.leak`` finding names it
+    (check ``bmc.leak``, component ``bmc/<detector>``, code the detector state), its severity from the policy's
+    ``thresholds.bmc.leak`` (the same table the check uses), ``detected_at`` the time the source read the new
+    state. A state the policy does not grade (OK) is no event; fields are matched in full by the ledger."""
+    if not isinstance(leak_event, dict):
+        return [], [(None, "leak_event must be the mapping the redfish_leak source hands over")]
+    node, state, detector = leak_event.get("node"), leak_event.get("state"), leak_event.get("detector")
+    graded = thresholds.get(state) if isinstance(state, str) else None
+    if not isinstance(graded, dict):
+        return [], []
+    if not isinstance(detector, str) or not detector:
+        return [], [(node, "leak event on %s names no detector" % node)]
+    started = _epoch(leak_event.get("detected_at"))
+    ev = {
+        "host": node,
+        "check_id": "bmc.leak",
+        "component": "bmc/%s" % detector,
+        "code": state,
+        "severity": graded.get("severity"),
+        "detected_at": started if started is not None and started > 0 else float(now),
+        "source": "redfish_leak",
+        "summary": "leak detector %s: %s on %s" % (detector, state, node),
+    }
+    if runbook is not None:
+        ev["runbook"] = runbook
+    return [ev], []
+
+
 def _upgrades(state_dir: str, now: float) -> Dict[str, str]:
     """host -> "rolling upgrade <run>" for upgrade runs in progress under ``state_dir``."""
     out: Dict[str, str] = {}

@@ -316,3 +316,46 @@ def test_starts_at_as_alertmanager_writes_it(starts, expected):
     ]
     events, _problems = rt.alert_events(alerts, NOON)
     assert events[0]["detected_at"] == pytest.approx(expected, abs=1e-6)
+
+
+def _leak(state="Critical", detected="2026-12-07T11:59:00Z"):
+    """An event as the gpuops.cluster.redfish_leak source emits it (its DOCUMENTATION: ids only, ISO 8601 UTC)."""
+    return {
+        "node": "n5",
+        "chassis": "Chassis_1",
+        "detector": "Leak_Tray_2",
+        "state": state,
+        "previous": "OK",
+        "ticket": "leak-0123456789abcdef",
+        "detected_at": detected,
+    }
+
+
+def test_the_leak_watchs_event_opens_one_incident_and_the_response_runs_once(tmp_path):
+    state = str(tmp_path / "state")
+    args = {"leak_event": _leak(), "runbook": "coolant_leak", "state_dir": state, "narrow": False, "suppress": False}
+    first = _run_action(action, args, task_vars=_hostvars(n5=[]))
+    assert not first.get("failed"), first
+    assert first["act_hosts"] == ["n5"]
+    again = _run_action(action, args, task_vars=_hostvars(n5=[]))
+    assert again["act_hosts"] == [] and [r["outcome"] for r in again["results"]] == ["repeat"]
+    store = open_store(state_dir=state)
+    with store.read() as conn:
+        inc = _inc.open_incidents(conn)
+    store.close()
+    # one incident, dated when the source read Critical (11:59:00Z = NOON - 60); docs/policy.md: a leak detector
+    # Critical is P1 emergency_shutdown (thresholds.bmc.leak), the check the inspection raises is bmc.leak
+    assert len(inc) == 1 and inc[0]["detected_at"] == NOON - 60
+    assert (inc[0]["host"], inc[0]["severity"]) == ("n5", "P1")
+
+
+def test_a_leak_event_back_to_ok_records_nothing_and_bad_ones_refuse(tmp_path):
+    state = str(tmp_path / "state")
+    ok = _run_action(action, {"leak_event": _leak("OK"), "state_dir": state}, task_vars=_hostvars(n5=[]))
+    assert not ok.get("failed") and ok["act_hosts"] == [] and ok["results"] == [], ok
+    bad = _run_action(action, {"leak_event": "Critical", "state_dir": state}, task_vars=_hostvars(n5=[]))
+    assert bad.get("failed")
+    both = _run_action(
+        action, {"leak_event": _leak(), "alerts": _alerts("n1"), "state_dir": state}, task_vars=_hostvars(n5=[])
+    )
+    assert both.get("failed") and "mutually exclusive" in both["msg"], both
