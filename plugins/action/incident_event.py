@@ -57,7 +57,9 @@ class ActionModule(ControllerAction):
     @staticmethod
     def _events(args, now, thresholds=None):
         if args["leak_event"] is not None:
-            events, problems = _realtime.leak_events(plain(args["leak_event"]), now, thresholds or {}, args["runbook"])
+            # no act-once for a leak: the watch emits on a state change only, so each event is a new onset, and a
+            # power-off never waits on the ledger (the response itself is idempotent)
+            events, problems = _realtime.leak_events(plain(args["leak_event"]), now, thresholds or {})
             if any(not isinstance(h, str) for h, _msg in problems):
                 raise StepError("; ".join(msg for _h, msg in problems))
             return events, problems
@@ -140,7 +142,8 @@ class ActionModule(ControllerAction):
         if out["refused"]:
             raise StepError("; ".join(r["error"] for r in out["refused"]), results=out["results"], lines=lines)
         act = sorted(set(out["act"]) | {h for h, _m in unrecorded if h not in why})  # unrecorded: never held back
-        if not args["runbook"]:  # recording only: every host not suppressed may be acted on by the caller
+        if not args["runbook"] or args["leak_event"] is not None:  # recording only (a leak: always): every host
+            # not suppressed may be acted on by the caller
             act = sorted(h for h in hosts if not any(r.get("suppressed") for r in out["results"] if r.get("host") == h))
         if mixed:
             act = []
