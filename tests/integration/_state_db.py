@@ -39,3 +39,15 @@ def claims(state_dir: Any) -> List[Dict[str, Any]]:
     """The isolation guard's claims in the order they were made (the entries history.json held before issue 36)."""
     sql = "SELECT %s FROM guard_claims ORDER BY id" % ", ".join(CLAIM_COLUMNS)
     return [dict(zip(CLAIM_COLUMNS, r)) for r in _rows(state_dir, sql)]
+
+
+def open_incidents(state_dir: Any, host: str) -> List[Dict[str, Any]]:
+    """The host's open incidents in the ledger of the embedded store (table ``incidents``: incident_id, fingerprint
+    ``<host>|<finding id>``, severity, detected_at), oldest first."""
+    rows = _rows(
+        state_dir,
+        "SELECT incident_id, fingerprint, severity, detected_at FROM incidents WHERE host = ? AND state = 'open' "
+        "ORDER BY detected_at",
+        (host,),
+    )
+    return [dict(zip(("incident_id", "fingerprint", "severity", "detected_at"), r)) for r in rows]

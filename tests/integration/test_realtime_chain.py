@@ -27,6 +27,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "testbed" / "lib"))
 from rtchain import Chain  # noqa: E402
 
+import _state_db  # noqa: E402
+
 REALTIME = REPO / "tests" / "testbed" / "realtime.sh"
 HC_INTERVAL = 5
 
@@ -155,6 +157,9 @@ def test_leak_critical_powers_the_system_off_through_the_leak_watch(chain):
         changed = {x.get("module") for x in mine if x["event"] == "task" and x.get("changed")}
         assert "gpuops.cluster.leak_assess" in changed, changed
         assert "gpuops-Emul4ted-pw" not in json.dumps(mine)  # the BMC password never reaches the audit
+        # one incident in the ledger for the leak, opened by the watch's event (read with sqlite3, not the store)
+        leaks = [i for i in _state_db.open_incidents(chain.rt / "state", host) if ":bmc.leak:" in i["fingerprint"]]
+        assert len(leaks) == 1 and leaks[0]["severity"] == "P1", leaks  # docs/policy.md: leak Critical is P1
     finally:
         chain.leak_heal(timeout=200)
 
