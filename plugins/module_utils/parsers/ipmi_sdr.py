@@ -165,7 +165,9 @@ _SEVERITIES: Dict[str, str] = {}
 
 def state_severity(text: str) -> str:
     """Severity of one discrete state / SEL event text: ok | non_critical | critical | non_recoverable."""
-    if type(text) is not str:  # noqa: E721 pylint: disable=unidiomatic-typecheck - exactly str: a subclass may differ
+    # exactly str: a subclass may compare or lower differently
+    # pylint: disable-next=unidiomatic-typecheck
+    if type(text) is not str:  # noqa: E721
         return _state_severity(text)
     sev = _SEVERITIES.get(text)
     if sev is None:
@@ -273,7 +275,9 @@ def _unit(raw: Optional[str]) -> Optional[str]:
 
 
 def _reading(text: str) -> Tuple[Optional[float], Optional[str]]:
-    if type(text) is not str:  # noqa: E721 pylint: disable=unidiomatic-typecheck - exactly str (the table's key)
+    # exactly str (the table's key)
+    # pylint: disable-next=unidiomatic-typecheck
+    if type(text) is not str:  # noqa: E721
         return _read_value(text)
     got = _READINGS.get(text)
     if got is None:
