@@ -4,8 +4,8 @@
 A run that decides on a ``scontrol show node`` read before it takes the guard's lock can decide on a view from
 before another run's drain: that run claims, drains and releases ``done``, and the stale run is allowed the cap
 again. The action (gpuops.cluster.isolation_guard) therefore runs ``scontrol show node`` itself, after the lock is
-taken: here a fake scontrol probes the lock from its own process when it is called, on each backend (the state
-directory's file lock, SQLite's write lock, PostgreSQL's advisory lock)."""
+taken: here a fake scontrol probes the lock from its own process when it is called, on each store (the state
+directory's embedded SQLite and a SQLite URL: the write lock; PostgreSQL: the advisory lock)."""
 
 from __future__ import annotations
 
@@ -20,19 +20,10 @@ IDLE = "\n".join("NodeName=gpu-node-%02d State=IDLE Partitions=gpu" % i for i in
 
 #: scontrol that says, in a log, whether the guard's lock was held by another process when it was called
 PROBE = """#!{python}
-import fcntl, os, sys
+import sys
 kind, where, log, view = {kind!r}, {where!r}, {log!r}, {view!r}
 held = None
-if kind == "file" and not os.path.exists(where):
-    held = False  # no lock file yet: nobody took the lock
-elif kind == "file":
-    with open(where, "a") as fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            held = False
-        except OSError:
-            held = True
-elif kind == "sqlite":
+if kind == "sqlite":
     import sqlite3
     conn = sqlite3.connect(where, timeout=0, isolation_level=None)
     try:
@@ -56,12 +47,13 @@ sys.stdout.write(open(view).read())
 """
 
 
-@pytest.fixture(params=["file", "sqlite", "postgresql"])
+@pytest.fixture(params=["embedded", "sqlite", "postgresql"])
 def store(request, tmp_path):
-    """(action arguments for the store, how the fake scontrol probes its lock, where)."""
+    """(action arguments for the store, how the fake scontrol probes its lock, where). The state directory alone is
+    the embedded store, ``<state_dir>/gpuops.db`` (docs/state.md "Backends"; issue 36: no file backend)."""
     sd = tmp_path / "state"
-    if request.param == "file":
-        return {"state_dir": str(sd)}, "file", str(sd / "locks" / "isolation-guard.lock")
+    if request.param == "embedded":
+        return {"state_dir": str(sd)}, "sqlite", str(sd / "gpuops.db")
     if request.param == "sqlite":
         db = tmp_path / "x.db"
         return {"state_dir": str(sd), "db_url": "sqlite:///%s" % db}, "sqlite", str(db)
