@@ -363,13 +363,8 @@ class _Walker:
         for chassis in self.members(self.http.link(root, "Chassis")):
             self.parse(chassis)
             ts = self.get(self.http.link(chassis, "ThermalSubsystem"))
-            leak = self.get(self.http.link(ts, "LeakDetection")) if ts is not None else None
-            if leak is not None:
-                detectors = self.members(self.http.link(leak, "LeakDetectors"))
-                for det in detectors:
-                    self.parse(det)
-                if not detectors:
-                    self.parse(leak)
+            if ts is not None:
+                self.leak_detection(ts)
 
     def chassis(self, chassis: Dict[str, Any]) -> None:
         self.parse(chassis)
@@ -393,6 +388,10 @@ class _Walker:
     def thermal_subsystem(self, ts: Dict[str, Any]) -> None:
         for fan in self.members(self.http.link(ts, "Fans")):
             self.parse(fan)
+        self.leak_detection(ts)
+
+    def leak_detection(self, ts: Dict[str, Any]) -> None:
+        """A ThermalSubsystem's leak detectors (or the LeakDetection resource itself when it lists none)."""
         leak = self.get(self.http.link(ts, "LeakDetection"))
         if leak is not None:
             detectors = self.members(self.http.link(leak, "LeakDetectors"))
