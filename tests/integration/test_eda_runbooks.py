@@ -32,7 +32,9 @@ from ansible_collections.gpuops.cluster.plugins.plugin_utils._policy import merg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-_spec = importlib.util.spec_from_file_location("gpuops_eda_helpers", os.path.join(HERE, "test_eda.py"))
+_spec = importlib.util.spec_from_file_location(
+    "gpuops_eda_helpers", os.path.join(HERE, "test_eda_bed.py")
+)  # the bed helpers
 eda_helpers = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(eda_helpers)
 

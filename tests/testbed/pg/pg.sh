@@ -5,10 +5,13 @@
 #   pg.sh down   stop it and remove its directory
 # One server per run, shared by the unit and integration stages; each test makes its own database
 # (tests/conftest.py pg_url fixture). Runs as the `postgres` user when started by root (PostgreSQL refuses
-# root). Settings: GPUOPS_PG_DIR (default /tmp/gpuops-pg), GPUOPS_PG_PORT (default 55432).
+# root). Settings: GPUOPS_PG_DIR (default /tmp/gpuops-pg-<h>), GPUOPS_PG_PORT (default 55432 + <h> % 500), <h>
+# derived from the checkout's path: two checkouts on one machine (a CI clone beside a developer's `make unit`)
+# never share, or stop, each other's server.
 set -euo pipefail
-DIR=${GPUOPS_PG_DIR:-/tmp/gpuops-pg}
-PORT=${GPUOPS_PG_PORT:-55432}
+_h=$(cd "$(dirname "$0")/../../.." && pwd | tr -d '\n' | md5sum | cut -c1-4)
+DIR=${GPUOPS_PG_DIR:-/tmp/gpuops-pg-$_h}
+PORT=${GPUOPS_PG_PORT:-$((55432 + 0x$_h % 500))}
 BIN=${GPUOPS_PG_BIN:-}
 if [ -z "$BIN" ]; then for d in /usr/lib/postgresql/*/bin; do [ -x "$d/pg_ctl" ] && BIN=$d; done; fi
 URL="postgresql+psycopg://postgres@127.0.0.1:$PORT/postgres"
